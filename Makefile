@@ -1,0 +1,33 @@
+# The two commands a fresh clone needs: `make run` and `make test`.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTHON ?= python3
+
+.PHONY: run test lint bench install clean
+
+# Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[all,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/promptrail serve
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src collector integrations tests
+	$(VENV)/bin/ruff format --check src collector integrations tests
+	$(VENV)/bin/mypy
+
+test: lint
+	$(VENV)/bin/pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/prompts.py --prompts 10000
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,83 @@
+"""Turn every failure into the contract's error body, never a framework page."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import PromptrailError
+
+logger = logging.getLogger("promptrail.api")
+
+_HTTP_CODES = {
+    404: ("NOT_FOUND", "not_found_error"),
+    405: ("METHOD_NOT_ALLOWED", "invalid_request_error"),
+}
+
+
+def error_response(
+    status: int, code: str, type_: str, message: str, **details: Any
+) -> JSONResponse:
+    """Build the error body response."""
+    body = {"error": {"type": type_, "message": message, "code": code, "details": details}}
+    return JSONResponse(body, status_code=status)
+
+
+async def _promptrail_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, PromptrailError)
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "field": _field_path(e.get("loc", ())),
+            "message": str(e.get("msg", "")),
+            "type": e.get("type"),
+        }
+        for e in exc.errors()
+    ]
+    first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+    if first.get("type") == "json_invalid":
+        message = "Malformed JSON body"
+        first = {**first, "field": "body"}
+    else:
+        message = f"{first['field']}: {first['message']}"
+    return error_response(
+        400, "VALIDATION_ERROR", "validation_error", message, field=first["field"], errors=errors
+    )
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code, type_ = _HTTP_CODES.get(exc.status_code, ("HTTP_ERROR", "invalid_request_error"))
+    message = "No such route" if exc.status_code == 404 else str(exc.detail)
+    return error_response(exc.status_code, code, type_, message)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(
+        500, "INTERNAL_ERROR", "api_error", "Internal error; see the collector log"
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on an app."""
+    app.add_exception_handler(PromptrailError, _promptrail_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

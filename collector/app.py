@@ -1,0 +1,87 @@
+"""Assemble the collector: store, services, middleware, error handlers and routes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from .api.deps import Services
+from .api.errors import install_error_handlers
+from .api.limits import BodyLimitMiddleware
+from .api.routes import admin, health, labels, prompts, templates, versions
+from .config import Settings
+from .models.common import ERROR_RESPONSES
+from .store.store import Store
+
+logger = logging.getLogger("promptrail.collector")
+
+ReadyHook = Callable[[Services, str | None], None]
+
+
+def _api_router() -> APIRouter:
+    router = APIRouter(responses=ERROR_RESPONSES)
+    # Template routes first: their paths are longer forms of the version routes.
+    for module in (prompts, templates, versions, labels, admin):
+        router.include_router(module.router)
+    return router
+
+
+def open_services(settings: Settings) -> tuple[Services, str | None]:
+    """Open and migrate the store, make sure the initial key exists; return any new key."""
+    store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    services = Services.build(settings, store)
+    new_key = None
+    if settings.init_api_key:
+        services.keys.ensure(settings.init_api_key)
+    elif settings.is_embedded and not services.keys.has_keys("default"):
+        new_key = services.keys.create("default")
+    return services, new_key
+
+
+def create_app(
+    settings: Settings | None = None,
+    on_ready: ReadyHook | None = None,
+    opened: tuple[Services, str | None] | None = None,
+) -> FastAPI:
+    """Build the collector app.
+
+    The store opens (and migrates) in the lifespan, unless the caller opened it already
+    (``opened``, from :func:`open_services`); either way the lifespan closes it.
+    """
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if opened is None:
+            services, new_key = await run_in_threadpool(open_services, settings)
+        else:
+            services, new_key = opened
+        app.state.services = services
+        logger.info("store ready: %s (database %s)", settings.store_url, settings.database)
+        if on_ready is not None:
+            on_ready(services, new_key)
+        try:
+            yield
+        finally:
+            services.store.close()
+            logger.info("store closed")
+
+    app = FastAPI(
+        title="promptrail collector",
+        version=__version__,
+        description="Prompt registry and LLM request log. Every route is served under "
+        "both /v1 and /api/v1.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    api = _api_router()
+    app.include_router(api, prefix="/v1")
+    app.include_router(api, prefix="/api/v1", include_in_schema=False)
+    return app

@@ -1,0 +1,1 @@
+"""Wire models (pydantic), named for the shapes of the interface spec."""

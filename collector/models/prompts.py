@@ -1,0 +1,248 @@
+"""Prompt, version, label and template shapes (spec 2.1-2.3, 4.1, 4.2, 4.4)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+MAX_TEMPLATE_CHARS = 1024 * 1024
+
+_NAME = re.compile(r"^\w[\w.\-]{0,127}$")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_ID_SHAPE = re.compile(r"^prompt_[0-9a-f]{32}$")
+
+
+def _check_name(value: str) -> str:
+    if _ID_SHAPE.match(value):
+        raise ValueError("a name cannot have the shape of a prompt id (prompt_<32 hex>)")
+    if not _NAME.match(value):
+        raise ValueError(
+            "name must be 1-128 characters: letters, digits, '_', '.', '-', "
+            "starting with a letter, digit or '_'"
+        )
+    return value
+
+
+def check_label(value: str) -> str:
+    """Validate a label name."""
+    if not _LABEL.match(value):
+        raise ValueError("label must be 1-64 letters, digits, '_', '.', '-'")
+    return value
+
+
+def _check_settable_label(value: str) -> str:
+    check_label(value)
+    if value == "latest":
+        raise ValueError("'latest' is reserved: it always means the newest version")
+    return value
+
+
+def _check_tags(value: list[str]) -> list[str]:
+    for tag in value:
+        if not 1 <= len(tag) <= 64 or tag != tag.strip():
+            raise ValueError("each tag must be 1-64 characters without surrounding spaces")
+    return list(dict.fromkeys(value))
+
+
+def _check_folder(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = [p for p in value.strip().split("/") if p]
+    if any(p in (".", "..") for p in parts) or len(value) > 256:
+        raise ValueError("folder must be a path like /team/project, without '.' or '..'")
+    return "/" + "/".join(parts)
+
+
+def _check_parameters(value: dict[str, Any]) -> dict[str, Any]:
+    ranges = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
+    for key, (low, high) in ranges.items():
+        if key in value:
+            number = value[key]
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise ValueError(f"parameters.{key} must be a number")
+            if not low <= number <= high:
+                raise ValueError(f"parameters.{key} must be between {low} and {high}")
+    if "max_tokens" in value:
+        tokens = value["max_tokens"]
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            raise ValueError("parameters.max_tokens must be a positive integer")
+    return value
+
+
+PromptName = Annotated[str, AfterValidator(_check_name)]
+LabelName = Annotated[str, AfterValidator(_check_settable_label)]
+Template = Annotated[str, Field(min_length=1, max_length=MAX_TEMPLATE_CHARS)]
+ModelName = Annotated[str, Field(min_length=1, max_length=200)]
+Description = Annotated[str, Field(max_length=10_000)]
+Tags = Annotated[list[str], Field(max_length=50), AfterValidator(_check_tags)]
+Folder = Annotated[str | None, AfterValidator(_check_folder)]
+Parameters = Annotated[dict[str, Any], AfterValidator(_check_parameters)]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PromptCreate(_Input):
+    """``POST /v1/prompts``: name, template and model are required."""
+
+    name: PromptName
+    template: Template
+    model: ModelName
+    description: Description = ""
+    parameters: Parameters = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list)
+    folder: Folder = None
+    labels: list[LabelName] = Field(default_factory=list, max_length=20)
+
+
+class PromptUpdate(_Input):
+    """``PATCH /v1/prompts/{name}``: any prompt field; every PATCH makes a new version."""
+
+    name: str | None = Field(default=None, description="Must equal the current name.")
+    template: Template | None = None
+    model: ModelName | None = None
+    description: Description | None = None
+    parameters: Parameters | None = None
+    tags: Tags | None = None
+    folder: Folder = None
+    labels: list[LabelName] = Field(default_factory=list, max_length=20)
+
+
+class RollbackRequest(_Input):
+    """``POST /v1/prompts/{name}/rollback``."""
+
+    version: int = Field(ge=1, le=2**31)
+    labels: list[LabelName] = Field(default_factory=list, max_length=20)
+
+
+class LabelMove(_Input):
+    """``PUT /v1/prompts/{name}/labels/{label}``."""
+
+    version: int = Field(ge=1, le=2**31)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("version must be an integer")
+        return value
+
+
+class PromptOut(BaseModel):
+    """Create: every field of spec 2.1."""
+
+    id: str
+    name: str
+    description: str
+    template: str
+    model: str
+    parameters: dict[str, Any]
+    version: int
+    tags: list[str]
+    folder: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class PromptGetOut(BaseModel):
+    """Get: the subset of spec 2.1."""
+
+    id: str
+    name: str
+    template: str
+    model: str
+    version: int
+    created_at: datetime
+
+
+class PromptListItem(BaseModel):
+    """List item of spec 2.1."""
+
+    id: str
+    name: str
+    description: str
+    version: int
+    created_at: datetime
+
+
+class PromptUpdateOut(BaseModel):
+    """Update: the subset of spec 2.1."""
+
+    id: str
+    name: str
+    template: str
+    model: str
+    version: int
+    updated_at: datetime
+
+
+class PromptDeleted(BaseModel):
+    """Delete result."""
+
+    deleted: bool
+    id: str
+
+
+class VersionOut(BaseModel):
+    """An item of the version history (spec 2.2), with its labels."""
+
+    version: int
+    template: str
+    model: str
+    labels: list[str]
+    note: str | None = None
+    created_at: datetime
+
+
+class VersionDetailOut(VersionOut):
+    """One version, with its parameters."""
+
+    parameters: dict[str, Any]
+
+
+class RollbackOut(BaseModel):
+    """Rollback result (spec 4.4)."""
+
+    version: int
+    template: str
+    note: str
+
+
+class LabelOut(BaseModel):
+    """A label and the version it points at."""
+
+    label: str
+    version: int
+    updated_at: datetime
+
+
+class LabelRemoved(BaseModel):
+    """Label removal result."""
+
+    deleted: bool
+    label: str
+
+
+class VariableSpec(BaseModel):
+    """The type of one template variable."""
+
+    type: str
+
+
+class TemplateOut(BaseModel):
+    """Template payload for local execution (spec 2.3), returned unwrapped."""
+
+    prompt_id: str
+    prompt_name: str
+    version: int
+    version_id: str
+    content: str
+    variables: dict[str, VariableSpec]
+    provider: str
+    model: str
+    temperature: float | None
+    max_tokens: int | None

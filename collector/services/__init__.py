@@ -1,0 +1,1 @@
+"""The rules of the product: versions, labels, templates, keys, pagination."""

@@ -1,0 +1,296 @@
+"""Prompt rules: names, versions, rollback, labels and template payloads."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import (
+    LabelNotFound,
+    PromptAlreadyExists,
+    PromptNotFound,
+    PromptrailError,
+    ValidationFailed,
+    VersionNotFound,
+)
+from ..models.prompts import PromptCreate, PromptUpdate
+from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
+from .cursors import CursorCodec
+from .templating import parse_template
+
+_ID = re.compile(r"^prompt_([0-9a-f]{32})$")
+LATEST = "latest"
+# Each lost race costs a read and an insert; this many losses in a row means something is
+# wrong (a hot loop of writers), not ordinary contention.
+_MAX_VERSION_ATTEMPTS = 200
+
+
+class VersionContention(PromptrailError):
+    """Too many concurrent writers kept taking the next version number."""
+
+    status = 503
+    code = "VERSION_CONFLICT"
+    type = "conflict_error"
+
+
+def prompt_ref(value: str) -> PromptRef:
+    """Interpret a path segment as a prompt id or a prompt name."""
+    match = _ID.match(value)
+    return PromptRef(match.group(1), by_id=True) if match else PromptRef(value, by_id=False)
+
+
+def public_id(prompt_id: str) -> str:
+    """Return the ``prompt_<hex>`` form of a stored prompt id."""
+    return f"prompt_{prompt_id}"
+
+
+@dataclass(frozen=True)
+class PromptPage:
+    """One page of the prompt list."""
+
+    items: list[PromptHeadRow]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class LabeledVersion:
+    """A version and the labels pointing at it."""
+
+    row: PromptVersionRow
+    labels: list[str]
+
+
+class PromptService:
+    """Create, read, version, label and delete prompts of one project at a time."""
+
+    def __init__(self, store: PromptStore, cursor_secret: str) -> None:
+        self._store = store
+        self._cursors = CursorCodec(cursor_secret, "prompts")
+
+    # -- create / read ---------------------------------------------------------------------
+
+    def create(self, project: str, body: PromptCreate) -> PromptVersionRow:
+        """Create a prompt at version 1; 409 when a live prompt has the name."""
+        parse_template(body.template)
+        generation, live = self._store.name_state(project, body.name)
+        if live:
+            raise PromptAlreadyExists(body.name)
+        now = datetime.now(UTC)
+        row = PromptVersionRow(
+            prompt_id=uuid.uuid4().hex,
+            version=1,
+            version_id=str(uuid.uuid4()),
+            name=body.name,
+            description=body.description,
+            template=body.template,
+            model=body.model,
+            parameters=body.parameters,
+            tags=body.tags,
+            folder=body.folder or "",
+            note="",
+            prompt_created_at=now,
+            created_at=now,
+        )
+        # The version goes in first and stays invisible until the name claim, the commit
+        # point, succeeds: a lost race leaves an unreachable row, never a half prompt.
+        self._store.try_insert_version(project, row)
+        if not self._store.try_claim_name(project, body.name, generation + 1, row.prompt_id, now):
+            raise PromptAlreadyExists(body.name)
+        self._attach_labels(project, row, body.labels)
+        return row
+
+    def get(self, project: str, ref_text: str) -> PromptVersionRow:
+        """Return the newest version of a live prompt."""
+        row = self._store.version(project, prompt_ref(ref_text))
+        if row is None:
+            raise PromptNotFound(ref_text)
+        return row
+
+    def resolve_version(
+        self, project: str, ref_text: str, number: int | None = None, label: str | None = None
+    ) -> PromptVersionRow:
+        """Return the version a path addresses: newest, by number, or by label."""
+        ref = prompt_ref(ref_text)
+        if label == LATEST:
+            label = None
+        row = self._store.version(project, ref, number=number, label=label)
+        if row is not None:
+            return row
+        if self._store.live_prompt_id(project, ref) is None:
+            raise PromptNotFound(ref_text)
+        if label is not None:
+            raise LabelNotFound(ref_text, label)
+        raise VersionNotFound(ref_text, number or 0)
+
+    def list_page(
+        self,
+        project: str,
+        filters: ListFilter,
+        limit: int,
+        cursor: str | None,
+    ) -> PromptPage:
+        """Return a page of live prompts, newest first."""
+        after = None
+        if cursor:
+            position = self._cursors.decode(cursor)
+            try:
+                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
+            except (KeyError, ValueError, TypeError):
+                raise ValidationFailed("cursor", "Invalid cursor") from None
+        rows, total = self._store.list_heads(project, filters, after, limit + 1)
+        if total is None:
+            total = self._store.count_heads(project, filters)
+        next_cursor = None
+        if len(rows) > limit:
+            rows = rows[:limit]
+            last = rows[-1]
+            next_cursor = self._cursors.encode(
+                {"at": last.prompt_created_at.isoformat(), "id": last.prompt_id}
+            )
+        return PromptPage(items=rows, total=total, next_cursor=next_cursor)
+
+    # -- new versions ----------------------------------------------------------------------
+
+    def update(self, project: str, ref_text: str, body: PromptUpdate) -> PromptVersionRow:
+        """Make version N+1 from the newest version and the given fields."""
+        fields = body.model_fields_set - {"labels"}
+        if not fields:
+            raise ValidationFailed("body", "PATCH needs at least one prompt field to change")
+        if body.template is not None:
+            parse_template(body.template)
+        if "folder" in fields and body.folder is None:
+            body = body.model_copy(update={"folder": ""})
+        changes: dict[str, Any] = {
+            key: getattr(body, key)
+            for key in ("template", "model", "description", "parameters", "tags", "folder")
+            if key in fields and getattr(body, key) is not None
+        }
+
+        def build(head: PromptVersionRow) -> PromptVersionRow:
+            if body.name is not None and body.name != head.name:
+                raise ValidationFailed("name", "Renaming a prompt is not supported")
+            return replace(head, **changes, note="")
+
+        row = self._next_version(project, ref_text, build)
+        self._attach_labels(project, row, body.labels)
+        return row
+
+    def rollback(
+        self, project: str, ref_text: str, target: int, labels: list[str]
+    ) -> PromptVersionRow:
+        """Make version N+1 with the target version's template, model and parameters."""
+        source = self.resolve_version(project, ref_text, number=target)
+
+        def build(head: PromptVersionRow) -> PromptVersionRow:
+            note = (
+                f"Rollback to version {target}: version {head.version + 1} restores "
+                f"version {target} (was version {head.version})"
+            )
+            return replace(
+                head,
+                template=source.template,
+                model=source.model,
+                parameters=source.parameters,
+                note=note,
+            )
+
+        row = self._next_version(project, ref_text, build)
+        self._attach_labels(project, row, labels)
+        return row
+
+    def _next_version(
+        self,
+        project: str,
+        ref_text: str,
+        build: Any,
+    ) -> PromptVersionRow:
+        for _ in range(_MAX_VERSION_ATTEMPTS):
+            head = self.get(project, ref_text)
+            candidate: PromptVersionRow = build(head)
+            candidate = replace(
+                candidate,
+                version=head.version + 1,
+                version_id=str(uuid.uuid4()),
+                created_at=datetime.now(UTC),
+            )
+            if self._store.try_insert_version(project, candidate):
+                return candidate
+            # Another writer took this number; back off a little so the herd spreads out.
+            time.sleep(random.uniform(0, 0.005))
+        raise VersionContention("Too many concurrent updates of this prompt; retry")
+
+    # -- versions and labels ---------------------------------------------------------------
+
+    def versions(self, project: str, ref_text: str) -> list[LabeledVersion]:
+        """Return every version, newest first, with the labels on each."""
+        prompt_id = self._live_id(project, ref_text)
+        by_version = self._labels_by_version(project, prompt_id)
+        return [
+            LabeledVersion(row, by_version.get(row.version, []))
+            for row in self._store.versions(project, prompt_id)
+        ]
+
+    def version(self, project: str, ref_text: str, number: int) -> LabeledVersion:
+        """Return one version with its labels."""
+        row = self.resolve_version(project, ref_text, number=number)
+        labels = self._labels_by_version(project, row.prompt_id).get(row.version, [])
+        return LabeledVersion(row, labels)
+
+    def labels(self, project: str, ref_text: str) -> list[tuple[str, int, datetime]]:
+        """Return the prompt's labels and the versions they point at."""
+        return self._store.labels(project, self._live_id(project, ref_text))
+
+    def move_label(
+        self, project: str, ref_text: str, label: str, version: int
+    ) -> tuple[str, int, datetime]:
+        """Attach a label to a version, moving it off any other."""
+        self._check_settable(label)
+        row = self.resolve_version(project, ref_text, number=version)
+        at = datetime.now(UTC)
+        self._store.set_label(project, row.prompt_id, label, row.version, at)
+        return label, row.version, at
+
+    def remove_label(self, project: str, ref_text: str, label: str) -> None:
+        """Detach a label; 404 LABEL_NOT_FOUND when it is not attached."""
+        self._check_settable(label)
+        prompt_id = self._live_id(project, ref_text)
+        if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
+            raise LabelNotFound(ref_text, label)
+        self._store.set_label(project, prompt_id, label, 0, datetime.now(UTC))
+
+    def delete(self, project: str, ref_text: str) -> str:
+        """Soft-delete a prompt; return its public id."""
+        prompt_id = self._live_id(project, ref_text)
+        if not self._store.mark_deleted(project, prompt_id, datetime.now(UTC)):
+            raise PromptNotFound(ref_text)
+        return public_id(prompt_id)
+
+    def _attach_labels(self, project: str, row: PromptVersionRow, labels: list[str]) -> None:
+        at = datetime.now(UTC)
+        for label in labels:
+            self._store.set_label(project, row.prompt_id, label, row.version, at)
+
+    def _labels_by_version(self, project: str, prompt_id: str) -> dict[int, list[str]]:
+        result: dict[int, list[str]] = {}
+        for label, version, _ in self._store.labels(project, prompt_id):
+            result.setdefault(version, []).append(label)
+        return result
+
+    def _live_id(self, project: str, ref_text: str) -> str:
+        prompt_id = self._store.live_prompt_id(project, prompt_ref(ref_text))
+        if prompt_id is None:
+            raise PromptNotFound(ref_text)
+        return prompt_id
+
+    @staticmethod
+    def _check_settable(label: str) -> None:
+        if label == LATEST:
+            raise ValidationFailed(
+                "label", "'latest' is reserved: it always means the newest version"
+            )

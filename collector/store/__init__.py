@@ -1,0 +1,1 @@
+"""ClickHouse only: connections, schema, migrations and every SQL statement of the collector."""

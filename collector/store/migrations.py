@@ -1,0 +1,61 @@
+"""Versioned, idempotent schema migrations recorded in ``schema_migrations``."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from clickhouse_connect.driver.client import Client
+
+from .keys import API_KEYS
+from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
+from .schema import Migration, Table, quote, render, render_database
+
+logger = logging.getLogger("promptrail.store")
+
+SCHEMA_MIGRATIONS = Table(
+    name="schema_migrations",
+    columns=("version UInt32", "name String", "applied_at DateTime64(3, 'UTC')"),
+    engine="ReplacingMergeTree",
+    order_by="version",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "api_keys", (API_KEYS,)),
+    Migration(
+        2,
+        "prompt_registry",
+        (PROMPTS, PROMPT_VERSIONS, PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS),
+    ),
+)
+
+
+def migration_statements(migration: Migration, database: str, cluster: str | None) -> list[str]:
+    """Render the DDL of one migration."""
+    return [render(obj, database, cluster) for obj in migration.objects]
+
+
+def migrate(client: Client, database: str, cluster: str | None = None) -> list[int]:
+    """Create the database and apply every migration not yet recorded; return those applied.
+
+    Every statement is ``IF NOT EXISTS``, so collectors starting at once on one database
+    may both run a step without harm.
+    """
+    client.command(render_database(database, cluster))
+    client.command(render(SCHEMA_MIGRATIONS, database, cluster))
+    table = f"{quote(database)}.{quote(SCHEMA_MIGRATIONS.name)}"
+    done = {int(r[0]) for r in client.query(f"SELECT version FROM {table}").result_rows}
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.version in done:
+            continue
+        for statement in migration_statements(migration, database, cluster):
+            client.command(statement)
+        client.insert(
+            table,
+            [[migration.version, migration.name, datetime.now(UTC)]],
+            column_names=["version", "name", "applied_at"],
+        )
+        logger.info("applied migration %d (%s) to %s", migration.version, migration.name, database)
+        applied.append(migration.version)
+    return applied

@@ -1,0 +1,468 @@
+"""The prompt registry on ClickHouse: names, immutable versions, heads and labels.
+
+Writes never update in place. A create or a new version is an insert whose
+``insert_deduplication_token`` names the slot it claims (a name's generation, a prompt's
+version number): ClickHouse keeps only the first insert per token, so reading the slot back
+tells the writer whether it won. That is a compare-and-set without transactions, and it holds
+across collectors because the dedup log lives with the table (in Keeper on a cluster).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .schema import Table, View, quote
+
+# Name claims and soft deletes. Sorted by name because every route addresses a prompt by
+# name; ``generation`` keeps each re-creation of a soft-deleted name as its own row, and
+# ReplacingMergeTree(row_version) lets the delete row (row_version 2) supersede the claim.
+PROMPTS = Table(
+    name="prompts",
+    columns=(
+        "project String",
+        "name String",
+        "generation UInt32",
+        "prompt_id String",
+        "created_at DateTime64(3, 'UTC')",
+        "is_deleted UInt8",
+        "deleted_at DateTime64(3, 'UTC')",
+        "row_version UInt8",
+    ),
+    indexes=("INDEX idx_prompt_id prompt_id TYPE bloom_filter GRANULARITY 1",),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version",),
+    order_by="(project, name, generation)",
+    dedup=True,
+)
+
+# Immutable version rows, append-only: a version is never rewritten, so plain MergeTree.
+# Sorted by (project, prompt_id, version): "latest" is the last row of a short range.
+PROMPT_VERSIONS = Table(
+    name="prompt_versions",
+    columns=(
+        "project String",
+        "prompt_id String",
+        "version UInt32",
+        "version_id UUID",
+        "name String",
+        "description String",
+        "template String",
+        "model String",
+        "parameters String",
+        "tags Array(String)",
+        "folder String",
+        "note String",
+        "prompt_created_at DateTime64(3, 'UTC')",
+        "created_at DateTime64(3, 'UTC')",
+    ),
+    order_by="(project, prompt_id, version)",
+    dedup=True,
+)
+
+# The newest version's list fields per prompt, fed by a materialized view so a version and
+# its head land in one insert. ReplacingMergeTree(version) keeps the highest version; reads
+# use FINAL so unmerged parts never show an older head.
+PROMPT_HEADS = Table(
+    name="prompt_heads",
+    columns=(
+        "project String",
+        "prompt_id String",
+        "version UInt32",
+        "name String",
+        "description String",
+        "model String",
+        "tags Array(String)",
+        "folder String",
+        "prompt_created_at DateTime64(3, 'UTC')",
+        "updated_at DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("version",),
+    order_by="(project, prompt_id)",
+)
+
+PROMPT_HEADS_MV = View(
+    name="prompt_heads_mv",
+    to_table="prompt_heads",
+    select=(
+        "SELECT project, prompt_id, version, name, description, model, tags, folder, "
+        "prompt_created_at, created_at AS updated_at FROM {db}.prompt_versions"
+    ),
+)
+
+# A label points at one version at a time; the newest move wins (version 0 = removed).
+PROMPT_LABELS = Table(
+    name="prompt_labels",
+    columns=(
+        "project String",
+        "prompt_id String",
+        "label String",
+        "version UInt32",
+        "updated_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at",),
+    order_by="(project, prompt_id, label)",
+)
+
+_VERSION_COLUMNS = (
+    "prompt_id, version, toString(version_id), name, description, template, model, "
+    "parameters, tags, folder, note, prompt_created_at, created_at"
+)
+
+
+@dataclass(frozen=True)
+class PromptVersionRow:
+    """One stored version of a prompt, with the fields its prompt had at that version."""
+
+    prompt_id: str
+    version: int
+    version_id: str
+    name: str
+    description: str
+    template: str
+    model: str
+    parameters: dict[str, Any]
+    tags: list[str]
+    folder: str
+    note: str
+    prompt_created_at: datetime
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class PromptHeadRow:
+    """A list item: the prompt's newest version's list fields."""
+
+    prompt_id: str
+    name: str
+    description: str
+    version: int
+    prompt_created_at: datetime
+
+
+@dataclass(frozen=True)
+class PromptRef:
+    """How a path addresses a prompt: by id (``prompt_<hex>``) or by name."""
+
+    value: str
+    by_id: bool
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """Filters of the prompt list."""
+
+    tags: list[str]
+    folder: str | None
+    search: str | None
+
+
+def utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime (chDB may hand back naive ones)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _version_row(row: Sequence[Any]) -> PromptVersionRow:
+    return PromptVersionRow(
+        prompt_id=row[0],
+        version=int(row[1]),
+        version_id=row[2],
+        name=row[3],
+        description=row[4],
+        template=row[5],
+        model=row[6],
+        parameters=json.loads(row[7]) if row[7] else {},
+        tags=list(row[8]),
+        folder=row[9],
+        note=row[10],
+        prompt_created_at=utc(row[11]),
+        created_at=utc(row[12]),
+    )
+
+
+class PromptStore:
+    """Every query of the prompt tables."""
+
+    def __init__(self, client: Client, database: str) -> None:
+        self._client = client
+        db = quote(database)
+        self._prompts = f"{db}.{quote(PROMPTS.name)}"
+        self._versions = f"{db}.{quote(PROMPT_VERSIONS.name)}"
+        self._heads = f"{db}.{quote(PROMPT_HEADS.name)}"
+        self._labels = f"{db}.{quote(PROMPT_LABELS.name)}"
+
+    # -- resolving a path's prompt ---------------------------------------------------------
+
+    def _live_id_subquery(self, ref: PromptRef) -> str:
+        key = "prompt_id = {ref:String}" if ref.by_id else "name = {ref:String}"
+        return (
+            f"(SELECT prompt_id FROM {self._prompts} FINAL WHERE project = {{project:String}} "
+            f"AND {key} AND is_deleted = 0 ORDER BY generation DESC LIMIT 1)"
+        )
+
+    def live_prompt_id(self, project: str, ref: PromptRef) -> str | None:
+        """Return the id of the live prompt a path addresses, or None."""
+        rows = self._client.query(
+            f"SELECT {self._live_id_subquery(ref)}",
+            parameters={"project": project, "ref": ref.value},
+        ).result_rows
+        value = rows[0][0] if rows else None
+        return str(value) if value else None
+
+    def name_state(self, project: str, name: str) -> tuple[int, bool]:
+        """Return (highest generation used, whether that generation is live) for a name."""
+        rows = self._client.query(
+            f"SELECT generation, is_deleted FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} AND name = {name:String} "
+            "ORDER BY generation DESC LIMIT 1",
+            parameters={"project": project, "name": name},
+        ).result_rows
+        if not rows:
+            return 0, False
+        return int(rows[0][0]), not rows[0][1]
+
+    # -- versions --------------------------------------------------------------------------
+
+    def version(
+        self, project: str, ref: PromptRef, number: int | None = None, label: str | None = None
+    ) -> PromptVersionRow | None:
+        """Return one version of a live prompt: the newest, a number, or a label's target."""
+        where = ""
+        params: dict[str, Any] = {"project": project, "ref": ref.value}
+        if number is not None:
+            where = "AND version = {number:UInt32}"
+            params["number"] = number
+        elif label is not None:
+            where = (
+                f"AND version = (SELECT version FROM {self._labels} FINAL "
+                "WHERE project = {project:String} AND prompt_id = pid "
+                "AND label = {label:String} LIMIT 1)"
+            )
+            params["label"] = label
+        rows = self._client.query(
+            f"WITH {self._live_id_subquery(ref)} AS pid "
+            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
+            "ORDER BY version DESC LIMIT 1",
+            parameters=params,
+        ).result_rows
+        return _version_row(rows[0]) if rows else None
+
+    def versions(self, project: str, prompt_id: str) -> list[PromptVersionRow]:
+        """Return every version of a prompt, newest first."""
+        rows = self._client.query(
+            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} "
+            "ORDER BY version DESC",
+            parameters={"project": project, "pid": prompt_id},
+        ).result_rows
+        return [_version_row(r) for r in rows]
+
+    def try_insert_version(self, project: str, row: PromptVersionRow) -> bool:
+        """Insert a version if its number is free; return whether this writer got it."""
+        token = f"version/{project}/{row.prompt_id}/{row.version}"
+        self._client.insert(
+            self._versions,
+            [
+                [
+                    project,
+                    row.prompt_id,
+                    row.version,
+                    row.version_id,
+                    row.name,
+                    row.description,
+                    row.template,
+                    row.model,
+                    json.dumps(row.parameters, ensure_ascii=False, sort_keys=True),
+                    row.tags,
+                    row.folder,
+                    row.note,
+                    row.prompt_created_at,
+                    row.created_at,
+                ]
+            ],
+            column_names=[
+                "project",
+                "prompt_id",
+                "version",
+                "version_id",
+                "name",
+                "description",
+                "template",
+                "model",
+                "parameters",
+                "tags",
+                "folder",
+                "note",
+                "prompt_created_at",
+                "created_at",
+            ],
+            settings={"insert_deduplication_token": token},
+        )
+        winner = self._client.query(
+            f"SELECT toString(version_id) FROM {self._versions} "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} "
+            "AND version = {v:UInt32} LIMIT 1",
+            parameters={"project": project, "pid": row.prompt_id, "v": row.version},
+        ).result_rows
+        return bool(winner) and winner[0][0] == row.version_id
+
+    # -- names: claim and soft delete ------------------------------------------------------
+
+    def try_claim_name(
+        self, project: str, name: str, generation: int, prompt_id: str, created_at: datetime
+    ) -> bool:
+        """Claim a name's generation for a prompt; return whether this writer got it."""
+        self._client.insert(
+            self._prompts,
+            [[project, name, generation, prompt_id, created_at, 0, created_at, 1]],
+            column_names=[
+                "project",
+                "name",
+                "generation",
+                "prompt_id",
+                "created_at",
+                "is_deleted",
+                "deleted_at",
+                "row_version",
+            ],
+            settings={"insert_deduplication_token": f"claim/{project}/{name}/{generation}"},
+        )
+        winner = self._client.query(
+            f"SELECT prompt_id FROM {self._prompts} FINAL WHERE project = {{project:String}} "
+            "AND name = {name:String} AND generation = {g:UInt32} LIMIT 1",
+            parameters={"project": project, "name": name, "g": generation},
+        ).result_rows
+        return bool(winner) and winner[0][0] == prompt_id
+
+    def mark_deleted(self, project: str, prompt_id: str, deleted_at: datetime) -> bool:
+        """Soft-delete a live prompt; return False if it was not live."""
+        rows = self._client.query(
+            f"SELECT name, generation, created_at FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} AND is_deleted = 0 "
+            "LIMIT 1",
+            parameters={"project": project, "pid": prompt_id},
+        ).result_rows
+        if not rows:
+            return False
+        name, generation, created_at = rows[0]
+        self._client.insert(
+            self._prompts,
+            [[project, name, generation, prompt_id, created_at, 1, deleted_at, 2]],
+            column_names=[
+                "project",
+                "name",
+                "generation",
+                "prompt_id",
+                "created_at",
+                "is_deleted",
+                "deleted_at",
+                "row_version",
+            ],
+            settings={"insert_deduplication_token": f"delete/{project}/{name}/{generation}"},
+        )
+        return True
+
+    # -- list ------------------------------------------------------------------------------
+
+    def list_heads(
+        self,
+        project: str,
+        filters: ListFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> tuple[list[PromptHeadRow], int | None]:
+        """Return one page of live prompts, newest first, and the count matching the filters.
+
+        The count comes from a window over the filtered set, so it is None only when the
+        cursor is past the last match (the caller then asks :meth:`count_heads`).
+        """
+        where, params = self._list_where(project, filters)
+        cursor_sql = ""
+        if after is not None:
+            cursor_sql = (
+                "WHERE (prompt_created_at, prompt_id) < ({after_at:DateTime64(3, 'UTC')}, "
+                "{after_id:String})"
+            )
+            params.update(after_at=after[0], after_id=after[1])
+        params["limit"] = limit
+        rows = self._client.query(
+            "SELECT prompt_id, name, description, version, prompt_created_at, total FROM ("
+            "SELECT prompt_id, name, description, version, prompt_created_at, "
+            f"count() OVER () AS total FROM {self._heads} FINAL WHERE {where}) "
+            f"{cursor_sql} ORDER BY prompt_created_at DESC, prompt_id DESC "
+            "LIMIT {limit:UInt32}",
+            parameters=params,
+        ).result_rows
+        heads = [
+            PromptHeadRow(
+                prompt_id=r[0],
+                name=r[1],
+                description=r[2],
+                version=int(r[3]),
+                prompt_created_at=utc(r[4]),
+            )
+            for r in rows
+        ]
+        return heads, (int(rows[0][5]) if rows else None)
+
+    def count_heads(self, project: str, filters: ListFilter) -> int:
+        """Count live prompts matching the filters."""
+        where, params = self._list_where(project, filters)
+        rows = self._client.query(
+            f"SELECT count() FROM {self._heads} FINAL WHERE {where}", parameters=params
+        ).result_rows
+        return int(rows[0][0])
+
+    def _list_where(self, project: str, filters: ListFilter) -> tuple[str, dict[str, Any]]:
+        clauses = [
+            "project = {project:String}",
+            f"prompt_id IN (SELECT prompt_id FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} AND is_deleted = 0)",
+        ]
+        params: dict[str, Any] = {"project": project}
+        if filters.tags:
+            clauses.append("hasAll(tags, {tags:Array(String)})")
+            params["tags"] = filters.tags
+        if filters.folder is not None:
+            clauses.append(
+                "(folder = {folder:String} OR startsWith(folder, {folder_prefix:String}))"
+            )
+            params["folder"] = filters.folder
+            params["folder_prefix"] = filters.folder.rstrip("/") + "/"
+        if filters.search:
+            clauses.append(
+                "(positionCaseInsensitiveUTF8(name, {q:String}) > 0 "
+                "OR positionCaseInsensitiveUTF8(description, {q:String}) > 0)"
+            )
+            params["q"] = filters.search
+        return " AND ".join(clauses), params
+
+    # -- labels ----------------------------------------------------------------------------
+
+    def set_label(
+        self, project: str, prompt_id: str, label: str, version: int, at: datetime
+    ) -> None:
+        """Point a label at a version (0 removes it)."""
+        self._client.insert(
+            self._labels,
+            [[project, prompt_id, label, version, at]],
+            column_names=["project", "prompt_id", "label", "version", "updated_at"],
+        )
+
+    def labels(self, project: str, prompt_id: str) -> list[tuple[str, int, datetime]]:
+        """Return (label, version, updated_at) of the prompt's attached labels, by name."""
+        rows = self._client.query(
+            f"SELECT label, version, updated_at FROM {self._labels} FINAL "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} AND version > 0 "
+            "ORDER BY label",
+            parameters={"project": project, "pid": prompt_id},
+        ).result_rows
+        return [(str(r[0]), int(r[1]), utc(r[2])) for r in rows]

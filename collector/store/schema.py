@@ -1,0 +1,113 @@
+"""Table definitions and the DDL they render to, embedded/single server or cluster.
+
+Every table leads its ORDER BY with ``project``: each query of the collector is scoped to one
+project, so the primary index prunes every other tenant's granules first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ClickHouse remembers the ids of this many recent insert blocks per table; two inserts with
+# the same ``insert_deduplication_token`` inside the window keep only the first. The registry
+# uses that as an atomic compare-and-set (see docs/architecture.md).
+DEDUP_WINDOW = 10_000
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: columns, engine family, sort key and settings."""
+
+    name: str
+    columns: tuple[str, ...]
+    order_by: str
+    engine: str = "MergeTree"
+    engine_args: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    dedup: bool = False
+    partition_by: str | None = None
+    ttl: str | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    """A materialized view writing into an existing table."""
+
+    name: str
+    to_table: str
+    select: str
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A numbered, idempotent schema step."""
+
+    version: int
+    name: str
+    objects: tuple[Table | View, ...] = field(default_factory=tuple)
+
+
+def quote(identifier: str) -> str:
+    """Backquote an identifier already validated as ``[A-Za-z_][A-Za-z0-9_]*``."""
+    return f"`{identifier}`"
+
+
+def render_database(database: str, cluster: str | None) -> str:
+    """Render CREATE DATABASE for the embedded store, a server or a cluster."""
+    return f"CREATE DATABASE IF NOT EXISTS {quote(database)}{_on_cluster(cluster)}"
+
+
+def render(obj: Table | View, database: str, cluster: str | None) -> str:
+    """Render the DDL of a table or view."""
+    if isinstance(obj, View):
+        return _render_view(obj, database, cluster)
+    return _render_table(obj, database, cluster)
+
+
+def _on_cluster(cluster: str | None) -> str:
+    return f" ON CLUSTER {quote(cluster)}" if cluster else ""
+
+
+def _render_table(table: Table, database: str, cluster: str | None) -> str:
+    body = ",\n    ".join((*table.columns, *table.indexes))
+    lines = [
+        f"CREATE TABLE IF NOT EXISTS {quote(database)}.{quote(table.name)}{_on_cluster(cluster)}",
+        f"(\n    {body}\n)",
+        f"ENGINE = {_engine(table, cluster)}",
+    ]
+    if table.partition_by:
+        lines.append(f"PARTITION BY {table.partition_by}")
+    lines.append(f"ORDER BY {table.order_by}")
+    if table.ttl:
+        lines.append(f"TTL {table.ttl}")
+    settings = _settings(table, cluster)
+    if settings:
+        lines.append("SETTINGS " + ", ".join(settings))
+    return "\n".join(lines)
+
+
+def _engine(table: Table, cluster: str | None) -> str:
+    args = list(table.engine_args)
+    name = table.engine
+    if cluster:
+        # Registry tables are small and read on every request: every node keeps a full
+        # replica (no {shard} in the Keeper path), so any collector reads locally.
+        # '{shard}-{replica}' stays unique when replica names repeat across shards.
+        args = ["'/clickhouse/promptrail/tables/{database}/{table}'", "'{shard}-{replica}'", *args]
+        name = f"Replicated{name}"
+    return f"{name}({', '.join(args)})"
+
+
+def _settings(table: Table, cluster: str | None) -> list[str]:
+    if not table.dedup:
+        return []
+    key = "replicated_deduplication_window" if cluster else "non_replicated_deduplication_window"
+    return [f"{key} = {DEDUP_WINDOW}"]
+
+
+def _render_view(view: View, database: str, cluster: str | None) -> str:
+    select = view.select.format(db=quote(database))
+    return (
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {quote(database)}.{quote(view.name)}"
+        f"{_on_cluster(cluster)}\nTO {quote(database)}.{quote(view.to_table)}\nAS {select}"
+    )

@@ -1,0 +1,40 @@
+"""The store: one ClickHouse client and the table groups the services use."""
+
+from __future__ import annotations
+
+from clickhouse_connect.driver.client import Client
+
+from .connection import close_client, open_client
+from .keys import KeyStore
+from .migrations import migrate
+from .prompts import PromptStore
+
+
+class Store:
+    """A migrated ClickHouse database with typed accessors per table group."""
+
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+        self.client = client
+        self.database = database
+        self.cluster = cluster
+        self.keys = KeyStore(client, database)
+        self.prompts = PromptStore(client, database)
+
+    @classmethod
+    def open(cls, url: str, database: str, cluster: str | None = None) -> Store:
+        """Connect to ``url``, apply migrations and return the store."""
+        client = open_client(url)
+        try:
+            migrate(client, database, cluster)
+        except Exception:
+            close_client(client)
+            raise
+        return cls(client, database, cluster)
+
+    def ping(self) -> bool:
+        """Return whether the store answers a trivial query."""
+        return bool(self.client.query("SELECT 1").result_rows)
+
+    def close(self) -> None:
+        """Close the ClickHouse client."""
+        close_client(self.client)

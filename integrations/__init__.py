@@ -1,0 +1,1 @@
+"""Provider patches and OpenTelemetry glue (shipped as ``promptrail.integrations``)."""

@@ -1,0 +1,39 @@
+"""Shared fixtures: one embedded ClickHouse per test session, a fresh database per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+
+
+@pytest.fixture(scope="session")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The session's embedded store (chDB allows one data path per process)."""
+    path: Path = tmp_path_factory.mktemp("chdb")
+    return f"chdb://{path}"
+
+
+@pytest.fixture
+def settings(store_url: str, tmp_path: Path) -> Settings:
+    """Settings for a collector on its own fresh database."""
+    return Settings(
+        clickhouse_url=store_url,
+        database=f"t_{uuid.uuid4().hex[:16]}",
+        data_dir=tmp_path,
+        init_api_key="pr-test-default-key",
+    )
+
+
+@pytest.fixture
+def api(settings: Settings) -> Iterator[TestClient]:
+    """A collector app over real HTTP semantics (ASGI), authenticated as project default."""
+    app = create_app(settings)
+    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as client:
+        yield client
