@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +23,7 @@ from .runtime import RuntimeInfo, new_admin_token, read_runtime, remove_runtime,
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="promptrail collector")
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys")
 app.add_typer(keys_app, name="keys")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 DataDir = Annotated[
     Path | None, typer.Option("--data-dir", help="Embedded store and export files [./data]")
@@ -78,10 +79,17 @@ def serve(
     config = uvicorn.Config(
         application, host=settings.host, port=settings.port, timeout_graceful_shutdown=30
     )
+    # uvicorn drains in-flight requests on SIGTERM, runs the lifespan shutdown (the store
+    # closes), then re-raises the signal: make that last step a clean exit, status 0.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         uvicorn.Server(config).run()
     finally:
         remove_runtime(settings.data_dir, os.getpid())
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> None:

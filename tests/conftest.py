@@ -37,3 +37,25 @@ def api(settings: Settings) -> Iterator[TestClient]:
     app = create_app(settings)
     with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as client:
         yield client
+
+
+@pytest.fixture
+def live_url(settings: Settings) -> Iterator[str]:
+    """A collector on a real socket (uvicorn in a thread), for concurrency over HTTP."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("collector failed to start")
+        threading.Event().wait(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

@@ -38,6 +38,12 @@ class VersionContention(PromptrailError):
     type = "conflict_error"
 
 
+def _now_ms() -> datetime:
+    """Return now at the millisecond precision the version tables store."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
 def prompt_ref(value: str) -> PromptRef:
     """Interpret a path segment as a prompt id or a prompt name."""
     match = _ID.match(value)
@@ -81,7 +87,7 @@ class PromptService:
         generation, live = self._store.name_state(project, body.name)
         if live:
             raise PromptAlreadyExists(body.name)
-        now = datetime.now(UTC)
+        now = _now_ms()
         row = PromptVersionRow(
             prompt_id=uuid.uuid4().hex,
             version=1,
@@ -217,7 +223,7 @@ class PromptService:
                 candidate,
                 version=head.version + 1,
                 version_id=str(uuid.uuid4()),
-                created_at=datetime.now(UTC),
+                created_at=_now_ms(),
             )
             if self._store.try_insert_version(project, candidate):
                 return candidate

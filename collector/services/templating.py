@@ -1,8 +1,9 @@
 """Single-brace templates: parse, list variables, render, convert to double braces.
 
 A stored template writes variables as ``{name}`` and literal braces as ``{{`` and ``}}``
-(Python ``str.format`` rules, restricted to identifier names). A lone brace is an error, so
-a template that parses today renders the same way on the service and on every client.
+(Python ``str.format`` rules, restricted to identifier names, Unicode letters included). A
+lone brace is an error, so a template that parses today renders the same way on the service
+and on every client.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidTemplate
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^\W\d]\w*)\}|[{}]")
 _EXCERPT = 200
 
 

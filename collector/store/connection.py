@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import clickhouse_connect
@@ -27,7 +31,8 @@ def open_client(url: str) -> Client:
     with _lock:
         try:
             if url.startswith("chdb://"):
-                return clickhouse_connect.get_client(dsn=url)
+                with _native_stderr_to_log():
+                    return clickhouse_connect.get_client(dsn=url)
             return clickhouse_connect.get_client(dsn=url, autogenerate_session_id=False)
         except Exception as exc:
             if url.startswith("chdb://") and _is_lock_error(exc):
@@ -36,6 +41,28 @@ def open_client(url: str) -> Client:
                     f"the embedded store at {path} is in use by another process"
                 ) from exc
             raise
+
+
+@contextmanager
+def _native_stderr_to_log() -> Iterator[None]:
+    """Route what the chDB engine writes to file descriptor 2 into the debug log.
+
+    On a held data directory the engine prints its own "Cannot lock file" lines straight to
+    the process's stderr before the Python exception arrives; the caller reports the
+    failure in one clear line instead.
+    """
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode(errors="replace").strip()
+            if text:
+                logger.debug("chDB engine said: %s", text)
 
 
 def _is_lock_error(exc: BaseException) -> bool:

@@ -190,8 +190,14 @@ def _version_row(row: Sequence[Any]) -> PromptVersionRow:
 class PromptStore:
     """Every query of the prompt tables."""
 
-    def __init__(self, client: Client, database: str) -> None:
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
         self._client = client
+        # On a cluster a compare-and-set read-back must see the insert it follows, whichever
+        # replica answers: quorum inserts plus sequentially consistent reads give that.
+        self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
+        self._readback_settings: dict[str, Any] = (
+            {"select_sequential_consistency": 1} if cluster else {}
+        )
         db = quote(database)
         self._prompts = f"{db}.{quote(PROMPTS.name)}"
         self._versions = f"{db}.{quote(PROMPT_VERSIONS.name)}"
@@ -304,13 +310,14 @@ class PromptStore:
                 "prompt_created_at",
                 "created_at",
             ],
-            settings={"insert_deduplication_token": token},
+            settings={**self._write_settings, "insert_deduplication_token": token},
         )
         winner = self._client.query(
             f"SELECT toString(version_id) FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "AND version = {v:UInt32} LIMIT 1",
             parameters={"project": project, "pid": row.prompt_id, "v": row.version},
+            settings=self._readback_settings,
         ).result_rows
         return bool(winner) and winner[0][0] == row.version_id
 
@@ -333,12 +340,16 @@ class PromptStore:
                 "deleted_at",
                 "row_version",
             ],
-            settings={"insert_deduplication_token": f"claim/{project}/{name}/{generation}"},
+            settings={
+                **self._write_settings,
+                "insert_deduplication_token": f"claim/{project}/{name}/{generation}",
+            },
         )
         winner = self._client.query(
             f"SELECT prompt_id FROM {self._prompts} FINAL WHERE project = {{project:String}} "
             "AND name = {name:String} AND generation = {g:UInt32} LIMIT 1",
             parameters={"project": project, "name": name, "g": generation},
+            settings=self._readback_settings,
         ).result_rows
         return bool(winner) and winner[0][0] == prompt_id
 

@@ -18,7 +18,7 @@ class Store:
         self.database = database
         self.cluster = cluster
         self.keys = KeyStore(client, database)
-        self.prompts = PromptStore(client, database)
+        self.prompts = PromptStore(client, database, cluster)
 
     @classmethod
     def open(cls, url: str, database: str, cluster: str | None = None) -> Store:

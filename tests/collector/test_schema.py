@@ -1,0 +1,84 @@
+"""Schema: migrations are idempotent and recorded; cluster DDL renders Replicated engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptrail.collector.config import Settings
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.migrations import MIGRATIONS, migrate, migration_statements
+from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS, PROMPTS
+from promptrail.collector.store.schema import render, render_database
+
+
+def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
+    client = open_client(settings.store_url)
+    try:
+        first = migrate(client, settings.database)
+        second = migrate(client, settings.database)
+        recorded = client.query(
+            f"SELECT version, name FROM `{settings.database}`.schema_migrations FINAL "
+            "ORDER BY version"
+        ).result_rows
+        tables = {
+            r[0]
+            for r in client.query(
+                "SELECT name FROM system.tables WHERE database = {db:String}",
+                parameters={"db": settings.database},
+            ).result_rows
+        }
+    finally:
+        client.close()
+
+    assert first == [m.version for m in MIGRATIONS]
+    assert second == []
+    assert recorded == [(m.version, m.name) for m in MIGRATIONS]
+    assert {"api_keys", "prompts", "prompt_versions", "prompt_heads", "prompt_labels"} <= tables
+
+
+def test_single_server_ddl_uses_plain_engines_with_a_dedup_window() -> None:
+    ddl = render(PROMPT_VERSIONS, "promptrail", None)
+
+    assert ddl.startswith("CREATE TABLE IF NOT EXISTS `promptrail`.`prompt_versions`\n")
+    assert "ON CLUSTER" not in ddl
+    assert "ENGINE = MergeTree()" in ddl
+    assert "ORDER BY (project, prompt_id, version)" in ddl
+    assert "SETTINGS non_replicated_deduplication_window = 10000" in ddl
+
+
+def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
+    ddl = render(PROMPTS, "promptrail", "main")
+
+    assert "CREATE TABLE IF NOT EXISTS `promptrail`.`prompts` ON CLUSTER `main`" in ddl
+    assert (
+        "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/promptrail/tables/{database}/{table}',"
+        " '{shard}-{replica}', row_version)"
+    ) in ddl
+    assert "SETTINGS replicated_deduplication_window = 10000" in ddl
+    assert "non_replicated" not in ddl
+
+
+def test_cluster_ddl_covers_database_and_views() -> None:
+    assert render_database("promptrail", "main") == (
+        "CREATE DATABASE IF NOT EXISTS `promptrail` ON CLUSTER `main`"
+    )
+    view = render(PROMPT_HEADS_MV, "promptrail", "main")
+    assert view.startswith(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS `promptrail`.`prompt_heads_mv` ON CLUSTER `main`"
+    )
+    assert "TO `promptrail`.`prompt_heads`" in view
+    assert "FROM `promptrail`.prompt_versions" in view
+
+
+@pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)
+def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object) -> None:
+    for statement in migration_statements(migration, "db", "c"):  # type: ignore[arg-type]
+        assert " ON CLUSTER `c`" in statement
+        if statement.startswith("CREATE TABLE"):
+            assert "ENGINE = Replicated" in statement
+
+
+@pytest.mark.parametrize("database", ["bad-name", "x; DROP TABLE y", "1abc", ""])
+def test_database_names_must_be_identifiers(database: str) -> None:
+    with pytest.raises(ValueError, match="database"):
+        Settings(database=database)

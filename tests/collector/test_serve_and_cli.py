@@ -1,0 +1,183 @@
+"""``promptrail serve`` and ``promptrail keys create`` as a user runs them: real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+CLI = Path(sys.executable).parent / "promptrail"
+KEY = "pr-serve-test-key"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@contextmanager
+def collector(data_dir: Path, log: list[str]) -> Iterator[httpx.Client]:
+    """Run ``promptrail serve`` until the block ends, then stop it with SIGTERM."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PROMPTRAIL_INIT_API_KEY": KEY},
+    )
+    client = httpx.Client(
+        base_url=f"http://127.0.0.1:{port}", headers={"X-API-Key": KEY}, timeout=30
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            try:
+                if client.get("/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "collector did not start"
+            time.sleep(0.1)
+        yield client
+    finally:
+        client.close()
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+        log.append(output)
+        log.append(f"exit={process.returncode}")
+
+
+def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
+    log: list[str] = []
+    with collector(tmp_path, log) as api:
+        for i in range(5):
+            api.post(
+                "/v1/prompts", json={"name": f"p{i}", "template": f"{i} {{x}}", "model": "gpt-4o"}
+            )
+        api.patch("/v1/prompts/p0", json={"template": "second"})
+        api.put("/v1/prompts/p0/labels/production", json={"version": 1})
+        api.delete("/v1/prompts/p4")
+        before = {
+            "list": api.get("/v1/prompts").json(),
+            "versions": api.get("/v1/prompts/p0/versions").json(),
+            "template": api.get("/v1/prompts/p0/versions/by-label/production/template").json(),
+        }
+
+    assert log[-1] == "exit=0"
+    assert "store closed" in log[0]
+    assert not (tmp_path / "collector.json").exists()
+
+    with collector(tmp_path, log) as api:
+        after = {
+            "list": api.get("/v1/prompts").json(),
+            "versions": api.get("/v1/prompts/p0/versions").json(),
+            "template": api.get("/v1/prompts/p0/versions/by-label/production/template").json(),
+        }
+        gone = api.get("/v1/prompts/p4").status_code
+
+    assert after == before
+    assert after["list"]["pagination"]["total"] == 4
+    assert gone == 404
+
+
+def test_first_start_prints_a_development_key_that_works(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(CLI), "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PROMPTRAIL_INIT_API_KEY"},
+    )
+    try:
+        assert process.stdout is not None
+        lines: list[str] = []
+        while not any("Application startup complete" in line for line in lines):
+            line = process.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
+        assert keys, "".join(lines)
+        response = httpx.get(
+            f"http://127.0.0.1:{port}/v1/prompts", headers={"Authorization": f"Bearer {keys[0]}"}
+        )
+        assert response.status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+
+
+def test_keys_create_works_with_and_without_a_running_collector(tmp_path: Path) -> None:
+    offline = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
+    assert offline.returncode == 0, offline.stderr
+    offline_key = offline.stdout.strip()
+
+    log: list[str] = []
+    with collector(tmp_path, log) as api:
+        online = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
+        assert online.returncode == 0, online.stderr
+        online_key = online.stdout.strip()
+        headers = [{"Authorization": f"Bearer {k}"} for k in (offline_key, online_key)]
+        created = api.post(
+            "/v1/prompts",
+            json={"name": "mine", "template": "x", "model": "gpt-4o"},
+            headers=headers[0],
+        )
+        seen_by_other_key = api.get("/v1/prompts/mine", headers=headers[1]).status_code
+        seen_by_default = api.get("/v1/prompts/mine").status_code
+
+    assert offline_key.startswith("pr-") and online_key.startswith("pr-")
+    assert offline_key != online_key
+    assert created.status_code == 201
+    assert seen_by_other_key == 200
+    assert seen_by_default == 404
+
+
+def test_a_store_held_by_another_process_gives_one_clear_line(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, clickhouse_connect; "
+            f"held = clickhouse_connect.get_client(dsn='chdb://{tmp_path / 'clickhouse'}'); "
+            "print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        keys = cli("keys", "create", "--project", "x", "--data-dir", str(tmp_path))
+        serve = cli("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
+    finally:
+        holder.communicate("", timeout=30)
+
+    for result in (keys, serve):
+        assert result.returncode == 1
+        assert "Traceback" not in result.stderr + result.stdout
+        message = result.stderr.strip()
+        assert len(message.splitlines()) == 1, message
+        assert "in use by another process" in message
