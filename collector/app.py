@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -84,4 +85,24 @@ def create_app(
     api = _api_router()
     app.include_router(api, prefix="/v1")
     app.include_router(api, prefix="/api/v1", include_in_schema=False)
+    _document_real_errors(app)
     return app
+
+
+def _document_real_errors(app: FastAPI) -> None:
+    """Drop FastAPI's default 422 from the OpenAPI document: validation answers 400."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = schema.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

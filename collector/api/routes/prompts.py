@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from ...models.common import Pagination
+from ...models.common import ErrorBody, Pagination
 from ...models.prompts import (
     PromptCreate,
     PromptDeleted,
@@ -55,7 +55,12 @@ class PromptPageOut(BaseModel):
     pagination: Pagination
 
 
-@router.post("", status_code=201, response_model=PromptData)
+@router.post(
+    "",
+    status_code=201,
+    response_model=PromptData,
+    responses={409: {"model": ErrorBody, "description": "PROMPT_ALREADY_EXISTS"}},
+)
 def create_prompt(body: PromptCreate, project: Project, services: ServicesDep) -> PromptData:
     """Create a prompt at version 1."""
     row = services.prompts.create(project, body)
