@@ -14,7 +14,7 @@ from .. import __version__
 from .api.deps import Services
 from .api.errors import install_error_handlers
 from .api.limits import BodyLimitMiddleware
-from .api.routes import admin, health, labels, prompts, templates, versions
+from .api.routes import admin, exports, health, labels, prompts, requests, templates, versions
 from .config import Settings
 from .models.common import ERROR_RESPONSES
 from .store.store import Store
@@ -27,7 +27,7 @@ ReadyHook = Callable[[Services, str | None], None]
 def _api_router() -> APIRouter:
     router = APIRouter(responses=ERROR_RESPONSES)
     # Template routes first: their paths are longer forms of the version routes.
-    for module in (prompts, templates, versions, labels, admin):
+    for module in (prompts, templates, versions, labels, exports, requests, admin):
         router.include_router(module.router)
     return router
 
@@ -66,10 +66,11 @@ def create_app(
         logger.info("store ready: %s (database %s)", settings.store_url, settings.database)
         if on_ready is not None:
             on_ready(services, new_key)
+        services.start()
         try:
             yield
         finally:
-            services.store.close()
+            services.close()
             logger.info("store closed")
 
     app = FastAPI(

@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = 10 * 1024 * 1024
     max_template_chars: int = 1024 * 1024
     cursor_secret: str = "promptrail-cursor-v1"
+    max_batch_records: int = 10_000
+    export_dir: Path | None = None
+    export_retention_days: float = 7.0
 
     @field_validator("database")
     @classmethod
@@ -48,6 +51,11 @@ class Settings(BaseSettings):
         if self.clickhouse_url:
             return self.clickhouse_url
         return f"chdb://{(self.data_dir / 'clickhouse').resolve()}"
+
+    @property
+    def exports_path(self) -> Path:
+        """Where export files go: a directory every collector of a deployment reaches."""
+        return (self.export_dir or self.data_dir / "exports").resolve()
 
     @property
     def is_embedded(self) -> bool:

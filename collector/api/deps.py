@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Settings
+from ..services.analytics import AnalyticsService
+from ..services.exports import ExportService
+from ..services.ingest import IngestService
 from ..services.keys import KeyService
 from ..services.prompts import PromptService
+from ..services.requests import RequestService
 from ..store.store import Store
 
 
@@ -22,16 +27,42 @@ class Services:
     store: Store
     keys: KeyService
     prompts: PromptService
+    ingest: IngestService
+    requests: RequestService
+    analytics: AnalyticsService
+    exports: ExportService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
-        """Wire services over a store."""
+        """Wire services over a store (start background work with :meth:`start`)."""
         return cls(
             settings=settings,
             store=store,
             keys=KeyService(store.keys),
             prompts=PromptService(store.prompts, settings.cursor_secret),
+            ingest=IngestService(
+                store.requests,
+                buffered=store.is_embedded,
+                max_batch_records=settings.max_batch_records,
+            ),
+            requests=RequestService(store.requests, settings.cursor_secret),
+            analytics=AnalyticsService(store.analytics),
+            exports=ExportService(
+                store.exports,
+                settings.exports_path,
+                timedelta(days=settings.export_retention_days),
+            ),
         )
+
+    def start(self) -> None:
+        """Start background work: export jobs and their maintenance."""
+        self.exports.start(sole_runner=self.store.is_embedded)
+
+    def close(self) -> None:
+        """Flush pending records, stop background work, close the store."""
+        self.ingest.close()
+        self.exports.close()
+        self.store.close()
 
 
 def get_services(request: Request) -> Services:

@@ -15,6 +15,7 @@ from ..errors import PromptrailError
 logger = logging.getLogger("promptrail.api")
 
 _HTTP_CODES = {
+    400: ("VALIDATION_ERROR", "validation_error"),
     404: ("NOT_FOUND", "not_found_error"),
     405: ("METHOD_NOT_ALLOWED", "invalid_request_error"),
 }
@@ -65,7 +66,8 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code, type_ = _HTTP_CODES.get(exc.status_code, ("HTTP_ERROR", "invalid_request_error"))
     message = "No such route" if exc.status_code == 404 else str(exc.detail)
-    return error_response(exc.status_code, code, type_, message)
+    details = {"field": "body"} if exc.status_code == 400 else {}
+    return error_response(exc.status_code, code, type_, message, **details)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Pagination(BaseModel):
@@ -13,6 +13,12 @@ class Pagination(BaseModel):
     has_more: bool
     next_cursor: str | None = None
     total: int | None = Field(default=None, description="Prompt list only.")
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # next_cursor is present only when there is a next page; total on prompt lists only.
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
 
 
 class ErrorInfo(BaseModel):

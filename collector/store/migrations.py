@@ -7,8 +7,10 @@ from datetime import UTC, datetime
 
 from clickhouse_connect.driver.client import Client
 
+from .exports import EXPORTS
 from .keys import API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
+from .requests import REQUESTS
 from .schema import Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
@@ -27,12 +29,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "prompt_registry",
         (PROMPTS, PROMPT_VERSIONS, PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS),
     ),
+    Migration(3, "request_log", (REQUESTS, EXPORTS)),
 )
 
 
 def migration_statements(migration: Migration, database: str, cluster: str | None) -> list[str]:
     """Render the DDL of one migration."""
-    return [render(obj, database, cluster) for obj in migration.objects]
+    return [statement for obj in migration.objects for statement in render(obj, database, cluster)]
 
 
 def migrate(client: Client, database: str, cluster: str | None = None) -> list[int]:
@@ -42,7 +45,8 @@ def migrate(client: Client, database: str, cluster: str | None = None) -> list[i
     may both run a step without harm.
     """
     client.command(render_database(database, cluster))
-    client.command(render(SCHEMA_MIGRATIONS, database, cluster))
+    for statement in render(SCHEMA_MIGRATIONS, database, cluster):
+        client.command(statement)
     table = f"{quote(database)}.{quote(SCHEMA_MIGRATIONS.name)}"
     done = {int(r[0]) for r in client.query(f"SELECT version FROM {table}").result_rows}
     applied: list[int] = []

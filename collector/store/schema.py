@@ -27,6 +27,10 @@ class Table:
     dedup: bool = False
     partition_by: str | None = None
     ttl: str | None = None
+    # Big tables are sharded on a cluster: a local replicated table per shard and a
+    # Distributed table, under the plain name, that fans reads out and routes inserts.
+    sharded: bool = False
+    sharding_key: str = "rand()"
 
 
 @dataclass(frozen=True)
@@ -57,23 +61,39 @@ def render_database(database: str, cluster: str | None) -> str:
     return f"CREATE DATABASE IF NOT EXISTS {quote(database)}{_on_cluster(cluster)}"
 
 
-def render(obj: Table | View, database: str, cluster: str | None) -> str:
-    """Render the DDL of a table or view."""
+def render(obj: Table | View, database: str, cluster: str | None) -> list[str]:
+    """Render the DDL statements of a table or view."""
     if isinstance(obj, View):
-        return _render_view(obj, database, cluster)
-    return _render_table(obj, database, cluster)
+        return [_render_view(obj, database, cluster)]
+    if cluster and obj.sharded:
+        local = f"{obj.name}_local"
+        return [
+            _render_table(obj, database, cluster, name=local, shard_path=True),
+            f"CREATE TABLE IF NOT EXISTS {quote(database)}.{quote(obj.name)}"
+            f"{_on_cluster(cluster)} AS {quote(database)}.{quote(local)}\n"
+            f"ENGINE = Distributed({quote(cluster)}, {quote(database)}, {quote(local)}, "
+            f"{obj.sharding_key})",
+        ]
+    return [_render_table(obj, database, cluster)]
 
 
 def _on_cluster(cluster: str | None) -> str:
     return f" ON CLUSTER {quote(cluster)}" if cluster else ""
 
 
-def _render_table(table: Table, database: str, cluster: str | None) -> str:
+def _render_table(
+    table: Table,
+    database: str,
+    cluster: str | None,
+    name: str | None = None,
+    shard_path: bool = False,
+) -> str:
     body = ",\n    ".join((*table.columns, *table.indexes))
+    target = f"{quote(database)}.{quote(name or table.name)}"
     lines = [
-        f"CREATE TABLE IF NOT EXISTS {quote(database)}.{quote(table.name)}{_on_cluster(cluster)}",
+        f"CREATE TABLE IF NOT EXISTS {target}{_on_cluster(cluster)}",
         f"(\n    {body}\n)",
-        f"ENGINE = {_engine(table, cluster)}",
+        f"ENGINE = {_engine(table, cluster, shard_path)}",
     ]
     if table.partition_by:
         lines.append(f"PARTITION BY {table.partition_by}")
@@ -86,10 +106,13 @@ def _render_table(table: Table, database: str, cluster: str | None) -> str:
     return "\n".join(lines)
 
 
-def _engine(table: Table, cluster: str | None) -> str:
+def _engine(table: Table, cluster: str | None, shard_path: bool = False) -> str:
     args = list(table.engine_args)
     name = table.engine
-    if cluster:
+    if cluster and shard_path:
+        args = ["'/clickhouse/promptrail/tables/{shard}/{database}/{table}'", "'{replica}'", *args]
+        name = f"Replicated{name}"
+    elif cluster:
         # Registry tables are small and read on every request: every node keeps a full
         # replica (no {shard} in the Keeper path), so any collector reads locally.
         # '{shard}-{replica}' stays unique when replica names repeat across shards.

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from clickhouse_connect.driver.client import Client
 
+from .analytics import AnalyticsStore
 from .connection import close_client, open_client
+from .exports import ExportStore
 from .keys import KeyStore
 from .migrations import migrate
 from .prompts import PromptStore
+from .requests import RequestStore
 
 
 class Store:
@@ -19,6 +22,14 @@ class Store:
         self.cluster = cluster
         self.keys = KeyStore(client, database)
         self.prompts = PromptStore(client, database, cluster)
+        self.requests = RequestStore(client, database, cluster)
+        self.analytics = AnalyticsStore(client, self.requests)
+        self.exports = ExportStore(client, database, self.requests, self.is_embedded)
+
+    @property
+    def is_embedded(self) -> bool:
+        """Whether ClickHouse runs inside this process (chDB)."""
+        return type(self.client).__name__ == "ChdbClient"
 
     @classmethod
     def open(cls, url: str, database: str, cluster: str | None = None) -> Store:

@@ -83,9 +83,10 @@ def two_collectors(settings: Settings) -> Iterator[tuple[Services, Services]]:
         Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
         for _ in range(2)
     ]
-    yield Services.build(settings, stores[0]), Services.build(settings, stores[1])
-    for store in stores:
-        store.close()
+    both = Services.build(settings, stores[0]), Services.build(settings, stores[1])
+    yield both
+    for services in both:
+        services.close()
 
 
 def test_creates_racing_across_collectors_give_one_prompt(

@@ -8,6 +8,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import MIGRATIONS, migrate, migration_statements
 from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS, PROMPTS
+from promptrail.collector.store.requests import REQUESTS
 from promptrail.collector.store.schema import render, render_database
 
 
@@ -33,11 +34,19 @@ def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
     assert first == [m.version for m in MIGRATIONS]
     assert second == []
     assert recorded == [(m.version, m.name) for m in MIGRATIONS]
-    assert {"api_keys", "prompts", "prompt_versions", "prompt_heads", "prompt_labels"} <= tables
+    assert {
+        "api_keys",
+        "prompts",
+        "prompt_versions",
+        "prompt_heads",
+        "prompt_labels",
+        "requests",
+        "exports",
+    } <= tables
 
 
 def test_single_server_ddl_uses_plain_engines_with_a_dedup_window() -> None:
-    ddl = render(PROMPT_VERSIONS, "promptrail", None)
+    (ddl,) = render(PROMPT_VERSIONS, "promptrail", None)
 
     assert ddl.startswith("CREATE TABLE IF NOT EXISTS `promptrail`.`prompt_versions`\n")
     assert "ON CLUSTER" not in ddl
@@ -47,7 +56,7 @@ def test_single_server_ddl_uses_plain_engines_with_a_dedup_window() -> None:
 
 
 def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
-    ddl = render(PROMPTS, "promptrail", "main")
+    (ddl,) = render(PROMPTS, "promptrail", "main")
 
     assert "CREATE TABLE IF NOT EXISTS `promptrail`.`prompts` ON CLUSTER `main`" in ddl
     assert (
@@ -62,7 +71,7 @@ def test_cluster_ddl_covers_database_and_views() -> None:
     assert render_database("promptrail", "main") == (
         "CREATE DATABASE IF NOT EXISTS `promptrail` ON CLUSTER `main`"
     )
-    view = render(PROMPT_HEADS_MV, "promptrail", "main")
+    (view,) = render(PROMPT_HEADS_MV, "promptrail", "main")
     assert view.startswith(
         "CREATE MATERIALIZED VIEW IF NOT EXISTS `promptrail`.`prompt_heads_mv` ON CLUSTER `main`"
     )
@@ -70,12 +79,30 @@ def test_cluster_ddl_covers_database_and_views() -> None:
     assert "FROM `promptrail`.prompt_versions" in view
 
 
+def test_the_request_log_is_sharded_behind_a_distributed_table_on_a_cluster() -> None:
+    local, distributed = render(REQUESTS, "promptrail", "main")
+    (single,) = render(REQUESTS, "promptrail", None)
+
+    assert local.startswith("CREATE TABLE IF NOT EXISTS `promptrail`.`requests_local` ON CLUSTER")
+    assert (
+        "ReplicatedReplacingMergeTree('/clickhouse/promptrail/tables/{shard}/{database}/{table}', "
+        "'{replica}', row_version, is_deleted)"
+    ) in local
+    assert distributed == (
+        "CREATE TABLE IF NOT EXISTS `promptrail`.`requests` ON CLUSTER `main` AS "
+        "`promptrail`.`requests_local`\n"
+        "ENGINE = Distributed(`main`, `promptrail`, `requests_local`, cityHash64(project, id))"
+    )
+    assert single.startswith("CREATE TABLE IF NOT EXISTS `promptrail`.`requests`\n")
+    assert "ENGINE = ReplacingMergeTree(row_version, is_deleted)" in single
+
+
 @pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)
 def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object) -> None:
     for statement in migration_statements(migration, "db", "c"):  # type: ignore[arg-type]
         assert " ON CLUSTER `c`" in statement
         if statement.startswith("CREATE TABLE"):
-            assert "ENGINE = Replicated" in statement
+            assert "ENGINE = Replicated" in statement or "ENGINE = Distributed" in statement
 
 
 @pytest.mark.parametrize("database", ["bad-name", "x; DROP TABLE y", "1abc", ""])

@@ -81,7 +81,7 @@ def create_prompt(body: PromptCreate, project: Project, services: ServicesDep) -
     )
 
 
-@router.get("", response_model=PromptPageOut, response_model_exclude_none=True)
+@router.get("", response_model=PromptPageOut)
 def list_prompts(
     project: Project,
     services: ServicesDep,

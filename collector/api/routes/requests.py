@@ -1,0 +1,244 @@
+"""The request log (spec 4.5, CONTRACT 6-7): log, list, detail, search, delete, analytics."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel
+
+from ...errors import ValidationFailed
+from ...models.common import ErrorBody, Pagination
+from ...models.requests import (
+    AnalyticsData,
+    AnalyticsGroup,
+    AnalyticsResult,
+    BatchData,
+    BatchResult,
+    DeleteData,
+    DeleteRequestsIn,
+    DeleteResult,
+    IntegrationOut,
+    Period,
+    RejectedRecord,
+    RequestBatchIn,
+    RequestData,
+    RequestDetail,
+    RequestListItem,
+    RequestPage,
+    RequestRecordIn,
+    SearchHit,
+    SearchPage,
+    TimingOut,
+    UsageDetailOut,
+    UsageOut,
+)
+from ...services.dates import parse_date
+from ...store.requests import RequestFilter, RequestRow
+from ..deps import Project, ServicesDep
+
+router = APIRouter(prefix="/requests", tags=["requests"])
+
+Limit = Annotated[int, Query(ge=1, le=100)]
+Cursor = Annotated[str | None, Query(max_length=2000)]
+
+
+class BatchRejected(BaseModel):
+    """Every record of the batch was rejected."""
+
+    error: dict[str, object]
+
+
+def list_item(row: RequestRow) -> RequestListItem:
+    """Shape a record as a list item."""
+    return RequestListItem(
+        id=row.id,
+        prompt_name=row.prompt_name,
+        version=row.version or None,
+        status=row.status,
+        input_variables=row.input_variables,
+        output=row.output,
+        metadata=row.metadata,
+        usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
+        latency_ms=row.latency_ms,
+        created_at=row.created_at,
+    )
+
+
+def detail(row: RequestRow) -> RequestDetail:
+    """Shape a record as the detail."""
+    integration = row.integration
+    return RequestDetail(
+        id=row.id,
+        prompt_name=row.prompt_name,
+        version=row.version or None,
+        status=row.status,
+        input_variables=row.input_variables,
+        output=row.output,
+        metadata=row.metadata,
+        usage=UsageDetailOut(
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            total_tokens=row.total_tokens,
+            estimated_cost_usd=row.estimated_cost_usd,
+        ),
+        created_at=row.created_at,
+        model=row.model,
+        timing=TimingOut(
+            total_latency_ms=row.latency_ms,
+            pre_process_ms=row.pre_process_ms,
+            llm_call_ms=row.llm_call_ms,
+            post_process_ms=row.post_process_ms,
+        ),
+        integration=IntegrationOut(
+            pre_process_executed=bool(integration.get("pre_process_executed", False)),
+            post_process_executed=bool(integration.get("post_process_executed", False)),
+            errors=list(integration.get("errors", [])),
+        ),
+        provider=row.provider or None,
+        input=row.input,
+        error=row.error or None,
+        time_to_first_token_ms=row.time_to_first_token_ms,
+        cost_known=row.cost_known,
+    )
+
+
+@router.post("", status_code=201, response_model=RequestData)
+def log_request(body: RequestRecordIn, project: Project, services: ServicesDep) -> RequestData:
+    """Log one record of a call the client ran itself."""
+    return RequestData(data=detail(services.ingest.log_one(project, body)))
+
+
+@router.post(
+    "/batch",
+    status_code=201,
+    response_model=BatchData,
+    responses={400: {"model": ErrorBody, "description": "every record was rejected"}},
+)
+def log_batch(body: RequestBatchIn, project: Project, services: ServicesDep) -> BatchData:
+    """Log many records; each bad record is reported by index and never drops the others."""
+    outcome = services.ingest.log_batch(project, body.records)
+    rejected = [RejectedRecord(index=i, error=e) for i, e in outcome.rejected]
+    if rejected and not outcome.rows:
+        raise ValidationFailed(
+            "records",
+            f"all {len(rejected)} records were rejected",
+            rejected=[r.model_dump() for r in rejected],
+        )
+    return BatchData(data=BatchResult(accepted=len(outcome.rows), rejected=rejected))
+
+
+@router.get("", response_model=RequestPage)
+def list_requests(
+    request: Request,
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    prompt_name: Annotated[str | None, Query(max_length=128)] = None,
+    status: Literal["success", "error"] | None = None,
+    start_date: Annotated[str | None, Query(max_length=40)] = None,
+    end_date: Annotated[str | None, Query(max_length=40)] = None,
+) -> RequestPage:
+    """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed)."""
+    filters = RequestFilter(
+        prompt_name=prompt_name,
+        status=status,
+        start=parse_date(start_date, "start_date") if start_date else None,
+        end=parse_date(end_date, "end_date", end_of_day=True) if end_date else None,
+        metadata=_metadata_params(request),
+    )
+    if filters.start and filters.end and filters.start > filters.end:
+        raise ValidationFailed("start_date", "start_date must not be after end_date")
+    page = services.requests.list_page(project, filters, limit, cursor)
+    return RequestPage(
+        data=[list_item(r) for r in page.rows],
+        pagination=Pagination(has_more=page.next_cursor is not None, next_cursor=page.next_cursor),
+    )
+
+
+def _metadata_params(request: Request) -> dict[str, str]:
+    wanted: dict[str, str] = {}
+    for key, value in request.query_params.multi_items():
+        if key.startswith("metadata."):
+            name = key.removeprefix("metadata.")
+            if not name or len(name) > 128:
+                raise ValidationFailed(key, "metadata filters are metadata.<key>=<value>")
+            wanted[name] = value
+    return wanted
+
+
+@router.get("/search", response_model=SearchPage)
+def search_requests(
+    project: Project,
+    services: ServicesDep,
+    query: Annotated[str, Query(min_length=1, max_length=200)],
+    limit: Limit = 20,
+    cursor: Cursor = None,
+) -> SearchPage:
+    """Find records whose input variables, output, metadata or input contain ``query``."""
+    page = services.requests.search(project, query, limit, cursor)
+    return SearchPage(
+        data=[
+            SearchHit(
+                id=hit.row.id,
+                prompt_name=hit.row.prompt_name,
+                matched_fields=list(hit.highlights),
+                highlights=hit.highlights,
+                created_at=hit.row.created_at,
+            )
+            for hit in page.hits
+        ],
+        pagination=Pagination(has_more=page.next_cursor is not None, next_cursor=page.next_cursor),
+    )
+
+
+@router.get("/analytics", response_model=AnalyticsData, response_model_exclude_none=True)
+def analytics(
+    project: Project,
+    services: ServicesDep,
+    metric: Annotated[str, Query(max_length=20)],
+    group_by: Annotated[str | None, Query(max_length=140)] = None,
+    start_date: Annotated[str | None, Query(max_length=40)] = None,
+    end_date: Annotated[str | None, Query(max_length=40)] = None,
+    filters: Annotated[str | None, Query(max_length=10_000, description="A JSON object")] = None,
+) -> AnalyticsData:
+    """Aggregate cost, usage, latency or errors over a period, optionally grouped."""
+    outcome = services.analytics.run(project, metric, group_by, start_date, end_date, filters)
+    return AnalyticsData(
+        data=AnalyticsResult(
+            metric=outcome.metric,
+            total=outcome.total,
+            groups=[
+                AnalyticsGroup(
+                    name=g.name,
+                    value=g.value,
+                    count=g.count,
+                    p50=g.percentiles[0] if g.percentiles else None,
+                    p95=g.percentiles[1] if g.percentiles else None,
+                    p99=g.percentiles[2] if g.percentiles else None,
+                )
+                for g in outcome.groups
+            ],
+            period=Period(start=outcome.start, end=outcome.end),
+        )
+    )
+
+
+@router.delete("", response_model=DeleteData)
+def delete_requests(
+    project: Project, services: ServicesDep, body: DeleteRequestsIn | None = None
+) -> DeleteData:
+    """Delete every record whose metadata has all the given pairs (never everything)."""
+    count, at = services.requests.delete(project, body.metadata if body else None)
+    return DeleteData(data=DeleteResult(deleted_count=count, deleted_at=at))
+
+
+@router.get("/{request_id}", response_model=RequestData)
+def get_request(
+    request_id: Annotated[str, Path(max_length=100)],
+    project: Project,
+    services: ServicesDep,
+) -> RequestData:
+    """Return one record with its model, timing and integration."""
+    return RequestData(data=detail(services.requests.get(project, request_id)))

@@ -1,0 +1,293 @@
+"""Request record, search hit, export and analytics shapes (spec 2.5-2.8, 4.5)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .common import Pagination
+
+RequestId = Annotated[str, Field(pattern=r"^req_[A-Za-z0-9_\-]{1,64}$")]
+Count = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class UsageIn(_Input):
+    """Token usage and cost of one call."""
+
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    total_tokens: Count | None = None
+    estimated_cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+
+class TimingIn(_Input):
+    """Where the time of one call went."""
+
+    total_latency_ms: Count | None = None
+    pre_process_ms: Count = 0
+    llm_call_ms: Count = 0
+    post_process_ms: Count = 0
+
+
+class IntegrationIn(_Input):
+    """What ran around the model call."""
+
+    pre_process_executed: bool = False
+    post_process_executed: bool = False
+    errors: list[Any] = Field(default_factory=list)
+
+
+class RequestRecordIn(_Input):
+    """One record a client logs (``POST /v1/requests``, an item of a batch)."""
+
+    id: RequestId | None = Field(
+        default=None, description="Client-chosen id: makes retries idempotent."
+    )
+    created_at: datetime | None = Field(
+        default=None, description="Defaults to the time of logging."
+    )
+    prompt_name: Annotated[str, Field(max_length=128)] = ""
+    version: Annotated[int, Field(ge=1, le=2**31)] | None = None
+    model: Annotated[str, Field(max_length=200)] = ""
+    provider: Annotated[str, Field(max_length=64)] = ""
+    status: Literal["success", "error"] = "success"
+    input_variables: dict[str, Any] = Field(default_factory=dict)
+    input: Any = Field(
+        default=None, description="The call's input: messages, or a Responses/embeddings input."
+    )
+    output: dict[str, Any] | str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    usage: UsageIn = Field(default_factory=UsageIn)
+    latency_ms: Count | None = None
+    time_to_first_token_ms: Count | None = None
+    timing: TimingIn | None = None
+    integration: IntegrationIn | None = None
+    error: Annotated[str, Field(max_length=100_000)] | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > 100:
+            raise ValueError("metadata holds at most 100 keys")
+        if any(not key or len(key) > 128 for key in value):
+            raise ValueError("metadata keys must be 1-128 characters")
+        return value
+
+
+class RequestBatchIn(BaseModel):
+    """``POST /v1/requests/batch``: records are validated one by one (see ``rejected``)."""
+
+    records: list[Any]
+
+
+class RejectedRecord(BaseModel):
+    """A record of a batch that was not stored, and why."""
+
+    index: int
+    error: dict[str, Any]
+
+
+class BatchResult(BaseModel):
+    """Outcome of a batch."""
+
+    accepted: int
+    rejected: list[RejectedRecord]
+
+
+class UsageOut(BaseModel):
+    """Usage in list items."""
+
+    total_tokens: int
+    estimated_cost_usd: float
+
+
+class UsageDetailOut(UsageOut):
+    """Usage in the detail."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class TimingOut(BaseModel):
+    """Timing breakdown."""
+
+    total_latency_ms: int
+    pre_process_ms: int
+    llm_call_ms: int
+    post_process_ms: int
+
+
+class IntegrationOut(BaseModel):
+    """Integration block."""
+
+    pre_process_executed: bool
+    post_process_executed: bool
+    errors: list[Any]
+
+
+class RequestListItem(BaseModel):
+    """A record in lists (spec 2.5)."""
+
+    id: str
+    prompt_name: str
+    version: int | None
+    status: str
+    input_variables: dict[str, Any]
+    output: dict[str, Any]
+    metadata: dict[str, Any]
+    usage: UsageOut
+    latency_ms: int
+    created_at: datetime
+
+
+class RequestDetail(BaseModel):
+    """One record (spec 2.5 detail), with what captured calls add."""
+
+    id: str
+    prompt_name: str
+    version: int | None
+    status: str
+    input_variables: dict[str, Any]
+    output: dict[str, Any]
+    metadata: dict[str, Any]
+    usage: UsageDetailOut
+    created_at: datetime
+    model: str
+    timing: TimingOut
+    integration: IntegrationOut
+    provider: str | None = None
+    input: Any = None
+    error: str | None = None
+    time_to_first_token_ms: int | None = None
+    cost_known: bool
+
+
+class SearchHit(BaseModel):
+    """Spec 2.6."""
+
+    id: str
+    prompt_name: str
+    matched_fields: list[str]
+    highlights: dict[str, str]
+    created_at: datetime
+
+
+class RequestPage(BaseModel):
+    """A page of records."""
+
+    data: list[RequestListItem]
+    pagination: Pagination
+
+
+class SearchPage(BaseModel):
+    """A page of search hits."""
+
+    data: list[SearchHit]
+    pagination: Pagination
+
+
+class RequestData(BaseModel):
+    """``data`` = one record."""
+
+    data: RequestDetail
+
+
+class BatchData(BaseModel):
+    """``data`` = batch outcome."""
+
+    data: BatchResult
+
+
+class ExportFilters(_Input):
+    """Filters of an export (spec 4.5 keys, plus the list's)."""
+
+    prompt_name: str | None = None
+    status: Literal["success", "error"] | None = None
+    model: str | None = None
+    start_date: str | None = None
+    end_date: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExportCreate(_Input):
+    """``POST /v1/requests/export``."""
+
+    format: Literal["csv", "json"] = "csv"
+    filters: ExportFilters = Field(default_factory=ExportFilters)
+    include_metadata: bool = True
+
+
+class ExportOut(BaseModel):
+    """Spec 2.7, plus what a client wants to know of a finished or failed job."""
+
+    export_id: str
+    status: str
+    download_url: str | None
+    created_at: datetime
+    format: str
+    row_count: int | None = None
+    error: str | None = None
+
+
+class ExportData(BaseModel):
+    """``data`` = an export."""
+
+    data: ExportOut
+
+
+class DeleteRequestsIn(BaseModel):
+    """``DELETE /v1/requests``."""
+
+    metadata: dict[str, Any] | None = None
+
+
+class DeleteResult(BaseModel):
+    """Deletion outcome."""
+
+    deleted_count: int
+    deleted_at: datetime
+
+
+class DeleteData(BaseModel):
+    """``data`` = deletion outcome."""
+
+    data: DeleteResult
+
+
+class AnalyticsGroup(BaseModel):
+    """One group of an analytics result (latency adds percentiles)."""
+
+    name: str
+    value: float
+    count: int
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class Period(BaseModel):
+    """Resolved period of an analytics query."""
+
+    start: datetime
+    end: datetime
+
+
+class AnalyticsResult(BaseModel):
+    """Spec 2.8."""
+
+    metric: Literal["cost", "usage", "latency", "errors"]
+    total: float
+    groups: list[AnalyticsGroup]
+    period: Period
+
+
+class AnalyticsData(BaseModel):
+    """``data`` = analytics result."""
+
+    data: AnalyticsResult

@@ -1,0 +1,108 @@
+"""Analytics (CONTRACT 7): cost, usage, latency and errors over a period, grouped."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..errors import ValidationFailed
+from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow
+from ..store.requests import RequestFilter, metadata_text
+from .dates import parse_date, utc_now_ms
+
+DEFAULT_PERIOD = timedelta(days=30)
+_FILTER_KEYS = {"prompt_name", "model", "status", "metadata"}
+
+
+@dataclass(frozen=True)
+class AnalyticsOutcome:
+    """Total, groups and the resolved period."""
+
+    metric: str
+    total: float
+    groups: list[GroupRow]
+    start: datetime
+    end: datetime
+
+
+class AnalyticsService:
+    """Validate an analytics query and run it."""
+
+    def __init__(self, store: AnalyticsStore) -> None:
+        self._store = store
+
+    def run(
+        self,
+        project: str,
+        metric: str,
+        group_by: str | None,
+        start_date: str | None,
+        end_date: str | None,
+        filters_json: str | None,
+    ) -> AnalyticsOutcome:
+        """Return the metric's total over the period and its value per group."""
+        if metric not in METRICS:
+            raise ValidationFailed(
+                "metric", f"metric must be one of {', '.join(METRICS)}", value=metric
+            )
+        if group_by is not None and not _valid_group(group_by):
+            raise ValidationFailed(
+                "group_by",
+                f"group_by must be one of {', '.join(GROUPS)} or metadata.<key>",
+                value=group_by,
+            )
+        end = parse_date(end_date, "end_date", end_of_day=True) if end_date else utc_now_ms()
+        start = parse_date(start_date, "start_date") if start_date else end - DEFAULT_PERIOD
+        if start > end:
+            raise ValidationFailed("start_date", "start_date must not be after end_date")
+        filters = _filters(filters_json, start, end)
+        total, _ = self._store.total(project, metric, filters)
+        groups = (
+            self._store.groups(project, metric, group_by, filters, metric == "latency")
+            if group_by
+            else []
+        )
+        return AnalyticsOutcome(metric, total, groups, start, end)
+
+
+def _valid_group(group_by: str) -> bool:
+    if group_by.startswith("metadata."):
+        key = group_by.removeprefix("metadata.")
+        return 0 < len(key) <= 128
+    return group_by in GROUPS
+
+
+def _filters(text: str | None, start: datetime, end: datetime) -> RequestFilter:
+    if not text:
+        return RequestFilter(start=start, end=end)
+    try:
+        raw: Any = json.loads(text)
+    except ValueError:
+        raise ValidationFailed("filters", "filters must be a JSON object") from None
+    if not isinstance(raw, dict):
+        raise ValidationFailed("filters", "filters must be a JSON object")
+    unknown = set(raw) - _FILTER_KEYS
+    if unknown:
+        raise ValidationFailed(
+            "filters",
+            f"unknown filter keys: {', '.join(sorted(unknown))}",
+            allowed=sorted(_FILTER_KEYS),
+        )
+    for key in ("prompt_name", "model", "status"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ValidationFailed(f"filters.{key}", f"filters.{key} must be a string")
+    if raw.get("status") not in (None, "success", "error"):
+        raise ValidationFailed("filters.status", "filters.status must be success or error")
+    metadata = raw.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValidationFailed("filters.metadata", "filters.metadata must be an object")
+    return RequestFilter(
+        prompt_name=raw.get("prompt_name"),
+        model=raw.get("model"),
+        status=raw.get("status"),
+        start=start,
+        end=end,
+        metadata={str(k): metadata_text(v) for k, v in metadata.items()},
+    )

@@ -1,0 +1,107 @@
+"""Reading and deleting the request log: detail, list, search, delete by metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import RequestNotFound, ValidationFailed
+from ..store.requests import RequestFilter, RequestRow, RequestStore, metadata_text
+from .cursors import CursorCodec
+from .dates import utc_now_ms
+from .highlights import matched_fields
+from .ingest import time_of_id
+
+
+@dataclass(frozen=True)
+class RecordPage:
+    """A page of records and the cursor of the next one."""
+
+    rows: list[RequestRow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search hit: the record and its matched fields with highlights."""
+
+    row: RequestRow
+    highlights: dict[str, str]
+
+
+@dataclass(frozen=True)
+class HitPage:
+    """A page of search hits."""
+
+    hits: list[Hit]
+    next_cursor: str | None
+
+
+class RequestService:
+    """Detail, list, search and delete over the request log of one project at a time."""
+
+    def __init__(self, store: RequestStore, cursor_secret: str) -> None:
+        self._store = store
+        self._list_cursors = CursorCodec(cursor_secret, "requests")
+        self._search_cursors = CursorCodec(cursor_secret, "search")
+
+    def get(self, project: str, request_id: str) -> RequestRow:
+        """Return one record, or 404 REQUEST_NOT_FOUND."""
+        hinted = time_of_id(request_id)
+        row = self._store.get(project, request_id, at=hinted) if hinted else None
+        if row is None:
+            # Client-chosen ids (or a client-chosen time) carry no usable time: look by id.
+            row = self._store.get(project, request_id)
+        if row is None:
+            raise RequestNotFound(f"Request '{request_id}' not found", {"request_id": request_id})
+        return row
+
+    def list_page(
+        self, project: str, filters: RequestFilter, limit: int, cursor: str | None
+    ) -> RecordPage:
+        """Return records newest first, keyset-paginated on (created_at, id)."""
+        after = _position(self._list_cursors, cursor)
+        rows = self._store.page(project, filters, after, limit + 1)
+        return RecordPage(rows[:limit], self._next(self._list_cursors, rows, limit))
+
+    def search(self, project: str, query: str, limit: int, cursor: str | None) -> HitPage:
+        """Return records whose input variables, output, metadata or input contain query."""
+        after = _position(self._search_cursors, cursor)
+        rows = self._store.page(project, RequestFilter(), after, limit + 1, search=query)
+        next_cursor = self._next(self._search_cursors, rows, limit)
+        hits = []
+        for row in rows[:limit]:
+            found = matched_fields(row, query)
+            # The store matched the concatenated text; a match that spans two values is not
+            # a match of any one field, so it is not a hit.
+            if found:
+                hits.append(Hit(row, found))
+        return HitPage(hits, next_cursor)
+
+    def delete(self, project: str, metadata: dict[str, Any] | None) -> tuple[int, datetime]:
+        """Delete every record whose metadata has all the given pairs."""
+        if not metadata:
+            raise ValidationFailed(
+                "metadata", "metadata must name at least one key/value pair to match"
+            )
+        wanted = {str(k): metadata_text(v) for k, v in metadata.items()}
+        count = self._store.delete_matching(project, RequestFilter(metadata=wanted))
+        return count, utc_now_ms()
+
+    @staticmethod
+    def _next(codec: CursorCodec, rows: list[RequestRow], limit: int) -> str | None:
+        if len(rows) <= limit:
+            return None
+        last = rows[limit - 1]
+        return codec.encode({"at": last.created_at.isoformat(), "id": last.id})
+
+
+def _position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    position = codec.decode(cursor)
+    try:
+        return datetime.fromisoformat(position["at"]), str(position["id"])
+    except (KeyError, TypeError, ValueError):
+        raise ValidationFailed("cursor", "Invalid cursor") from None

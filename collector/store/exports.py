@@ -1,0 +1,211 @@
+"""Export jobs and the export itself: rows stream from ClickHouse straight into a file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .prompts import utc
+from .requests import RequestFilter, RequestStore
+from .schema import Table, quote
+
+# Job state survives restarts; the newest row of an export wins (FINAL).
+EXPORTS = Table(
+    name="exports",
+    columns=(
+        "project LowCardinality(String)",
+        "export_id String",
+        "status LowCardinality(String)",
+        "format LowCardinality(String)",
+        "filters String",
+        "include_metadata Bool",
+        "file_path String",
+        "row_count UInt64",
+        "error String",
+        "created_at DateTime64(3, 'UTC')",
+        "updated_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at",),
+    order_by="(project, export_id)",
+)
+
+_JOB_COLUMNS = (
+    "project",
+    "export_id",
+    "status",
+    "format",
+    "filters",
+    "include_metadata",
+    "file_path",
+    "row_count",
+    "error",
+    "created_at",
+    "updated_at",
+)
+
+_CSV_COLUMNS = (
+    "id, formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS created_at, prompt_name, "
+    "if(version = 0, NULL, version) AS version, model, provider, toString(status) AS status, "
+    "input_variables, input, output, {metadata}prompt_tokens, completion_tokens, total_tokens, "
+    "estimated_cost_usd, latency_ms, error"
+)
+
+# JSON lines are assembled inside ClickHouse so the stored JSON objects (input variables,
+# output, metadata, input) are embedded as objects, byte for byte, with no Python per row.
+_JSON_LINE = (
+    "concat('{{\"id\":', toJSONString(id), ',\"created_at\":', "
+    "toJSONString(formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ')), "
+    "',\"prompt_name\":', toJSONString(prompt_name), "
+    "',\"version\":', if(version = 0, 'null', toString(version)), "
+    "',\"model\":', toJSONString(model), ',\"provider\":', toJSONString(provider), "
+    "',\"status\":', toJSONString(toString(status)), "
+    "',\"input_variables\":', input_variables, ',\"input\":', if(input = '', 'null', input), "
+    "',\"output\":', output, {metadata}"
+    '\',"usage":{{"prompt_tokens":\', toString(prompt_tokens), '
+    "',\"completion_tokens\":', toString(completion_tokens), "
+    "',\"total_tokens\":', toString(total_tokens), "
+    "',\"estimated_cost_usd\":', toString(estimated_cost_usd), '}}', "
+    "',\"latency_ms\":', toString(latency_ms), ',\"error\":', toJSONString(error), '}}') AS line"
+)
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    """The stored state of one export."""
+
+    project: str
+    export_id: str
+    status: str
+    format: str
+    filters: dict[str, Any]
+    include_metadata: bool
+    file_path: str
+    row_count: int
+    error: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExportStore:
+    """Export job rows, and the query that writes an export file."""
+
+    def __init__(
+        self, client: Client, database: str, requests: RequestStore, embedded: bool
+    ) -> None:
+        self._client = client
+        self._table = f"{quote(database)}.{quote(EXPORTS.name)}"
+        self._requests = requests
+        self._embedded = embedded
+
+    def save(self, job: ExportJob) -> None:
+        """Write a new state of a job."""
+        self._client.insert(
+            self._table,
+            [
+                [
+                    job.project,
+                    job.export_id,
+                    job.status,
+                    job.format,
+                    json.dumps(job.filters),
+                    job.include_metadata,
+                    job.file_path,
+                    job.row_count,
+                    job.error,
+                    job.created_at,
+                    job.updated_at,
+                ]
+            ],
+            column_names=list(_JOB_COLUMNS),
+        )
+
+    def get(self, project: str, export_id: str) -> ExportJob | None:
+        """Return the newest state of a job."""
+        jobs = self._select(
+            "project = {project:String} AND export_id = {id:String}",
+            {"project": project, "id": export_id},
+        )
+        return jobs[0] if jobs else None
+
+    def with_status(self, status: str, updated_before: datetime | None = None) -> list[ExportJob]:
+        """Return every job (all projects) now in a status, optionally not touched since."""
+        where = "status = {status:String}"
+        params: dict[str, Any] = {"status": status}
+        if updated_before is not None:
+            where += " AND updated_at < {before:DateTime64(6, 'UTC')}"
+            params["before"] = updated_before
+        return self._select(where, params)
+
+    def _select(self, where: str, params: dict[str, Any]) -> list[ExportJob]:
+        rows = self._client.query(
+            f"SELECT {', '.join(_JOB_COLUMNS)} FROM {self._table} FINAL WHERE {where}",
+            parameters=params,
+        ).result_rows
+        return [
+            ExportJob(
+                project=r[0],
+                export_id=r[1],
+                status=r[2],
+                format=r[3],
+                filters=json.loads(r[4]),
+                include_metadata=bool(r[5]),
+                file_path=r[6],
+                row_count=int(r[7]),
+                error=r[8],
+                created_at=utc(r[9]),
+                updated_at=utc(r[10]),
+            )
+            for r in rows
+        ]
+
+    def write_file(
+        self, project: str, filters: RequestFilter, fmt: str, include_metadata: bool, path: Path
+    ) -> int:
+        """Write matching records to ``path`` (CSVWithNames or JSON lines); return the count."""
+        where, params = self._requests.where(project, filters)
+        if fmt == "csv":
+            columns = _CSV_COLUMNS.format(metadata="metadata, " if include_metadata else "")
+            output_format = "CSVWithNames"
+        else:
+            metadata = "',\"metadata\":', metadata, " if include_metadata else ""
+            columns = _JSON_LINE.format(metadata=metadata)
+            output_format = "TabSeparatedRaw"
+        select = (
+            f"SELECT {columns} FROM {self._requests.table} FINAL WHERE {where} "
+            "ORDER BY created_at DESC, id DESC"
+        )
+        count = int(
+            self._client.query(
+                f"SELECT count() FROM {self._requests.table} FINAL WHERE {where}", parameters=params
+            ).result_rows[0][0]
+        )
+        if self._embedded:
+            # chDB writes the file itself: rows never pass through Python.
+            self._client.command(
+                f"INSERT INTO FUNCTION file({{path:String}}, '{output_format}') {select}",
+                parameters={**params, "path": str(path)},
+                settings={"engine_file_truncate_on_insert": 1},
+            )
+            if not path.exists():
+                # ClickHouse writes no file for an empty result: a CSV still gets its header.
+                self._write_empty(select, params, fmt, path)
+        else:
+            # A server streams the formatted bytes over HTTP into the shared export dir.
+            stream = self._client.raw_stream(select, parameters=params, fmt=output_format)
+            with path.open("wb") as handle:
+                for chunk in stream:
+                    handle.write(chunk)
+        return count
+
+    def _write_empty(self, select: str, params: dict[str, Any], fmt: str, path: Path) -> None:
+        if fmt != "csv":
+            path.touch()
+            return
+        names = self._client.query(f"{select} LIMIT 0", parameters=params).column_names
+        path.write_text(",".join(f'"{name}"' for name in names) + "\n")

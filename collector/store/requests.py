@@ -1,0 +1,380 @@
+"""The request log on ClickHouse: one wide, append-only table read with FINAL.
+
+Idempotency: a record's identity is its sort key (project, created_at, id). Retried inserts
+of a record add identical rows that ReplacingMergeTree collapses at merge time, and every
+read uses FINAL so no duplicate is ever seen before that. A delete inserts a tombstone
+(row_version 2, is_deleted 1) over the same key: FINAL hides the record at once, and a late
+retry of the original (row_version 1) can never bring it back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .prompts import utc
+from .schema import Table, quote
+
+REQUESTS = Table(
+    name="requests",
+    columns=(
+        "project LowCardinality(String)",
+        "id String",
+        "created_at DateTime64(3, 'UTC')",
+        "prompt_name String",
+        "version UInt32",
+        "model LowCardinality(String)",
+        "provider LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "input_variables String",
+        "input String",
+        "output String",
+        "metadata String",
+        "metadata_map Map(LowCardinality(String), String)",
+        "prompt_tokens UInt32",
+        "completion_tokens UInt32",
+        "total_tokens UInt32",
+        "estimated_cost_usd Float64",
+        "cost_known Bool",
+        "latency_ms UInt32",
+        "time_to_first_token_ms Nullable(UInt32)",
+        "pre_process_ms UInt32",
+        "llm_call_ms UInt32",
+        "post_process_ms UInt32",
+        "integration String",
+        "error String",
+        "search_text String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    indexes=(
+        # Detail by id when the id carries no time (client-chosen ids).
+        "INDEX idx_id id TYPE bloom_filter(0.001) GRANULARITY 1",
+        "INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_meta_keys mapKeys(metadata_map) TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_meta_values mapValues(metadata_map) TYPE bloom_filter GRANULARITY 1",
+        # Case-insensitive substring search: search_text is lower-cased at ingest, and
+        # trigram bloom filters let LIKE '%needle%' skip granules that cannot match.
+        "INDEX idx_search search_text TYPE ngrambf_v1(3, 65536, 3, 0) GRANULARITY 1",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, created_at, id)",
+    sharded=True,
+    sharding_key="cityHash64(project, id)",
+)
+
+COLUMNS = (
+    "project",
+    "id",
+    "created_at",
+    "prompt_name",
+    "version",
+    "model",
+    "provider",
+    "status",
+    "input_variables",
+    "input",
+    "output",
+    "metadata",
+    "metadata_map",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "estimated_cost_usd",
+    "cost_known",
+    "latency_ms",
+    "time_to_first_token_ms",
+    "pre_process_ms",
+    "llm_call_ms",
+    "post_process_ms",
+    "integration",
+    "error",
+    "search_text",
+    "row_version",
+    "is_deleted",
+)
+
+_READ_COLUMNS = (
+    "id, created_at, prompt_name, version, model, provider, toString(status), "
+    "input_variables, input, output, metadata, prompt_tokens, completion_tokens, total_tokens, "
+    "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
+    "llm_call_ms, post_process_ms, integration, error"
+)
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One request record as stored."""
+
+    id: str
+    created_at: datetime
+    prompt_name: str = ""
+    version: int = 0
+    model: str = ""
+    provider: str = ""
+    status: str = "success"
+    input_variables: dict[str, Any] = field(default_factory=dict)
+    input: Any = None
+    output: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    estimated_cost_usd: float = 0.0
+    cost_known: bool = False
+    latency_ms: int = 0
+    time_to_first_token_ms: int | None = None
+    pre_process_ms: int = 0
+    llm_call_ms: int = 0
+    post_process_ms: int = 0
+    integration: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RequestFilter:
+    """Filters shared by list, export, delete and analytics."""
+
+    prompt_name: str | None = None
+    status: str | None = None
+    model: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_text(value: Any) -> str:
+    """Return the string a metadata value is matched by (filters compare strings)."""
+    if isinstance(value, str):
+        return value
+    return _json(value)
+
+
+def search_text(row: RequestRow) -> str:
+    """Return the lower-cased text search looks into: every string value of the record."""
+    parts: list[str] = []
+    for source in (row.input_variables, row.output, row.metadata, row.input):
+        _collect_strings(source, parts)
+    return "\n".join(parts).lower()
+
+
+def _collect_strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect_strings(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_strings(item, out)
+    elif value is not None and not isinstance(value, bool):
+        out.append(str(value))
+
+
+def to_insert_row(project: str, row: RequestRow, row_version: int = 1) -> list[Any]:
+    """Return the column values of a record, in COLUMNS order."""
+    return [
+        project,
+        row.id,
+        row.created_at,
+        row.prompt_name,
+        row.version,
+        row.model,
+        row.provider,
+        row.status,
+        _json(row.input_variables),
+        "" if row.input is None else _json(row.input),
+        _json(row.output),
+        _json(row.metadata),
+        {str(k): metadata_text(v) for k, v in row.metadata.items()},
+        row.prompt_tokens,
+        row.completion_tokens,
+        row.total_tokens,
+        row.estimated_cost_usd,
+        row.cost_known,
+        row.latency_ms,
+        row.time_to_first_token_ms,
+        row.pre_process_ms,
+        row.llm_call_ms,
+        row.post_process_ms,
+        _json(row.integration),
+        row.error,
+        search_text(row),
+        row_version,
+        0 if row_version == 1 else 1,
+    ]
+
+
+def _row(values: Sequence[Any]) -> RequestRow:
+    return RequestRow(
+        id=values[0],
+        created_at=utc(values[1]),
+        prompt_name=values[2],
+        version=int(values[3]),
+        model=values[4],
+        provider=values[5],
+        status=values[6],
+        input_variables=json.loads(values[7]) if values[7] else {},
+        input=json.loads(values[8]) if values[8] else None,
+        output=json.loads(values[9]) if values[9] else {},
+        metadata=json.loads(values[10]) if values[10] else {},
+        prompt_tokens=int(values[11]),
+        completion_tokens=int(values[12]),
+        total_tokens=int(values[13]),
+        estimated_cost_usd=float(values[14]),
+        cost_known=bool(values[15]),
+        latency_ms=int(values[16]),
+        time_to_first_token_ms=None if values[17] is None else int(values[17]),
+        pre_process_ms=int(values[18]),
+        llm_call_ms=int(values[19]),
+        post_process_ms=int(values[20]),
+        integration=json.loads(values[21]) if values[21] else {},
+        error=values[22],
+    )
+
+
+class RequestStore:
+    """Every query of the request log and export tables."""
+
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+        self._client = client
+        db = quote(database)
+        self.table = f"{db}.{quote(REQUESTS.name)}"
+        # A Distributed insert is acknowledged only once it reached the shards.
+        self._insert_settings: dict[str, Any] = (
+            {"distributed_foreground_insert": 1} if cluster else {}
+        )
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def insert(self, rows: Sequence[list[Any]], settings: dict[str, Any] | None = None) -> None:
+        """Insert prepared rows (see :func:`to_insert_row`) in one block."""
+        if rows:
+            self._client.insert(
+                self.table,
+                list(rows),
+                column_names=list(COLUMNS),
+                settings={**self._insert_settings, **(settings or {})},
+            )
+
+    def created_at_of(
+        self, project: str, ids: Sequence[str], since: datetime
+    ) -> dict[str, datetime]:
+        """Return the created_at of those ids stored since ``since`` (deleted included)."""
+        if not ids:
+            return {}
+        rows = self._client.query(
+            f"SELECT id, min(created_at) FROM {self.table} "
+            "WHERE project = {project:String} AND created_at >= {since:DateTime64(3, 'UTC')} "
+            "AND id IN {ids:Array(String)} GROUP BY id",
+            parameters={"project": project, "ids": list(ids), "since": since},
+        ).result_rows
+        return {str(r[0]): utc(r[1]) for r in rows}
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, project: str, request_id: str, at: datetime | None = None) -> RequestRow | None:
+        """Return one live record; ``at`` (its created_at, when known) narrows the key range."""
+        where = "project = {project:String} AND id = {id:String}"
+        params: dict[str, Any] = {"project": project, "id": request_id}
+        if at is not None:
+            where += " AND created_at = {at:DateTime64(3, 'UTC')}"
+            params["at"] = at
+        rows = self._client.query(
+            f"SELECT {_READ_COLUMNS} FROM {self.table} FINAL WHERE {where} LIMIT 1",
+            parameters=params,
+        ).result_rows
+        return _row(rows[0]) if rows else None
+
+    def page(
+        self,
+        project: str,
+        filters: RequestFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        search: str | None = None,
+    ) -> list[RequestRow]:
+        """Return records newest first, after a keyset position, optionally matching text."""
+        where, params = self.where(project, filters)
+        if after is not None:
+            where += " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
+            params.update(after_at=after[0], after_id=after[1])
+        if search is not None:
+            where += " AND search_text LIKE {needle:String}"
+            params["needle"] = "%" + _like_escape(search.lower()) + "%"
+        params["limit"] = limit
+        rows = self._client.query(
+            f"SELECT {_READ_COLUMNS} FROM {self.table} FINAL WHERE {where} "
+            "ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
+            parameters=params,
+        ).result_rows
+        return [_row(r) for r in rows]
+
+    def where(self, project: str, filters: RequestFilter) -> tuple[str, dict[str, Any]]:
+        """Return the WHERE clause and parameters of a filter (always scoped to a project)."""
+        clauses = ["project = {project:String}"]
+        params: dict[str, Any] = {"project": project}
+        if filters.prompt_name is not None:
+            clauses.append("prompt_name = {prompt_name:String}")
+            params["prompt_name"] = filters.prompt_name
+        if filters.status is not None:
+            clauses.append("status = {status:String}")
+            params["status"] = filters.status
+        if filters.model is not None:
+            clauses.append("model = {model:String}")
+            params["model"] = filters.model
+        if filters.start is not None:
+            clauses.append("created_at >= {start:DateTime64(3, 'UTC')}")
+            params["start"] = filters.start
+        if filters.end is not None:
+            clauses.append("created_at <= {end:DateTime64(3, 'UTC')}")
+            params["end"] = filters.end
+        for i, (key, value) in enumerate(sorted(filters.metadata.items())):
+            clauses.append(f"metadata_map[{{mk{i}:String}}] = {{mv{i}:String}}")
+            clauses.append(f"mapContains(metadata_map, {{mk{i}:String}})")
+            params[f"mk{i}"] = key
+            params[f"mv{i}"] = value
+        return " AND ".join(clauses), params
+
+    # -- delete ----------------------------------------------------------------------------
+
+    def delete_matching(self, project: str, filters: RequestFilter) -> int:
+        """Tombstone every live record matching; return how many."""
+        where, params = self.where(project, filters)
+        count_rows = self._client.query(
+            f"SELECT count() FROM {self.table} FINAL WHERE {where}", parameters=params
+        ).result_rows
+        count = int(count_rows[0][0])
+        if count:
+            # The tombstones are built inside ClickHouse: no record travels through Python.
+            columns = ", ".join(COLUMNS)
+            replaced = ", ".join(
+                "toUInt8(2) AS row_version"
+                if c == "row_version"
+                else "toUInt8(1) AS is_deleted"
+                if c == "is_deleted"
+                else c
+                for c in COLUMNS
+            )
+            self._client.command(
+                f"INSERT INTO {self.table} ({columns}) SELECT {replaced} "
+                f"FROM {self.table} FINAL WHERE {where}",
+                parameters=params,
+                settings=self._insert_settings,
+            )
+        return count
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
