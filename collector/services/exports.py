@@ -93,7 +93,7 @@ class ExportService:
             for job in self._store.with_status(PROCESSING):
                 logger.info("resuming export %s left unfinished", job.export_id)
                 self._start(job)
-        self._maintain()
+        self.maintain()
         self._maintainer = threading.Thread(target=self._maintain_loop, daemon=True)
         self._maintainer.start()
 
@@ -116,11 +116,12 @@ class ExportService:
     def _maintain_loop(self) -> None:
         while not self._stop.wait(HEARTBEAT.total_seconds()):
             try:
-                self._maintain()
+                self.maintain()
             except Exception:
                 logger.exception("export maintenance failed")
 
-    def _maintain(self) -> None:
+    def maintain(self) -> None:
+        """Touch running jobs, resume stale ones, expire files past retention."""
         now = utc_now_ms()
         with self._lock:
             running = list(self._running.values())
