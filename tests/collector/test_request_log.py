@@ -304,3 +304,36 @@ def test_cursor_pages_are_stable_while_new_records_arrive(api: TestClient) -> No
         background.join()
 
     assert seen == expected
+
+
+def test_pages_never_show_unmerged_duplicates_or_tombstoned_records(api: TestClient) -> None:
+    services = api.app.state.services  # type: ignore[attr-defined]
+    # Keep every retried copy and tombstone as its own row, as before a background merge.
+    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.table}")
+    batch = [
+        record(id=f"req_d{i:02d}", created_at=f"2026-08-01T00:00:{i:02d}Z", metadata={"n": str(i)})
+        for i in range(25)
+    ]
+    for _ in range(3):
+        api.post("/v1/requests/batch", json={"records": batch})
+    for i in (3, 4, 17):
+        api.request("DELETE", "/v1/requests", json={"metadata": {"n": str(i)}})
+
+    walked: list[str] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 4}
+        if cursor:
+            params["cursor"] = cursor
+        page = api.get("/v1/requests", params=params).json()
+        walked += [r["id"] for r in page["data"]]
+        cursor = page["pagination"].get("next_cursor")
+        if not cursor:
+            break
+    hits = api.get("/v1/requests/search", params={"query": "column store", "limit": 100})
+
+    expected = [f"req_d{i:02d}" for i in reversed(range(25)) if i not in (3, 4, 17)]
+    assert walked == expected
+    assert [h["id"] for h in hits.json()["data"]] == expected
+    assert api.get("/v1/requests/req_d04").status_code == 404
+    assert api.get("/v1/requests/req_d05").json()["data"]["id"] == "req_d05"
