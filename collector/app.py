@@ -14,7 +14,17 @@ from .. import __version__
 from .api.deps import Services
 from .api.errors import install_error_handlers
 from .api.limits import BodyLimitMiddleware
-from .api.routes import admin, exports, health, labels, prompts, requests, templates, versions
+from .api.routes import (
+    admin,
+    exports,
+    health,
+    labels,
+    prompts,
+    requests,
+    runs,
+    templates,
+    versions,
+)
 from .config import Settings
 from .models.common import ERROR_RESPONSES
 from .store.store import Store
@@ -27,7 +37,7 @@ ReadyHook = Callable[[Services, str | None], None]
 def _api_router() -> APIRouter:
     router = APIRouter(responses=ERROR_RESPONSES)
     # Template routes first: their paths are longer forms of the version routes.
-    for module in (prompts, templates, versions, labels, exports, requests, admin):
+    for module in (prompts, templates, runs, versions, labels, exports, requests, admin):
         router.include_router(module.router)
     return router
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -29,6 +29,26 @@ class Settings(BaseSettings):
     max_batch_records: int = 10_000
     export_dir: Path | None = None
     export_retention_days: float = 7.0
+    # Model providers for runs. The provider variables keep their usual names (no prefix), as
+    # the providers' own SDKs read them; unset base URLs mean the providers' own.
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("openai_api_key", "OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("openai_base_url", "OPENAI_BASE_URL")
+    )
+    anthropic_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("anthropic_base_url", "ANTHROPIC_BASE_URL")
+    )
+    provider_connect_timeout: float = Field(default=5.0, gt=0)
+    provider_read_timeout: float = Field(default=120.0, gt=0)
+    provider_max_retries: int = Field(default=2, ge=0, le=10)
+    provider_retry_base_delay: float = Field(default=0.5, ge=0)
+    provider_retry_max_delay: float = Field(default=8.0, ge=0)
+    provider_max_connections: int = Field(default=1000, ge=1)
 
     @field_validator("database")
     @classmethod

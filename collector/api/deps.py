@@ -10,12 +10,19 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Settings
+from ..providers import HttpPolicy, Provider, ProviderEndpoint
+from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+from ..providers.anthropic import AnthropicProvider
+from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
+from ..providers.openai import OpenAIProvider
 from ..services.analytics import AnalyticsService
 from ..services.exports import ExportService
 from ..services.ingest import IngestService
 from ..services.keys import KeyService
+from ..services.pricing import default_price_book
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
+from ..services.runs import RunService
 from ..store.store import Store
 
 
@@ -31,20 +38,23 @@ class Services:
     requests: RequestService
     analytics: AnalyticsService
     exports: ExportService
+    runs: RunService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
         """Wire services over a store (start background work with :meth:`start`)."""
+        prompts = PromptService(store.prompts, settings.cursor_secret)
+        ingest = IngestService(
+            store.requests,
+            buffered=store.is_embedded,
+            max_batch_records=settings.max_batch_records,
+        )
         return cls(
             settings=settings,
             store=store,
             keys=KeyService(store.keys),
-            prompts=PromptService(store.prompts, settings.cursor_secret),
-            ingest=IngestService(
-                store.requests,
-                buffered=store.is_embedded,
-                max_batch_records=settings.max_batch_records,
-            ),
+            prompts=prompts,
+            ingest=ingest,
             requests=RequestService(store.requests, settings.cursor_secret),
             analytics=AnalyticsService(store.analytics),
             exports=ExportService(
@@ -52,6 +62,7 @@ class Services:
                 settings.exports_path,
                 timedelta(days=settings.export_retention_days),
             ),
+            runs=RunService(prompts, ingest, _providers(settings), default_price_book()),
         )
 
     def start(self) -> None:
@@ -59,10 +70,41 @@ class Services:
         self.exports.start(sole_runner=self.store.is_embedded)
 
     def close(self) -> None:
-        """Flush pending records, stop background work, close the store."""
+        """Close provider clients, flush records, stop background work, close the store."""
+        self.runs.close()
         self.ingest.close()
         self.exports.close()
         self.store.close()
+
+
+def _providers(settings: Settings) -> dict[str, Provider]:
+    """Build one pooled client per model provider, as the settings configure them."""
+    policy = HttpPolicy(
+        connect_timeout=settings.provider_connect_timeout,
+        read_timeout=settings.provider_read_timeout,
+        max_retries=settings.provider_max_retries,
+        retry_base_delay=settings.provider_retry_base_delay,
+        retry_max_delay=settings.provider_retry_max_delay,
+        max_connections=settings.provider_max_connections,
+    )
+    openai_key = settings.openai_api_key
+    anthropic_key = settings.anthropic_api_key
+    return {
+        "openai": OpenAIProvider(
+            ProviderEndpoint(
+                settings.openai_base_url or OPENAI_BASE_URL,
+                openai_key.get_secret_value() if openai_key else None,
+            ),
+            policy,
+        ),
+        "anthropic": AnthropicProvider(
+            ProviderEndpoint(
+                settings.anthropic_base_url or ANTHROPIC_BASE_URL,
+                anthropic_key.get_secret_value() if anthropic_key else None,
+            ),
+            policy,
+        ),
+    }
 
 
 def get_services(request: Request) -> Services:

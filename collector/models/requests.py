@@ -69,6 +69,12 @@ class RequestRecordIn(_Input):
     timing: TimingIn | None = None
     integration: IntegrationIn | None = None
     error: Annotated[str, Field(max_length=100_000)] | None = None
+    trace_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = Field(
+        default=None, description="Trace of the call (32 hex), when captured from a trace."
+    )
+    span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    parent_span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    span_name: Annotated[str, Field(max_length=256)] | None = None
 
     @field_validator("metadata")
     @classmethod
@@ -166,6 +172,10 @@ class RequestDetail(BaseModel):
     error: str | None = None
     time_to_first_token_ms: int | None = None
     cost_known: bool
+    trace_id: str | None = None
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    span_name: str | None = None
 
 
 class SearchHit(BaseModel):

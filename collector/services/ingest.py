@@ -86,6 +86,10 @@ def to_row(record: RequestRecordIn, now: datetime) -> RequestRow:
         if integration
         else {"pre_process_executed": False, "post_process_executed": False, "errors": []},
         error=record.error or "",
+        trace_id=record.trace_id or "",
+        span_id=record.span_id or "",
+        parent_span_id=record.parent_span_id or "",
+        span_name=record.span_name or "",
     )
 
 

@@ -48,6 +48,10 @@ REQUESTS = Table(
         "post_process_ms UInt32",
         "integration String",
         "error String",
+        "trace_id String",
+        "span_id String",
+        "parent_span_id String",
+        "span_name String",
         "search_text String",
         "row_version UInt8",
         "is_deleted UInt8",
@@ -96,6 +100,10 @@ COLUMNS = (
     "post_process_ms",
     "integration",
     "error",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "span_name",
     "search_text",
     "row_version",
     "is_deleted",
@@ -108,7 +116,8 @@ _READ_COLUMNS = (
     "id, created_at, prompt_name, version, model, provider, toString(status), "
     "input_variables, input, output, metadata, prompt_tokens, completion_tokens, total_tokens, "
     "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
-    "llm_call_ms, post_process_ms, integration, error"
+    "llm_call_ms, post_process_ms, integration, error, trace_id, span_id, parent_span_id, "
+    "span_name"
 )
 
 
@@ -139,6 +148,10 @@ class RequestRow:
     post_process_ms: int = 0
     integration: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    trace_id: str = ""
+    span_id: str = ""
+    parent_span_id: str = ""
+    span_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,10 @@ def to_insert_row(project: str, row: RequestRow, row_version: int = 1) -> list[A
         row.post_process_ms,
         _json(row.integration),
         row.error,
+        row.trace_id,
+        row.span_id,
+        row.parent_span_id,
+        row.span_name,
         search_text(row),
         row_version,
         0 if row_version == 1 else 1,
@@ -244,6 +261,10 @@ def _row(values: Sequence[Any]) -> RequestRow:
         post_process_ms=int(values[20]),
         integration=json.loads(values[21]) if values[21] else {},
         error=values[22],
+        trace_id=values[23],
+        span_id=values[24],
+        parent_span_id=values[25],
+        span_name=values[26],
     )
 
 

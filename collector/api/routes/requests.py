@@ -100,6 +100,10 @@ def detail(row: RequestRow) -> RequestDetail:
         error=row.error or None,
         time_to_first_token_ms=row.time_to_first_token_ms,
         cost_known=row.cost_known,
+        trace_id=row.trace_id or None,
+        span_id=row.span_id or None,
+        parent_span_id=row.parent_span_id or None,
+        span_name=row.span_name or None,
     )
 
 

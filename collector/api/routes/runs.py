@@ -1,0 +1,73 @@
+"""Runs (spec 4.3, 6): run a stored prompt by latest version, number or label.
+
+Without ``stream`` the answer is ``data`` = run result; with ``stream: true`` it is a
+``text/event-stream`` of ``data: <json>`` events (start, chunk..., end or error).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse
+
+from ...models.common import ErrorBody
+from ...models.runs import RunData, RunRequest
+from ...services.runs import RunTarget
+from ..deps import Project, ServicesDep
+from .versions import VersionNumber
+
+router = APIRouter(prefix="/prompts/{id}", tags=["runs"])
+
+# Keep-alive comments through proxies while a slow model thinks.
+_PING_SECONDS = 15
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The run result, or with `stream: true` a stream of server-sent events",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    502: {"model": ErrorBody, "description": "PROVIDER_ERROR (details.request_id: the record)"},
+}
+
+
+async def _run(
+    services: ServicesDep, project: str, target: RunTarget, body: RunRequest | None
+) -> RunData | EventSourceResponse:
+    runs = services.runs
+    run = await runs.prepare(project, target, body or RunRequest())
+    if run.stream:
+        return EventSourceResponse(runs.stream(run), ping=_PING_SECONDS, sep="\n")
+    return RunData(data=await runs.complete(run))
+
+
+@router.post("/run", response_model=RunData, responses=_RESPONSES)
+async def run_latest(
+    id: str, project: Project, services: ServicesDep, body: RunRequest | None = None
+) -> RunData | EventSourceResponse:
+    """Run the newest version."""
+    return await _run(services, project, RunTarget(id), body)
+
+
+@router.post("/versions/{version}/run", response_model=RunData, responses=_RESPONSES)
+async def run_version(
+    id: str,
+    version: VersionNumber,
+    project: Project,
+    services: ServicesDep,
+    body: RunRequest | None = None,
+) -> RunData | EventSourceResponse:
+    """Run a numbered version."""
+    return await _run(services, project, RunTarget(id, number=version), body)
+
+
+@router.post("/versions/by-label/{label}/run", response_model=RunData, responses=_RESPONSES)
+async def run_label(
+    id: str,
+    label: str,
+    project: Project,
+    services: ServicesDep,
+    body: RunRequest | None = None,
+) -> RunData | EventSourceResponse:
+    """Run the version carrying a label (``latest``: the newest)."""
+    return await _run(services, project, RunTarget(id, label=label), body)

@@ -1,0 +1,69 @@
+"""Run request and result shapes (spec 2.4, 4.3, 6)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+UserInput = Annotated[str, Field(max_length=1024 * 1024)]
+
+
+class RunRequest(BaseModel):
+    """``POST /v1/prompts/{id}/run`` (and the version and label forms); every field optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_input: UserInput | None = Field(
+        default=None,
+        description="Fills {user_input} when the template uses it; otherwise sent as a user "
+        "message after the rendered template (which then becomes the system message).",
+    )
+    variables: dict[str, Any] | None = Field(default=None, description="Template variable values.")
+    input_variables: dict[str, Any] | None = Field(
+        default=None, description="Another name for variables (both are accepted and merged)."
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Echoed in the result and stored on the record."
+    )
+    stream: bool = Field(default=False, description="Answer with server-sent events.")
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # The same limits as a logged record: the run is stored as one.
+        if len(value) > 100:
+            raise ValueError("metadata holds at most 100 keys")
+        if any(not key or len(key) > 128 for key in value):
+            raise ValueError("metadata keys must be 1-128 characters")
+        return value
+
+
+class RunUsage(BaseModel):
+    """Tokens and estimated cost of a run."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    estimated_cost_usd: float
+
+
+class RunResult(BaseModel):
+    """Spec 2.4: the result of a run."""
+
+    id: str = Field(description="The request record's id, req_<id>.")
+    output: str
+    prompt_name: str
+    version: int
+    model: str
+    metadata: dict[str, Any]
+    usage: RunUsage
+    latency_ms: int
+    created_at: datetime
+
+
+class RunData(BaseModel):
+    """``data`` = the run result."""
+
+    data: RunResult

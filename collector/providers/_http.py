@@ -1,0 +1,222 @@
+"""The HTTP mechanics both providers share: pooled client, retries, SSE parsing, errors.
+
+httpx is used directly rather than the providers' SDKs: the collector relays bytes, so it
+needs exact control of when a call is retried (only before the first byte), of its timeouts,
+and of cancellation (a client that goes away closes the upstream connection at once).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from . import HttpPolicy, ProviderEndpoint, ProviderFailure
+
+# Errors that mean the request never reached the provider or got no answer at all: safe to
+# retry. Read, write and pool timeouts are not in the list (see HttpPolicy).
+_RETRYABLE_TRANSPORT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
+_MAX_ERROR_CHARS = 2000
+
+
+def new_client(
+    endpoint: ProviderEndpoint, headers: Mapping[str, str], policy: HttpPolicy
+) -> httpx.AsyncClient:
+    """Return a pooled client for one provider endpoint."""
+    return httpx.AsyncClient(
+        base_url=endpoint.base_url,
+        headers=dict(headers),
+        timeout=httpx.Timeout(
+            connect=policy.connect_timeout,
+            read=policy.read_timeout,
+            write=policy.read_timeout,
+            pool=policy.read_timeout,
+        ),
+        limits=httpx.Limits(
+            max_connections=policy.max_connections,
+            max_keepalive_connections=min(policy.max_connections, 100),
+        ),
+        # Redirects of an API POST are a misconfiguration; following them would resend it.
+        follow_redirects=False,
+    )
+
+
+@asynccontextmanager
+async def open_response(
+    client: httpx.AsyncClient,
+    provider: str,
+    path: str,
+    body: dict[str, Any],
+    policy: HttpPolicy,
+) -> AsyncIterator[httpx.Response]:
+    """POST ``body`` and yield the successful, still unread response; close it on exit.
+
+    Retries connection errors, 429 and 5xx with backoff, before any byte of a successful
+    answer; any other status, or the last failure, raises ProviderFailure.
+    """
+    response = await _send_with_retries(client, provider, path, body, policy)
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+async def _send_with_retries(
+    client: httpx.AsyncClient,
+    provider: str,
+    path: str,
+    body: dict[str, Any],
+    policy: HttpPolicy,
+) -> httpx.Response:
+    attempt = 0
+    while True:
+        try:
+            response = await client.send(client.build_request("POST", path, json=body), stream=True)
+        except _RETRYABLE_TRANSPORT as exc:
+            if attempt >= policy.max_retries:
+                message = f"cannot reach the provider: {_describe(exc)}"
+                raise ProviderFailure(provider, message) from exc
+            delay = _backoff(policy, attempt)
+        except httpx.TimeoutException as exc:
+            raise ProviderFailure(provider, f"timed out: {_describe(exc)}") from exc
+        except httpx.HTTPError as exc:
+            raise ProviderFailure(provider, f"request failed: {_describe(exc)}") from exc
+        else:
+            if response.is_success:
+                return response
+            failure = await _failure_of(provider, response)
+            if not _retryable_status(response.status_code) or attempt >= policy.max_retries:
+                raise failure
+            delay = _retry_after(response) or _backoff(policy, attempt)
+            delay = min(delay, policy.retry_max_delay)
+        await anyio.sleep(delay)
+        attempt += 1
+
+
+def _retryable_status(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _backoff(policy: HttpPolicy, attempt: int) -> float:
+    # Full jitter: spreads a herd of retries from many runs over the whole window.
+    ceiling = min(policy.retry_max_delay, policy.retry_base_delay * 2**attempt)
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: rare from model APIs; the backoff applies instead
+
+
+async def _failure_of(provider: str, response: httpx.Response) -> ProviderFailure:
+    """Read an error answer (bounded) and turn it into a ProviderFailure."""
+    try:
+        raw = await response.aread()
+    except httpx.HTTPError:
+        raw = b""
+    finally:
+        await response.aclose()
+    detail = error_message(raw[: _MAX_ERROR_CHARS * 4])
+    text = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
+    return ProviderFailure(provider, text, status=response.status_code)
+
+
+def error_message(raw: bytes | str) -> str:
+    """Return the message of an error body (``{"error": {"message"}}`` in both formats)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text.strip()[:_MAX_ERROR_CHARS]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])[:_MAX_ERROR_CHARS]
+    if isinstance(error, str):
+        return error[:_MAX_ERROR_CHARS]
+    return text.strip()[:_MAX_ERROR_CHARS]
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def read_json(provider: str, response: httpx.Response) -> dict[str, Any]:
+    """Read a whole JSON object body, or raise ProviderFailure."""
+    try:
+        raw = await response.aread()
+    except httpx.TimeoutException as exc:
+        raise ProviderFailure(provider, f"timed out reading the answer: {_describe(exc)}") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderFailure(provider, f"answer broke off: {_describe(exc)}") from exc
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise ProviderFailure(provider, "answer is not JSON") from None
+    if not isinstance(payload, dict):
+        raise ProviderFailure(provider, "answer is not a JSON object")
+    return payload
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One server-sent event: its ``event:`` name (if any) and its joined ``data:`` lines."""
+
+    event: str | None
+    data: str
+
+
+async def sse_events(provider: str, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
+    """Parse a text/event-stream body as it arrives; transport failures are ProviderFailure."""
+    event: str | None = None
+    data: list[str] = []
+    try:
+        async for line in response.aiter_lines():
+            if not line:
+                if data:
+                    yield SseEvent(event, "\n".join(data))
+                event, data = None, []
+                continue
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+            # Comments (":"), "id" and "retry" carry nothing a run needs.
+    except httpx.TimeoutException as exc:
+        raise ProviderFailure(provider, f"stream stalled: {_describe(exc)}") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderFailure(provider, f"stream broke off: {_describe(exc)}") from exc
+    if data:
+        yield SseEvent(event, "\n".join(data))
+
+
+def parse_json_data(provider: str, event: SseEvent) -> dict[str, Any]:
+    """Decode an event's data as a JSON object, or raise ProviderFailure."""
+    try:
+        payload = json.loads(event.data)
+    except ValueError:
+        raise ProviderFailure(provider, f"stream event is not JSON: {event.data[:200]}") from None
+    if not isinstance(payload, dict):
+        raise ProviderFailure(provider, "stream event is not a JSON object")
+    return payload
+
+
+def as_int(value: Any) -> int:
+    """Return a token count from a provider payload (absent or malformed: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,0 +1,161 @@
+"""Anthropic's Messages API.
+
+``ANTHROPIC_BASE_URL`` is the host without the version path, as in the Anthropic SDK
+(``https://api.anthropic.com``); requests go to ``<base>/v1/messages``. System messages travel
+in the top-level ``system`` field, and ``max_tokens`` is required (1024 when the version's
+parameters do not set it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from . import (
+    Completion,
+    CompletionRequest,
+    HttpPolicy,
+    ProviderEndpoint,
+    ProviderFailure,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    TokenUsage,
+)
+from ._http import (
+    as_int,
+    error_message,
+    new_client,
+    open_response,
+    parse_json_data,
+    read_json,
+    sse_events,
+)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+_PATH = "v1/messages"
+_RESERVED = ("model", "messages", "system", "stream")
+
+
+class AnthropicProvider:
+    """The Messages wire format over one pooled HTTP client."""
+
+    name = "anthropic"
+
+    def __init__(self, endpoint: ProviderEndpoint, policy: HttpPolicy) -> None:
+        headers = {"anthropic-version": API_VERSION}
+        if endpoint.api_key:
+            headers["x-api-key"] = endpoint.api_key
+        self._client = new_client(endpoint, headers, policy)
+        self._policy = policy
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._client.aclose()
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Return the whole answer."""
+        body = _body(request, stream=False)
+        async with open_response(self._client, self.name, _PATH, body, self._policy) as response:
+            payload = await read_json(self.name, response)
+        blocks = payload.get("content")
+        if not isinstance(blocks, list):
+            raise ProviderFailure(self.name, "answer has no content")
+        text = "".join(
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+        usage = payload.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            content=text,
+            finish_reason=payload.get("stop_reason"),
+            usage=TokenUsage(_input_tokens(usage), as_int(usage.get("output_tokens"))),
+        )
+
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Yield the text deltas as they arrive, then the stop reason and usage."""
+        body = _body(request, stream=True)
+        state = _StreamState()
+        async with (
+            open_response(self._client, self.name, _PATH, body, self._policy) as response,
+            aclosing(sse_events(self.name, response)) as events,
+        ):
+            async for event in events:
+                payload = parse_json_data(self.name, event)
+                text = state.take(self.name, payload)
+                if text:
+                    yield TextDelta(text)
+                if state.stopped:
+                    break
+        if not state.stopped:
+            raise ProviderFailure(self.name, "stream ended before message_stop")
+        yield StreamEnd(state.stop_reason, TokenUsage(state.input_tokens, state.output_tokens))
+
+
+class _StreamState:
+    """What the events of one Messages stream have said so far."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def take(self, provider: str, payload: dict[str, Any]) -> str:
+        """Absorb one event; return its text, if it carries any."""
+        kind = payload.get("type")
+        if kind == "content_block_delta":
+            delta = payload.get("delta") or {}
+            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                return text if isinstance(text, str) else ""
+        elif kind == "message_start":
+            message = payload.get("message") or {}
+            usage = message.get("usage") if isinstance(message, dict) else None
+            self._count(usage)
+        elif kind == "message_delta":
+            delta = payload.get("delta") or {}
+            if isinstance(delta, dict) and delta.get("stop_reason"):
+                self.stop_reason = str(delta["stop_reason"])
+            self._count(payload.get("usage"))
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "error":
+            raise ProviderFailure(provider, error_message(json.dumps(payload)))
+        return ""
+
+    def _count(self, usage: Any) -> None:
+        # message_delta's counts are cumulative: the latest value wins.
+        if not isinstance(usage, dict):
+            return
+        if any(k in usage for k in ("input_tokens", "cache_read_input_tokens")):
+            self.input_tokens = max(self.input_tokens, _input_tokens(usage))
+        if "output_tokens" in usage:
+            self.output_tokens = as_int(usage["output_tokens"])
+
+
+def _input_tokens(usage: dict[str, Any]) -> int:
+    # input_tokens leaves out the cached part of the prompt; the prompt is all three.
+    return sum(
+        as_int(usage.get(k))
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
+    body = {k: v for k, v in request.parameters.items() if k not in _RESERVED}
+    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    body["model"] = request.model
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    if system:
+        body["system"] = system
+    body["messages"] = [m.as_dict() for m in request.messages if m.role != "system"]
+    if stream:
+        body["stream"] = True
+    return body

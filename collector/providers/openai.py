@@ -1,0 +1,127 @@
+"""OpenAI chat completions, and any server that speaks them (vLLM, Ollama, llama.cpp...).
+
+``OPENAI_BASE_URL`` includes the version path, as in the OpenAI SDK
+(``https://api.openai.com/v1``); requests go to ``<base>/chat/completions``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from . import (
+    Completion,
+    CompletionRequest,
+    HttpPolicy,
+    ProviderEndpoint,
+    ProviderFailure,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    TokenUsage,
+)
+from ._http import (
+    as_int,
+    error_message,
+    new_client,
+    open_response,
+    parse_json_data,
+    read_json,
+    sse_events,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_PATH = "chat/completions"
+# The run decides these; a version's parameters cannot override them.
+_RESERVED = ("model", "messages", "stream", "stream_options")
+
+
+class OpenAIProvider:
+    """The chat-completions wire format over one pooled HTTP client."""
+
+    name = "openai"
+
+    def __init__(self, endpoint: ProviderEndpoint, policy: HttpPolicy) -> None:
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        self._client = new_client(endpoint, headers, policy)
+        self._policy = policy
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._client.aclose()
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Return the whole answer."""
+        body = _body(request, stream=False)
+        async with open_response(self._client, self.name, _PATH, body, self._policy) as response:
+            payload = await read_json(self.name, response)
+        choices = payload.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ProviderFailure(self.name, "answer has no choices")
+        message = choices[0].get("message") or {}
+        content = message.get("content") if isinstance(message, dict) else None
+        return Completion(
+            content=content if isinstance(content, str) else "",
+            finish_reason=choices[0].get("finish_reason"),
+            usage=_usage(payload.get("usage")),
+        )
+
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Yield the content deltas as they arrive, then the finish reason and usage."""
+        body = _body(request, stream=True)
+        finish_reason: str | None = None
+        usage = TokenUsage()
+        done = False
+        async with (
+            open_response(self._client, self.name, _PATH, body, self._policy) as response,
+            aclosing(sse_events(self.name, response)) as events,
+        ):
+            async for event in events:
+                if event.data.strip() == "[DONE]":
+                    done = True
+                    break
+                chunk = parse_json_data(self.name, event)
+                if "error" in chunk:
+                    raise ProviderFailure(self.name, error_message(event.data))
+                for text, reason in _deltas(chunk):
+                    if text:
+                        yield TextDelta(text)
+                    finish_reason = reason or finish_reason
+                if isinstance(chunk.get("usage"), dict):
+                    usage = _usage(chunk["usage"])
+        if not done and finish_reason is None:
+            raise ProviderFailure(self.name, "stream ended before the answer was complete")
+        yield StreamEnd(finish_reason, usage)
+
+
+def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
+    body = {k: v for k, v in request.parameters.items() if k not in _RESERVED}
+    body["model"] = request.model
+    body["messages"] = [m.as_dict() for m in request.messages]
+    if stream:
+        body["stream"] = True
+        # Without it OpenAI sends no usage in a stream; with it, a last chunk carries it.
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _deltas(chunk: dict[str, Any]) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for choice in chunk.get("choices") or []:
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta") or {}
+        text = delta.get("content") if isinstance(delta, dict) else None
+        reason = choice.get("finish_reason")
+        out.append((text if isinstance(text, str) else "", reason if reason else None))
+    return out
+
+
+def _usage(value: Any) -> TokenUsage:
+    if not isinstance(value, dict):
+        return TokenUsage()
+    return TokenUsage(
+        prompt_tokens=as_int(value.get("prompt_tokens")),
+        completion_tokens=as_int(value.get("completion_tokens")),
+    )

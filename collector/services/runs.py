@@ -1,0 +1,361 @@
+"""Runs (spec 4.3, 6; CONTRACT 5): render a stored version, call its model, log the call.
+
+A run has three steps, and only the first can fail with a plain client error:
+
+1. :meth:`RunService.prepare` resolves the version (latest, number or label), routes its model
+   to a provider, renders the template into messages. Unknown prompt, version or label (404),
+   unknown model (400 VALIDATION_ERROR) and missing variables (400 INVALID_TEMPLATE) are
+   raised here, before anything is sent upstream and before a stream starts.
+2. :meth:`RunService.complete` (whole) or :meth:`RunService.stream` (server-sent events) calls
+   the provider.
+3. The run is stored as one request record, success or failure, in a single insert that
+   returns once stored: the record is readable by the time the answer (or the stream's
+   ``end`` / ``error`` event) reaches the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anyio
+
+from ..errors import PromptrailError, ProviderError, ValidationFailed
+from ..models.runs import RunRequest, RunResult, RunUsage
+from ..providers import (
+    ChatMessage,
+    CompletionRequest,
+    Provider,
+    ProviderFailure,
+    StreamEnd,
+    TextDelta,
+    TokenUsage,
+)
+from ..store.prompts import PromptVersionRow
+from ..store.requests import RequestRow
+from .dates import utc_now_ms
+from .ingest import IngestService, new_request_id
+from .model_routing import provider_for
+from .pricing import PriceBook
+from .prompts import PromptService
+from .templating import render_template, template_variables
+
+logger = logging.getLogger("promptrail.runs")
+
+USER_INPUT = "user_input"
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """The version a run path addresses: the newest, a number, or a label."""
+
+    prompt: str
+    number: int | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run ready to call its provider."""
+
+    project: str
+    request_id: str
+    created_at: datetime
+    version: PromptVersionRow
+    provider: Provider
+    request: CompletionRequest
+    input_variables: dict[str, Any]
+    metadata: dict[str, Any]
+    stream: bool
+    started: float
+    pre_process_ms: int
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What the provider call produced (a failure keeps the text relayed before it)."""
+
+    content: str
+    finish_reason: str | None
+    usage: TokenUsage
+    llm_call_ms: int
+    time_to_first_token_ms: int | None = None
+    error: str | None = None
+
+
+def build_messages(
+    template: str, variables: Mapping[str, Any], user_input: str | None
+) -> tuple[ChatMessage, ...]:
+    """Render the template and place ``user_input`` as CONTRACT 5 says.
+
+    >>> build_messages("Be brief.", {}, "Hi")
+    (ChatMessage(role='system', content='Be brief.'), ChatMessage(role='user', content='Hi'))
+    """
+    fills_template = USER_INPUT in template_variables(template)
+    values = {name: variable_text(value) for name, value in variables.items()}
+    if fills_template and user_input is not None:
+        values[USER_INPUT] = user_input
+    rendered = render_template(template, values)
+    if user_input is not None and not fills_template:
+        return ChatMessage("system", rendered), ChatMessage("user", user_input)
+    return (ChatMessage("user", rendered),)
+
+
+def variable_text(value: Any) -> str:
+    """Return the text a variable renders as: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+class RunService:
+    """Run stored prompts against their providers and log every run."""
+
+    def __init__(
+        self,
+        prompts: PromptService,
+        ingest: IngestService,
+        providers: Mapping[str, Provider],
+        prices: PriceBook,
+    ) -> None:
+        self._prompts = prompts
+        self._ingest = ingest
+        self._providers = dict(providers)
+        self._prices = prices
+        self._closing: asyncio.Task[None] | None = None
+
+    # -- 1. prepare ------------------------------------------------------------------------
+
+    async def prepare(self, project: str, target: RunTarget, body: RunRequest) -> PreparedRun:
+        """Resolve, route and render; raise the client errors before anything is sent."""
+        started = time.perf_counter()
+        created_at = utc_now_ms()
+        version = await anyio.to_thread.run_sync(self._resolve, project, target)
+        route = provider_for(version.model)
+        if route is None:
+            raise ValidationFailed(
+                "model",
+                f"Unknown model '{version.model}': name it openai/<model> or "
+                "anthropic/<model>, or use a gpt-, o1, o3, o4, chatgpt- or claude- model",
+                model=version.model,
+            )
+        provider_name, model = route
+        variables = {**(body.input_variables or {}), **(body.variables or {})}
+        messages = build_messages(version.template, variables, body.user_input)
+        if body.user_input is not None and USER_INPUT in template_variables(version.template):
+            variables[USER_INPUT] = body.user_input
+        return PreparedRun(
+            project=project,
+            request_id=new_request_id(created_at),
+            created_at=created_at,
+            version=version,
+            provider=self._providers[provider_name],
+            request=CompletionRequest(model, messages, dict(version.parameters)),
+            input_variables=variables,
+            metadata=body.metadata,
+            stream=body.stream,
+            started=started,
+            pre_process_ms=_ms(time.perf_counter() - started),
+        )
+
+    def _resolve(self, project: str, target: RunTarget) -> PromptVersionRow:
+        return self._prompts.resolve_version(
+            project, target.prompt, number=target.number, label=target.label
+        )
+
+    # -- 2a. whole -------------------------------------------------------------------------
+
+    async def complete(self, run: PreparedRun) -> RunResult:
+        """Call the provider, store the record, return the result; 502 on provider failure."""
+        call_started = time.perf_counter()
+        try:
+            completion = await run.provider.complete(run.request)
+        except BaseException as exc:
+            llm_call_ms = _ms(time.perf_counter() - call_started)
+            failure = _Outcome("", None, TokenUsage(), llm_call_ms, error=_reason(exc))
+            await self._store_quietly(run, failure)
+            if isinstance(exc, ProviderFailure):
+                raise _provider_error(run, exc) from None
+            raise
+        outcome = _Outcome(
+            completion.content,
+            completion.finish_reason,
+            completion.usage,
+            _ms(time.perf_counter() - call_started),
+        )
+        row = await self._store(run, outcome)
+        return RunResult(
+            id=row.id,
+            output=completion.content,
+            prompt_name=row.prompt_name,
+            version=row.version,
+            model=row.model,
+            metadata=row.metadata,
+            usage=_usage(row),
+            latency_ms=row.latency_ms,
+            created_at=row.created_at,
+        )
+
+    # -- 2b. stream ------------------------------------------------------------------------
+
+    async def stream(self, run: PreparedRun) -> AsyncGenerator[dict[str, Any], None]:
+        """Yield spec 6 events: start, a chunk per provider delta, then end (or error).
+
+        The record is stored before ``end`` or ``error`` is sent. A client that goes away
+        closes this iterator, which closes the upstream stream, and the record says so.
+        """
+        call_started = time.perf_counter()
+        first_token: float | None = None
+        pieces: list[str] = []
+        end: StreamEnd | None = None
+
+        def outcome(error: str | None = None) -> _Outcome:
+            return _Outcome(
+                "".join(pieces),
+                end.finish_reason if end else None,
+                end.usage if end else TokenUsage(),
+                _ms(time.perf_counter() - call_started),
+                None if first_token is None else _ms(first_token - call_started),
+                error,
+            )
+
+        try:
+            yield {"type": "start", "request_id": run.request_id}
+            async with aclosing(run.provider.stream(run.request)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        if first_token is None:
+                            first_token = time.perf_counter()
+                        pieces.append(event.content)
+                        yield {"type": "chunk", "content": event.content}
+                    else:
+                        end = event
+            row = await self._store(run, outcome())
+        except ProviderFailure as exc:
+            await self._store_quietly(run, outcome(exc.message))
+            yield {"type": "error", "error": _provider_error(run, exc).body()["error"]}
+            return
+        except PromptrailError as exc:  # the record could not be stored
+            yield {"type": "error", "error": exc.body()["error"]}
+            return
+        except Exception as exc:
+            logger.exception("run %s failed", run.request_id)
+            await self._store_quietly(run, outcome(_reason(exc)))
+            yield {"type": "error", "error": _internal_error(run)}
+            return
+        except BaseException as exc:
+            # Cancelled, or closed by a client that went away: the upstream stream is closed
+            # by now; keep the record of what was relayed.
+            await self._store_quietly(run, outcome(_reason(exc)))
+            raise
+        yield {"type": "end", "usage": _usage(row).model_dump()}
+
+    # -- 3. store --------------------------------------------------------------------------
+
+    async def _store(self, run: PreparedRun, outcome: _Outcome) -> RequestRow:
+        """Price the run and store its record in one insert that returns once stored.
+
+        ``latency_ms`` is the run's time until its answer was complete and priced; the
+        insert that follows is bookkeeping and not counted.
+        """
+        post_started = time.perf_counter()
+        usage = outcome.usage
+        cost = self._prices.cost(
+            run.provider.name, run.request.model, usage.prompt_tokens, usage.completion_tokens
+        )
+        row = RequestRow(
+            id=run.request_id,
+            created_at=run.created_at,
+            prompt_name=run.version.name,
+            version=run.version.version,
+            model=run.request.model,
+            provider=run.provider.name,
+            status="error" if outcome.error is not None else "success",
+            input_variables=run.input_variables,
+            input=[m.as_dict() for m in run.request.messages],
+            output={"content": outcome.content, "finish_reason": outcome.finish_reason},
+            metadata=run.metadata,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            estimated_cost_usd=cost or 0.0,
+            cost_known=cost is not None,
+            latency_ms=_ms(time.perf_counter() - run.started),
+            time_to_first_token_ms=outcome.time_to_first_token_ms,
+            pre_process_ms=run.pre_process_ms,
+            llm_call_ms=outcome.llm_call_ms,
+            post_process_ms=_ms(time.perf_counter() - post_started),
+            integration={"pre_process_executed": True, "post_process_executed": True, "errors": []},
+            error=outcome.error or "",
+        )
+        await anyio.to_thread.run_sync(self._ingest.store_rows, run.project, [row])
+        return row
+
+    async def _store_quietly(self, run: PreparedRun, outcome: _Outcome) -> None:
+        """Store a failed run's record, even while cancelled; log (never raise) a failure."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._store(run, outcome)
+            except Exception:
+                logger.exception("record of failed run %s not stored", run.request_id)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every provider's pooled connections."""
+        for provider in self._providers.values():
+            await provider.aclose()
+
+    def close(self) -> None:
+        """Close the providers' connections (from the app's lifespan, or with no loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self.aclose())
+            return
+        # The lifespan's shutdown runs inside the event loop that owns the connections; the
+        # close runs there as a task, as soon as the shutdown yields to the loop.
+        self._closing = loop.create_task(self.aclose())
+
+
+def _usage(row: RequestRow) -> RunUsage:
+    return RunUsage(
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        total_tokens=row.total_tokens,
+        estimated_cost_usd=row.estimated_cost_usd,
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """Return the error text a failed run's record keeps."""
+    if isinstance(exc, ProviderFailure):
+        return exc.message
+    if isinstance(exc, Exception):
+        return f"internal error: {type(exc).__name__}"
+    return "client disconnected before the end of the run"
+
+
+def _provider_error(run: PreparedRun, exc: ProviderFailure) -> ProviderError:
+    return ProviderError(
+        exc.message,
+        {"request_id": run.request_id, "provider": exc.provider, "provider_status": exc.status},
+    )
+
+
+def _internal_error(run: PreparedRun) -> dict[str, Any]:
+    return {
+        "type": "api_error",
+        "message": "Internal error; see the collector log",
+        "code": "INTERNAL_ERROR",
+        "details": {"request_id": run.request_id},
+    }

@@ -1,0 +1,237 @@
+"""Turn a span (from the SDK, or OTLP) into a request record.
+
+Shared by the SDK's exporter and the collector's OTLP ingest, so a span means the same record
+whichever way it travels. It reads every generation of GenAI attributes still emitted: the
+current semantic conventions (``gen_ai.provider.name``, ``gen_ai.input.messages`` JSON,
+``gen_ai.usage.input_tokens``…), the deprecated ones (``gen_ai.system``, ``gen_ai.prompt.N.*``,
+``gen_ai.completion.N.*``, ``gen_ai.usage.prompt_tokens``), OpenInference's ``llm.*``, and
+promptrail's own ``promptrail.*``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+# promptrail's own span attributes.
+OBSERVATION = "promptrail.observation"
+PROMPT_NAME = "promptrail.prompt.name"
+PROMPT_VERSION = "promptrail.prompt.version"
+INPUT_VARIABLES = "promptrail.input_variables"
+METADATA = "promptrail.metadata"
+CALL_INPUT = "promptrail.input"
+OUTPUT = "promptrail.output"
+TIME_TO_FIRST_TOKEN = "promptrail.time_to_first_token_ms"
+COST = "promptrail.cost_usd"
+
+_INDEXED = re.compile(
+    r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$"
+)
+
+
+@dataclass(frozen=True)
+class SpanData:
+    """What the mapping needs of a span, independent of how it was transported."""
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, Any]
+    is_error: bool = False
+    status_message: str = ""
+    exception_messages: Sequence[str] = field(default_factory=tuple)
+
+
+def record_id(trace_id: int, span_id: int) -> str:
+    """Return the record id of a span: stable, so a re-sent span is stored once."""
+    return f"req_{trace_id:032x}{span_id:016x}"
+
+
+def is_genai(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span describes a model call (any attribute generation)."""
+    return any(
+        key.startswith(("gen_ai.", "llm.")) or key == "openinference.span.kind"
+        for key in attributes
+    )
+
+
+def is_recordable(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span becomes a record: model calls, and promptrail's observed functions."""
+    return OBSERVATION in attributes or is_genai(attributes)
+
+
+def span_to_record(span: SpanData) -> dict[str, Any]:
+    """Return the request record (the JSON of ``POST /v1/requests``) of a span."""
+    attrs = span.attributes
+    prompt_tokens, completion_tokens = _tokens(attrs)
+    error = span.status_message or "; ".join(span.exception_messages)
+    record: dict[str, Any] = {
+        "id": record_id(span.trace_id, span.span_id),
+        "created_at": _iso(span.start_ns),
+        "prompt_name": str(attrs.get(PROMPT_NAME, "")),
+        "model": _first_str(
+            attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name"
+        ),
+        "provider": _first_str(
+            attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"
+        ),
+        "status": "error" if span.is_error else "success",
+        "input_variables": _json_object(attrs.get(INPUT_VARIABLES)),
+        "metadata": _json_object(attrs.get(METADATA)),
+        "output": _output(attrs),
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        "latency_ms": max(0, (span.end_ns - span.start_ns) // 1_000_000),
+        "trace_id": f"{span.trace_id:032x}",
+        "span_id": f"{span.span_id:016x}",
+        "parent_span_id": f"{span.parent_span_id:016x}" if span.parent_span_id else None,
+        "span_name": span.name,
+    }
+    version = attrs.get(PROMPT_VERSION)
+    if isinstance(version, int) and version > 0:
+        record["version"] = version
+    call_input = _input(attrs)
+    if call_input is not None:
+        record["input"] = call_input
+    ttft = attrs.get(TIME_TO_FIRST_TOKEN)
+    if isinstance(ttft, int | float):
+        record["time_to_first_token_ms"] = int(ttft)
+    cost = attrs.get(COST)
+    if isinstance(cost, int | float):
+        record["usage"]["estimated_cost_usd"] = float(cost)
+    if error or span.is_error:
+        record["error"] = error or "error"
+    return record
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def _first_str(attrs: Mapping[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _first_int(attrs: Mapping[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return max(0, int(value))
+    return 0
+
+
+def _tokens(attrs: Mapping[str, Any]) -> tuple[int, int]:
+    prompt = _first_int(
+        attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"
+    )
+    completion = _first_int(
+        attrs,
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+        "llm.token_count.completion",
+    )
+    return prompt, completion
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    parsed = _loads(value)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """Collect ``prefix.N.key`` attributes into a list of dicts ordered by N."""
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        match = _INDEXED.match(key)
+        if match and match.group(1) == prefix:
+            sub = match.group(3).removeprefix("message.")
+            items.setdefault(int(match.group(2)), {})[sub] = value
+    return [items[i] for i in sorted(items)]
+
+
+def _input(attrs: Mapping[str, Any]) -> Any:
+    if CALL_INPUT in attrs:
+        return _loads(attrs[CALL_INPUT])
+    if "gen_ai.input.messages" in attrs:
+        return _loads(attrs["gen_ai.input.messages"])
+    for prefix in ("gen_ai.prompt", "llm.input_messages"):
+        messages = _indexed(attrs, prefix)
+        if messages:
+            return messages
+    if "input.value" in attrs:
+        return _loads(attrs["input.value"])
+    return None
+
+
+def _text_of(message: Any) -> str:
+    """Text of a message in any shape: content string, parts, or content blocks."""
+    if isinstance(message, str):
+        return message
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = message.get("parts", content if isinstance(content, list) else [])
+    texts: list[str] = []
+    for part in parts if isinstance(parts, list) else []:
+        text = part.get("content", part.get("text")) if isinstance(part, dict) else None
+        if isinstance(text, str):
+            texts.append(text)
+    return "".join(texts)
+
+
+def _output(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    if OUTPUT in attrs:
+        value = _loads(attrs[OUTPUT])
+        if isinstance(value, dict):
+            return value
+        return {"content": value if isinstance(value, str) else json.dumps(value)}
+    messages: Any = None
+    if "gen_ai.output.messages" in attrs:
+        messages = _loads(attrs["gen_ai.output.messages"])
+    else:
+        for prefix in ("gen_ai.completion", "llm.output_messages"):
+            messages = _indexed(attrs, prefix) or None
+            if messages:
+                break
+    if messages is None and "output.value" in attrs:
+        value = _loads(attrs["output.value"])
+        return value if isinstance(value, dict) else {"content": str(value)}
+    output: dict[str, Any] = {}
+    if isinstance(messages, list) and messages:
+        output["content"] = "".join(_text_of(m) for m in messages)
+        first = messages[0]
+        if isinstance(first, dict) and first.get("finish_reason"):
+            output["finish_reason"] = first["finish_reason"]
+    reasons = attrs.get("gen_ai.response.finish_reasons")
+    if (
+        "finish_reason" not in output
+        and isinstance(reasons, Sequence)
+        and not isinstance(reasons, str)
+        and reasons
+    ):
+        output["finish_reason"] = reasons[0]
+    response_id = attrs.get("gen_ai.response.id")
+    if isinstance(response_id, str):
+        output["response_id"] = response_id
+    return output
