@@ -1,11 +1,102 @@
 """promptrail: a prompt registry and LLM request log for Python teams.
 
-The SDK half (capture, shipping, REST client) lands in later releases; today the package
-ships the collector service, started with ``promptrail serve``.
+import promptrail
+
+promptrail.init()            # PROMPTRAIL_API_KEY / PROMPTRAIL_BASE_URL
+promptrail.instrument()      # capture every openai / anthropic call
+
+@promptrail.observe(prompt_name="support-reply")
+def answer(question: str) -> str: ...
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# -- capture (begin)
+from ._observe import observe
+from ._runtime import flush, init, shutdown, stats
+from .integrations import instrument, uninstrument
+
+# -- capture (end)
+
+__all__ = [
+    "__version__",
+    "flush",
+    "init",
+    "instrument",
+    "observe",
+    "shutdown",
+    "stats",
+    "uninstrument",
+]
+
+# -- REST client (begin)
+from ._client import AsyncClient, Client
+from ._errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    ConflictError,
+    MissingVariablesError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PromptrailError,
+    ProviderError,
+    ValidationError,
+)
+from ._streaming import AsyncRunStream, RunStream
+from ._templates import PromptTemplate
+from ._types import (
+    AnalyticsResult,
+    BatchResult,
+    Export,
+    Label,
+    LabelRemoved,
+    Prompt,
+    PromptDeleted,
+    PromptVersion,
+    RequestLog,
+    RequestRecord,
+    RequestsDeleted,
+    Rollback,
+    RunResult,
+    SearchHit,
+    TemplatePayload,
+    Usage,
+)
+
+__all__ += [
+    "APIConnectionError",
+    "APITimeoutError",
+    "AnalyticsResult",
+    "AsyncClient",
+    "AsyncRunStream",
+    "AuthenticationError",
+    "BatchResult",
+    "Client",
+    "ConflictError",
+    "Export",
+    "Label",
+    "LabelRemoved",
+    "MissingVariablesError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "Prompt",
+    "PromptDeleted",
+    "PromptTemplate",
+    "PromptVersion",
+    "PromptrailError",
+    "ProviderError",
+    "RequestLog",
+    "RequestRecord",
+    "RequestsDeleted",
+    "Rollback",
+    "RunResult",
+    "RunStream",
+    "SearchHit",
+    "TemplatePayload",
+    "Usage",
+    "ValidationError",
+]
+# -- REST client (end)

@@ -11,11 +11,12 @@ promptrail's own ``promptrail.*``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 # promptrail's own span attributes.
 OBSERVATION = "promptrail.observation"
@@ -100,10 +101,10 @@ def span_to_record(span: SpanData) -> dict[str, Any]:
     if call_input is not None:
         record["input"] = call_input
     ttft = attrs.get(TIME_TO_FIRST_TOKEN)
-    if isinstance(ttft, int | float):
+    if _is_number(ttft):
         record["time_to_first_token_ms"] = int(ttft)
     cost = attrs.get(COST)
-    if isinstance(cost, int | float):
+    if _is_number(cost):
         record["usage"]["estimated_cost_usd"] = float(cost)
     if error or span.is_error:
         record["error"] = error or "error"
@@ -125,9 +126,16 @@ def _first_str(attrs: Mapping[str, Any], *keys: str) -> str:
 def _first_int(attrs: Mapping[str, Any], *keys: str) -> int:
     for key in keys:
         value = attrs.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if _is_number(value):
             return max(0, int(value))
     return 0
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    """A finite int or float (not a bool): NaN and infinities have no integer value."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
 
 
 def _tokens(attrs: Mapping[str, Any]) -> tuple[int, int]:
@@ -147,7 +155,7 @@ def _loads(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             return value
     return value
 

@@ -1,0 +1,107 @@
+"""Stream proxies: the user's stream object stays itself, and the call is recorded when it
+ends, is closed, or is garbage-collected half-read.
+
+``wrapt.ObjectProxy`` keeps ``isinstance(s, openai.Stream)``, every attribute and helper
+method working; only iteration, context management and ``close`` are intercepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import wrapt
+
+from ._calls import CallRecord
+
+OnItem = Callable[[CallRecord, Any], None]
+
+
+class SyncStreamProxy(wrapt.ObjectProxy[Any]):
+    """Wrap a synchronous provider stream."""
+
+    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
+        super().__init__(wrapped)
+        self._self_record = record
+        self._self_on_item = on_item
+
+    def __iter__(self) -> SyncStreamProxy:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            item = self.__wrapped__.__next__()
+        except StopIteration:
+            self._self_record.finish()
+            raise
+        except BaseException as exc:
+            self._self_record.fail(exc)
+            raise
+        self._self_record.first_token()
+        self._self_on_item(self._self_record, item)
+        return item
+
+    def __enter__(self) -> SyncStreamProxy:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(*exc_info)
+        finally:
+            self._self_record.finish()
+
+    def close(self) -> None:
+        """Close the stream and record what was read."""
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_record.finish()
+
+    def __del__(self) -> None:
+        self._self_record.finish()
+
+
+class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
+    """Wrap an asynchronous provider stream."""
+
+    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
+        super().__init__(wrapped)
+        self._self_record = record
+        self._self_on_item = on_item
+
+    def __aiter__(self) -> AsyncStreamProxy:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_record.finish()
+            raise
+        except BaseException as exc:
+            self._self_record.fail(exc)
+            raise
+        self._self_record.first_token()
+        self._self_on_item(self._self_record, item)
+        return item
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(*exc_info)
+        finally:
+            self._self_record.finish()
+
+    async def close(self) -> None:
+        """Close the stream and record what was read."""
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_record.finish()
+
+    def __del__(self) -> None:
+        self._self_record.finish()

@@ -1,0 +1,222 @@
+"""Capture calls of the official ``openai`` SDK (1.x to 3.x).
+
+    import promptrail
+    promptrail.instrument("openai")      # or promptrail.instrument() for every provider
+
+Patched (class methods, so every client instance is covered): chat completions (sync, async,
+streams, ``with_raw_response``), the Responses API and embeddings. Errors raised by the SDK are
+recorded and re-raised unchanged; streams stay the SDK's own objects.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ._calls import CallRecord, message_texts, suppressed
+from ._patching import Patch
+from ._streams import AsyncStreamProxy, SyncStreamProxy
+
+PROVIDER = "openai"
+_instruments = ("openai >= 1.40",)
+
+_COMPLETIONS = "openai.resources.chat.completions"
+_RESPONSES = "openai.resources.responses"
+_EMBEDDINGS = "openai.resources.embeddings"
+
+
+def _value(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+# -- chat completions ----------------------------------------------------------------------
+
+
+def _chat_record(kwargs: dict[str, Any]) -> CallRecord:
+    messages = kwargs.get("messages", [])
+    return CallRecord(PROVIDER, "chat", kwargs, messages, message_texts(list(messages)))
+
+
+def _chat_result(record: CallRecord, result: Any) -> None:
+    record.model = _value(result, "model")
+    record.response_id = _value(result, "id")
+    choices = _value(result, "choices") or []
+    if choices:
+        message = _value(choices[0], "message")
+        content = _value(message, "content") if message is not None else None
+        if isinstance(content, str):
+            record.text.append(content)
+        record.finish_reason = _value(choices[0], "finish_reason")
+    _usage(record, _value(result, "usage"), "prompt_tokens", "completion_tokens")
+
+
+def _chat_chunk(record: CallRecord, chunk: Any) -> None:
+    record.model = record.model or _value(chunk, "model")
+    record.response_id = record.response_id or _value(chunk, "id")
+    for choice in _value(chunk, "choices") or []:
+        delta = _value(choice, "delta")
+        content = _value(delta, "content") if delta is not None else None
+        if isinstance(content, str):
+            record.text.append(content)
+        reason = _value(choice, "finish_reason")
+        if reason:
+            record.finish_reason = reason
+    _usage(record, _value(chunk, "usage"), "prompt_tokens", "completion_tokens")
+
+
+def _usage(record: CallRecord, usage: Any, prompt: str, completion: str) -> None:
+    if usage is None:
+        return
+    prompt_tokens, completion_tokens = _value(usage, prompt), _value(usage, completion)
+    if isinstance(prompt_tokens, int):
+        record.input_tokens = prompt_tokens
+    if isinstance(completion_tokens, int):
+        record.output_tokens = completion_tokens
+
+
+# -- responses and embeddings ----------------------------------------------------------------
+
+
+def _responses_record(kwargs: dict[str, Any]) -> CallRecord:
+    given = kwargs.get("input")
+    texts = message_texts(
+        given if isinstance(given, list) else [given] if isinstance(given, str) else []
+    )
+    if isinstance(kwargs.get("instructions"), str):
+        texts.append(kwargs["instructions"])
+    return CallRecord(PROVIDER, "chat", kwargs, given, texts)
+
+
+def _responses_result(record: CallRecord, result: Any) -> None:
+    record.model = _value(result, "model")
+    record.response_id = _value(result, "id")
+    text = getattr(result, "output_text", None)
+    if isinstance(text, str):
+        record.text.append(text)
+    record.finish_reason = _value(result, "status")
+    _usage(record, _value(result, "usage"), "input_tokens", "output_tokens")
+
+
+def _responses_event(record: CallRecord, event: Any) -> None:
+    kind = _value(event, "type")
+    if kind == "response.output_text.delta":
+        record.text.append(_value(event, "delta") or "")
+    elif kind in ("response.completed", "response.incomplete", "response.failed"):
+        response = _value(event, "response")
+        if response is not None:
+            record.model = _value(response, "model")
+            record.response_id = _value(response, "id")
+            record.finish_reason = _value(response, "status")
+            _usage(record, _value(response, "usage"), "input_tokens", "output_tokens")
+
+
+def _embeddings_record(kwargs: dict[str, Any]) -> CallRecord:
+    return CallRecord(PROVIDER, "embeddings", kwargs, kwargs.get("input"), [])
+
+
+def _embeddings_result(record: CallRecord, result: Any) -> None:
+    record.model = _value(result, "model")
+    _usage(record, _value(result, "usage"), "prompt_tokens", "completion_tokens")
+
+
+# -- the wrappers ------------------------------------------------------------------------------
+
+Start = Callable[[dict[str, Any]], CallRecord]
+OnResult = Callable[[CallRecord, Any], None]
+
+
+def _handle(
+    record: CallRecord, result: Any, on_result: OnResult, on_item: OnResult, is_async: bool
+) -> Any:
+    stream_types = _stream_types()
+    if isinstance(result, stream_types):
+        proxy = AsyncStreamProxy if is_async else SyncStreamProxy
+        return proxy(result, record, on_item)
+    parse = getattr(result, "parse", None)
+    if callable(parse) and hasattr(result, "http_response"):
+        # with_raw_response: the SDK hands back the raw response; parse() is cached, so the
+        # caller's own parse() returns the very object recorded here.
+        parsed = parse()
+        if isinstance(parsed, stream_types):
+            record.finish()
+            return result
+        result_to_record = parsed
+    else:
+        result_to_record = result
+    try:
+        on_result(record, result_to_record)
+    finally:
+        record.finish()
+    return result
+
+
+def _stream_types() -> tuple[type, ...]:
+    module = importlib.import_module("openai")
+    return (module.Stream, module.AsyncStream)
+
+
+def _sync_wrapper(start: Start, on_result: OnResult, on_item: OnResult) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if suppressed():
+            return wrapped(*args, **kwargs)
+        record = start(kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            record.fail(exc)
+            raise
+        return _handle(record, result, on_result, on_item, is_async=False)
+
+    return wrapper
+
+
+def _async_wrapper(start: Start, on_result: OnResult, on_item: OnResult) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if suppressed():
+            return await wrapped(*args, **kwargs)
+        record = start(kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            record.fail(exc)
+            raise
+        return _handle(record, result, on_result, on_item, is_async=True)
+
+    return wrapper
+
+
+WRAPPED_METHODS: tuple[Patch, ...] = (
+    Patch(
+        _COMPLETIONS, "Completions.create", _sync_wrapper(_chat_record, _chat_result, _chat_chunk)
+    ),
+    Patch(
+        _COMPLETIONS,
+        "AsyncCompletions.create",
+        _async_wrapper(_chat_record, _chat_result, _chat_chunk),
+    ),
+    Patch(
+        _RESPONSES,
+        "Responses.create",
+        _sync_wrapper(_responses_record, _responses_result, _responses_event),
+    ),
+    Patch(
+        _RESPONSES,
+        "AsyncResponses.create",
+        _async_wrapper(_responses_record, _responses_result, _responses_event),
+    ),
+    Patch(
+        _EMBEDDINGS,
+        "Embeddings.create",
+        _sync_wrapper(_embeddings_record, _embeddings_result, _embeddings_result),
+    ),
+    Patch(
+        _EMBEDDINGS,
+        "AsyncEmbeddings.create",
+        _async_wrapper(_embeddings_record, _embeddings_result, _embeddings_result),
+    ),
+)

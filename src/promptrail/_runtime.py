@@ -1,0 +1,230 @@
+"""The capture pipeline: init, the tracer, the batch processor, flush and shutdown.
+
+Capture runs on OpenTelemetry. By default promptrail owns a private TracerProvider (it never
+replaces the application's global one); ``init(tracer_provider=...)`` adds promptrail's
+processor to the application's provider instead. The processor is the SDK's
+BatchSpanProcessor (bounded queue, background export), extended only to count what it has to
+drop and to skip spans that would not become records.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Tracer
+
+from . import __version__
+from ._genai import is_recordable
+from ._stats import CaptureStats
+from .otel import Mask, PromptrailSpanExporter
+
+logger = logging.getLogger("promptrail")
+
+_SHUTDOWN_TIMEOUT = 3.0
+
+
+class _CountingQueue(deque[Any]):
+    """The processor's queue, counting each span a full queue pushes out.
+
+    BatchSpanProcessor drops silently (its bounded deque evicts the oldest span); appending
+    and popping under one lock makes the count exact while its worker drains concurrently.
+    """
+
+    def __init__(self, maxlen: int, stats: CaptureStats) -> None:
+        super().__init__([], maxlen)
+        self._lock = threading.Lock()
+        self._stats = stats
+
+    def appendleft(self, item: Any, /) -> None:
+        with self._lock:
+            if self.maxlen is not None and len(self) >= self.maxlen:
+                self._stats.drop("queue_full")
+            super().appendleft(item)
+
+    def pop(self, *index: int) -> Any:  # deque.pop() takes no index; the protocol's may
+        with self._lock:
+            return super().pop(*index)
+
+
+class _CountingProcessor(BatchSpanProcessor):
+    """BatchSpanProcessor that counts what it captures and what the full queue drops."""
+
+    def __init__(
+        self, exporter: PromptrailSpanExporter, sample_rate: float, **options: Any
+    ) -> None:
+        super().__init__(exporter, **options)
+        self._stats = exporter.stats
+        self._sample_below = int(max(0.0, min(1.0, sample_rate)) * (1 << 64))
+        inner = self._batch_processor
+        inner._queue = _CountingQueue(inner._max_queue_size, self._stats)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if not is_recordable(span.attributes or {}):
+            return
+        context = span.get_span_context()
+        if context is not None and (context.trace_id & 0xFFFFFFFFFFFFFFFF) >= self._sample_below:
+            # Sampling by trace id keeps or drops whole traces, the same way in every process.
+            self._stats.add("sampled_out")
+            return
+        self._stats.add("captured")
+        super().on_end(span)
+
+
+@dataclass
+class _Pipeline:
+    tracer: Tracer
+    provider: TracerProvider | None
+    processor: _CountingProcessor | None
+    exporter: PromptrailSpanExporter | None
+    owns_provider: bool
+
+
+_lock = threading.RLock()
+_pipeline: _Pipeline | None = None
+_stats = CaptureStats()
+_atexit_registered = False
+
+
+def init(
+    api_key: str | None = None,
+    base_url: str | None = None,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    enabled: bool = True,
+    sample_rate: float = 1.0,
+    mask: Mask | None = None,
+    max_queue_size: int = 10_000,
+    flush_interval: float = 1.0,
+    export_timeout: float = 10.0,
+) -> None:
+    """Start capturing: records go to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key``.
+
+    ``tracer_provider``: join that provider instead of using a private one. ``sample_rate``:
+    the share of traces kept. ``mask``: applied to every record before it leaves the
+    process. ``enabled=False`` captures nothing. Calling ``init`` again replaces the previous
+    configuration (flushing it first).
+
+    >>> import promptrail
+    >>> promptrail.init(api_key="pr-...", base_url="http://127.0.0.1:8000")
+    """
+    global _pipeline, _atexit_registered
+    with _lock:
+        if _pipeline is not None:
+            _shutdown_pipeline(_pipeline, _SHUTDOWN_TIMEOUT)
+        if not enabled:
+            _pipeline = _Pipeline(trace.NoOpTracer(), None, None, None, False)
+            return
+        exporter = PromptrailSpanExporter(
+            api_key, base_url, export_deadline=export_timeout, mask=mask, stats=_stats
+        )
+        processor = _CountingProcessor(
+            exporter,
+            sample_rate,
+            max_queue_size=max_queue_size,
+            schedule_delay_millis=flush_interval * 1000,
+            max_export_batch_size=min(512, max_queue_size),
+        )
+        owns = tracer_provider is None
+        provider = tracer_provider or TracerProvider(
+            resource=Resource.create(
+                {"service.name": os.environ.get("OTEL_SERVICE_NAME", "promptrail-app")}
+            )
+        )
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer("promptrail", __version__)
+        _pipeline = _Pipeline(tracer, provider, processor, exporter, owns)
+        if not _atexit_registered:
+            atexit.register(_at_exit)
+            _atexit_registered = True
+
+
+def _ensure() -> _Pipeline:
+    with _lock:
+        if _pipeline is None:
+            # First capture without init(): configure from the environment.
+            init(enabled=os.environ.get("PROMPTRAIL_ENABLED", "true").lower() != "false")
+        assert _pipeline is not None
+        return _pipeline
+
+
+def tracer() -> Tracer:
+    """Return the tracer capture uses (initialising from the environment if needed)."""
+    return _ensure().tracer
+
+
+def flush(timeout: float = 5.0) -> bool:
+    """Send every captured record now; return False if ``timeout`` (seconds) ran out first."""
+    pipeline = _pipeline
+    if pipeline is None or pipeline.processor is None or pipeline.exporter is None:
+        return True
+    processor, exporter = pipeline.processor, pipeline.exporter
+    outcome: list[bool] = []
+
+    def run() -> None:
+        processor.force_flush(int(timeout * 1000))
+        outcome.append(exporter.force_flush(int(timeout * 1000)))
+
+    worker = threading.Thread(target=run, name="promptrail-flush", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return bool(outcome and outcome[0])
+
+
+def shutdown(timeout: float = _SHUTDOWN_TIMEOUT) -> None:
+    """Flush (within ``timeout``) and stop capturing."""
+    global _pipeline
+    with _lock:
+        if _pipeline is not None:
+            _shutdown_pipeline(_pipeline, timeout)
+            _pipeline = None
+
+
+def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
+    if pipeline.processor is None:
+        return
+    processor = pipeline.processor
+    if pipeline.exporter is not None:
+        # An export may be waiting to retry against a collector that is down: wake it, so
+        # the processor's worker stops and the final send happens within the timeout.
+        pipeline.exporter.stop_retrying()
+    # BatchSpanProcessor.shutdown() waits up to 30 s; its inner processor takes a bound.
+    worker = threading.Thread(
+        target=processor._batch_processor.shutdown,
+        kwargs={"timeout_millis": int(timeout * 1000)},
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout + 0.5)
+    if pipeline.owns_provider and pipeline.provider is not None:
+        # Our processor is already shut down; the private provider has nothing else.
+        pipeline.provider._active_span_processor._span_processors = ()
+
+
+def _at_exit() -> None:
+    # Bounded: an application must be able to exit even when the collector is down.
+    shutdown(_SHUTDOWN_TIMEOUT)
+
+
+def stats() -> dict[str, Any]:
+    """Return capture counters: captured, exported, dropped (by reason), pending."""
+    pipeline = _pipeline
+    pending = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
+    queued = (
+        len(pipeline.processor._batch_processor._queue) if pipeline and pipeline.processor else 0
+    )
+    return _stats.snapshot(pending=pending, queued=queued)
+
+
+def reset_stats() -> None:
+    """Zero the counters (tests, benchmarks)."""
+    _stats.reset()

@@ -1,0 +1,67 @@
+"""Capture fixtures: a live collector, provider stubs, and promptrail initialised against them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import promptrail
+from promptrail import _runtime
+from tests.stubs.anthropic_stub import AnthropicStub
+from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
+
+KEY = "pr-test-default-key"
+
+
+@pytest.fixture(scope="session")
+def openai_provider() -> Iterator[OpenAIStub]:
+    """An OpenAI wire-format stub on a real socket."""
+    stub = OpenAIStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
+
+
+@pytest.fixture(scope="session")
+def anthropic_provider() -> Iterator[AnthropicStub]:
+    """An Anthropic wire-format stub on a real socket."""
+    stub = AnthropicStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
+
+
+@pytest.fixture
+def capture(live_url: str) -> Iterator[str]:
+    """promptrail initialised against the live collector, every provider patched."""
+    _runtime.reset_stats()
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05)
+    promptrail.instrument()
+    yield live_url
+    promptrail.uninstrument()
+    promptrail.shutdown()
+
+
+Records = Callable[..., list[dict[str, Any]]]
+
+
+@pytest.fixture
+def records(capture: str) -> Records:
+    """Flush, then return the collector's records (details), newest first."""
+
+    def fetch(expected: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        with httpx.Client(base_url=capture, headers={"Authorization": f"Bearer {KEY}"}) as client:
+            while True:
+                assert promptrail.flush(timeout=5.0)
+                listed = client.get("/v1/requests", params={"limit": 100}).json()["data"]
+                if len(listed) >= expected or time.monotonic() > deadline:
+                    return [client.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
+                time.sleep(0.05)
+
+    return fetch

@@ -1,0 +1,143 @@
+"""``@promptrail.observe``: records for function calls, one trace for nested calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import openai
+import pytest
+
+import promptrail
+from tests.integrations.conftest import Records
+from tests.stubs.openai_stub import OpenAIStub
+
+
+def by_name(recorded: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["span_name"]: r for r in recorded}
+
+
+def test_function_call_becomes_a_record(records: Records) -> None:
+    @promptrail.observe(metadata={"team": "care"}, exclude=["password"])
+    def greet(name: str, password: str, *, punctuation: str = "!") -> str:
+        return f"Hello {name}{punctuation}"
+
+    assert greet("Ada", "hunter2") == "Hello Ada!"
+
+    (record,) = records()
+    assert record["span_name"].endswith("greet")
+    assert record["input_variables"] == {"name": "Ada"}
+    assert record["output"] == {"content": "Hello Ada!"}
+    assert record["metadata"] == {"team": "care"}
+    assert record["status"] == "success"
+
+
+def test_exceptions_make_an_error_record_and_propagate(records: Records) -> None:
+    @promptrail.observe
+    def broken() -> None:
+        raise ValueError("nope")
+
+    with pytest.raises(ValueError, match="nope"):
+        broken()
+
+    (record,) = records()
+    assert record["status"] == "error"
+    assert "ValueError: nope" in record["error"]
+
+
+def test_nesting_builds_one_trace_and_passes_linkage_to_model_calls(
+    openai_provider: OpenAIStub, records: Records
+) -> None:
+    openai_provider.reset()
+    api = openai.OpenAI(api_key="k", base_url=f"{openai_provider.url}/v1", max_retries=0)
+
+    @promptrail.observe(name="inner")
+    def inner(question: str) -> str:
+        reply = api.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": question}]
+        )
+        return reply.choices[0].message.content or ""
+
+    @promptrail.observe(name="outer", prompt_name="support", metadata={"user_id": "u1"})
+    def outer() -> str:
+        return inner("hi?")
+
+    outer()
+    api.close()
+
+    spans = by_name(records(expected=3))
+    call = spans["chat gpt-4o"]
+    assert {r["trace_id"] for r in spans.values()} == {spans["outer"]["trace_id"]}
+    assert spans["outer"]["parent_span_id"] is None
+    assert spans["inner"]["parent_span_id"] == spans["outer"]["span_id"]
+    assert call["parent_span_id"] == spans["inner"]["span_id"]
+    assert call["prompt_name"] == "support"
+    assert call["metadata"] == {"user_id": "u1"}
+    assert spans["inner"]["prompt_name"] == "support"
+
+
+def test_async_functions_and_generators(records: Records) -> None:
+    @promptrail.observe
+    async def double(x: int) -> int:
+        await asyncio.sleep(0)
+        return 2 * x
+
+    @promptrail.observe
+    def words() -> Iterator[str]:
+        yield "a "
+        yield "b"
+
+    @promptrail.observe
+    async def numbers() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+
+    async def consume() -> list[int]:
+        return [n async for n in numbers()]
+
+    assert asyncio.run(double(21)) == 42
+    assert list(words()) == ["a ", "b"]
+    assert asyncio.run(consume()) == [1, 2]
+
+    spans = by_name(records(expected=3))
+    outputs = {name.rsplit(".", 1)[-1]: r["output"] for name, r in spans.items()}
+    assert outputs == {
+        "double": {"content": "42"},
+        "words": {"content": "a b"},
+        "numbers": {"content": "[1, 2]"},
+    }
+
+
+def test_a_generator_abandoned_half_way_is_recorded_without_error(records: Records) -> None:
+    @promptrail.observe
+    def letters() -> Iterator[str]:
+        yield from "abcdef"
+
+    iterator = letters()
+    assert [next(iterator), next(iterator)] == ["a", "b"]
+    iterator.close()
+
+    (record,) = records()
+    assert record["status"] == "success"
+    assert record["output"] == {"content": "ab"}
+
+
+def test_the_consumer_of_a_generator_is_not_inside_its_span(records: Records) -> None:
+    @promptrail.observe(name="producer")
+    def producer() -> Iterator[int]:
+        yield 1
+        yield 2
+
+    @promptrail.observe(name="consumer_step")
+    def step(value: int) -> int:
+        return value
+
+    for value in producer():
+        step(value)
+
+    spans = records(expected=3)
+    producer_span = next(r for r in spans if r["span_name"] == "producer")
+    steps = [r for r in spans if r["span_name"] == "consumer_step"]
+    assert len(steps) == 2
+    assert all(r["parent_span_id"] != producer_span["span_id"] for r in steps)

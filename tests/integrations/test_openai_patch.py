@@ -1,0 +1,157 @@
+"""The real ``openai`` SDK, patched, against a wire-format stub: every call becomes a record."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+import promptrail
+from tests.integrations.conftest import Records
+from tests.stubs.openai_stub import OpenAIStub
+
+MESSAGES = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Say hello to the tester"},
+]
+
+
+_clients: list[openai.OpenAI] = []
+
+
+def client(stub: OpenAIStub) -> openai.OpenAI:
+    made = openai.OpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
+    _clients.append(made)
+    return made
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _clients:
+        _clients.pop().close()
+
+
+def aclient(stub: OpenAIStub) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
+
+
+def test_chat_completion_is_recorded(openai_provider: OpenAIStub, records: Records) -> None:
+    openai_provider.reset()
+
+    completion = client(openai_provider).chat.completions.create(
+        model="gpt-4o-mini", messages=MESSAGES, temperature=0.2
+    )
+
+    (record,) = records()
+    assert completion.choices[0].message.content == openai_provider.script.reply
+    assert record["model"] == completion.model
+    assert record["provider"] == "openai"
+    assert record["status"] == "success"
+    assert record["input"] == MESSAGES
+    assert record["output"]["content"] == openai_provider.script.reply
+    assert record["output"]["finish_reason"] == "stop"
+    assert record["usage"]["prompt_tokens"] == completion.usage.prompt_tokens  # type: ignore[union-attr]
+    assert record["usage"]["completion_tokens"] == completion.usage.completion_tokens  # type: ignore[union-attr]
+    assert record["id"] == f"req_{record['trace_id']}{record['span_id']}"
+
+
+@pytest.mark.parametrize("how", ["exhausted", "context", "closed_early", "collected"])
+def test_streams_stay_streams_and_are_recorded_however_they_end(
+    openai_provider: OpenAIStub, records: Records, how: str
+) -> None:
+    openai_provider.reset()
+    openai_provider.script.reply = "one two three four five"
+    stream = client(openai_provider).chat.completions.create(
+        model="gpt-4o-mini",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    assert isinstance(stream, openai.Stream)
+    pieces: list[str] = []
+    if how == "exhausted":
+        pieces = [c.choices[0].delta.content or "" for c in stream if c.choices]
+    elif how == "context":
+        with stream as entered:
+            pieces = [c.choices[0].delta.content or "" for c in entered if c.choices]
+    elif how == "closed_early":
+        pieces = [next(stream).choices[0].delta.content or "" for _ in range(2)]
+        stream.close()
+    else:
+        pieces = [next(stream).choices[0].delta.content or "" for _ in range(2)]
+        del stream
+        gc.collect()
+
+    (record,) = records()
+    assert record["output"]["content"] == "".join(pieces)
+    assert record["time_to_first_token_ms"] is not None
+    if how in ("exhausted", "context"):
+        assert "".join(pieces) == "one two three four five"
+        assert record["usage"]["completion_tokens"] > 0
+
+
+def test_async_chat_and_async_stream(openai_provider: OpenAIStub, records: Records) -> None:
+    openai_provider.reset()
+
+    async def run() -> str:
+        async with aclient(openai_provider) as api:
+            await api.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+            stream = await api.chat.completions.create(
+                model="gpt-4o", messages=MESSAGES, stream=True
+            )
+            assert isinstance(stream, openai.AsyncStream)
+            return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+
+    streamed = asyncio.run(run())
+
+    recorded = records(expected=2)
+    assert sorted(r["output"]["content"] for r in recorded) == sorted(
+        [openai_provider.script.reply, streamed]
+    )
+
+
+def test_provider_errors_are_recorded_and_reraised_unchanged(
+    openai_provider: OpenAIStub, records: Records
+) -> None:
+    openai_provider.reset()
+    openai_provider.script.failures = [500]
+
+    with pytest.raises(openai.InternalServerError) as raised:
+        client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+
+    (record,) = records()
+    assert raised.value.status_code == 500
+    assert record["status"] == "error"
+    assert "InternalServerError" in record["error"]
+
+
+def test_with_raw_response_keeps_working(openai_provider: OpenAIStub, records: Records) -> None:
+    openai_provider.reset()
+
+    raw = client(openai_provider).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=MESSAGES
+    )
+
+    completion = raw.parse()
+    assert raw.headers.get("content-type", "").startswith("application/json")
+    (record,) = records()
+    assert record["output"]["content"] == completion.choices[0].message.content
+
+
+def test_instrument_is_idempotent_and_uninstrument_restores(
+    openai_provider: OpenAIStub, records: Records
+) -> None:
+    openai_provider.reset()
+    promptrail.instrument("openai")
+    promptrail.instrument("openai")
+
+    client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert len(records()) == 1
+
+    promptrail.uninstrument("openai")
+    client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert len(records(expected=2, timeout=1.0)) == 1

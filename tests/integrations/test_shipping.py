@@ -1,0 +1,213 @@
+"""Shipping never hurts the application: collector down, slow or failing; bounded queues;
+bounded flush and exit; masking and sampling before anything leaves the process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+import promptrail
+from promptrail import _runtime
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from tests.integrations.conftest import KEY
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def collector_on(settings: Settings, port: int) -> Iterator[str]:
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def listed(base_url: str) -> list[dict[str, Any]]:
+    response = httpx.get(
+        f"{base_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": KEY}
+    )
+    data: list[dict[str, Any]] = response.json()["data"]
+    return data
+
+
+@pytest.fixture
+def fresh_stats() -> Iterator[None]:
+    _runtime.reset_stats()
+    yield
+    promptrail.shutdown()
+
+
+@promptrail.observe(name="work")
+def work(n: int) -> int:
+    return n
+
+
+def test_collector_down_then_back_records_arrive(settings: Settings, fresh_stats: None) -> None:
+    port = free_port()
+    promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.05)
+
+    started = time.perf_counter()
+    assert [work(i) for i in range(5)] == list(range(5))
+    assert time.perf_counter() - started < 1.0  # the calls never waited for the network
+    assert promptrail.flush(timeout=0.5) is False
+    assert promptrail.stats()["pending"] + promptrail.stats()["queued"] == 5
+
+    with collector_on(settings, port) as url:
+        assert promptrail.flush(timeout=10)
+        stored = listed(url)
+
+    assert sorted(r["input_variables"]["n"] for r in stored) == [0, 1, 2, 3, 4]
+    assert promptrail.stats()["exported"] == 5
+    assert promptrail.stats()["dropped_total"] == 0
+
+
+def test_collector_answering_503_is_retried(settings: Settings, fresh_stats: None) -> None:
+    port = free_port()
+    failures = {"left": 2}
+    app = create_app(settings)
+
+    async def flaky(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/v1/requests/batch" and failures["left"]:
+            failures["left"] -= 1
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [(b"retry-after", b"0.1")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    server = uvicorn.Server(uvicorn.Config(flaky, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.05)
+        work(7)
+        assert promptrail.flush(timeout=10)
+        stored = listed(f"http://127.0.0.1:{port}")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+    assert [r["input_variables"] for r in stored] == [{"n": 7}]
+    assert failures["left"] == 0
+    assert promptrail.stats()["export_retries"] >= 2
+
+
+def test_a_full_queue_drops_and_counts(fresh_stats: None) -> None:
+    promptrail.init(
+        api_key=KEY,
+        base_url=f"http://127.0.0.1:{free_port()}",
+        max_queue_size=10,
+        flush_interval=60,
+    )
+
+    for i in range(50):
+        work(i)
+    promptrail.flush(timeout=1.0)
+
+    stats = promptrail.stats()
+    assert stats["captured"] == 50
+    assert stats["dropped"]["queue_full"] > 0
+    # Nothing vanishes: every record is either waiting for the collector or counted as dropped.
+    assert stats["dropped_total"] + stats["pending"] + stats["queued"] == 50
+
+
+def test_flush_and_shutdown_are_bounded_when_the_collector_is_down(fresh_stats: None) -> None:
+    promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{free_port()}", flush_interval=0.05)
+    work(1)
+
+    started = time.perf_counter()
+    assert promptrail.flush(timeout=1.0) is False
+    promptrail.shutdown(timeout=1.0)
+    elapsed = time.perf_counter() - started
+
+    assert elapsed < 4.0
+    assert promptrail.stats()["dropped"].get("shutdown_unsent", 0) == 1
+
+
+def test_interpreter_exit_is_bounded_with_the_collector_down() -> None:
+    script = (
+        "import promptrail\n"
+        f"promptrail.init(api_key='k', base_url='http://127.0.0.1:{free_port()}')\n"
+        "promptrail.observe(lambda: 1)()\n"
+    )
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
+    elapsed = time.perf_counter() - started
+
+    assert done.returncode == 0, done.stderr
+    assert elapsed < 10
+
+
+def test_mask_runs_before_records_leave_the_process(live_url: str, fresh_stats: None) -> None:
+    def mask(record: dict[str, Any]) -> dict[str, Any]:
+        record["input_variables"] = {k: "***" for k in record["input_variables"]}
+        return record
+
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, mask=mask)
+    work(42)
+    assert promptrail.flush(timeout=10)
+
+    assert [r["input_variables"] for r in listed(live_url)] == [{"n": "***"}]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"), [({"sample_rate": 0.0}, 0), ({"enabled": False}, 0)]
+)
+def test_sampling_and_disabling_capture_nothing(
+    live_url: str, fresh_stats: None, options: dict[str, Any], expected: int
+) -> None:
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, **options)
+
+    assert [work(i) for i in range(3)] == [0, 1, 2]
+    promptrail.flush(timeout=5)
+
+    assert len(listed(live_url)) == expected
+
+
+def test_fork_child_captures_on_its_own(live_url: str, fresh_stats: None) -> None:
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child process
+        try:
+            work(100)
+            ok = promptrail.flush(timeout=10)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    work(200)
+    assert promptrail.flush(timeout=10)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert sorted(r["input_variables"]["n"] for r in listed(live_url)) == [100, 200]
