@@ -19,8 +19,8 @@ run: $(STAMP)
 	$(VENV)/bin/promptrail serve
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src collector integrations tests
-	$(VENV)/bin/ruff format --check src collector integrations tests
+	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
+	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	$(VENV)/bin/mypy
 
 test: lint

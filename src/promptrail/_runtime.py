@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -106,12 +107,14 @@ def init(
     max_queue_size: int = 10_000,
     flush_interval: float = 1.0,
     export_timeout: float = 10.0,
+    transport: httpx.BaseTransport | None = None,
 ) -> None:
     """Start capturing: records go to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key``.
 
     ``tracer_provider``: join that provider instead of using a private one. ``sample_rate``:
     the share of traces kept. ``mask``: applied to every record before it leaves the
-    process. ``enabled=False`` captures nothing. Calling ``init`` again replaces the previous
+    process. ``enabled=False`` captures nothing. ``transport``: an httpx transport for
+    shipping (proxies, tests, benchmarks). Calling ``init`` again replaces the previous
     configuration (flushing it first).
 
     >>> import promptrail
@@ -125,7 +128,12 @@ def init(
             _pipeline = _Pipeline(trace.NoOpTracer(), None, None, None, False)
             return
         exporter = PromptrailSpanExporter(
-            api_key, base_url, export_deadline=export_timeout, mask=mask, stats=_stats
+            api_key,
+            base_url,
+            export_deadline=export_timeout,
+            mask=mask,
+            stats=_stats,
+            transport=transport,
         )
         processor = _CountingProcessor(
             exporter,
