@@ -155,3 +155,23 @@ def test_instrument_is_idempotent_and_uninstrument_restores(
     promptrail.uninstrument("openai")
     client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert len(records(expected=2, timeout=1.0)) == 1
+
+
+def test_a_call_sending_a_rendered_template_is_linked_to_its_version(
+    openai_provider: OpenAIStub, records: Records, capture: str
+) -> None:
+    openai_provider.reset()
+    with promptrail.Client(api_key="pr-test-default-key", base_url=capture) as rest:
+        rest.prompts.create(name="greeting", template="Greet {who} warmly", model="gpt-4o")
+        rest.prompts.update("greeting", template="Greet {who} very warmly")
+        template = rest.prompts.template("greeting")
+    text = template.render(who="Ada")
+
+    client(openai_provider).chat.completions.create(
+        model=template.model, messages=[{"role": "user", "content": text}]
+    )
+
+    (record,) = records()
+    assert text == "Greet Ada very warmly"
+    assert (record["prompt_name"], record["version"]) == ("greeting", 2)
+    assert record["input_variables"] == {"who": "Ada"}

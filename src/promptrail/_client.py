@@ -1,0 +1,127 @@
+"""``Client`` and ``AsyncClient``: the whole REST API of the collector.
+
+>>> import promptrail
+>>> with promptrail.Client() as client:  # PROMPTRAIL_API_KEY, PROMPTRAIL_BASE_URL
+...     tpl = client.prompts.template("greet", label="production")
+...     text = tpl.render(name="Ada")
+...     client.requests.log(prompt_name="greet", version=tpl.version, output="Hello Ada")
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+import httpx
+
+from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, SyncHTTP, resolve_settings
+from ._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
+from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
+
+__all__ = ["AsyncClient", "Client"]
+
+
+class Client:
+    """Talk to the collector's REST API: ``client.prompts`` and ``client.requests``.
+
+    ``api_key`` defaults to ``PROMPTRAIL_API_KEY`` and ``base_url`` to ``PROMPTRAIL_BASE_URL``
+    (else ``http://127.0.0.1:8000``; a base URL may end in ``/api``). GETs are retried
+    ``max_retries`` times on connection errors and 502/503/504. Templates are cached for
+    ``template_ttl`` seconds. Pass ``http_client`` to bring your own ``httpx.Client`` (proxies,
+    event hooks); it is left open on :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        template_ttl: float = DEFAULT_TEMPLATE_TTL,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        settings = resolve_settings(api_key, base_url, timeout, max_retries)
+        self._http = SyncHTTP(settings, http_client)
+        self._templates = TemplateCache(template_ttl)
+        self.prompts = Prompts(self._http, self._templates)
+        self.requests = Requests(self._http)
+
+    @property
+    def base_url(self) -> str:
+        """Return the collector's base URL."""
+        return self._http.settings.base_url
+
+    def clear_template_cache(self) -> None:
+        """Forget every cached template, so the next fetch asks the collector."""
+        self._templates.clear()
+
+    def close(self) -> None:
+        """Close the connections (not those of an ``http_client`` you passed in)."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r})"
+
+
+class AsyncClient:
+    """Talk to the collector's REST API with ``await``; the same arguments as :class:`Client`.
+
+    >>> async with promptrail.AsyncClient() as client:
+    ...     prompt = await client.prompts.get("greet")
+    ...     async for record in client.requests.list(prompt_name="greet"):
+    ...         print(record.id)
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        template_ttl: float = DEFAULT_TEMPLATE_TTL,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        settings = resolve_settings(api_key, base_url, timeout, max_retries)
+        self._http = AsyncHTTP(settings, http_client)
+        self._templates = TemplateCache(template_ttl)
+        self.prompts = AsyncPrompts(self._http, self._templates)
+        self.requests = AsyncRequests(self._http)
+
+    @property
+    def base_url(self) -> str:
+        """Return the collector's base URL."""
+        return self._http.settings.base_url
+
+    def clear_template_cache(self) -> None:
+        """Forget every cached template, so the next fetch asks the collector."""
+        self._templates.clear()
+
+    async def aclose(self) -> None:
+        """Close the connections (not those of an ``http_client`` you passed in)."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncClient(base_url={self.base_url!r})"

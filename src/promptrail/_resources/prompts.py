@@ -1,0 +1,462 @@
+"""``client.prompts``: prompts, versions, labels, cached templates and runs (spec 4.1-4.4).
+
+Each endpoint is described once, by a function returning a :class:`~promptrail._call.Call`;
+:class:`Prompts` and :class:`AsyncPrompts` only send those calls.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal, overload
+
+from .._call import Call, Page, body_of, data_list_of, data_of, page_of, params, prompt_path
+from .._errors import PromptrailError
+from .._http import AsyncHTTP, SyncHTTP
+from .._streaming import AsyncRunStream, RunStream
+from .._templates import PromptTemplate, TemplateCache, template_call, template_key
+from .._types import (
+    Label,
+    LabelRemoved,
+    Prompt,
+    PromptDeleted,
+    PromptVersion,
+    Rollback,
+    RunResult,
+)
+
+# -- the calls ---------------------------------------------------------------------------------
+
+
+def _names(values: str | Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [values] if isinstance(values, str) else list(values)
+
+
+def _create(fields: dict[str, Any]) -> Call[Prompt]:
+    return Call("POST", "/v1/prompts", data_of(Prompt), body=body_of(**fields))
+
+
+def _get(name: str) -> Call[Prompt]:
+    return Call("GET", prompt_path(name), data_of(Prompt))
+
+
+def _list_page(
+    limit: int | None, tags: list[str] | None, folder: str | None, search: str | None
+) -> Callable[[str | None], Call[Page[Prompt]]]:
+    def page(cursor: str | None) -> Call[Page[Prompt]]:
+        query = params(limit=limit, cursor=cursor, tags=tags, folder=folder, search=search)
+        return Call("GET", "/v1/prompts", page_of(Prompt), params=query)
+
+    return page
+
+
+def _update(name: str, fields: dict[str, Any]) -> Call[Prompt]:
+    return Call("PATCH", prompt_path(name), data_of(Prompt), body=body_of(**fields))
+
+
+def _delete(name: str) -> Call[PromptDeleted]:
+    return Call("DELETE", prompt_path(name), data_of(PromptDeleted))
+
+
+def _versions(name: str) -> Call[list[PromptVersion]]:
+    return Call("GET", prompt_path(name, "versions"), data_list_of(PromptVersion))
+
+
+def _version(name: str, number: int) -> Call[PromptVersion]:
+    return Call("GET", prompt_path(name, "versions", number), data_of(PromptVersion))
+
+
+def _rollback(name: str, version: int, labels: Sequence[str] | None) -> Call[Rollback]:
+    body = body_of(version=version, labels=_names(labels))
+    return Call("POST", prompt_path(name, "rollback"), data_of(Rollback), body=body)
+
+
+def _labels(name: str) -> Call[list[Label]]:
+    return Call("GET", prompt_path(name, "labels"), data_list_of(Label))
+
+
+def _set_label(name: str, label: str, version: int) -> Call[Label]:
+    path = prompt_path(name, "labels", label)
+    return Call("PUT", path, data_of(Label), body={"version": version})
+
+
+def _remove_label(name: str, label: str) -> Call[LabelRemoved]:
+    return Call("DELETE", prompt_path(name, "labels", label), data_of(LabelRemoved))
+
+
+def _run(
+    name: str, label: str | None, version: int | None, body: dict[str, Any]
+) -> Call[RunResult]:
+    if label is not None and version is not None:
+        raise ValueError("give a label or a version, not both")
+    if label is not None:
+        path = prompt_path(name, "versions", "by-label", label, "run")
+    elif version is not None:
+        path = prompt_path(name, "versions", version, "run")
+    else:
+        path = prompt_path(name, "run")
+    return Call("POST", path, data_of(RunResult), body=body_of(**body))
+
+
+def _prompt_fields(
+    template: str | None,
+    model: str | None,
+    description: str | None,
+    parameters: Mapping[str, Any] | None,
+    tags: Sequence[str] | None,
+    folder: str | None,
+    labels: Sequence[str] | None,
+) -> dict[str, Any]:
+    return {
+        "template": template,
+        "model": model,
+        "description": description,
+        "parameters": dict(parameters) if parameters is not None else None,
+        "tags": _names(tags),
+        "folder": folder,
+        "labels": _names(labels),
+    }
+
+
+# -- sync --------------------------------------------------------------------------------------
+
+
+class Prompts:
+    """Manage prompts, their versions and labels; fetch templates; run prompts."""
+
+    def __init__(self, http: SyncHTTP, cache: TemplateCache) -> None:
+        self._http = http
+        self._cache = cache
+
+    def create(
+        self,
+        name: str,
+        template: str,
+        model: str,
+        *,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        folder: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> Prompt:
+        """Create a prompt at version 1 (``labels`` are attached to it).
+
+        >>> client.prompts.create("greet", "Say hello to {name}.", "gpt-4o-mini")
+        """
+        fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
+        return self._http.call(_create({"name": name, **fields}))
+
+    def get(self, name: str) -> Prompt:
+        """Return a prompt's newest version, by name or id."""
+        return self._http.call(_get(name))
+
+    def list(
+        self,
+        *,
+        tags: str | Sequence[str] | None = None,
+        folder: str | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Prompt]:
+        """Iterate over prompts, newest first, fetching pages of ``limit`` as needed.
+
+        ``tags`` keeps prompts carrying all of them; ``folder`` includes its subfolders.
+        """
+        return self._http.paginate(_list_page(limit, _names(tags), folder, search))
+
+    def update(
+        self,
+        name: str,
+        *,
+        template: str | None = None,
+        model: str | None = None,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        folder: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> Prompt:
+        """Make a new version with the given fields changed (``labels`` move to it)."""
+        fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
+        changed = self._http.call(_update(name, fields))
+        self._cache.invalidate(name)
+        return changed
+
+    def delete(self, name: str) -> PromptDeleted:
+        """Soft-delete a prompt: it vanishes from get, list, template and run."""
+        changed = self._http.call(_delete(name))
+        self._cache.invalidate(name)
+        return changed
+
+    def versions(self, name: str) -> builtins.list[PromptVersion]:
+        """Return every version of a prompt, newest first."""
+        return self._http.call(_versions(name))
+
+    def version(self, name: str, number: int) -> PromptVersion:
+        """Return one version, with its parameters."""
+        return self._http.call(_version(name, number))
+
+    def rollback(self, name: str, version: int, *, labels: Sequence[str] | None = None) -> Rollback:
+        """Make a new version restoring an earlier version's template, model and parameters."""
+        changed = self._http.call(_rollback(name, version, labels))
+        self._cache.invalidate(name)
+        return changed
+
+    def labels(self, name: str) -> builtins.list[Label]:
+        """Return a prompt's labels and the versions they point at, sorted by label."""
+        return self._http.call(_labels(name))
+
+    def set_label(self, name: str, label: str, version: int) -> Label:
+        """Attach a label to a version, moving it off any other version."""
+        changed = self._http.call(_set_label(name, label, version))
+        self._cache.invalidate(name)
+        return changed
+
+    def remove_label(self, name: str, label: str) -> LabelRemoved:
+        """Detach a label from the prompt."""
+        changed = self._http.call(_remove_label(name, label))
+        self._cache.invalidate(name)
+        return changed
+
+    def template(
+        self,
+        name: str,
+        *,
+        label: str | None = None,
+        version: int | None = None,
+        ttl: float | None = None,
+    ) -> PromptTemplate:
+        """Return a template to run locally, cached for the client's TTL (or ``ttl``).
+
+        Address it by ``label``, by ``version``, or neither for the newest. When a refresh
+        fails because the collector is down, the last good copy is served (with a warning).
+
+        >>> client.prompts.template("greet", label="production").render(name="Ada")
+        """
+        key = template_key(name, label, version)
+        cached = self._cache.fresh(key)
+        if cached is not None:
+            return cached
+        try:
+            fetched = self._http.call(template_call(key))
+        except PromptrailError as exc:
+            return self._cache.serve_stale(key, exc, ttl)
+        self._cache.store(key, fetched, ttl)
+        return fetched
+
+    @overload
+    def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = ...,
+        user_input: str | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        label: str | None = ...,
+        version: int | None = ...,
+        stream: Literal[False] = ...,
+    ) -> RunResult: ...
+
+    @overload
+    def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = ...,
+        user_input: str | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        label: str | None = ...,
+        version: int | None = ...,
+        stream: Literal[True],
+    ) -> RunStream: ...
+
+    def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = None,
+        user_input: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        version: int | None = None,
+        stream: bool = False,
+    ) -> RunResult | RunStream:
+        """Run a prompt on the collector (newest version, ``version`` or ``label``).
+
+        Return the :class:`RunResult`, or with ``stream=True`` a :class:`RunStream` of event
+        dicts (``start``, ``chunk``..., ``end`` or ``error``). Errors found before the stream
+        starts (unknown prompt, missing variables) are raised either way.
+        """
+        body = {"user_input": user_input, "variables": variables, "metadata": metadata}
+        if not stream:
+            return self._http.call(_run(name, label, version, body))
+        call = _run(name, label, version, {**body, "stream": True})
+        return RunStream(self._http.send(call, stream=True))
+
+
+# -- async -------------------------------------------------------------------------------------
+
+
+class AsyncPrompts:
+    """Manage prompts, versions and labels; fetch templates; run prompts (``await`` each)."""
+
+    def __init__(self, http: AsyncHTTP, cache: TemplateCache) -> None:
+        self._http = http
+        self._cache = cache
+
+    async def create(
+        self,
+        name: str,
+        template: str,
+        model: str,
+        *,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        folder: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> Prompt:
+        """Create a prompt at version 1 (see :meth:`Prompts.create`)."""
+        fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
+        return await self._http.call(_create({"name": name, **fields}))
+
+    async def get(self, name: str) -> Prompt:
+        """Return a prompt's newest version, by name or id."""
+        return await self._http.call(_get(name))
+
+    def list(
+        self,
+        *,
+        tags: str | Sequence[str] | None = None,
+        folder: str | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[Prompt]:
+        """Iterate (``async for``) over prompts, newest first, page by page as needed."""
+        return self._http.paginate(_list_page(limit, _names(tags), folder, search))
+
+    async def update(
+        self,
+        name: str,
+        *,
+        template: str | None = None,
+        model: str | None = None,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        folder: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> Prompt:
+        """Make a new version with the given fields changed (see :meth:`Prompts.update`)."""
+        fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
+        changed = await self._http.call(_update(name, fields))
+        self._cache.invalidate(name)
+        return changed
+
+    async def delete(self, name: str) -> PromptDeleted:
+        """Soft-delete a prompt."""
+        changed = await self._http.call(_delete(name))
+        self._cache.invalidate(name)
+        return changed
+
+    async def versions(self, name: str) -> builtins.list[PromptVersion]:
+        """Return every version of a prompt, newest first."""
+        return await self._http.call(_versions(name))
+
+    async def version(self, name: str, number: int) -> PromptVersion:
+        """Return one version, with its parameters."""
+        return await self._http.call(_version(name, number))
+
+    async def rollback(
+        self, name: str, version: int, *, labels: Sequence[str] | None = None
+    ) -> Rollback:
+        """Make a new version restoring an earlier one (see :meth:`Prompts.rollback`)."""
+        changed = await self._http.call(_rollback(name, version, labels))
+        self._cache.invalidate(name)
+        return changed
+
+    async def labels(self, name: str) -> builtins.list[Label]:
+        """Return a prompt's labels and the versions they point at, sorted by label."""
+        return await self._http.call(_labels(name))
+
+    async def set_label(self, name: str, label: str, version: int) -> Label:
+        """Attach a label to a version, moving it off any other version."""
+        changed = await self._http.call(_set_label(name, label, version))
+        self._cache.invalidate(name)
+        return changed
+
+    async def remove_label(self, name: str, label: str) -> LabelRemoved:
+        """Detach a label from the prompt."""
+        changed = await self._http.call(_remove_label(name, label))
+        self._cache.invalidate(name)
+        return changed
+
+    async def template(
+        self,
+        name: str,
+        *,
+        label: str | None = None,
+        version: int | None = None,
+        ttl: float | None = None,
+    ) -> PromptTemplate:
+        """Return a cached template to run locally (see :meth:`Prompts.template`)."""
+        key = template_key(name, label, version)
+        cached = self._cache.fresh(key)
+        if cached is not None:
+            return cached
+        try:
+            fetched = await self._http.call(template_call(key))
+        except PromptrailError as exc:
+            return self._cache.serve_stale(key, exc, ttl)
+        self._cache.store(key, fetched, ttl)
+        return fetched
+
+    @overload
+    async def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = ...,
+        user_input: str | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        label: str | None = ...,
+        version: int | None = ...,
+        stream: Literal[False] = ...,
+    ) -> RunResult: ...
+
+    @overload
+    async def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = ...,
+        user_input: str | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        label: str | None = ...,
+        version: int | None = ...,
+        stream: Literal[True],
+    ) -> AsyncRunStream: ...
+
+    async def run(
+        self,
+        name: str,
+        *,
+        variables: Mapping[str, Any] | None = None,
+        user_input: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        label: str | None = None,
+        version: int | None = None,
+        stream: bool = False,
+    ) -> RunResult | AsyncRunStream:
+        """Run a prompt on the collector (see :meth:`Prompts.run`).
+
+        With ``stream=True`` return an :class:`AsyncRunStream` to read with ``async for``.
+        """
+        body = {"user_input": user_input, "variables": variables, "metadata": metadata}
+        if not stream:
+            return await self._http.call(_run(name, label, version, body))
+        call = _run(name, label, version, {**body, "stream": True})
+        return AsyncRunStream(await self._http.send(call, stream=True))

@@ -1,0 +1,279 @@
+"""What the REST client returns: the spec's shapes as pydantic models.
+
+Every model allows extra fields, so a collector that adds a field never breaks an older client
+(the extra values are kept and readable as attributes). Fields a route leaves out of its subset
+(``Prompt`` from get vs create) default to ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AnalyticsGroup",
+    "AnalyticsPeriod",
+    "AnalyticsResult",
+    "BatchResult",
+    "Export",
+    "Label",
+    "LabelRemoved",
+    "Prompt",
+    "PromptDeleted",
+    "PromptVersion",
+    "RejectedRecord",
+    "RequestLog",
+    "RequestRecord",
+    "RequestsDeleted",
+    "Rollback",
+    "RunResult",
+    "SearchHit",
+    "TemplatePayload",
+    "TemplateVariable",
+    "Usage",
+]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Prompt(_Shape):
+    """Hold a prompt (spec 2.1); get, list and update fill only their subset of fields."""
+
+    id: str
+    name: str
+    version: int
+    description: str | None = None
+    template: str | None = None
+    model: str | None = None
+    parameters: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    folder: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class PromptDeleted(_Shape):
+    """Hold the outcome of a prompt deletion."""
+
+    deleted: bool
+    id: str
+
+
+class PromptVersion(_Shape):
+    """Hold one version of a prompt (spec 2.2); ``parameters`` only on a single version."""
+
+    version: int
+    template: str
+    model: str
+    created_at: datetime
+    labels: list[str] = Field(default_factory=list)
+    note: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class Rollback(_Shape):
+    """Hold the new version a rollback made, with the note naming both versions."""
+
+    version: int
+    template: str
+    note: str
+
+
+class Label(_Shape):
+    """Hold a label and the version it points at."""
+
+    label: str
+    version: int
+    updated_at: datetime
+
+
+class LabelRemoved(_Shape):
+    """Hold the outcome of a label removal."""
+
+    deleted: bool
+    label: str
+
+
+class TemplateVariable(_Shape):
+    """Describe one template variable."""
+
+    type: str = "string"
+
+
+class TemplatePayload(_Shape):
+    """Hold a template for local execution (spec 2.3): ``content`` uses ``{{var}}``."""
+
+    prompt_id: str
+    prompt_name: str
+    version: int
+    version_id: str
+    content: str
+    variables: dict[str, TemplateVariable] = Field(default_factory=dict)
+    provider: str
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class Usage(_Shape):
+    """Hold token counts and estimated cost; lists carry only the totals."""
+
+    total_tokens: int = 0
+    estimated_cost_usd: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class RunResult(_Shape):
+    """Hold the result of a run on the collector (spec 2.4)."""
+
+    id: str
+    output: str
+    prompt_name: str
+    version: int
+    model: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: int
+    created_at: datetime
+
+
+class Timing(_Shape):
+    """Hold where the time of a call went."""
+
+    total_latency_ms: int = 0
+    pre_process_ms: int = 0
+    llm_call_ms: int = 0
+    post_process_ms: int = 0
+
+
+class Integration(_Shape):
+    """Hold what ran around the model call."""
+
+    pre_process_executed: bool = False
+    post_process_executed: bool = False
+    errors: list[Any] = Field(default_factory=list)
+
+
+class RequestRecord(_Shape):
+    """Hold a request record (spec 2.5): a list item, or the detail with model and timing."""
+
+    id: str
+    created_at: datetime
+    prompt_name: str = ""
+    version: int | None = None
+    status: str = "success"
+    input_variables: dict[str, Any] = Field(default_factory=dict)
+    output: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: int | None = None
+    model: str | None = None
+    provider: str | None = None
+    timing: Timing | None = None
+    integration: Integration | None = None
+    input: Any = None
+    error: str | None = None
+    time_to_first_token_ms: int | None = None
+    cost_known: bool | None = None
+
+
+class RejectedRecord(_Shape):
+    """Hold a record of a batch that was not stored, and the error body saying why."""
+
+    index: int
+    error: dict[str, Any]
+
+
+class BatchResult(_Shape):
+    """Hold the outcome of a batch: how many records were stored, which were rejected."""
+
+    accepted: int
+    rejected: list[RejectedRecord] = Field(default_factory=list)
+
+
+class RequestsDeleted(_Shape):
+    """Hold how many records a delete by metadata removed."""
+
+    deleted_count: int
+    deleted_at: datetime
+
+
+class SearchHit(_Shape):
+    """Hold a search hit (spec 2.6): matched field paths and ``<em>`` highlights."""
+
+    id: str
+    prompt_name: str = ""
+    matched_fields: list[str] = Field(default_factory=list)
+    highlights: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime
+
+
+class Export(_Shape):
+    """Hold an export job (spec 2.7): ``download_url`` is set once ``status`` is completed."""
+
+    export_id: str
+    status: str
+    download_url: str | None = None
+    created_at: datetime
+    format: str | None = None
+    row_count: int | None = None
+    error: str | None = None
+
+
+class AnalyticsGroup(_Shape):
+    """Hold one group of an analytics result (latency adds p50, p95, p99)."""
+
+    name: str
+    value: float
+    count: int
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class AnalyticsPeriod(_Shape):
+    """Hold the period an analytics query covered."""
+
+    start: datetime
+    end: datetime
+
+
+class AnalyticsResult(_Shape):
+    """Hold an analytics result (spec 2.8)."""
+
+    metric: str
+    total: float
+    groups: list[AnalyticsGroup] = Field(default_factory=list)
+    period: AnalyticsPeriod
+
+
+class RequestLog(TypedDict, total=False):
+    """Name the fields of a record to log (``client.requests.log(**fields)``); all optional.
+
+    ``id`` (``req_...``) makes a retry idempotent; ``created_at`` keeps the call's own time;
+    ``output`` is a JSON object or a string (stored as ``{"content": ...}``).
+    """
+
+    id: str
+    created_at: datetime | str
+    prompt_name: str
+    version: int
+    model: str
+    provider: str
+    status: Literal["success", "error"]
+    input_variables: Mapping[str, Any]
+    input: Any
+    output: Mapping[str, Any] | str
+    metadata: Mapping[str, Any]
+    usage: Mapping[str, Any]
+    latency_ms: int
+    time_to_first_token_ms: int
+    timing: Mapping[str, Any]
+    integration: Mapping[str, Any]
+    error: str

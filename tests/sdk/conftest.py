@@ -1,0 +1,114 @@
+"""Fixtures for the REST client: a live collector whose runs go to an OpenAI stub, clients.
+
+Every client here talks real HTTP to a collector on a socket; ``requests_seen`` counts what
+actually went over the wire (an httpx event hook on the client's own ``http_client``).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+import promptrail
+from promptrail.collector.config import Settings
+from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
+
+API_KEY = "pr-test-default-key"
+
+
+@pytest.fixture(scope="session")
+def openai_server() -> Iterator[OpenAIStub]:
+    """One OpenAI stub for the session, reset per test."""
+    stub = OpenAIStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
+
+
+@pytest.fixture
+def openai_stub(openai_server: OpenAIStub) -> OpenAIStub:
+    """The OpenAI stub with a fresh script and call log."""
+    openai_server.reset()
+    return openai_server
+
+
+@pytest.fixture
+def settings(settings: Settings, openai_stub: OpenAIStub) -> Settings:
+    """The collector's settings, with runs going to the OpenAI stub and quick retries."""
+    return settings.model_copy(
+        update={
+            "openai_base_url": f"{openai_stub.url}/v1",
+            "openai_api_key": SecretStr("sk-stub-openai"),
+            "provider_retry_base_delay": 0.01,
+            "provider_retry_max_delay": 0.05,
+        }
+    )
+
+
+class RequestLog:
+    """The requests a client sent, as ``METHOD /path`` strings."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> None:
+        self.sent.append(f"{request.method} {request.url.path}")
+
+    async def async_hook(self, request: httpx.Request) -> None:
+        self(request)
+
+    def count(self, fragment: str = "") -> int:
+        """Return how many requests were sent whose line contains ``fragment``."""
+        return sum(fragment in line for line in self.sent)
+
+
+@pytest.fixture
+def requests_seen() -> RequestLog:
+    """The requests the ``client`` / ``aclient`` fixtures sent."""
+    return RequestLog()
+
+
+@pytest.fixture
+def client(live_url: str, requests_seen: RequestLog) -> Iterator[promptrail.Client]:
+    """A client of the live collector, authenticated as project default."""
+    http = httpx.Client(event_hooks={"request": [requests_seen]})
+    with http, promptrail.Client(API_KEY, live_url, http_client=http) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+async def aclient(
+    live_url: str, requests_seen: RequestLog
+) -> AsyncIterator[promptrail.AsyncClient]:
+    """An async client of the live collector, authenticated as project default."""
+    http = httpx.AsyncClient(event_hooks={"request": [requests_seen.async_hook]})
+    async with http, promptrail.AsyncClient(API_KEY, live_url, http_client=http) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+def closed_url() -> str:
+    """The URL of a port nothing listens on (a collector that is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def greet(sdk: promptrail.Client, name: str = "greet", **fields: Any) -> promptrail.Prompt:
+    """Create the prompt most tests use: one variable, an OpenAI model."""
+    fields.setdefault("template", "Say hello to {name}.")
+    fields.setdefault("model", "gpt-4o-mini")
+    return sdk.prompts.create(name, **fields)
