@@ -129,12 +129,51 @@ class _Entry:
 
 
 class TemplateCache:
-    """Keep fetched templates for a TTL; thread-safe."""
+    """Keep fetched templates for a TTL; thread-safe.
+
+    An expired copy is still served at once while one background refresh replaces it
+    (stale-while-revalidate), so only the very first fetch of a template waits on the network.
+    """
 
     def __init__(self, ttl: float = DEFAULT_TEMPLATE_TTL) -> None:
         self.ttl = _checked_ttl(ttl)
         self._entries: dict[TemplateKey, _Entry] = {}
+        self._refreshing: set[TemplateKey] = set()
         self._lock = threading.Lock()
+
+    def stale(self, key: TemplateKey) -> PromptTemplate | None:
+        """Return the cached template even if it has expired."""
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry.template if entry is not None else None
+
+    def claim_refresh(self, key: TemplateKey) -> bool:
+        """Return True for the one caller that should refresh ``key`` now."""
+        with self._lock:
+            if key in self._refreshing:
+                return False
+            self._refreshing.add(key)
+            return True
+
+    def release_refresh(self, key: TemplateKey) -> None:
+        """Mark the refresh of ``key`` finished."""
+        with self._lock:
+            self._refreshing.discard(key)
+
+    def refreshed(
+        self, key: TemplateKey, outcome: PromptTemplate | PromptrailError, ttl: float | None
+    ) -> None:
+        """Record a background refresh: a new copy, or a failure (the old copy stays)."""
+        try:
+            if isinstance(outcome, PromptTemplate):
+                self.store(key, outcome, ttl)
+            else:
+                try:
+                    self.serve_stale(key, outcome, ttl)
+                except PromptrailError:
+                    logger.warning("promptrail: refreshing template %r failed: %s", key[0], outcome)
+        finally:
+            self.release_refresh(key)
 
     def fresh(self, key: TemplateKey) -> PromptTemplate | None:
         """Return the cached template if it has not expired."""
@@ -191,6 +230,27 @@ class TemplateCache:
 
     def _ttl(self, ttl: float | None) -> float:
         return self.ttl if ttl is None else _checked_ttl(ttl)
+
+
+def fallback_template(name: str, fallback: str | PromptTemplate) -> PromptTemplate:
+    """Return the template to use when nothing could be fetched or cached.
+
+    A string is the template text in ``{{var}}`` form; it renders like a fetched template,
+    and calls made with it are logged against the prompt name (version 0: a fallback).
+    """
+    if isinstance(fallback, PromptTemplate):
+        return fallback
+    names = list(dict.fromkeys(_VARIABLE.findall(fallback)))
+    return PromptTemplate(
+        prompt_id="",
+        prompt_name=name,
+        version=0,
+        version_id="",
+        content=fallback,
+        variables={n: {"type": "string"} for n in names},
+        provider="openai",
+        model="",
+    )
 
 
 def _checked_ttl(ttl: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -133,6 +133,15 @@ def test_a_second_fetch_within_the_ttl_sends_no_request(
     assert requests_seen.count("/template") == 2
 
 
+def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_the_cache_expires_after_its_ttl(live_url: str, client: promptrail.Client) -> None:
     greet(client)
     client.prompts.set_label("greet", "production", 1)
@@ -143,23 +152,29 @@ def test_the_cache_expires_after_its_ttl(live_url: str, client: promptrail.Clien
         client.prompts.update("greet", template="Hi {name}!", labels=["production"])
         cached = reader.prompts.template("greet", label="production")
         time.sleep(0.4)
-        after = reader.prompts.template("greet", label="production")
+        # Expired: the old copy is served at once while one background refresh runs.
+        stale = reader.prompts.template("greet", label="production")
+        after = wait_for(lambda: reader.prompts.template("greet", label="production").version == 2)
 
-    assert (before.version, cached.version, after.version) == (1, 1, 2)
+    assert (before.version, cached.version, stale.version) == (1, 1, 1)
+    assert after
     assert seen.count("/template") == 2
 
 
-def test_a_ttl_per_call_overrides_the_clients(
-    client: promptrail.Client, requests_seen: RequestLog
-) -> None:
+def test_a_ttl_per_call_overrides_the_clients(live_url: str, client: promptrail.Client) -> None:
     greet(client)
+    seen = RequestLog()
 
-    client.prompts.template("greet", ttl=0)
-    client.prompts.template("greet", ttl=0)
-    client.prompts.template("greet")
-    client.prompts.template("greet")
+    with counted_client(live_url, seen, template_ttl=0) as reader:
+        for _ in range(3):
+            reader.prompts.template("greet", ttl=60)
+        kept = seen.count("/template")
+        reader.prompts.template("greet", label=None, version=1, ttl=0)
+        reader.prompts.template("greet", label=None, version=1, ttl=0)
+        refreshed = wait_for(lambda: seen.count("/template") == 3)
 
-    assert requests_seen.count("/template") == 3
+    assert kept == 1
+    assert refreshed
 
 
 def test_changes_made_through_the_same_client_are_seen_at_once(
@@ -203,6 +218,7 @@ def test_a_stale_copy_is_served_while_the_collector_is_down(
 
         with caplog.at_level(logging.WARNING, logger="promptrail"):
             served = client.prompts.template("greet", label="production")
+            assert wait_for(lambda: "serving the cached template" in caplog.text)
             again = client.prompts.template("greet", label="production")
 
     assert served == fetched
@@ -281,3 +297,11 @@ def test_the_cache_is_safe_across_threads(live_url: str, client: promptrail.Clie
     assert len(results) == 160
     assert {t.version_id for t in results} == {results[0].version_id}
     assert 1 <= seen.count("/template") <= 8
+
+
+def test_a_fallback_is_used_when_nothing_can_be_fetched() -> None:
+    with promptrail.Client(API_KEY, "http://127.0.0.1:9", max_retries=0) as client:
+        template = client.prompts.template("greet", fallback="Hello {{name}}, welcome!")
+
+    assert template.render(name="Ada") == "Hello Ada, welcome!"
+    assert (template.prompt_name, template.version) == ("greet", 0)

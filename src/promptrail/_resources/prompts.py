@@ -6,7 +6,10 @@ Each endpoint is described once, by a function returning a :class:`~promptrail._
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
@@ -14,7 +17,14 @@ from .._call import Call, Page, body_of, data_list_of, data_of, page_of, params,
 from .._errors import PromptrailError
 from .._http import AsyncHTTP, SyncHTTP
 from .._streaming import AsyncRunStream, RunStream
-from .._templates import PromptTemplate, TemplateCache, template_call, template_key
+from .._templates import (
+    PromptTemplate,
+    TemplateCache,
+    TemplateKey,
+    fallback_template,
+    template_call,
+    template_key,
+)
 from .._types import (
     Label,
     LabelRemoved,
@@ -123,6 +133,9 @@ def _prompt_fields(
 # -- sync --------------------------------------------------------------------------------------
 
 
+logger = logging.getLogger("promptrail")
+
+
 class Prompts:
     """Manage prompts, their versions and labels; fetch templates; run prompts."""
 
@@ -228,11 +241,14 @@ class Prompts:
         label: str | None = None,
         version: int | None = None,
         ttl: float | None = None,
+        fallback: str | PromptTemplate | None = None,
     ) -> PromptTemplate:
         """Return a template to run locally, cached for the client's TTL (or ``ttl``).
 
-        Address it by ``label``, by ``version``, or neither for the newest. When a refresh
-        fails because the collector is down, the last good copy is served (with a warning).
+        Address it by ``label``, by ``version``, or neither for the newest. An expired copy
+        is served at once while a background refresh fetches the new one. When the
+        collector is down, the last good copy is served (with a warning), or ``fallback``
+        (template text with ``{{var}}``) when nothing was ever fetched.
 
         >>> client.prompts.template("greet", label="production").render(name="Ada")
         """
@@ -240,12 +256,32 @@ class Prompts:
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
+        stale = self._cache.stale(key)
+        if stale is not None:
+            if self._cache.claim_refresh(key):
+                threading.Thread(
+                    target=self._refresh, args=(key, ttl), name="promptrail-template", daemon=True
+                ).start()
+            return stale
         try:
             fetched = self._http.call(template_call(key))
         except PromptrailError as exc:
+            if fallback is not None and self._cache.stale(key) is None:
+                return fallback_template(name, fallback)
             return self._cache.serve_stale(key, exc, ttl)
         self._cache.store(key, fetched, ttl)
         return fetched
+
+    def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+        try:
+            outcome: PromptTemplate | PromptrailError = self._http.call(template_call(key))
+        except PromptrailError as exc:
+            outcome = exc
+        except Exception as exc:  # e.g. the client was closed meanwhile: keep the old copy
+            logger.warning("promptrail: refreshing template %r failed: %s", key[0], exc)
+            self._cache.release_refresh(key)
+            return
+        self._cache.refreshed(key, outcome, ttl)
 
     @overload
     def run(
@@ -304,6 +340,7 @@ class AsyncPrompts:
     """Manage prompts, versions and labels; fetch templates; run prompts (``await`` each)."""
 
     def __init__(self, http: AsyncHTTP, cache: TemplateCache) -> None:
+        self._refreshes: set[asyncio.Task[None]] = set()
         self._http = http
         self._cache = cache
 
@@ -401,18 +438,39 @@ class AsyncPrompts:
         label: str | None = None,
         version: int | None = None,
         ttl: float | None = None,
+        fallback: str | PromptTemplate | None = None,
     ) -> PromptTemplate:
         """Return a cached template to run locally (see :meth:`Prompts.template`)."""
         key = template_key(name, label, version)
         cached = self._cache.fresh(key)
         if cached is not None:
             return cached
+        stale = self._cache.stale(key)
+        if stale is not None:
+            if self._cache.claim_refresh(key):
+                task = asyncio.get_running_loop().create_task(self._refresh(key, ttl))
+                self._refreshes.add(task)
+                task.add_done_callback(self._refreshes.discard)
+            return stale
         try:
             fetched = await self._http.call(template_call(key))
         except PromptrailError as exc:
+            if fallback is not None:
+                return fallback_template(name, fallback)
             return self._cache.serve_stale(key, exc, ttl)
         self._cache.store(key, fetched, ttl)
         return fetched
+
+    async def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+        try:
+            outcome: PromptTemplate | PromptrailError = await self._http.call(template_call(key))
+        except PromptrailError as exc:
+            outcome = exc
+        except Exception as exc:  # e.g. the client was closed meanwhile: keep the old copy
+            logger.warning("promptrail: refreshing template %r failed: %s", key[0], exc)
+            self._cache.release_refresh(key)
+            return
+        self._cache.refreshed(key, outcome, ttl)
 
     @overload
     async def run(
