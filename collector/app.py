@@ -23,6 +23,7 @@ from .api.routes import (
     requests,
     runs,
     templates,
+    traces,
     versions,
 )
 from .config import Settings
@@ -37,7 +38,7 @@ ReadyHook = Callable[[Services, str | None], None]
 def _api_router() -> APIRouter:
     router = APIRouter(responses=ERROR_RESPONSES)
     # Template routes first: their paths are longer forms of the version routes.
-    for module in (prompts, templates, runs, versions, labels, exports, requests, admin):
+    for module in (prompts, templates, runs, versions, labels, exports, requests, traces, admin):
         router.include_router(module.router)
     return router
 

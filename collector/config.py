@@ -24,7 +24,6 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 10 * 1024 * 1024
-    max_template_chars: int = 1024 * 1024
     cursor_secret: str = "promptrail-cursor-v1"
     max_batch_records: int = 10_000
     export_dir: Path | None = None

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.store.connection import open_client
 
 
 @pytest.fixture(scope="session")
@@ -21,14 +22,21 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture
-def settings(store_url: str, tmp_path: Path) -> Settings:
-    """Settings for a collector on its own fresh database."""
-    return Settings(
+def settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
+    """Settings for a collector on its own fresh database (dropped after the test)."""
+    settings = Settings(
         clickhouse_url=store_url,
         database=f"t_{uuid.uuid4().hex[:16]}",
         data_dir=tmp_path,
         init_api_key="pr-test-default-key",
     )
+    yield settings
+    # Every database left behind would slow the session's shared engine down test by test.
+    client = open_client(store_url)
+    try:
+        client.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
+    finally:
+        client.close()
 
 
 @pytest.fixture

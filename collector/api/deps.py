@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated
@@ -19,7 +20,8 @@ from ..services.analytics import AnalyticsService
 from ..services.exports import ExportService
 from ..services.ingest import IngestService
 from ..services.keys import KeyService
-from ..services.pricing import default_price_book
+from ..services.otlp import OtlpService
+from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
 from ..services.runs import RunService
@@ -39,6 +41,7 @@ class Services:
     analytics: AnalyticsService
     exports: ExportService
     runs: RunService
+    otlp: OtlpService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -62,7 +65,8 @@ class Services:
                 settings.exports_path,
                 timedelta(days=settings.export_retention_days),
             ),
-            runs=RunService(prompts, ingest, _providers(settings), default_price_book()),
+            runs=RunService(prompts, ingest, _providers(settings), GenaiPriceBook()),
+            otlp=OtlpService(ingest),
         )
 
     def start(self) -> None:
@@ -118,6 +122,14 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
+
+
+def key_from_headers(headers: Mapping[str, str]) -> str | None:
+    """Return the API key of a request: ``Authorization: Bearer`` first, then ``X-API-Key``."""
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return headers.get("x-api-key") or None
 
 
 def current_project(

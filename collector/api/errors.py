@@ -8,11 +8,16 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
-from ..errors import PromptrailError
+from ..errors import InvalidApiKey, PromptrailError
+from .deps import key_from_headers
 
 logger = logging.getLogger("promptrail.api")
+
+_API_PREFIXES = ("/v1/", "/api/v1/")
 
 _HTTP_CODES = {
     400: ("VALIDATION_ERROR", "validation_error"),
@@ -41,8 +46,28 @@ def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _unauthenticated(request: Request) -> JSONResponse | None:
+    """Answer 401 when the caller has no valid key, before saying anything about its body.
+
+    FastAPI parses a JSON body before it runs the route's dependencies, so a malformed body
+    would otherwise be judged before the key is.
+    """
+    path = request.url.path
+    services = getattr(request.app.state, "services", None)
+    if services is None or not path.startswith(_API_PREFIXES) or "/admin/" in path:
+        return None
+    try:
+        await run_in_threadpool(services.keys.authenticate, key_from_headers(request.headers))
+    except InvalidApiKey as failure:
+        return JSONResponse(failure.body(), status_code=failure.status)
+    return None
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    refused = await _unauthenticated(request)
+    if refused is not None:
+        return refused
     errors = [
         {
             "field": _field_path(e.get("loc", ())),
@@ -62,12 +87,34 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        refused = await _unauthenticated(request)
+        if refused is not None:
+            return refused
     code, type_ = _HTTP_CODES.get(exc.status_code, ("HTTP_ERROR", "invalid_request_error"))
     message = "No such route" if exc.status_code == 404 else str(exc.detail)
     details = {"field": "body"} if exc.status_code == 400 else {}
-    return error_response(exc.status_code, code, type_, message, **details)
+    response = error_response(exc.status_code, code, type_, message, **details)
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405:
+        # A 405 names every method the path takes; Starlette's header names only those of
+        # the first route object matching the path (GET and POST of /v1/prompts are two).
+        response.headers["allow"] = ", ".join(_allowed_methods(request))
+    return response
+
+
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 MAX_TEMPLATE_CHARS = 1024 * 1024
 
-_NAME = re.compile(r"^\w[\w.\-]{0,127}$")
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_ID_SHAPE = re.compile(r"^prompt_[0-9a-f]{32}$")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_ID_SHAPE = re.compile(r"prompt_[0-9a-f]{32}")
+
+
+def _is_name(value: str) -> bool:
+    # Letters of every script, combining marks included (Devanagari, Thai, "e" + U+0301).
+    if not 1 <= len(value) <= 128 or not (value[0].isalnum() or value[0] == "_"):
+        return False
+    return all(
+        c.isalnum() or c in "_.-" or unicodedata.category(c).startswith("M") for c in value[1:]
+    )
 
 
 def _check_name(value: str) -> str:
-    if _ID_SHAPE.match(value):
+    if _ID_SHAPE.fullmatch(value):
         raise ValueError("a name cannot have the shape of a prompt id (prompt_<32 hex>)")
-    if not _NAME.match(value):
+    if not _is_name(value):
         raise ValueError(
             "name must be 1-128 characters: letters, digits, '_', '.', '-', "
             "starting with a letter, digit or '_'"
@@ -28,7 +37,7 @@ def _check_name(value: str) -> str:
 
 def check_label(value: str) -> str:
     """Validate a label name."""
-    if not _LABEL.match(value):
+    if not _LABEL.fullmatch(value):
         raise ValueError("label must be 1-64 letters, digits, '_', '.', '-'")
     return value
 
@@ -115,21 +124,14 @@ class PromptUpdate(_Input):
 class RollbackRequest(_Input):
     """``POST /v1/prompts/{name}/rollback``."""
 
-    version: int = Field(ge=1, le=2**31)
+    version: Annotated[int, Strict()] = Field(ge=1, le=2**31)
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
 
 
 class LabelMove(_Input):
     """``PUT /v1/prompts/{name}/labels/{label}``."""
 
-    version: int = Field(ge=1, le=2**31)
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _no_bool(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError("version must be an integer")
-        return value
+    version: Annotated[int, Strict()] = Field(ge=1, le=2**31)
 
 
 class PromptOut(BaseModel):

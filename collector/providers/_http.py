@@ -29,6 +29,7 @@ _RETRYABLE_TRANSPORT = (
     httpx.WriteError,
 )
 _MAX_ERROR_CHARS = 2000
+_MAX_ERROR_BYTES = 64 * 1024
 
 
 def new_client(
@@ -125,13 +126,17 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 async def _failure_of(provider: str, response: httpx.Response) -> ProviderFailure:
     """Read an error answer (bounded) and turn it into a ProviderFailure."""
+    raw = b""
     try:
-        raw = await response.aread()
+        async for piece in response.aiter_bytes():
+            raw += piece
+            if len(raw) >= _MAX_ERROR_BYTES:
+                break
     except httpx.HTTPError:
-        raw = b""
+        pass
     finally:
         await response.aclose()
-    detail = error_message(raw[: _MAX_ERROR_CHARS * 4])
+    detail = error_message(raw[:_MAX_ERROR_BYTES])
     text = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
     return ProviderFailure(provider, text, status=response.status_code)
 

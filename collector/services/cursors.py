@@ -37,7 +37,12 @@ class CursorCodec:
         expected = hmac.new(self._key, raw, hashlib.sha256).digest()[:_MAC_BYTES]
         if len(blob) <= _MAC_BYTES or not hmac.compare_digest(mac, expected):
             raise self._invalid()
-        position: dict[str, Any] = json.loads(raw)
+        try:
+            position = json.loads(raw)
+        except ValueError:  # UnicodeDecodeError is one
+            raise self._invalid() from None
+        if not isinstance(position, dict):
+            raise self._invalid()
         return position
 
     def _invalid(self) -> ValidationFailed:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from ..errors import InvalidApiKey, ValidationFailed
 from ..store.keys import KeyStore
 
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 KEY_PREFIX = "pr-"
 
 
@@ -32,7 +32,7 @@ class KeyService:
 
     def create(self, project: str) -> str:
         """Create a key for ``project`` and return it; only its hash is kept."""
-        if not _PROJECT.match(project):
+        if not _PROJECT.fullmatch(project):
             raise ValidationFailed(
                 "project", "project must be 1-64 letters, digits, '_', '.', or '-'"
             )

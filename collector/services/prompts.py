@@ -18,7 +18,7 @@ from ..errors import (
     ValidationFailed,
     VersionNotFound,
 )
-from ..models.prompts import PromptCreate, PromptUpdate
+from ..models.prompts import PromptCreate, PromptUpdate, check_label
 from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
 from .cursors import CursorCodec
 from .templating import parse_template
@@ -296,6 +296,10 @@ class PromptService:
 
     @staticmethod
     def _check_settable(label: str) -> None:
+        try:
+            check_label(label)
+        except ValueError as exc:
+            raise ValidationFailed("label", str(exc)) from None
         if label == LATEST:
             raise ValidationFailed(
                 "label", "'latest' is reserved: it always means the newest version"

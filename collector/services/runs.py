@@ -270,7 +270,11 @@ class RunService:
         post_started = time.perf_counter()
         usage = outcome.usage
         cost = self._prices.cost(
-            run.provider.name, run.request.model, usage.prompt_tokens, usage.completion_tokens
+            run.provider.name,
+            run.request.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            at=run.created_at,
         )
         row = RequestRow(
             id=run.request_id,

@@ -1,7 +1,7 @@
 """Single-brace templates: parse, list variables, render, convert to double braces.
 
 A stored template writes variables as ``{name}`` and literal braces as ``{{`` and ``}}``
-(Python ``str.format`` rules, restricted to identifier names, Unicode letters included). A
+(Python ``str.format`` rules, restricted to identifier names, any script included). A
 lone brace is an error, so a template that parses today renders the same way on the service
 and on every client.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidTemplate
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{([^\W\d]\w*)\}|[{}]")
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _EXCERPT = 200
 
 
@@ -37,8 +37,16 @@ def _segments(template: str) -> Iterator[Segment]:
         if match.start() > position:
             yield Segment(template[position : match.start()])
         token = match.group(0)
-        if match.group(1):
-            yield Segment(token, variable=match.group(1))
+        name = match.group(1)
+        if name is not None and name.isidentifier():
+            yield Segment(token, variable=name)
+        elif name is not None:
+            raise InvalidTemplate(
+                f"'{token}' at position {match.start()} is not a variable: names are "
+                "identifiers (letters, digits, '_'; not starting with a digit); write '{{' "
+                "and '}}' for literal braces",
+                {"position": match.start(), "template": _excerpt(template)},
+            )
         elif token in ("{{", "}}"):
             yield Segment(token[0])
         else:

@@ -31,7 +31,7 @@ USER_INPUT = "user_input"
 
 # The payload writes variables as {{name}} (identifier names, Unicode letters included); single
 # braces are literal text.
-_VARIABLE = re.compile(r"\{\{([^\W\d]\w*)\}\}")
+_VARIABLE = re.compile(r"\{\{([^{}\s]+)\}\}")
 
 
 def variable_text(value: Any) -> str:
@@ -55,7 +55,7 @@ class PromptTemplate(TemplatePayload):
     @property
     def variable_names(self) -> list[str]:
         """Return the template's variable names in order of first use."""
-        return list(dict.fromkeys(_VARIABLE.findall(self.content)))
+        return list(dict.fromkeys(n for n in _VARIABLE.findall(self.content) if n.isidentifier()))
 
     def render(self, variables: Mapping[str, Any] | None = None, /, **values: Any) -> str:
         """Fill every ``{{var}}`` and return the text.
@@ -68,7 +68,14 @@ class PromptTemplate(TemplatePayload):
         missing = sorted({name for name in self.variable_names if name not in merged})
         if missing:
             raise MissingVariablesError(missing, self.content)
-        text = _VARIABLE.sub(lambda match: variable_text(merged[match.group(1)]), self.content)
+        text = _VARIABLE.sub(
+            lambda match: (
+                variable_text(merged[match.group(1)])
+                if match.group(1).isidentifier()
+                else match.group(0)
+            ),
+            self.content,
+        )
         # A captured model call that sends this exact text is logged against this version.
         remember_rendering(text, self.prompt_name, self.version, merged)
         return text
@@ -240,7 +247,7 @@ def fallback_template(name: str, fallback: str | PromptTemplate) -> PromptTempla
     """
     if isinstance(fallback, PromptTemplate):
         return fallback
-    names = list(dict.fromkeys(_VARIABLE.findall(fallback)))
+    names = list(dict.fromkeys(n for n in _VARIABLE.findall(fallback) if n.isidentifier()))
     return PromptTemplate(
         prompt_id="",
         prompt_name=name,

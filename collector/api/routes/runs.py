@@ -6,10 +6,12 @@ Without ``stream`` the answer is ``data`` = run result; with ``stream: true`` it
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
 from ...models.common import ErrorBody
 from ...models.runs import RunData, RunRequest
@@ -19,6 +21,8 @@ from .versions import VersionNumber
 
 router = APIRouter(prefix="/prompts/{id}", tags=["runs"])
 
+# The body is optional: a prompt without variables runs with none.
+_EMPTY = RunRequest()
 # Keep-alive comments through proxies while a slow model thinks.
 _PING_SECONDS = 15
 
@@ -32,18 +36,27 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 async def _run(
-    services: ServicesDep, project: str, target: RunTarget, body: RunRequest | None
+    services: ServicesDep, project: str, target: RunTarget, body: RunRequest
 ) -> RunData | EventSourceResponse:
     runs = services.runs
-    run = await runs.prepare(project, target, body or RunRequest())
+    run = await runs.prepare(project, target, body)
     if run.stream:
-        return EventSourceResponse(runs.stream(run), ping=_PING_SECONDS, sep="\n")
+        return EventSourceResponse(_sse(runs.stream(run)), ping=_PING_SECONDS, sep="\n")
     return RunData(data=await runs.complete(run))
+
+
+async def _sse(
+    events: AsyncGenerator[dict[str, Any], None],
+) -> AsyncGenerator[JSONServerSentEvent, None]:
+    """Write each event as one ``data: <json>`` line and a blank line."""
+    async with aclosing(events):
+        async for event in events:
+            yield JSONServerSentEvent(event, sep="\n")
 
 
 @router.post("/run", response_model=RunData, responses=_RESPONSES)
 async def run_latest(
-    id: str, project: Project, services: ServicesDep, body: RunRequest | None = None
+    id: str, project: Project, services: ServicesDep, body: RunRequest = _EMPTY
 ) -> RunData | EventSourceResponse:
     """Run the newest version."""
     return await _run(services, project, RunTarget(id), body)
@@ -55,7 +68,7 @@ async def run_version(
     version: VersionNumber,
     project: Project,
     services: ServicesDep,
-    body: RunRequest | None = None,
+    body: RunRequest = _EMPTY,
 ) -> RunData | EventSourceResponse:
     """Run a numbered version."""
     return await _run(services, project, RunTarget(id, number=version), body)
@@ -67,7 +80,7 @@ async def run_label(
     label: str,
     project: Project,
     services: ServicesDep,
-    body: RunRequest | None = None,
+    body: RunRequest = _EMPTY,
 ) -> RunData | EventSourceResponse:
     """Run the version carrying a label (``latest``: the newest)."""
     return await _run(services, project, RunTarget(id, label=label), body)

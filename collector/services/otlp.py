@@ -1,0 +1,261 @@
+"""OTLP/HTTP trace ingest: decode an export, keep the model-call spans, store them as records.
+
+An export (``ExportTraceServiceRequest``) arrives as protobuf or as OTLP JSON. Each span is
+described as a :class:`~promptrail._genai.SpanData` (attribute values flattened to Python:
+arrays to lists, key-value lists to dicts) and mapped by the same code the SDK's exporter uses
+(:func:`~promptrail._genai.span_to_record`), so a span means the same record whichever way it
+travels. Spans without GenAI, OpenInference or promptrail attributes make no record and are not
+an error; a span that cannot be stored (bad ids, a record failing validation) is counted in the
+answer's ``partial_success``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from google.protobuf import json_format  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from ..._genai import SpanData, is_recordable, span_to_record
+from ..errors import PromptrailError, ValidationFailed
+from .ingest import IngestService
+
+PROTOBUF: Final = "application/x-protobuf"
+JSON: Final = "application/json"
+Encoding = Literal["application/x-protobuf", "application/json"]
+
+# How many span problems the answer's error_message spells out.
+_MAX_PROBLEMS = 10
+_HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
+# OTLP JSON writes these bytes fields as hex; the proto3 JSON mapping expects base64.
+_HEX_FIELDS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id")
+
+
+class UnsupportedMediaType(PromptrailError):
+    """The body is neither OTLP protobuf nor OTLP JSON."""
+
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    type = "validation_error"
+
+
+class InvalidSpan(ValueError):
+    """A span that carries model-call attributes but cannot become a record."""
+
+
+@dataclass(frozen=True)
+class ExportOutcome:
+    """What became of an export's spans."""
+
+    accepted: int
+    rejected_spans: int
+    error_message: str
+
+
+def encoding_of(content_type: str | None) -> Encoding:
+    """Return the OTLP encoding a Content-Type names (parameters such as charset ignored)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == PROTOBUF:
+        return PROTOBUF
+    if media == JSON:
+        return JSON
+    raise UnsupportedMediaType(
+        f"Content-Type must be {PROTOBUF} or {JSON}, not {content_type or 'missing'}",
+        {"field": "content-type", "content_type": content_type, "supported": [PROTOBUF, JSON]},
+    )
+
+
+class OtlpService:
+    """Store the model-call spans of OTLP trace exports as request records."""
+
+    def __init__(self, ingest: IngestService) -> None:
+        self._ingest = ingest
+
+    def export(self, project: str, body: bytes, encoding: Encoding) -> bytes:
+        """Ingest one export body; return the ``ExportTraceServiceResponse`` in its encoding."""
+        outcome = self.ingest(project, decode_request(body, encoding))
+        return encode_response(outcome, encoding)
+
+    def ingest(self, project: str, request: ExportTraceServiceRequest) -> ExportOutcome:
+        """Store the recordable spans of a decoded export."""
+        records: list[dict[str, Any]] = []
+        labels: list[str] = []
+        problems: list[str] = []
+        for span in _spans(request):
+            attributes = attributes_of(span.attributes)
+            if not is_recordable(attributes):
+                continue
+            try:
+                data = span_data(span, attributes)
+                record = span_to_record(data)
+            # InvalidSpan is a ValueError; a time far out of range fails the datetime.
+            except (ValueError, OverflowError, OSError) as exc:
+                problems.append(f"{_label(span)}: {exc}")
+                continue
+            records.append(record)
+            labels.append(_label(span))
+        accepted = 0
+        if records:
+            outcome = self._ingest.log_batch(project, records)
+            accepted = len(outcome.rows)
+            problems += [f"{labels[i]}: {error['message']}" for i, error in outcome.rejected]
+        return ExportOutcome(accepted, len(problems), _summary(problems))
+
+
+def decode_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
+    """Parse an export body; a malformed one is 400 VALIDATION_ERROR naming ``body``."""
+    if encoding == PROTOBUF:
+        try:
+            request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(body)
+        except DecodeError as exc:
+            raise ValidationFailed("body", f"Malformed protobuf body: {exc}") from None
+        return request
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ValidationFailed("body", "Malformed JSON body") from None
+    if not isinstance(document, dict):
+        raise ValidationFailed("body", "An OTLP JSON export is a JSON object")
+    _hex_ids_to_base64(document)
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise ValidationFailed("body", f"Malformed OTLP JSON body: {exc}") from None
+    return request
+
+
+def encode_response(outcome: ExportOutcome, encoding: Encoding) -> bytes:
+    """Return the ``ExportTraceServiceResponse``; ``partial_success`` only if spans were lost."""
+    response = ExportTraceServiceResponse()
+    if outcome.rejected_spans:
+        response.partial_success.rejected_spans = outcome.rejected_spans
+        response.partial_success.error_message = outcome.error_message
+    if encoding == PROTOBUF:
+        encoded: bytes = response.SerializeToString()
+        return encoded
+    return json.dumps(json_format.MessageToDict(response)).encode()
+
+
+def attributes_of(pairs: Iterable[KeyValue]) -> dict[str, Any]:
+    """Flatten OTLP key-values to Python values (empty values are left out)."""
+    flat: dict[str, Any] = {}
+    for pair in pairs:
+        value = _value(pair.value)
+        if value is not None:
+            flat[pair.key] = value
+    return flat
+
+
+def span_data(span: Span, attributes: dict[str, Any]) -> SpanData:
+    """Describe an OTLP span for the record mapping."""
+    trace_id = _id(span.trace_id, 16, "trace_id")
+    span_id = _id(span.span_id, 8, "span_id")
+    parent = _id(span.parent_span_id, 8, "parent_span_id") if span.parent_span_id else None
+    if not span.start_time_unix_nano:
+        raise InvalidSpan("start_time_unix_nano is missing")
+    exceptions = [
+        str(attributes_of(event.attributes).get("exception.message", ""))
+        for event in span.events
+        if event.name == "exception"
+    ]
+    return SpanData(
+        name=span.name,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        start_ns=span.start_time_unix_nano,
+        end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
+        attributes=attributes,
+        is_error=span.status.code == Status.STATUS_CODE_ERROR,
+        status_message=span.status.message,
+        exception_messages=exceptions,
+    )
+
+
+def _spans(request: ExportTraceServiceRequest) -> Iterator[Span]:
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            yield from scope_spans.spans
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return [_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes_of(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return None
+
+
+def _id(raw: bytes, size: int, name: str) -> int:
+    if len(raw) != size:
+        raise InvalidSpan(f"{name} must be {size} bytes, not {len(raw)}")
+    number = int.from_bytes(raw, "big")
+    if not number:
+        raise InvalidSpan(f"{name} must not be all zeros")
+    return number
+
+
+def _label(span: Span) -> str:
+    return f"span {span.name!r} ({span.span_id.hex() or 'no span_id'})"
+
+
+def _summary(problems: list[str]) -> str:
+    if not problems:
+        return ""
+    shown = "; ".join(problems[:_MAX_PROBLEMS])
+    more = len(problems) - _MAX_PROBLEMS
+    suffix = f"; and {more} more" if more > 0 else ""
+    return f"{len(problems)} span(s) rejected: {shown}{suffix}"
+
+
+def _hex_ids_to_base64(document: dict[str, Any]) -> None:
+    """Rewrite OTLP JSON's hex span and trace ids as the base64 that ParseDict reads.
+
+    Only well-formed containers are walked; anything else is left for ParseDict to refuse.
+    """
+    for resource_spans in _dicts(document, "resourceSpans", "resource_spans"):
+        for scope_spans in _dicts(resource_spans, "scopeSpans", "scope_spans"):
+            for span in _dicts(scope_spans, "spans"):
+                _rewrite_ids(span)
+                for link in _dicts(span, "links"):
+                    _rewrite_ids(link)
+
+
+def _dicts(parent: dict[str, Any], *keys: str) -> Iterator[dict[str, Any]]:
+    for key in keys:
+        items = parent.get(key)
+        if isinstance(items, list):
+            yield from (item for item in items if isinstance(item, dict))
+
+
+def _rewrite_ids(item: dict[str, Any]) -> None:
+    for key in _HEX_FIELDS:
+        value = item.get(key)
+        if not isinstance(value, str):
+            continue
+        if not _HEX.match(value):
+            raise ValidationFailed("body", f"Malformed OTLP JSON body: {key} must be hex")
+        item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")

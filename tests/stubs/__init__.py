@@ -1,0 +1,1 @@
+"""Local stand-ins for model providers, speaking each provider's exact wire format."""
