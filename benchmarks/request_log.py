@@ -44,11 +44,47 @@ SECTION = "## Request log (`benchmarks/request_log.py`)"
 
 PROMPTS = [f"prompt-{i:03d}" for i in range(200)]
 MODELS = ["gpt-4o-mini", "gpt-4o", "claude-sonnet-4", "claude-3-5-haiku", "o3-mini"]
-WORDS = (
-    "the quick brown fox jumps over lazy dog clickhouse column store merge tree part granule "
-    "index bloom filter token latency cost usage prompt version label template answer user "
-    "question summary weather travel invoice refund shipping order account password reset"
-).split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "clickhouse",
+    "column",
+    "store",
+    "merge",
+    "tree",
+    "part",
+    "granule",
+    "index",
+    "bloom",
+    "filter",
+    "token",
+    "latency",
+    "cost",
+    "usage",
+    "prompt",
+    "version",
+    "label",
+    "template",
+    "answer",
+    "user",
+    "question",
+    "summary",
+    "weather",
+    "travel",
+    "invoice",
+    "refund",
+    "shipping",
+    "order",
+    "account",
+    "password",
+    "reset",
+]
 RARE = "zephyrine"  # appears in 1 record in 10,000: a selective search
 
 
@@ -85,7 +121,7 @@ def make_pool(rng: random.Random, size: int) -> list[dict[str, Any]]:
                 "status": "error" if rng.random() < 0.03 else "success",
                 "input_variables": {
                     "question": text(rng, 20, 200),
-                    "lang": rng.choice("en fr de es".split()),
+                    "lang": rng.choice(["en", "fr", "de", "es"]),
                 },
                 "output": text(rng, 200, 2000),
                 "metadata": {

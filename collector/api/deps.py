@@ -25,6 +25,7 @@ from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
 from ..services.runs import RunService
+from ..services.version_cache import VersionCache
 from ..store.store import Store
 
 
@@ -46,7 +47,9 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
         """Wire services over a store (start background work with :meth:`start`)."""
-        prompts = PromptService(store.prompts, settings.cursor_secret)
+        prompts = PromptService(
+            store.prompts, settings.cursor_secret, VersionCache(enabled=store.is_embedded)
+        )
         ingest = IngestService(
             store.requests,
             buffered=store.is_embedded,

@@ -31,7 +31,7 @@ class InsertBuffer:
     def __init__(
         self,
         insert: Callable[[list[list[Any]]], None],
-        interval: float = 0.02,
+        interval: float = 0.005,
         max_rows: int = 50_000,
         max_pending_rows: int = 500_000,
     ) -> None:

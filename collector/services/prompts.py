@@ -22,6 +22,7 @@ from ..models.prompts import PromptCreate, PromptUpdate, check_label
 from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
 from .cursors import CursorCodec
 from .templating import parse_template
+from .version_cache import VersionCache
 
 _ID = re.compile(r"^prompt_([0-9a-f]{32})$")
 LATEST = "latest"
@@ -75,9 +76,12 @@ class LabeledVersion:
 class PromptService:
     """Create, read, version, label and delete prompts of one project at a time."""
 
-    def __init__(self, store: PromptStore, cursor_secret: str) -> None:
+    def __init__(
+        self, store: PromptStore, cursor_secret: str, cache: VersionCache | None = None
+    ) -> None:
         self._store = store
         self._cursors = CursorCodec(cursor_secret, "prompts")
+        self._cache = cache or VersionCache(enabled=False)
 
     # -- create / read ---------------------------------------------------------------------
 
@@ -109,13 +113,23 @@ class PromptService:
         if not self._store.try_claim_name(project, body.name, generation + 1, row.prompt_id, now):
             raise PromptAlreadyExists(body.name)
         self._attach_labels(project, row, body.labels)
+        self._cache.invalidate(project)
         return row
 
     def get(self, project: str, ref_text: str) -> PromptVersionRow:
         """Return the newest version of a live prompt."""
-        row = self._store.version(project, prompt_ref(ref_text))
-        if row is None:
-            raise PromptNotFound(ref_text)
+        return self.resolve_version(project, ref_text)
+
+    def _read_version(
+        self, project: str, ref: PromptRef, number: int | None, label: str | None
+    ) -> PromptVersionRow | None:
+        key = (ref, number, label)
+        generation, cached = self._cache.lookup(project, key)
+        if cached is not None:
+            return cached
+        row = self._store.version(project, ref, number=number, label=label)
+        if row is not None:
+            self._cache.keep(project, key, generation, row)
         return row
 
     def resolve_version(
@@ -125,7 +139,7 @@ class PromptService:
         ref = prompt_ref(ref_text)
         if label == LATEST:
             label = None
-        row = self._store.version(project, ref, number=number, label=label)
+        row = self._read_version(project, ref, number, label)
         if row is not None:
             return row
         if self._store.live_prompt_id(project, ref) is None:
@@ -217,7 +231,10 @@ class PromptService:
         build: Any,
     ) -> PromptVersionRow:
         for _ in range(_MAX_VERSION_ATTEMPTS):
-            head = self.get(project, ref_text)
+            # The head is read from the store, never the cache: it decides the next number.
+            head = self._store.version(project, prompt_ref(ref_text))
+            if head is None:
+                raise PromptNotFound(ref_text)
             candidate: PromptVersionRow = build(head)
             candidate = replace(
                 candidate,
@@ -226,6 +243,7 @@ class PromptService:
                 created_at=_now_ms(),
             )
             if self._store.try_insert_version(project, candidate):
+                self._cache.invalidate(project)
                 return candidate
             # Another writer took this number; back off a little so the herd spreads out.
             time.sleep(random.uniform(0, 0.005))
@@ -260,6 +278,7 @@ class PromptService:
         row = self.resolve_version(project, ref_text, number=version)
         at = datetime.now(UTC)
         self._store.set_label(project, row.prompt_id, label, row.version, at)
+        self._cache.invalidate(project)
         return label, row.version, at
 
     def remove_label(self, project: str, ref_text: str, label: str) -> None:
@@ -269,18 +288,22 @@ class PromptService:
         if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
             raise LabelNotFound(ref_text, label)
         self._store.set_label(project, prompt_id, label, 0, datetime.now(UTC))
+        self._cache.invalidate(project)
 
     def delete(self, project: str, ref_text: str) -> str:
         """Soft-delete a prompt; return its public id."""
         prompt_id = self._live_id(project, ref_text)
         if not self._store.mark_deleted(project, prompt_id, datetime.now(UTC)):
             raise PromptNotFound(ref_text)
+        self._cache.invalidate(project)
         return public_id(prompt_id)
 
     def _attach_labels(self, project: str, row: PromptVersionRow, labels: list[str]) -> None:
         at = datetime.now(UTC)
         for label in labels:
             self._store.set_label(project, row.prompt_id, label, row.version, at)
+        if labels:
+            self._cache.invalidate(project)
 
     def _labels_by_version(self, project: str, prompt_id: str) -> dict[int, list[str]]:
         result: dict[int, list[str]] = {}

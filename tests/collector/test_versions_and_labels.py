@@ -203,3 +203,22 @@ def test_labels_of_a_deleted_prompt_do_not_follow_its_name(api: TestClient, prom
     assert api.get(f"/v1/prompts/{prompt}/labels").json()["data"] == []
     missing = api.get(f"/v1/prompts/{prompt}/versions/by-label/production/template")
     assert missing.json()["error"]["code"] == "LABEL_NOT_FOUND"
+
+
+def test_reads_follow_every_write_at_once(api: TestClient, prompt: str) -> None:
+    """Template and get reads are cached in process; no write may leave them stale."""
+    api.put(f"/v1/prompts/{prompt}/labels/production", json={"version": 1})
+    by_label = f"/v1/prompts/{prompt}/versions/by-label/production/template"
+    seen = [api.get(by_label).json()["version"], api.get(f"/v1/prompts/{prompt}").json()["data"]]
+
+    api.put(f"/v1/prompts/{prompt}/labels/production", json={"version": 2})
+    assert api.get(by_label).json()["version"] == 2
+    api.patch(f"/v1/prompts/{prompt}", json={"template": "newest {text}"})
+    assert api.get(f"/v1/prompts/{prompt}").json()["data"]["template"] == "newest {text}"
+    api.post(f"/v1/prompts/{prompt}/rollback", json={"version": 1})
+    assert api.get(f"/v1/prompts/{prompt}/template").json()["content"] == "Summarise {{text}}"
+    api.delete(f"/v1/prompts/{prompt}/labels/production")
+    assert api.get(by_label).status_code == 404
+    api.delete(f"/v1/prompts/{prompt}")
+    assert api.get(f"/v1/prompts/{prompt}").status_code == 404
+    assert seen[0] == 1 and seen[1]["version"] == 3
