@@ -3,6 +3,7 @@ bounded flush and exit; masking and sampling before anything leaves the process.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -211,3 +212,37 @@ def test_fork_child_captures_on_its_own(live_url: str, fresh_stats: None) -> Non
 
     assert os.waitstatus_to_exitcode(status) == 0
     assert sorted(r["input_variables"]["n"] for r in listed(live_url)) == [100, 200]
+
+
+def test_a_slow_collector_never_slows_the_application(
+    settings: Settings, fresh_stats: None
+) -> None:
+    port = free_port()
+    app = create_app(settings)
+
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/v1/requests/batch":
+            await asyncio.sleep(1.5)
+        await app(scope, receive, send)
+
+    server = uvicorn.Server(uvicorn.Config(slow, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.01)
+        durations = []
+        for i in range(20):
+            started = time.perf_counter()
+            work(i)
+            durations.append(time.perf_counter() - started)
+            time.sleep(0.02)
+        assert promptrail.flush(timeout=20)
+        stored = listed(f"http://127.0.0.1:{port}")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+    assert max(durations) < 0.2
+    assert len(stored) == 20
