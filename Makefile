@@ -26,8 +26,12 @@ lint: $(STAMP)
 test: lint
 	$(VENV)/bin/pytest
 
+# Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)
 	$(PY) benchmarks/prompts.py --prompts 10000
+	$(PY) benchmarks/runs.py
+	$(PY) benchmarks/request_log.py --records 1000000
+	$(PY) benchmarks/sdk_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

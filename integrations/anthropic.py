@@ -10,6 +10,7 @@ keeps working: the raw event stream underneath ``MessageStream`` is what gets wr
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +83,7 @@ def _event(record: CallRecord, event: Any) -> None:
             record.output_tokens = output_tokens
 
 
+@functools.cache
 def _stream_types() -> tuple[type, ...]:
     module = importlib.import_module("anthropic")
     return (module.Stream, module.AsyncStream)

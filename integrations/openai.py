@@ -10,6 +10,7 @@ recorded and re-raised unchanged; streams stay the SDK's own objects.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -151,6 +152,7 @@ def _handle(
     return result
 
 
+@functools.cache
 def _stream_types() -> tuple[type, ...]:
     module = importlib.import_module("openai")
     return (module.Stream, module.AsyncStream)
