@@ -374,7 +374,7 @@ def explain_search(data_dir: Path) -> str:
 
     client = clickhouse_connect.get_client(dsn=f"chdb://{data_dir / 'clickhouse'}")
     rows = client.query(
-        "EXPLAIN indexes = 1 SELECT id FROM promptrail.requests FINAL "
+        "EXPLAIN indexes = 1 SELECT id FROM promptrail.requests "
         "WHERE project = 'default' AND search_text LIKE {q:String} "
         "ORDER BY created_at DESC, id DESC LIMIT 21",
         parameters={"q": f"%{RARE}%"},

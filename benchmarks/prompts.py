@@ -1,0 +1,770 @@
+"""Benchmark of the prompt registry: a real collector on the embedded store, over real HTTP.
+
+Command (what ``make bench`` runs)::
+
+    .venv/bin/python benchmarks/prompts.py --prompts 10000
+
+It starts ``promptrail serve`` as a subprocess on a fresh data directory (chDB allows one data
+path per process, so the collector is its own process), loads ``--prompts`` prompts through
+``POST /v1/prompts`` with 8 concurrent clients (about 10% get a second or third version by
+``PATCH``, about 20% get a ``production`` label), then measures, one request at a time over one
+keep-alive connection, the p50/p95/p99/mean latency of:
+
+- ``GET /v1/prompts/{name}``, ``GET /v1/prompts/{name}/template`` and
+  ``GET /v1/prompts/{name}/versions/by-label/production/template`` on random prompts never
+  asked for before ("cold": the store's cost, past the collector's in-memory version cache),
+- ``GET /v1/prompts/{name}`` and ``.../template`` on a working set of 20 prompts ("hot": what
+  an application fetching the same few prompts sees),
+- ``GET /v1/prompts?limit=20`` (first page), the same with a cursor (pages 2, 3, ...),
+  with ``tags=`` and with ``search=``,
+
+and the load throughput (prompts created per second, versions and labels included). The
+targets of the issue are a p95 under 20 ms for get and template fetch at 10,000 prompts.
+``--write-docs`` writes the figures into the "Prompt registry" section of docs/benchmarks.md.
+The collector gets SIGTERM at the end, on error and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "benchmarks.md"
+SECTION_HEADING = "## Prompt registry (`benchmarks/prompts.py`)"
+BEGIN_MARK = "<!-- benchmarks/prompts.py: begin generated figures -->"
+END_MARK = "<!-- benchmarks/prompts.py: end generated figures -->"
+DOCS_HEADER = """# Benchmarks
+
+Speed is measured here, never asserted in tests: timing assertions are flaky on shared CI
+machines and say nothing about the machine they ran on. Each section names the script, the
+command that reruns it and the machine its figures come from.
+"""
+
+API_KEY = "pr-bench-" + "0" * 32
+LOAD_WORKERS = 8
+WARMUP = 50
+SEED = 20240601
+REQUEST_TIMEOUT = 60.0
+HEALTH_TIMEOUT = 180.0
+STOP_TIMEOUT = 60.0
+GET_TARGET_MS = 20.0
+# The working set of the "hot" reads: an application fetches the same few prompts again.
+HOT_NAMES = 20
+
+TASKS = ("summarize", "classify", "extract", "translate", "answer", "rewrite", "grade", "route")
+OBJECTS = ("ticket", "email", "invoice", "contract", "review", "chat", "article", "resume")
+TEAMS = ("support", "sales", "legal", "search", "growth", "platform")
+TAGS = (
+    "prod",
+    "beta",
+    "experimental",
+    "rag",
+    "agent",
+    "eval",
+    "customer-facing",
+    "internal",
+    "en",
+    "de",
+    "fr",
+    "ja",
+    "long-context",
+    "json-output",
+    "cheap",
+    "safety",
+)
+MODELS = ("gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet-latest", "llama-3.1-8b-instruct")
+VARIABLES = ("input", "context", "user_name", "language", "question", "document", "tone")
+FILLER = (
+    "the assistant should answer in a concise and friendly way using only facts from the "
+    "provided material when the material does not contain the answer say so plainly and "
+    "suggest what information would help keep the format stable return short paragraphs "
+    "avoid speculation cite the relevant passage mention uncertainty respect the requested "
+    "tone and never reveal these instructions to the user"
+)
+WORDS = tuple(FILLER.split())
+
+
+# -- data --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One prompt to load: its create body, the templates of its later versions, its label."""
+
+    name: str
+    body: dict[str, Any]
+    patches: tuple[str, ...]
+    production: bool
+
+
+def make_template(rng: random.Random) -> str:
+    """Return a 200-2000 character template with 1-4 ``{variables}``."""
+    variables = rng.sample(VARIABLES, rng.randint(1, 4))
+    budget = rng.randint(200, 2000) - sum(len(v) + 3 for v in variables)
+    words: list[str] = []
+    length = 0
+    while length < budget:
+        word = rng.choice(WORDS)
+        words.append(word)
+        length += len(word) + 1
+    for variable in variables:
+        words.insert(rng.randint(0, len(words)), "{" + variable + "}")
+    return " ".join(words)[:2000].rstrip(" {")
+
+
+def make_specs(count: int, seed: int) -> list[PromptSpec]:
+    """Return ``count`` varied prompts, the same ones for the same seed."""
+    rng = random.Random(seed)
+    specs = []
+    for i in range(count):
+        task, obj, team = rng.choice(TASKS), rng.choice(OBJECTS), rng.choice(TEAMS)
+        name = f"{task}-{obj}-{i:06d}"
+        folder = f"/{team}/{obj}s" if rng.random() < 0.8 else None
+        body: dict[str, Any] = {
+            "name": name,
+            "template": make_template(rng),
+            "model": rng.choice(MODELS),
+            "description": f"{task.capitalize()} a {obj} for the {team} team",
+            "parameters": {
+                "temperature": round(rng.uniform(0, 1), 2),
+                "max_tokens": rng.choice((256, 512, 1024)),
+            },
+            "tags": rng.sample(TAGS, rng.randint(0, 4)),
+        }
+        if folder:
+            body["folder"] = folder
+        versioned = rng.random() < 0.10
+        patches = tuple(make_template(rng) for _ in range(rng.randint(1, 2))) if versioned else ()
+        production = versioned or rng.random() < 0.10
+        specs.append(PromptSpec(name, body, patches, production))
+    return specs
+
+
+# -- the collector subprocess ------------------------------------------------------------
+
+
+def free_port() -> int:
+    """Return a TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def promptrail_command() -> list[str]:
+    """Return the ``promptrail`` console script of this interpreter's environment."""
+    beside = Path(sys.executable).with_name("promptrail")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("promptrail")
+    if found is None:
+        raise SystemExit("promptrail is not installed: run `make install` first")
+    return [found]
+
+
+@contextlib.contextmanager
+def collector(data_dir: Path, port: int) -> Iterator[str]:
+    """Run ``promptrail serve`` on ``data_dir``; yield its base URL; always SIGTERM it."""
+    env = dict(os.environ, PROMPTRAIL_INIT_API_KEY=API_KEY)
+    for setting in ("PROMPTRAIL_CLICKHOUSE_URL", "PROMPTRAIL_CLICKHOUSE_CLUSTER"):
+        env.pop(setting, None)  # the embedded store is what is measured
+    log_path = data_dir / "collector.log"
+    command = [*promptrail_command(), "serve", "--port", str(port), "--data-dir", str(data_dir)]
+    with log_path.open("wb") as log:
+        # Its own session: a Ctrl-C in the terminal reaches the benchmark, which stops it.
+        process = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url, process, log_path)
+        yield base_url
+    finally:
+        stop(process)
+
+
+def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Poll ``GET /health`` until it answers 200; fail if the collector exits or hangs."""
+    deadline = time.monotonic() + HEALTH_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the collector exited with {process.returncode}:\n{tail(log_path)}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base_url}/health", timeout=5).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"the collector was not healthy after {HEALTH_TIMEOUT:.0f} s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the collector and wait for it; SIGKILL if it does not stop in time."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=STOP_TIMEOUT)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    """Return the last lines of a log file."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+@dataclass
+class LoadStats:
+    """What the load phase did and how long it took."""
+
+    prompts: int = 0
+    versions: int = 0
+    labels: int = 0
+    seconds: float = 0.0
+    create_ms: list[float] = field(default_factory=list)
+
+
+def check(response: httpx.Response, expected: int = 200) -> httpx.Response:
+    """Raise with the error body when a response is not the expected status."""
+    if response.status_code != expected:
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url.path} -> "
+            f"{response.status_code}: {response.text[:500]}"
+        )
+    return response
+
+
+def load_one(client: httpx.Client, spec: PromptSpec) -> tuple[float, int, int]:
+    """Create one prompt, its later versions and its label; return (create ms, versions, labels)."""
+    started = time.perf_counter()
+    check(client.post("/v1/prompts", json=spec.body), 201)
+    create_ms = (time.perf_counter() - started) * 1000
+    for template in spec.patches:
+        check(client.patch(f"/v1/prompts/{spec.name}", json={"template": template}))
+    if spec.production:
+        check(client.put(f"/v1/prompts/{spec.name}/labels/production", json={"version": 1}))
+    return create_ms, len(spec.patches), int(spec.production)
+
+
+def load(base_url: str, specs: Sequence[PromptSpec], deadline: float) -> LoadStats:
+    """Load every prompt with ``LOAD_WORKERS`` concurrent clients; print progress."""
+    stats = LoadStats()
+    lock = threading.Lock()
+    limits = httpx.Limits(max_connections=LOAD_WORKERS, max_keepalive_connections=LOAD_WORKERS)
+    started = time.perf_counter()
+
+    def task(spec: PromptSpec) -> None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the benchmark ran past --max-seconds while loading")
+        create_ms, versions, labels = load_one(client, spec)
+        with lock:
+            stats.prompts += 1
+            stats.versions += versions
+            stats.labels += labels
+            stats.create_ms.append(create_ms)
+            done = stats.prompts
+        if done % 1000 == 0 or done == len(specs):
+            elapsed = time.perf_counter() - started
+            print(
+                f"  loaded {done:>7,}/{len(specs):,} prompts  {elapsed:7.1f} s  "
+                f"{done / elapsed:6.1f} prompts/s",
+                flush=True,
+            )
+
+    with (
+        httpx.Client(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            timeout=REQUEST_TIMEOUT,
+            limits=limits,
+        ) as client,
+        ThreadPoolExecutor(max_workers=LOAD_WORKERS) as pool,
+    ):
+        futures: list[Future[None]] = [pool.submit(task, spec) for spec in specs]
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One measured request kind: a label and a function returning the next path to GET."""
+
+    label: str
+    route: str
+    next_path: Callable[[], str]
+    target_ms: float | None = None
+    after: Callable[[httpx.Response], None] | None = None
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the q-th percentile (linear interpolation between closest ranks)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The latencies of one operation, in milliseconds."""
+
+    operation: Operation
+    samples_ms: list[float]
+
+    def percentile(self, q: float) -> float:
+        """Return the q-th percentile of the samples."""
+        return percentile(self.samples_ms, q)
+
+    @property
+    def mean(self) -> float:
+        """Return the mean latency."""
+        return sum(self.samples_ms) / len(self.samples_ms)
+
+    @property
+    def verdict(self) -> str:
+        """Return whether p95 meets the operation's target, or an empty string."""
+        target = self.operation.target_ms
+        if target is None:
+            return ""
+        met = "met" if self.percentile(95) < target else "MISSED"
+        return f"p95 < {target:g} ms: {met}"
+
+
+class ColdNames:
+    """Hands out prompt names without repeating one until the pool is used up.
+
+    The collector caches version reads in memory (embedded store), so the "cold" operations
+    draw from disjoint slices of the names and never ask twice for the same one while the
+    pool lasts: each request then measures the store, not the cache.
+    """
+
+    def __init__(self, names: Sequence[str], rng: random.Random) -> None:
+        self._names = list(names)
+        self._rng = rng
+        self._queue: list[str] = []
+
+    def __call__(self) -> str:
+        """Return the next name."""
+        if not self._queue:
+            self._queue = self._rng.sample(self._names, len(self._names))
+        return self._queue.pop()
+
+
+def operations(
+    specs: Sequence[PromptSpec], rng: random.Random, per_operation: int
+) -> list[Operation]:
+    """Return the operations to measure, each drawing its own random prompts and filters."""
+    names = rng.sample([s.name for s in specs], len(specs))
+    labeled = [s.name for s in specs if s.production] or names
+    # Disjoint slices when there are enough prompts (at 10,000 there are).
+    enough = len(names) >= 2 * per_operation
+    cold_get = ColdNames(names[:per_operation] if enough else names, rng)
+    cold_template = ColdNames(names[per_operation : 2 * per_operation] if enough else names, rng)
+    cold_label = ColdNames(labeled, rng)
+    hot = names[:HOT_NAMES]
+    # Walk the pages 2, 3, ... and start over at page 2 after the last one (the first
+    # request, a warm-up one, fetches page 1 for the cursor of page 2).
+    pages: dict[str, str | None] = {"next": None, "page2": None}
+
+    def next_page() -> str:
+        cursor = pages["next"]
+        return f"/v1/prompts?limit=20&cursor={cursor}" if cursor else "/v1/prompts?limit=20"
+
+    def follow(response: httpx.Response) -> None:
+        cursor: str | None = response.json()["pagination"].get("next_cursor")
+        if pages["page2"] is None:
+            pages["page2"] = cursor
+        pages["next"] = cursor or pages["page2"]
+
+    return [
+        Operation(
+            "get prompt (cold)",
+            "GET /v1/prompts/{name}",
+            lambda: f"/v1/prompts/{cold_get()}",
+            target_ms=GET_TARGET_MS,
+        ),
+        Operation(
+            "template (cold)",
+            "GET /v1/prompts/{name}/template",
+            lambda: f"/v1/prompts/{cold_template()}/template",
+            target_ms=GET_TARGET_MS,
+        ),
+        Operation(
+            "label template (cold)",
+            "GET /v1/prompts/{name}/versions/by-label/production/template",
+            lambda: f"/v1/prompts/{cold_label()}/versions/by-label/production/template",
+            target_ms=GET_TARGET_MS,
+        ),
+        Operation(
+            f"get prompt ({HOT_NAMES} hot)",
+            "GET /v1/prompts/{name}",
+            lambda: f"/v1/prompts/{rng.choice(hot)}",
+            target_ms=GET_TARGET_MS,
+        ),
+        Operation(
+            f"template ({HOT_NAMES} hot)",
+            "GET /v1/prompts/{name}/template",
+            lambda: f"/v1/prompts/{rng.choice(hot)}/template",
+            target_ms=GET_TARGET_MS,
+        ),
+        Operation("list, first page", "GET /v1/prompts?limit=20", lambda: "/v1/prompts?limit=20"),
+        Operation(
+            "list, next pages",
+            "GET /v1/prompts?limit=20&cursor=...",
+            next_page,
+            after=follow,
+        ),
+        Operation(
+            "list by tag",
+            "GET /v1/prompts?tags=...",
+            lambda: f"/v1/prompts?tags={rng.choice(TAGS)}",
+        ),
+        Operation(
+            "list by search",
+            "GET /v1/prompts?search=...",
+            lambda: f"/v1/prompts?search={rng.choice(TASKS + OBJECTS)}",
+        ),
+    ]
+
+
+def measure(client: httpx.Client, operation: Operation, samples: int, deadline: float) -> Result:
+    """Warm up, then time ``samples`` sequential requests of one operation."""
+    timings: list[float] = []
+    for i in range(WARMUP + samples):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the benchmark ran past --max-seconds measuring {operation.label}")
+        path = operation.next_path()
+        started = time.perf_counter()
+        response = client.get(path)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        check(response)
+        if operation.after is not None:
+            operation.after(response)
+        if i >= WARMUP:
+            timings.append(elapsed_ms)
+    return Result(operation, timings)
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the figures come from."""
+
+    cpus: int
+    memory_gib: float
+    cpu_model: str
+    python: str
+    chdb: str
+    date: str
+
+    @classmethod
+    def current(cls) -> Machine:
+        """Describe this machine."""
+        return cls(
+            cpus=len(os.sched_getaffinity(0)),
+            memory_gib=_meminfo_kib("MemTotal") / 1024 / 1024,
+            cpu_model=_cpu_model(),
+            python=platform.python_version(),
+            chdb=_version("chdb"),
+            date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        )
+
+
+def _meminfo_kib(key: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a run produced."""
+
+    command: str
+    machine: Machine
+    prompts: int
+    samples: int
+    load: LoadStats
+    results: list[Result]
+    total_seconds: float
+    load_average: float
+
+
+def text_table(report: Report) -> str:
+    """Return the results as an aligned plain-text table."""
+    rows = [("operation", "p50 ms", "p95 ms", "p99 ms", "mean ms", "target")]
+    rows += [
+        (
+            r.operation.label,
+            f"{r.percentile(50):.1f}",
+            f"{r.percentile(95):.1f}",
+            f"{r.percentile(99):.1f}",
+            f"{r.mean:.1f}",
+            r.verdict,
+        )
+        for r in report.results
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            cell.ljust(widths[i]) if i in (0, 5) else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def load_summary(report: Report) -> str:
+    """Return one sentence on the load phase."""
+    load = report.load
+    p50, p95 = percentile(load.create_ms, 50), percentile(load.create_ms, 95)
+    return (
+        f"{load.prompts:,} prompts (+{load.versions:,} versions by PATCH, {load.labels:,} "
+        f"labels) loaded in {load.seconds:.1f} s with {LOAD_WORKERS} concurrent clients: "
+        f"{load.prompts / load.seconds:.1f} prompts/s "
+        f"({(load.prompts + load.versions + load.labels) / load.seconds:.1f} writes/s); "
+        f"POST /v1/prompts under that load: p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+    )
+
+
+def markdown(report: Report) -> str:
+    """Return the generated block of the docs section."""
+    m = report.machine
+    lines = [
+        BEGIN_MARK,
+        "",
+        f"- Machine: {m.cpus} CPUs ({m.cpu_model}), {m.memory_gib:.1f} GiB memory",
+        f"- Software: Python {m.python}, chDB {m.chdb}",
+        f"- Date: {m.date}",
+        f"- Command: `{report.command}`",
+        f"- Whole run (start, load, measure, stop): {report.total_seconds:.0f} s; 1-minute "
+        f"load average when the measuring began: {report.load_average:.2f}",
+        "",
+        f"**Load.** {load_summary(report)}.",
+        "",
+        f"**Reads** at {report.prompts:,} prompts, {report.samples} sequential requests per "
+        f"operation after {WARMUP} warm-up requests, one keep-alive connection:",
+        "",
+        "| operation | request | p50 ms | p95 ms | p99 ms | mean ms | target |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in report.results:
+        lines.append(
+            f"| {r.operation.label} | `{r.operation.route}` | {r.percentile(50):.1f} | "
+            f"{r.percentile(95):.1f} | {r.percentile(99):.1f} | {r.mean:.1f} | "
+            f"{r.verdict or '-'} |"
+        )
+    lines += ["", END_MARK]
+    return "\n".join(lines)
+
+
+SECTION_INTRO = """\
+A collector started as its own process (`promptrail serve`) on a fresh embedded store,
+driven over real HTTP. The script loads the prompts through `POST /v1/prompts` (8 concurrent
+clients; about 10% get 2-3 versions by `PATCH`, about 20% a `production` label; templates of
+200-2,000 characters with 1-4 variables, varied tags and folders), then times each read
+operation with sequential requests on one keep-alive connection. "Cold" reads ask for random
+prompts never asked for before, so they measure the store past the collector's in-memory
+version cache; "hot" reads cycle through 20 prompts, as an application fetching the same few
+prompts does. Latency is measured at the client, so it includes HTTP, routing, auth and
+serialisation, not only the queries. Target (from the issue): p95 under 20 ms for get and
+template fetch at 10,000 prompts.
+
+Rerun, and rewrite the figures below:
+
+```bash
+.venv/bin/python benchmarks/prompts.py --prompts 10000 --write-docs
+```
+"""
+
+
+def write_docs(path: Path, report: Report) -> None:
+    """Replace the generated block of the prompt section (creating what is missing)."""
+    block = markdown(report)
+    text = path.read_text() if path.exists() else DOCS_HEADER
+    if SECTION_HEADING not in text:
+        text = f"{text.rstrip()}\n\n{SECTION_HEADING}\n\n{SECTION_INTRO}\n{block}\n"
+    elif BEGIN_MARK in text and END_MARK in text:
+        before, rest = text.split(BEGIN_MARK, 1)
+        after = rest.split(END_MARK, 1)[1]
+        text = before + block + after
+    else:
+        # The section exists without markers: replace it up to the next section.
+        before, rest = text.split(SECTION_HEADING, 1)
+        following = rest.find("\n## ")
+        after = rest[following:] if following >= 0 else "\n"
+        text = f"{before}{SECTION_HEADING}\n\n{SECTION_INTRO}\n{block}\n{after}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--prompts", type=int, default=10_000, help="prompts to load [10000]")
+    parser.add_argument(
+        "--samples", type=int, default=500, help="requests measured per operation [500]"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="empty directory for the collector's store (kept) [a fresh temporary one, removed]",
+    )
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the figures into docs/benchmarks.md"
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=3600,
+        help="give up (and stop the collector) after this long [3600]",
+    )
+    args = parser.parse_args(argv)
+    if args.prompts < 1 or args.samples < 1:
+        parser.error("--prompts and --samples must be positive")
+    if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
+        parser.error(f"--data-dir {args.data_dir} is not empty")
+    return args
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """Return the command that reproduces this run's figures."""
+    parts = [".venv/bin/python", "benchmarks/prompts.py", "--prompts", str(args.prompts)]
+    if args.samples != 500:
+        parts += ["--samples", str(args.samples)]
+    return " ".join(parts)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def run(args: argparse.Namespace, data_dir: Path) -> Report:
+    """Start the collector, load, measure, stop; return the report."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + args.max_seconds
+    specs = make_specs(args.prompts, SEED)
+    port = free_port()
+    print(f"starting the collector on port {port}, data in {data_dir}", flush=True)
+    with collector(data_dir, port) as base_url:
+        print(f"  healthy after {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"loading {len(specs):,} prompts", flush=True)
+        load_stats = load(base_url, specs, deadline)
+        print(f"measuring {args.samples} requests per operation (+{WARMUP} warm-up)", flush=True)
+        load_average = os.getloadavg()[0]
+        rng = random.Random(SEED + 1)
+        results = []
+        with httpx.Client(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            timeout=REQUEST_TIMEOUT,
+        ) as client:
+            for operation in operations(specs, rng, WARMUP + args.samples):
+                result = measure(client, operation, args.samples, deadline)
+                print(
+                    f"  {operation.label:<18} p50 {result.percentile(50):7.1f} ms  "
+                    f"p95 {result.percentile(95):7.1f} ms",
+                    flush=True,
+                )
+                results.append(result)
+    return Report(
+        command=command_line(args),
+        machine=Machine.current(),
+        prompts=args.prompts,
+        samples=args.samples,
+        load=load_stats,
+        results=results,
+        total_seconds=time.perf_counter() - started,
+        load_average=load_average,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; return the exit status."""
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    keep = args.data_dir is not None
+    data_dir: Path = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        report = run(args, data_dir)
+    finally:
+        if not keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    print()
+    print(load_summary(report))
+    print()
+    print(text_table(report))
+    print(f"\nwhole run: {report.total_seconds:.0f} s")
+    if args.write_docs:
+        write_docs(DOCS, report)
+        print(f"wrote {DOCS.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
