@@ -34,6 +34,16 @@ logger = logging.getLogger("promptrail")
 _SHUTDOWN_TIMEOUT = 3.0
 
 
+class _QueueFullFilter(logging.Filter):
+    """Silence the SDK's per-span "Queue full" warning: drops are counted in ``stats()``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Queue full")
+
+
+logging.getLogger("opentelemetry.sdk._shared_internal").addFilter(_QueueFullFilter())
+
+
 class _CountingQueue(deque[Any]):
     """The processor's queue, counting each span a full queue pushes out.
 
@@ -45,10 +55,18 @@ class _CountingQueue(deque[Any]):
         super().__init__([], maxlen)
         self._lock = threading.Lock()
         self._stats = stats
+        self._warned = False
 
     def appendleft(self, item: Any, /) -> None:
         with self._lock:
             if self.maxlen is not None and len(self) >= self.maxlen:
+                if not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        "promptrail: capture queue full (%d); dropping the oldest records "
+                        "(counted in promptrail.stats())",
+                        self.maxlen,
+                    )
                 self._stats.drop("queue_full")
             super().appendleft(item)
 
