@@ -726,7 +726,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
             for operation in operations(specs, rng, WARMUP + args.samples):
                 result = measure(client, operation, args.samples, deadline)
                 print(
-                    f"  {operation.label:<18} p50 {result.percentile(50):7.1f} ms  "
+                    f"  {operation.label:<22} p50 {result.percentile(50):7.1f} ms  "
                     f"p95 {result.percentile(95):7.1f} ms",
                     flush=True,
                 )
