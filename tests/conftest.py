@@ -12,6 +12,9 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
+from tests.stubs.anthropic_stub import AnthropicStub
+from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +70,35 @@ def live_url(settings: Settings) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def openai_server() -> Iterator[OpenAIStub]:
+    """One OpenAI wire-format stub on a real socket for the session (reset per test)."""
+    stub = OpenAIStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
+
+
+@pytest.fixture(scope="session")
+def anthropic_server() -> Iterator[AnthropicStub]:
+    """One Anthropic wire-format stub on a real socket for the session (reset per test)."""
+    stub = AnthropicStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
+
+
+@pytest.fixture
+def openai_stub(openai_server: OpenAIStub) -> OpenAIStub:
+    """The OpenAI stub with a fresh script and call log."""
+    openai_server.reset()
+    return openai_server
+
+
+@pytest.fixture
+def anthropic_stub(anthropic_server: AnthropicStub) -> AnthropicStub:
+    """The Anthropic stub with a fresh script and call log."""
+    anthropic_server.reset()
+    return anthropic_server

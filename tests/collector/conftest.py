@@ -20,38 +20,6 @@ ANTHROPIC_KEY = "sk-ant-stub"
 READ_TIMEOUT = 1.5
 
 
-@pytest.fixture(scope="session")
-def openai_server() -> Iterator[OpenAIStub]:
-    """One OpenAI stub for the session (reset per test by ``openai_stub``)."""
-    stub = OpenAIStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
-        yield stub
-
-
-@pytest.fixture(scope="session")
-def anthropic_server() -> Iterator[AnthropicStub]:
-    """One Anthropic stub for the session (reset per test by ``anthropic_stub``)."""
-    stub = AnthropicStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
-        yield stub
-
-
-@pytest.fixture
-def openai_stub(openai_server: OpenAIStub) -> OpenAIStub:
-    """The OpenAI stub with a fresh script and call log."""
-    openai_server.reset()
-    return openai_server
-
-
-@pytest.fixture
-def anthropic_stub(anthropic_server: AnthropicStub) -> AnthropicStub:
-    """The Anthropic stub with a fresh script and call log."""
-    anthropic_server.reset()
-    return anthropic_server
-
-
 @pytest.fixture
 def run_settings(
     settings: Settings, openai_stub: OpenAIStub, anthropic_stub: AnthropicStub

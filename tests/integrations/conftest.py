@@ -1,4 +1,4 @@
-"""Capture fixtures: a live collector, provider stubs, and promptrail initialised against them."""
+"""Capture fixtures: promptrail initialised against a live collector (stubs: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,29 +11,8 @@ import pytest
 
 import promptrail
 from promptrail import _runtime
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 KEY = "pr-test-default-key"
-
-
-@pytest.fixture(scope="session")
-def openai_provider() -> Iterator[OpenAIStub]:
-    """An OpenAI wire-format stub on a real socket."""
-    stub = OpenAIStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
-        yield stub
-
-
-@pytest.fixture(scope="session")
-def anthropic_provider() -> Iterator[AnthropicStub]:
-    """An Anthropic wire-format stub on a real socket."""
-    stub = AnthropicStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
-        yield stub
 
 
 @pytest.fixture

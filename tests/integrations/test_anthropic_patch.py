@@ -28,10 +28,10 @@ def _close_clients() -> Iterator[None]:
         _clients.pop().close()
 
 
-def test_messages_create_is_recorded(anthropic_provider: AnthropicStub, records: Records) -> None:
-    anthropic_provider.reset()
+def test_messages_create_is_recorded(anthropic_stub: AnthropicStub, records: Records) -> None:
+    anthropic_stub.reset()
 
-    message = client(anthropic_provider).messages.create(
+    message = client(anthropic_stub).messages.create(
         model="claude-stub-model", max_tokens=100, system="Be kind.", messages=MESSAGES
     )
 
@@ -39,16 +39,16 @@ def test_messages_create_is_recorded(anthropic_provider: AnthropicStub, records:
     assert record["provider"] == "anthropic"
     assert record["model"] == message.model
     assert record["input"] == {"system": "Be kind.", "messages": MESSAGES}
-    assert record["output"]["content"] == anthropic_provider.script.reply
+    assert record["output"]["content"] == anthropic_stub.script.reply
     assert record["output"]["finish_reason"] == message.stop_reason
     assert record["usage"]["prompt_tokens"] == message.usage.input_tokens
     assert record["usage"]["completion_tokens"] == message.usage.output_tokens
 
 
-def test_create_with_stream_true(anthropic_provider: AnthropicStub, records: Records) -> None:
-    anthropic_provider.reset()
+def test_create_with_stream_true(anthropic_stub: AnthropicStub, records: Records) -> None:
+    anthropic_stub.reset()
 
-    stream = client(anthropic_provider).messages.create(
+    stream = client(anthropic_stub).messages.create(
         model="claude-stub-model", max_tokens=100, messages=MESSAGES, stream=True
     )
     assert isinstance(stream, anthropic.Stream)
@@ -59,36 +59,36 @@ def test_create_with_stream_true(anthropic_provider: AnthropicStub, records: Rec
     )
 
     (record,) = records()
-    assert text == anthropic_provider.script.reply
+    assert text == anthropic_stub.script.reply
     assert record["output"]["content"] == text
     assert record["usage"]["completion_tokens"] > 0
 
 
 def test_messages_stream_helper_keeps_its_helpers(
-    anthropic_provider: AnthropicStub, records: Records
+    anthropic_stub: AnthropicStub, records: Records
 ) -> None:
-    anthropic_provider.reset()
+    anthropic_stub.reset()
 
-    with client(anthropic_provider).messages.stream(
+    with client(anthropic_stub).messages.stream(
         model="claude-stub-model", max_tokens=100, messages=MESSAGES
     ) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
 
     (record,) = records()
-    assert text == anthropic_provider.script.reply
+    assert text == anthropic_stub.script.reply
     assert final.content[0].text == text  # type: ignore[union-attr]
     assert record["output"]["content"] == text
     assert record["usage"]["completion_tokens"] == final.usage.output_tokens
 
 
-def test_async_create_and_errors(anthropic_provider: AnthropicStub, records: Records) -> None:
-    anthropic_provider.reset()
-    anthropic_provider.script.failures = [529]
+def test_async_create_and_errors(anthropic_stub: AnthropicStub, records: Records) -> None:
+    anthropic_stub.reset()
+    anthropic_stub.script.failures = [529]
 
     async def run() -> None:
         async with anthropic.AsyncAnthropic(
-            api_key="k", base_url=anthropic_provider.url, max_retries=0
+            api_key="k", base_url=anthropic_stub.url, max_retries=0
         ) as api:
             with pytest.raises(anthropic.APIStatusError):
                 await api.messages.create(model="claude-x", max_tokens=10, messages=MESSAGES)

@@ -25,15 +25,15 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
     ],
 )
 def test_example_lands_records(
-    live_url: str, openai_provider: OpenAIStub, script: str, expected_spans: set[str]
+    live_url: str, openai_stub: OpenAIStub, script: str, expected_spans: set[str]
 ) -> None:
-    openai_provider.reset()
+    openai_stub.reset()
     env = {
         **os.environ,
         "PROMPTRAIL_API_KEY": KEY,
         "PROMPTRAIL_BASE_URL": live_url,
         "OPENAI_API_KEY": "sk-stub",
-        "OPENAI_BASE_URL": f"{openai_provider.url}/v1",
+        "OPENAI_BASE_URL": f"{openai_stub.url}/v1",
     }
 
     done = subprocess.run(
@@ -45,7 +45,7 @@ def test_example_lands_records(
     )
 
     assert done.returncode == 0, done.stderr
-    assert openai_provider.script.reply in done.stdout
+    assert openai_stub.script.reply in done.stdout
     records = httpx.get(
         f"{live_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": KEY}
     ).json()["data"]

@@ -47,10 +47,10 @@ def test_exceptions_make_an_error_record_and_propagate(records: Records) -> None
 
 
 def test_nesting_builds_one_trace_and_passes_linkage_to_model_calls(
-    openai_provider: OpenAIStub, records: Records
+    openai_stub: OpenAIStub, records: Records
 ) -> None:
-    openai_provider.reset()
-    api = openai.OpenAI(api_key="k", base_url=f"{openai_provider.url}/v1", max_retries=0)
+    openai_stub.reset()
+    api = openai.OpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
 
     @promptrail.observe(name="inner")
     def inner(question: str) -> str:

@@ -39,20 +39,20 @@ def aclient(stub: OpenAIStub) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
 
 
-def test_chat_completion_is_recorded(openai_provider: OpenAIStub, records: Records) -> None:
-    openai_provider.reset()
+def test_chat_completion_is_recorded(openai_stub: OpenAIStub, records: Records) -> None:
+    openai_stub.reset()
 
-    completion = client(openai_provider).chat.completions.create(
+    completion = client(openai_stub).chat.completions.create(
         model="gpt-4o-mini", messages=MESSAGES, temperature=0.2
     )
 
     (record,) = records()
-    assert completion.choices[0].message.content == openai_provider.script.reply
+    assert completion.choices[0].message.content == openai_stub.script.reply
     assert record["model"] == completion.model
     assert record["provider"] == "openai"
     assert record["status"] == "success"
     assert record["input"] == MESSAGES
-    assert record["output"]["content"] == openai_provider.script.reply
+    assert record["output"]["content"] == openai_stub.script.reply
     assert record["output"]["finish_reason"] == "stop"
     assert record["usage"]["prompt_tokens"] == completion.usage.prompt_tokens  # type: ignore[union-attr]
     assert record["usage"]["completion_tokens"] == completion.usage.completion_tokens  # type: ignore[union-attr]
@@ -61,11 +61,11 @@ def test_chat_completion_is_recorded(openai_provider: OpenAIStub, records: Recor
 
 @pytest.mark.parametrize("how", ["exhausted", "context", "closed_early", "collected"])
 def test_streams_stay_streams_and_are_recorded_however_they_end(
-    openai_provider: OpenAIStub, records: Records, how: str
+    openai_stub: OpenAIStub, records: Records, how: str
 ) -> None:
-    openai_provider.reset()
-    openai_provider.script.reply = "one two three four five"
-    stream = client(openai_provider).chat.completions.create(
+    openai_stub.reset()
+    openai_stub.script.reply = "one two three four five"
+    stream = client(openai_stub).chat.completions.create(
         model="gpt-4o-mini",
         messages=MESSAGES,
         stream=True,
@@ -94,11 +94,11 @@ def test_streams_stay_streams_and_are_recorded_however_they_end(
         assert record["usage"]["completion_tokens"] > 0
 
 
-def test_async_chat_and_async_stream(openai_provider: OpenAIStub, records: Records) -> None:
-    openai_provider.reset()
+def test_async_chat_and_async_stream(openai_stub: OpenAIStub, records: Records) -> None:
+    openai_stub.reset()
 
     async def run() -> str:
-        async with aclient(openai_provider) as api:
+        async with aclient(openai_stub) as api:
             await api.chat.completions.create(model="gpt-4o", messages=MESSAGES)
             stream = await api.chat.completions.create(
                 model="gpt-4o", messages=MESSAGES, stream=True
@@ -110,18 +110,18 @@ def test_async_chat_and_async_stream(openai_provider: OpenAIStub, records: Recor
 
     recorded = records(expected=2)
     assert sorted(r["output"]["content"] for r in recorded) == sorted(
-        [openai_provider.script.reply, streamed]
+        [openai_stub.script.reply, streamed]
     )
 
 
 def test_provider_errors_are_recorded_and_reraised_unchanged(
-    openai_provider: OpenAIStub, records: Records
+    openai_stub: OpenAIStub, records: Records
 ) -> None:
-    openai_provider.reset()
-    openai_provider.script.failures = [500]
+    openai_stub.reset()
+    openai_stub.script.failures = [500]
 
     with pytest.raises(openai.InternalServerError) as raised:
-        client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+        client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
 
     (record,) = records()
     assert raised.value.status_code == 500
@@ -129,10 +129,10 @@ def test_provider_errors_are_recorded_and_reraised_unchanged(
     assert "InternalServerError" in record["error"]
 
 
-def test_with_raw_response_keeps_working(openai_provider: OpenAIStub, records: Records) -> None:
-    openai_provider.reset()
+def test_with_raw_response_keeps_working(openai_stub: OpenAIStub, records: Records) -> None:
+    openai_stub.reset()
 
-    raw = client(openai_provider).chat.completions.with_raw_response.create(
+    raw = client(openai_stub).chat.completions.with_raw_response.create(
         model="gpt-4o", messages=MESSAGES
     )
 
@@ -143,31 +143,31 @@ def test_with_raw_response_keeps_working(openai_provider: OpenAIStub, records: R
 
 
 def test_instrument_is_idempotent_and_uninstrument_restores(
-    openai_provider: OpenAIStub, records: Records
+    openai_stub: OpenAIStub, records: Records
 ) -> None:
-    openai_provider.reset()
+    openai_stub.reset()
     promptrail.instrument("openai")
     promptrail.instrument("openai")
 
-    client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert len(records()) == 1
 
     promptrail.uninstrument("openai")
-    client(openai_provider).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert len(records(expected=2, timeout=1.0)) == 1
 
 
 def test_a_call_sending_a_rendered_template_is_linked_to_its_version(
-    openai_provider: OpenAIStub, records: Records, capture: str
+    openai_stub: OpenAIStub, records: Records, capture: str
 ) -> None:
-    openai_provider.reset()
+    openai_stub.reset()
     with promptrail.Client(api_key="pr-test-default-key", base_url=capture) as rest:
         rest.prompts.create(name="greeting", template="Greet {who} warmly", model="gpt-4o")
         rest.prompts.update("greeting", template="Greet {who} very warmly")
         template = rest.prompts.template("greeting")
     text = template.render(who="Ada")
 
-    client(openai_provider).chat.completions.create(
+    client(openai_stub).chat.completions.create(
         model=template.model, messages=[{"role": "user", "content": text}]
     )
 

@@ -17,25 +17,8 @@ from pydantic import SecretStr
 import promptrail
 from promptrail.collector.config import Settings
 from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 API_KEY = "pr-test-default-key"
-
-
-@pytest.fixture(scope="session")
-def openai_server() -> Iterator[OpenAIStub]:
-    """One OpenAI stub for the session, reset per test."""
-    stub = OpenAIStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
-        yield stub
-
-
-@pytest.fixture
-def openai_stub(openai_server: OpenAIStub) -> OpenAIStub:
-    """The OpenAI stub with a fresh script and call log."""
-    openai_server.reset()
-    return openai_server
 
 
 @pytest.fixture
