@@ -63,6 +63,7 @@ PROMPT_VERSIONS = Table(
     ),
     order_by="(project, prompt_id, version)",
     dedup=True,
+    settings=("index_granularity = 256",),
 )
 
 # The newest version's list fields per prompt, fed by a materialized view so a version and
@@ -195,14 +196,31 @@ class PromptStore:
         # On a cluster a compare-and-set read-back must see the insert it follows, whichever
         # replica answers: quorum inserts plus sequentially consistent reads give that.
         self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
-        self._readback_settings: dict[str, Any] = (
-            {"select_sequential_consistency": 1} if cluster else {}
-        )
+        # Point reads touch a few granules: one thread spares the engine a pipeline per core.
+        self._point_read: dict[str, Any] = {"max_threads": 1}
+        self._readback_settings: dict[str, Any] = {
+            **self._point_read,
+            **({"select_sequential_consistency": 1} if cluster else {}),
+        }
         db = quote(database)
         self._prompts = f"{db}.{quote(PROMPTS.name)}"
         self._versions = f"{db}.{quote(PROMPT_VERSIONS.name)}"
         self._heads = f"{db}.{quote(PROMPT_HEADS.name)}"
         self._labels = f"{db}.{quote(PROMPT_LABELS.name)}"
+        self._targets = {
+            table.name: f"{db}.{quote(table.name)}"
+            for table in (PROMPTS, PROMPT_VERSIONS, PROMPT_LABELS)
+        }
+
+    def _insert(self, table: Table, row: list[Any], settings: dict[str, Any]) -> None:
+        names = [column.split(" ", 1)[0] for column in table.columns]
+        self._client.insert(
+            self._targets[table.name],
+            [row],
+            column_names=names,
+            column_type_names=table.column_types(names),
+            settings=settings,
+        )
 
     # -- resolving a path's prompt ---------------------------------------------------------
 
@@ -218,6 +236,7 @@ class PromptStore:
         rows = self._client.query(
             f"SELECT {self._live_id_subquery(ref)}",
             parameters={"project": project, "ref": ref.value},
+            settings=self._point_read,
         ).result_rows
         value = rows[0][0] if rows else None
         return str(value) if value else None
@@ -229,6 +248,7 @@ class PromptStore:
             "WHERE project = {project:String} AND name = {name:String} "
             "ORDER BY generation DESC LIMIT 1",
             parameters={"project": project, "name": name},
+            settings=self._point_read,
         ).result_rows
         if not rows:
             return 0, False
@@ -258,6 +278,7 @@ class PromptStore:
             f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
             "ORDER BY version DESC LIMIT 1",
             parameters=params,
+            settings=self._point_read,
         ).result_rows
         return _version_row(rows[0]) if rows else None
 
@@ -268,49 +289,32 @@ class PromptStore:
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "ORDER BY version DESC",
             parameters={"project": project, "pid": prompt_id},
+            settings=self._point_read,
         ).result_rows
         return [_version_row(r) for r in rows]
 
     def try_insert_version(self, project: str, row: PromptVersionRow) -> bool:
         """Insert a version if its number is free; return whether this writer got it."""
         token = f"version/{project}/{row.prompt_id}/{row.version}"
-        self._client.insert(
-            self._versions,
+        self._insert(
+            PROMPT_VERSIONS,
             [
-                [
-                    project,
-                    row.prompt_id,
-                    row.version,
-                    row.version_id,
-                    row.name,
-                    row.description,
-                    row.template,
-                    row.model,
-                    json.dumps(row.parameters, ensure_ascii=False, sort_keys=True),
-                    row.tags,
-                    row.folder,
-                    row.note,
-                    row.prompt_created_at,
-                    row.created_at,
-                ]
+                project,
+                row.prompt_id,
+                row.version,
+                row.version_id,
+                row.name,
+                row.description,
+                row.template,
+                row.model,
+                json.dumps(row.parameters, ensure_ascii=False, sort_keys=True),
+                row.tags,
+                row.folder,
+                row.note,
+                row.prompt_created_at,
+                row.created_at,
             ],
-            column_names=[
-                "project",
-                "prompt_id",
-                "version",
-                "version_id",
-                "name",
-                "description",
-                "template",
-                "model",
-                "parameters",
-                "tags",
-                "folder",
-                "note",
-                "prompt_created_at",
-                "created_at",
-            ],
-            settings={**self._write_settings, "insert_deduplication_token": token},
+            {**self._write_settings, "insert_deduplication_token": token},
         )
         winner = self._client.query(
             f"SELECT toString(version_id) FROM {self._versions} "
@@ -327,20 +331,10 @@ class PromptStore:
         self, project: str, name: str, generation: int, prompt_id: str, created_at: datetime
     ) -> bool:
         """Claim a name's generation for a prompt; return whether this writer got it."""
-        self._client.insert(
-            self._prompts,
-            [[project, name, generation, prompt_id, created_at, 0, created_at, 1]],
-            column_names=[
-                "project",
-                "name",
-                "generation",
-                "prompt_id",
-                "created_at",
-                "is_deleted",
-                "deleted_at",
-                "row_version",
-            ],
-            settings={
+        self._insert(
+            PROMPTS,
+            [project, name, generation, prompt_id, created_at, 0, created_at, 1],
+            {
                 **self._write_settings,
                 "insert_deduplication_token": f"claim/{project}/{name}/{generation}",
             },
@@ -360,24 +354,15 @@ class PromptStore:
             "WHERE project = {project:String} AND prompt_id = {pid:String} AND is_deleted = 0 "
             "LIMIT 1",
             parameters={"project": project, "pid": prompt_id},
+            settings=self._point_read,
         ).result_rows
         if not rows:
             return False
         name, generation, created_at = rows[0]
-        self._client.insert(
-            self._prompts,
-            [[project, name, generation, prompt_id, created_at, 1, deleted_at, 2]],
-            column_names=[
-                "project",
-                "name",
-                "generation",
-                "prompt_id",
-                "created_at",
-                "is_deleted",
-                "deleted_at",
-                "row_version",
-            ],
-            settings={"insert_deduplication_token": f"delete/{project}/{name}/{generation}"},
+        self._insert(
+            PROMPTS,
+            [project, name, generation, prompt_id, created_at, 1, deleted_at, 2],
+            {"insert_deduplication_token": f"delete/{project}/{name}/{generation}"},
         )
         return True
 
@@ -462,11 +447,7 @@ class PromptStore:
         self, project: str, prompt_id: str, label: str, version: int, at: datetime
     ) -> None:
         """Point a label at a version (0 removes it)."""
-        self._client.insert(
-            self._labels,
-            [[project, prompt_id, label, version, at]],
-            column_names=["project", "prompt_id", "label", "version", "updated_at"],
-        )
+        self._insert(PROMPT_LABELS, [project, prompt_id, label, version, at], {})
 
     def labels(self, project: str, prompt_id: str) -> list[tuple[str, int, datetime]]:
         """Return (label, version, updated_at) of the prompt's attached labels, by name."""
@@ -475,5 +456,6 @@ class PromptStore:
             "WHERE project = {project:String} AND prompt_id = {pid:String} AND version > 0 "
             "ORDER BY label",
             parameters={"project": project, "pid": prompt_id},
+            settings=self._point_read,
         ).result_rows
         return [(str(r[0]), int(r[1]), utc(r[2])) for r in rows]

@@ -6,6 +6,8 @@ project, so the primary index prunes every other tenant's granules first.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # ClickHouse remembers the ids of this many recent insert blocks per table; two inserts with
@@ -31,6 +33,17 @@ class Table:
     # Distributed table, under the plain name, that fans reads out and routes inserts.
     sharded: bool = False
     sharding_key: str = "rand()"
+    # Storage settings rendered into SETTINGS, e.g. a finer index_granularity.
+    settings: tuple[str, ...] = ()
+
+    def column_types(self, names: Sequence[str]) -> list[str]:
+        """Return the ClickHouse types of ``names``, as an insert names its columns.
+
+        An insert given its column types skips the ``DESCRIBE TABLE`` round trip
+        clickhouse-connect otherwise makes before every insert.
+        """
+        types = dict(_split_column(column) for column in self.columns)
+        return [types[name] for name in names]
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,14 @@ class Migration:
     version: int
     name: str
     objects: tuple[Table | View, ...] = field(default_factory=tuple)
+
+
+_COLUMN_CLAUSE = re.compile(r"\s+(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|CODEC|TTL|COMMENT)\b")
+
+
+def _split_column(definition: str) -> tuple[str, str]:
+    name, rest = definition.split(" ", 1)
+    return name, _COLUMN_CLAUSE.split(rest, maxsplit=1)[0].strip()
 
 
 def quote(identifier: str) -> str:
@@ -122,10 +143,13 @@ def _engine(table: Table, cluster: str | None, shard_path: bool = False) -> str:
 
 
 def _settings(table: Table, cluster: str | None) -> list[str]:
-    if not table.dedup:
-        return []
-    key = "replicated_deduplication_window" if cluster else "non_replicated_deduplication_window"
-    return [f"{key} = {DEDUP_WINDOW}"]
+    settings = list(table.settings)
+    if table.dedup:
+        key = (
+            "replicated_deduplication_window" if cluster else "non_replicated_deduplication_window"
+        )
+        settings.append(f"{key} = {DEDUP_WINDOW}")
+    return settings
 
 
 def _render_view(view: View, database: str, cluster: str | None) -> str:

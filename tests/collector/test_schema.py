@@ -52,7 +52,15 @@ def test_single_server_ddl_uses_plain_engines_with_a_dedup_window() -> None:
     assert "ON CLUSTER" not in ddl
     assert "ENGINE = MergeTree()" in ddl
     assert "ORDER BY (project, prompt_id, version)" in ddl
-    assert "SETTINGS non_replicated_deduplication_window = 10000" in ddl
+    assert "SETTINGS index_granularity = 256, non_replicated_deduplication_window = 10000" in ddl
+
+
+def test_insert_column_types_come_from_the_table_definition() -> None:
+    assert PROMPT_VERSIONS.column_types(["version", "tags", "created_at"]) == [
+        "UInt32",
+        "Array(String)",
+        "DateTime64(3, 'UTC')",
+    ]
 
 
 def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
