@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Settings
@@ -21,6 +22,7 @@ from ..services.exports import ExportService
 from ..services.ingest import IngestService
 from ..services.keys import KeyService
 from ..services.otlp import OtlpService
+from ..services.pending_writes import PendingWrites
 from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
@@ -43,6 +45,7 @@ class Services:
     exports: ExportService
     runs: RunService
     otlp: OtlpService
+    pending: PendingWrites
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -55,21 +58,24 @@ class Services:
             buffered=store.is_embedded,
             max_batch_records=settings.max_batch_records,
         )
+        pending = PendingWrites()
         return cls(
             settings=settings,
             store=store,
             keys=KeyService(store.keys),
             prompts=prompts,
             ingest=ingest,
-            requests=RequestService(store.requests, settings.cursor_secret),
-            analytics=AnalyticsService(store.analytics),
+            requests=RequestService(store.requests, settings.cursor_secret, pending),
+            analytics=AnalyticsService(store.analytics, pending),
             exports=ExportService(
                 store.exports,
                 settings.exports_path,
                 timedelta(days=settings.export_retention_days),
+                pending,
             ),
-            runs=RunService(prompts, ingest, _providers(settings), GenaiPriceBook()),
+            runs=RunService(prompts, ingest, _providers(settings), GenaiPriceBook(), pending),
             otlp=OtlpService(ingest),
+            pending=pending,
         )
 
     def start(self) -> None:
@@ -79,6 +85,7 @@ class Services:
     def close(self) -> None:
         """Close provider clients, flush records, stop background work, close the store."""
         self.runs.close()
+        self.pending.close()
         self.ingest.close()
         self.exports.close()
         self.store.close()
@@ -114,7 +121,9 @@ def _providers(settings: Settings) -> dict[str, Provider]:
     }
 
 
-def get_services(request: Request) -> Services:
+# The dependencies are ``async def`` because FastAPI runs a plain ``def`` dependency on its
+# thread pool, a thread hop per dependency per request; they block only on a store query.
+async def get_services(request: Request) -> Services:
     """Return the app's services."""
     services: Services = request.app.state.services
     return services
@@ -135,13 +144,17 @@ def key_from_headers(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or None
 
 
-def current_project(
+async def current_project(
     services: ServicesDep,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> str:
     """Authenticate the request by either header; return the project of its key."""
-    return services.keys.authenticate((bearer.credentials if bearer else None) or api_key)
+    raw = (bearer.credentials if bearer else None) or api_key
+    project = services.keys.known_project(raw)
+    if project is not None:
+        return project
+    return await run_in_threadpool(services.keys.authenticate, raw)
 
 
 Project = Annotated[str, Depends(current_project)]

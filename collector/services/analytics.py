@@ -11,6 +11,7 @@ from ..errors import ValidationFailed
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow
 from ..store.requests import RequestFilter, metadata_text
 from .dates import parse_date, utc_now_ms
+from .pending_writes import PendingWrites
 
 DEFAULT_PERIOD = timedelta(days=30)
 _FILTER_KEYS = {"prompt_name", "model", "status", "metadata"}
@@ -30,8 +31,9 @@ class AnalyticsOutcome:
 class AnalyticsService:
     """Validate an analytics query and run it."""
 
-    def __init__(self, store: AnalyticsStore) -> None:
+    def __init__(self, store: AnalyticsStore, pending: PendingWrites | None = None) -> None:
         self._store = store
+        self._pending = pending
 
     def run(
         self,
@@ -58,6 +60,8 @@ class AnalyticsService:
         if start > end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
         filters = _filters(filters_json, start, end)
+        if self._pending is not None:
+            self._pending.wait(project)
         total, _ = self._store.total(project, metric, filters)
         groups = (
             self._store.groups(project, metric, group_by, filters, metric == "latency")

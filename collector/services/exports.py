@@ -15,6 +15,7 @@ from ..models.requests import ExportCreate
 from ..store.exports import ExportJob, ExportStore
 from ..store.requests import RequestFilter, metadata_text
 from .dates import parse_date, utc_now_ms
+from .pending_writes import PendingWrites
 
 logger = logging.getLogger("promptrail.exports")
 
@@ -29,8 +30,15 @@ STALE_AFTER = timedelta(seconds=90)
 class ExportService:
     """Create export jobs and run them on worker threads of this collector."""
 
-    def __init__(self, store: ExportStore, export_dir: Path, retention: timedelta) -> None:
+    def __init__(
+        self,
+        store: ExportStore,
+        export_dir: Path,
+        retention: timedelta,
+        pending: PendingWrites | None = None,
+    ) -> None:
         self._store = store
+        self._pending = pending
         self._dir = export_dir
         self._retention = retention
         self._running: dict[str, ExportJob] = {}
@@ -58,6 +66,8 @@ class ExportService:
             created_at=now,
             updated_at=now,
         )
+        if self._pending is not None:
+            self._pending.wait(project)
         self._store.save(job)
         self._start(job)
         return job

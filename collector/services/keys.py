@@ -51,6 +51,13 @@ class KeyService:
         """Return whether a project has any key."""
         return self._store.count_for(project) > 0
 
+    def known_project(self, raw: str | None) -> str | None:
+        """Return the project of a key already checked by this process, without the store."""
+        if not raw:
+            return None
+        with self._lock:
+            return self._known.get(hash_key(raw))
+
     def authenticate(self, raw: str | None) -> str:
         """Return the project of a key, or raise INVALID_API_KEY."""
         if not raw:

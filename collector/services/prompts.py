@@ -132,6 +132,17 @@ class PromptService:
             self._cache.keep(project, key, generation, row)
         return row
 
+    def cached_version(
+        self, project: str, ref_text: str, number: int | None = None, label: str | None = None
+    ) -> PromptVersionRow | None:
+        """Return the version a path addresses if it is in memory, without touching the store.
+
+        Lets an async caller skip the hop to a worker thread when no query is needed.
+        """
+        if label == LATEST:
+            label = None
+        return self._cache.lookup(project, (prompt_ref(ref_text), number, label))[1]
+
     def resolve_version(
         self, project: str, ref_text: str, number: int | None = None, label: str | None = None
     ) -> PromptVersionRow:

@@ -12,6 +12,7 @@ from .cursors import CursorCodec
 from .dates import utc_now_ms
 from .highlights import matched_fields
 from .ingest import time_of_id
+from .pending_writes import PendingWrites
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,17 @@ class HitPage:
 class RequestService:
     """Detail, list, search and delete over the request log of one project at a time."""
 
-    def __init__(self, store: RequestStore, cursor_secret: str) -> None:
+    def __init__(
+        self, store: RequestStore, cursor_secret: str, pending: PendingWrites | None = None
+    ) -> None:
         self._store = store
+        self._pending = pending
         self._list_cursors = CursorCodec(cursor_secret, "requests")
         self._search_cursors = CursorCodec(cursor_secret, "search")
 
     def get(self, project: str, request_id: str) -> RequestRow:
         """Return one record, or 404 REQUEST_NOT_FOUND."""
+        self._settle(project)
         hinted = time_of_id(request_id)
         row = self._store.get(project, request_id, at=hinted) if hinted else None
         if row is None:
@@ -62,12 +67,14 @@ class RequestService:
     ) -> RecordPage:
         """Return records newest first, keyset-paginated on (created_at, id)."""
         after = _position(self._list_cursors, cursor)
+        self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1)
         return RecordPage(rows[:limit], self._next(self._list_cursors, rows, limit))
 
     def search(self, project: str, query: str, limit: int, cursor: str | None) -> HitPage:
         """Return records whose input variables, output, metadata or input contain query."""
         after = _position(self._search_cursors, cursor)
+        self._settle(project)
         rows = self._store.page(project, RequestFilter(), after, limit + 1, search=query)
         next_cursor = self._next(self._search_cursors, rows, limit)
         hits = []
@@ -86,8 +93,14 @@ class RequestService:
                 "metadata", "metadata must name at least one key/value pair to match"
             )
         wanted = {str(k): metadata_text(v) for k, v in metadata.items()}
+        self._settle(project)
         count = self._store.delete_matching(project, RequestFilter(metadata=wanted))
         return count, utc_now_ms()
+
+    def _settle(self, project: str) -> None:
+        """Wait for records this collector acknowledged but is still storing."""
+        if self._pending is not None:
+            self._pending.wait(project)
 
     @staticmethod
     def _next(codec: CursorCodec, rows: list[RequestRow], limit: int) -> str | None:

@@ -8,9 +8,11 @@ A run has three steps, and only the first can fail with a plain client error:
    raised here, before anything is sent upstream and before a stream starts.
 2. :meth:`RunService.complete` (whole) or :meth:`RunService.stream` (server-sent events) calls
    the provider.
-3. The run is stored as one request record, success or failure, in a single insert that
-   returns once stored: the record is readable by the time the answer (or the stream's
-   ``end`` / ``error`` event) reaches the client.
+3. The run is logged as one request record, success or failure, in a single insert made
+   right after the answer is ready (write-behind, :mod:`.pending_writes`): the caller does
+   not wait for the insert, and every read of the request log on this collector waits for
+   it, so the record is readable by the time the answer (or the stream's ``end`` /
+   ``error`` event) reaches the client.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import PromptrailError, ProviderError, ValidationFailed
+from ..errors import ProviderError, ValidationFailed
 from ..models.runs import RunRequest, RunResult, RunUsage
 from ..providers import (
     ChatMessage,
@@ -43,6 +45,7 @@ from ..store.requests import RequestRow
 from .dates import utc_now_ms
 from .ingest import IngestService, new_request_id
 from .model_routing import provider_for
+from .pending_writes import PendingWrites
 from .pricing import PriceBook
 from .prompts import PromptService
 from .templating import render_template, template_variables
@@ -126,9 +129,11 @@ class RunService:
         ingest: IngestService,
         providers: Mapping[str, Provider],
         prices: PriceBook,
+        pending: PendingWrites,
     ) -> None:
         self._prompts = prompts
         self._ingest = ingest
+        self._pending = pending
         self._providers = dict(providers)
         self._prices = prices
         self._closing: asyncio.Task[None] | None = None
@@ -139,7 +144,11 @@ class RunService:
         """Resolve, route and render; raise the client errors before anything is sent."""
         started = time.perf_counter()
         created_at = utc_now_ms()
-        version = await anyio.to_thread.run_sync(self._resolve, project, target)
+        version = self._prompts.cached_version(
+            project, target.prompt, number=target.number, label=target.label
+        )
+        if version is None:
+            version = await anyio.to_thread.run_sync(self._resolve, project, target)
         route = provider_for(version.model)
         if route is None:
             raise ValidationFailed(
@@ -182,7 +191,7 @@ class RunService:
         except BaseException as exc:
             llm_call_ms = _ms(time.perf_counter() - call_started)
             failure = _Outcome("", None, TokenUsage(), llm_call_ms, error=_reason(exc))
-            await self._store_quietly(run, failure)
+            self._store_quietly(run, failure)
             if isinstance(exc, ProviderFailure):
                 raise _provider_error(run, exc) from None
             raise
@@ -192,7 +201,7 @@ class RunService:
             completion.usage,
             _ms(time.perf_counter() - call_started),
         )
-        row = await self._store(run, outcome)
+        row = self._store(run, outcome)
         return RunResult(
             id=row.id,
             output=completion.content,
@@ -210,8 +219,9 @@ class RunService:
     async def stream(self, run: PreparedRun) -> AsyncGenerator[dict[str, Any], None]:
         """Yield spec 6 events: start, a chunk per provider delta, then end (or error).
 
-        The record is stored before ``end`` or ``error`` is sent. A client that goes away
-        closes this iterator, which closes the upstream stream, and the record says so.
+        The record is handed to the store before ``end`` or ``error`` is sent. A client that
+        goes away closes this iterator, which closes the upstream stream, and the record says
+        so.
         """
         call_started = time.perf_counter()
         first_token: float | None = None
@@ -239,30 +249,27 @@ class RunService:
                         yield {"type": "chunk", "content": event.content}
                     else:
                         end = event
-            row = await self._store(run, outcome())
+            row = self._store(run, outcome())
         except ProviderFailure as exc:
-            await self._store_quietly(run, outcome(exc.message))
+            self._store_quietly(run, outcome(exc.message))
             yield {"type": "error", "error": _provider_error(run, exc).body()["error"]}
-            return
-        except PromptrailError as exc:  # the record could not be stored
-            yield {"type": "error", "error": exc.body()["error"]}
             return
         except Exception as exc:
             logger.exception("run %s failed", run.request_id)
-            await self._store_quietly(run, outcome(_reason(exc)))
+            self._store_quietly(run, outcome(_reason(exc)))
             yield {"type": "error", "error": _internal_error(run)}
             return
         except BaseException as exc:
             # Cancelled, or closed by a client that went away: the upstream stream is closed
             # by now; keep the record of what was relayed.
-            await self._store_quietly(run, outcome(_reason(exc)))
+            self._store_quietly(run, outcome(_reason(exc)))
             raise
         yield {"type": "end", "usage": _usage(row).model_dump()}
 
     # -- 3. store --------------------------------------------------------------------------
 
-    async def _store(self, run: PreparedRun, outcome: _Outcome) -> RequestRow:
-        """Price the run and store its record in one insert that returns once stored.
+    def _store(self, run: PreparedRun, outcome: _Outcome) -> RequestRow:
+        """Price the run and hand its record to the store (one insert, in the background).
 
         ``latency_ms`` is the run's time until its answer was complete and priced; the
         insert that follows is bookkeeping and not counted.
@@ -301,16 +308,19 @@ class RunService:
             integration={"pre_process_executed": True, "post_process_executed": True, "errors": []},
             error=outcome.error or "",
         )
-        await anyio.to_thread.run_sync(self._ingest.store_rows, run.project, [row])
+        self._pending.submit(
+            run.project,
+            f"record of run {run.request_id}",
+            lambda: self._ingest.store_rows(run.project, [row]),
+        )
         return row
 
-    async def _store_quietly(self, run: PreparedRun, outcome: _Outcome) -> None:
-        """Store a failed run's record, even while cancelled; log (never raise) a failure."""
-        with anyio.CancelScope(shield=True):
-            try:
-                await self._store(run, outcome)
-            except Exception:
-                logger.exception("record of failed run %s not stored", run.request_id)
+    def _store_quietly(self, run: PreparedRun, outcome: _Outcome) -> None:
+        """Store a failed run's record; log (never raise) a failure."""
+        try:
+            self._store(run, outcome)
+        except Exception:
+            logger.exception("record of failed run %s not stored", run.request_id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
