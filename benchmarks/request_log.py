@@ -14,7 +14,6 @@ keep-alive connection, samples the collector's memory throughout, and finally sh
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -22,15 +21,18 @@ import random
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,23 +142,101 @@ def make_pool(rng: random.Random, size: int) -> list[dict[str, Any]]:
     return pool
 
 
-def batches(total: int, size: int, pool: list[dict[str, Any]], start: datetime) -> Iterator[bytes]:
-    """Yield gzip JSON batch bodies; records spread evenly over the 30 days before start."""
-    span = timedelta(days=30).total_seconds()
-    step = span / max(total, 1)
-    rng = random.Random(7)
-    for first in range(0, total, size):
-        records = []
-        for i in range(first, min(first + size, total)):
-            body = dict(pool[i % len(pool)])
-            body["id"] = f"req_bench{i:010d}"
-            body["created_at"] = (start - timedelta(seconds=span - i * step)).isoformat()
-            if i % 10_000 == 0:
-                body["output"] = f"{body['output'][:100]} {RARE} {body['output'][100:]}"
-            if rng.random() < 0.5:
-                body["metadata"] = {**body["metadata"], "feature": rng.choice(["chat", "search"])}
-            records.append(body)
-        yield gzip.compress(json.dumps({"records": records}).encode(), compresslevel=1)
+class Bodies:
+    """Gzip batch bodies made from pre-compressed record templates, cheaply and on demand.
+
+    Compressing each batch would cost the client more CPU than the collector spends on it.
+    Each record is its variable head (id, created_at) followed by one of a few thousand
+    constant tails. A tail is compressed once, as an independent deflate segment (full
+    flush: byte-aligned, no back references); a head goes in as a stored (uncompressed)
+    block. A body is those segments concatenated between a gzip header and trailer, so
+    making one is joins and a CRC, and only one batch per client thread is ever in memory.
+    """
+
+    def __init__(self, total: int, size: int, pool: list[dict[str, Any]], start: datetime):
+        self.total = total
+        self.size = size
+        self.pool = pool
+        span = 30 * 86_400_000
+        self.first_ms = int(start.timestamp() * 1000) - span
+        self.step_ms = span / max(total, 1)
+        self.count = (total + size - 1) // size
+        self._tails: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+        self._days: dict[int, bytes] = {}
+
+    def body(self, number: int) -> bytes:
+        """The gzip body of batch ``number``; records spread evenly over 30 days."""
+        rng = random.Random(number)
+        plain: list[bytes] = []
+        packed: list[bytes] = []
+        first = number * self.size
+        for i in range(first, min(first + self.size, self.total)):
+            head = b'%s{"id":"req_bench%010d","created_at":"%s",' % (
+                b"," if i > first else b"",
+                i,
+                self._time(int(self.first_ms + i * self.step_ms)),
+            )
+            tail, packed_tail = self._tail(i, rng.getrandbits(2))
+            plain += (head, tail)
+            packed += (_stored(head), packed_tail)
+        opening, closing = b'{"records":[', b"]}"
+        data = b"".join((opening, *plain, closing))
+        return b"".join(
+            (
+                b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff",  # gzip header, no name
+                _stored(opening),
+                *packed,
+                _stored(closing),
+                b"\x03\x00",  # an empty final block
+                struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF),
+            )
+        )
+
+    def prepare(self) -> None:
+        """Compress every constant tail up front, before the clock starts."""
+        for index in range(min(len(self.pool), self.total)):
+            for feature in range(3):
+                self._tails[(index, feature)] = _pack(self._tail_text(index, feature))
+
+    def _time(self, millis: int) -> bytes:
+        """ISO 8601 text of a Unix time in ms (datetime.isoformat costs more per record)."""
+        day, rest = divmod(millis, 86_400_000)
+        date = self._days.get(day)
+        if date is None:
+            date = self._days[day] = (
+                datetime.fromtimestamp(day * 86_400, UTC).date().isoformat().encode()
+            )
+        hours, rest = divmod(rest, 3_600_000)
+        minutes, rest = divmod(rest, 60_000)
+        seconds, millis = divmod(rest, 1000)
+        return b"%sT%02d:%02d:%02d.%03dZ" % (date, hours, minutes, seconds, millis)
+
+    def _tail(self, i: int, draw: int) -> tuple[bytes, bytes]:
+        # Half the records carry one more metadata key: draw is 2 bits of the batch's rng.
+        key = (i % len(self.pool), draw - 1 if draw >= 2 else 0)
+        if i % 10_000 == 0:
+            return _pack(self._tail_text(*key, rare=True))
+        if key not in self._tails:
+            self._tails[key] = _pack(self._tail_text(*key))
+        return self._tails[key]
+
+    def _tail_text(self, index: int, feature: int, rare: bool = False) -> bytes:
+        body = dict(self.pool[index])
+        if rare:
+            body["output"] = f"{body['output'][:100]} {RARE} {body['output'][100:]}"
+        if feature:
+            body["metadata"] = {**body["metadata"], "feature": ("chat", "search")[feature - 1]}
+        return json.dumps(body).encode()[1:]  # the object without its opening brace
+
+
+def _pack(tail: bytes) -> tuple[bytes, bytes]:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return tail, compressor.compress(tail) + compressor.flush(zlib.Z_FULL_FLUSH)
+
+
+def _stored(data: bytes) -> bytes:
+    """A non-final stored deflate block (the stream is byte-aligned after a full flush)."""
+    return b"\x00" + struct.pack("<HH", len(data), len(data) ^ 0xFFFF) + data
 
 
 def rss_mb(pid: int) -> float:
@@ -222,10 +302,24 @@ class MemoryWatch:
         return self.peak
 
 
-def ingest(base: str, total: int, size: int, workers: int) -> tuple[float, int]:
-    pool = make_pool(random.Random(1), 2000)
-    start = datetime.now(UTC)
-    bodies = batches(total, size, pool, start)
+@dataclass
+class IngestResult:
+    elapsed: float
+    accepted: int
+    client_cpu: float
+    collector_cpu: float
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ingest(base: str, total: int, size: int, workers: int, collector_pid: int) -> IngestResult:
+    bodies = Bodies(total, size, make_pool(random.Random(1), 2000), datetime.now(UTC))
+    bodies.prepare()
+    numbers = iter(range(bodies.count))
     lock = threading.Lock()
     accepted = 0
     headers = {
@@ -239,21 +333,27 @@ def ingest(base: str, total: int, size: int, workers: int) -> tuple[float, int]:
         with httpx.Client(base_url=base, headers=headers, timeout=300) as client:
             while True:
                 with lock:
-                    body = next(bodies, None)
-                if body is None:
+                    number = next(numbers, None)
+                if number is None:
                     return
-                response = client.post("/v1/requests/batch", content=body)
+                response = client.post("/v1/requests/batch", content=bodies.body(number))
                 response.raise_for_status()
                 with lock:
                     accepted += response.json()["data"]["accepted"]
                     if accepted % 100_000 < size:
                         print(f"  ingested {accepted:,}/{total:,}", flush=True)
 
+    client_began, collector_began = time.process_time(), cpu_seconds(collector_pid)
     began = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool_:
         for future in [pool_.submit(worker) for _ in range(workers)]:
             future.result()
-    return time.perf_counter() - began, accepted
+    return IngestResult(
+        elapsed=time.perf_counter() - began,
+        accepted=accepted,
+        client_cpu=time.process_time() - client_began,
+        collector_cpu=cpu_seconds(collector_pid) - collector_began,
+    )
 
 
 def measure(
@@ -399,10 +499,20 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, Python {platform.python_version()}"
 
 
+def ingest_summary(args: argparse.Namespace, result: IngestResult) -> str:
+    rate = result.accepted / result.elapsed
+    return (
+        f"{result.accepted:,} records in {result.elapsed:.1f} s = **{rate:,.0f} records/s** "
+        f"(batches of {args.batch}, gzip, {args.workers} client threads on the same 2 cores; "
+        f"CPU used meanwhile: collector {result.collector_cpu:.1f} s, "
+        f"benchmark client {result.client_cpu:.1f} s)"
+    )
+
+
 def write_docs(
     args: argparse.Namespace,
-    rate: float,
-    elapsed: float,
+    result: IngestResult,
+    load: str,
     peak: float,
     results: list[dict[str, Any]],
     explain: str,
@@ -412,10 +522,10 @@ def write_docs(
         "",
         f"Command: `.venv/bin/python benchmarks/request_log.py --records {args.records}`  ",
         f"Machine: {machine()}  ",
-        f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), collector in its own process.",
+        f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), collector in its own process; "
+        f"load average before the run: {load}.",
         "",
-        f"- Ingest: {args.records:,} records in {elapsed:.0f} s = **{rate:,.0f} records/s** "
-        f"(batches of {args.batch}, gzip, {args.workers} client threads on the same 2 cores).",
+        f"- Ingest: {ingest_summary(args, result)}.",
         f"- Collector memory (RSS) peak during the whole run: **{peak:.0f} MiB**.",
         "",
         "| operation | p50 ms | p95 ms | samples |",
@@ -453,25 +563,25 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--ingest-only", action="store_true", help="skip the read latencies")
     args = parser.parse_args()
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     print(f"data dir {data_dir}; collector on {base}", flush=True)
     with collector(data_dir, port) as process:
         watch = MemoryWatch(process.pid)
-        elapsed, accepted = ingest(base, args.records, args.batch, args.workers)
-        rate = accepted / elapsed
-        print(
-            f"ingest: {accepted:,} records in {elapsed:.1f} s = {rate:,.0f} records/s", flush=True
-        )
-        results = reads(base, accepted, args.samples)
+        print(f"load average {load}", flush=True)
+        result = ingest(base, args.records, args.batch, args.workers, process.pid)
+        print(f"ingest: {ingest_summary(args, result)}", flush=True)
+        results = [] if args.ingest_only else reads(base, result.accepted, args.samples)
         peak = watch.stop()
         print(f"collector peak RSS {peak:.0f} MiB", flush=True)
     explain = explain_search(data_dir)
     print(explain)
     if args.write_docs:
-        write_docs(args, rate, elapsed, peak, results, explain)
+        write_docs(args, result, load, peak, results, explain)
         print(f"wrote {DOCS}")
 
 

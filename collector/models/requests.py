@@ -92,6 +92,12 @@ class RequestBatchIn(BaseModel):
     records: list[Any]
 
 
+class ValidRequestBatch(BaseModel):
+    """A batch whose every record is valid: read in one pass (otherwise record by record)."""
+
+    records: list[RequestRecordIn]
+
+
 class RejectedRecord(BaseModel):
     """A record of a batch that was not stored, and why."""
 

@@ -1,23 +1,28 @@
-"""Logging records: validate one by one, give ids, keep retries idempotent, store in batches."""
+"""Logging records: validate, give ids, keep retries idempotent, store in group commits."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from ..errors import PayloadTooLarge, PromptrailError
-from ..models.requests import RequestRecordIn
-from ..store.requests import RequestRow, RequestStore, to_insert_row
+from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
+from ..store.requests import RequestRow, RequestStore, encode_rows
 from .dates import utc_now_ms
 from .insert_buffer import InsertBuffer
 
 _RECORDS = TypeAdapter(list[RequestRecordIn])
+_VALID_BATCH = TypeAdapter(ValidRequestBatch)
+_ENVELOPE = TypeAdapter(RequestBatchIn)
+_UNENCODABLE = {"field": "record", "message": "Text must be valid Unicode (no lone surrogates)"}
 _ACK_TIMEOUT = 60.0
 # How far back a retry of an unstamped, client-identified record is recognised.
 RETRY_LOOKBACK = timedelta(days=1)
@@ -40,8 +45,15 @@ def time_of_id(request_id: str) -> datetime | None:
         return None
 
 
-def to_row(record: RequestRecordIn, now: datetime) -> RequestRow:
-    """Normalise a validated record into the stored shape."""
+_NO_INTEGRATION: dict[str, Any] = {
+    "pre_process_executed": False,
+    "post_process_executed": False,
+    "errors": [],
+}
+
+
+def record_values(record: RequestRecordIn, now: datetime) -> dict[str, Any]:
+    """Normalise a validated record into its stored values, by :class:`RequestRow` field."""
     created_at = record.created_at or now
     if created_at.tzinfo is None:
         created_at = created_at.replace(tzinfo=UTC)
@@ -60,44 +72,48 @@ def to_row(record: RequestRecordIn, now: datetime) -> RequestRow:
     if total is None:
         total = usage.prompt_tokens + usage.completion_tokens
     integration = record.integration
-    return RequestRow(
-        id=record.id or new_request_id(created_at),
-        created_at=created_at,
-        prompt_name=record.prompt_name,
-        version=record.version or 0,
-        model=record.model,
-        provider=record.provider,
-        status=record.status,
-        input_variables=record.input_variables,
-        input=record.input,
-        output=output,
-        metadata=record.metadata,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=total,
-        estimated_cost_usd=usage.estimated_cost_usd or 0.0,
-        cost_known=usage.estimated_cost_usd is not None,
-        latency_ms=latency,
-        time_to_first_token_ms=record.time_to_first_token_ms,
-        pre_process_ms=timing.pre_process_ms if timing else 0,
-        llm_call_ms=timing.llm_call_ms if timing else latency,
-        post_process_ms=timing.post_process_ms if timing else 0,
-        integration=integration.model_dump()
-        if integration
-        else {"pre_process_executed": False, "post_process_executed": False, "errors": []},
-        error=record.error or "",
-        trace_id=record.trace_id or "",
-        span_id=record.span_id or "",
-        parent_span_id=record.parent_span_id or "",
-        span_name=record.span_name or "",
-    )
+    cost = usage.estimated_cost_usd
+    return {
+        "id": record.id or new_request_id(created_at),
+        "created_at": created_at,
+        "prompt_name": record.prompt_name,
+        "version": record.version or 0,
+        "model": record.model,
+        "provider": record.provider,
+        "status": record.status,
+        "input_variables": record.input_variables,
+        "input": record.input,
+        "output": output,
+        "metadata": record.metadata,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": total,
+        "estimated_cost_usd": cost or 0.0,
+        "cost_known": cost is not None,
+        "latency_ms": latency,
+        "time_to_first_token_ms": record.time_to_first_token_ms,
+        "pre_process_ms": timing.pre_process_ms if timing else 0,
+        "llm_call_ms": timing.llm_call_ms if timing else latency,
+        "post_process_ms": timing.post_process_ms if timing else 0,
+        "integration": integration.model_dump() if integration else _NO_INTEGRATION,
+        "error": record.error or "",
+        "trace_id": record.trace_id or "",
+        "span_id": record.span_id or "",
+        "parent_span_id": record.parent_span_id or "",
+        "span_name": record.span_name or "",
+    }
+
+
+def to_row(record: RequestRecordIn, now: datetime) -> RequestRow:
+    """Normalise a validated record into the stored shape."""
+    return RequestRow(**record_values(record, now))
 
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """Accepted rows and rejected indexes of a batch."""
+    """Accepted records (their stored values, by RequestRow field) and rejected indexes."""
 
-    rows: list[RequestRow]
+    rows: list[dict[str, Any]]
     rejected: list[tuple[int, dict[str, Any]]]
 
 
@@ -106,6 +122,10 @@ def _error_body(exc: ValidationError) -> dict[str, Any]:
         {"field": ".".join(str(p) for p in e["loc"]) or "record", "message": e["msg"]}
         for e in exc.errors()
     ]
+    return _rejection(errors)
+
+
+def _rejection(errors: list[dict[str, str]]) -> dict[str, Any]:
     first = errors[0]
     return {
         "type": "validation_error",
@@ -121,7 +141,8 @@ class IngestService:
     def __init__(self, store: RequestStore, buffered: bool, max_batch_records: int) -> None:
         self._store = store
         self._max_batch = max_batch_records
-        self._buffer = InsertBuffer(self._store.insert) if buffered else None
+        # encode_rows chunks are comma-separated JSONEachRow objects: a comma joins two.
+        self._buffer = InsertBuffer(self._store.insert, separator=b",") if buffered else None
 
     def close(self) -> None:
         """Flush and stop the insert buffer."""
@@ -130,61 +151,118 @@ class IngestService:
 
     def log_one(self, project: str, record: RequestRecordIn) -> RequestRow:
         """Store one record and return it as stored."""
-        rows = self._prepare(project, [record], utc_now_ms())
-        self.store_rows(project, rows)
-        return rows[0]
+        values = self._prepare(project, [record], utc_now_ms())
+        self._write(project, values)
+        return RequestRow(**values[0])
+
+    def log_batch_body(self, project: str, body: bytes) -> BatchOutcome:
+        """Validate and store a raw JSON batch body (``{"records": [...]}``).
+
+        The common case, every record valid, is one pass of pydantic-core over the bytes.
+        Otherwise the body is parsed as JSON and each record validated alone, so a bad record
+        is reported by index and never drops the others. A body that is not a batch raises
+        what reading it raised: ``ValueError`` (not JSON, or not UTF-8/16/32) or
+        ``ValidationError`` (JSON, but no ``records`` list).
+        """
+        try:
+            records = _VALID_BATCH.validate_json(body).records
+        except ValidationError:
+            # Read as the framework reads a JSON body (stdlib json, objects or attributes).
+            envelope = _ENVELOPE.validate_python(json.loads(body), from_attributes=True)
+            return self.log_batch(project, envelope.records)
+        self._check_size(len(records))
+        return self._log_valid(project, records, [])
 
     def log_batch(self, project: str, records: Sequence[Any]) -> BatchOutcome:
         """Validate each record, store the valid ones, report the others by index."""
-        if len(records) > self._max_batch:
-            raise PayloadTooLarge(self._max_batch) from None
-        rejected: list[tuple[int, dict[str, Any]]] = []
+        self._check_size(len(records))
         try:
-            valid = _RECORDS.validate_python(records)
+            return self._log_valid(project, _RECORDS.validate_python(records), [])
         except ValidationError:
-            valid = []
-            for index, raw in enumerate(records):
-                try:
-                    valid.append(RequestRecordIn.model_validate(raw))
-                except ValidationError as exc:
-                    rejected.append((index, _error_body(exc)))
-        rows = self._prepare(project, valid, utc_now_ms())
-        self.store_rows(project, rows)
-        return BatchOutcome(rows=rows, rejected=rejected)
+            pass
+        rejected: list[tuple[int, dict[str, Any]]] = []
+        valid: list[RequestRecordIn] = []
+        positions: list[int] = []
+        for index, raw in enumerate(records):
+            try:
+                valid.append(RequestRecordIn.model_validate(raw))
+                positions.append(index)
+            except ValidationError as exc:
+                rejected.append((index, _error_body(exc)))
+        return self._log_valid(project, valid, rejected, positions)
 
     def store_rows(self, project: str, rows: Sequence[RequestRow]) -> None:
         """Insert rows and return once they are stored."""
-        prepared = [to_insert_row(project, row) for row in rows]
-        if not prepared:
+        self._write(project, [{f.name: getattr(row, f.name) for f in fields(row)} for row in rows])
+
+    def _check_size(self, count: int) -> None:
+        if count > self._max_batch:
+            raise PayloadTooLarge(self._max_batch) from None
+
+    def _log_valid(
+        self,
+        project: str,
+        records: Sequence[RequestRecordIn],
+        rejected: list[tuple[int, dict[str, Any]]],
+        positions: Sequence[int] | None = None,
+    ) -> BatchOutcome:
+        """Store validated records; ``positions`` are their indexes in the batch."""
+        values = self._prepare(project, records, utc_now_ms())
+        try:
+            encoded = encode_rows(project, values)
+        except PydanticSerializationError:
+            # Only text JSON cannot carry (a lone surrogate read by a lenient JSON parser):
+            # find those records and refuse them alone.
+            indexes = range(len(values)) if positions is None else positions
+            kept, parts = [], []
+            for index, row in zip(indexes, values, strict=True):
+                try:
+                    parts.append(encode_rows(project, [row]))
+                    kept.append(row)
+                except PydanticSerializationError:
+                    rejected.append((index, _rejection([_UNENCODABLE])))
+            values, encoded = kept, b",".join(parts)
+            rejected.sort(key=lambda item: item[0])
+        self._store_encoded(encoded)
+        return BatchOutcome(rows=values, rejected=rejected)
+
+    def _write(self, project: str, values: list[dict[str, Any]]) -> None:
+        if values:
+            self._store_encoded(encode_rows(project, values))
+
+    def _store_encoded(self, encoded: bytes) -> None:
+        """Insert encoded rows and return once they are stored."""
+        if not encoded:
             return
         if self._buffer is None:
             # A ClickHouse server batches for us: async inserts, acknowledged once flushed.
-            self._store.insert(prepared, {"async_insert": 1, "wait_for_async_insert": 1})
+            self._store.insert(encoded, {"async_insert": 1, "wait_for_async_insert": 1})
             return
         started = time.monotonic()
         try:
-            self._buffer.submit(prepared).result(timeout=_ACK_TIMEOUT)
+            self._buffer.submit(encoded).result(timeout=_ACK_TIMEOUT)
         except Exception as exc:
             waited = time.monotonic() - started
             raise StoreWriteFailed(f"records not stored after {waited:.1f}s: {exc}") from exc
 
     def _prepare(
         self, project: str, records: Sequence[RequestRecordIn], now: datetime
-    ) -> list[RequestRow]:
+    ) -> list[dict[str, Any]]:
         """Normalise records; a retried id without created_at gets its first time back.
 
         A record's identity includes created_at (it leads the sort key). A client that sets
         its own id but lets the service pick the time gets, on a retry within
         RETRY_LOOKBACK, the time the first attempt was stored with.
         """
-        rows = [to_row(record, now) for record in records]
-        unstamped = [
-            r.id for r, rec in zip(rows, records, strict=True) if rec.id and not rec.created_at
-        ]
-        if not unstamped:
-            return rows
-        known = self._store.created_at_of(project, unstamped, since=now - RETRY_LOOKBACK)
-        return [replace(r, created_at=known[r.id]) if r.id in known else r for r in rows]
+        values = [record_values(record, now) for record in records]
+        unstamped = [r.id for r in records if r.id and not r.created_at]
+        if unstamped:
+            known = self._store.created_at_of(project, unstamped, since=now - RETRY_LOOKBACK)
+            for row in values:
+                first = known.get(row["id"])
+                if first is not None:
+                    row["created_at"] = first
+        return values
 
 
 class StoreWriteFailed(PromptrailError):

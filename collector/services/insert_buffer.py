@@ -1,10 +1,13 @@
 """Group commit for the embedded store: many requests' records, one ClickHouse insert.
 
 Each insert into a MergeTree writes a part, so one insert per HTTP request would cap ingest at
-a few hundred requests per second and flood the table with tiny parts. Callers hand their rows
-to the buffer and wait; a single flusher thread inserts everything pending as one block every
-``interval`` seconds (or sooner when ``max_rows`` are waiting) and then releases the callers, so
-a request is acknowledged only once its records are stored.
+a few hundred requests per second and flood the table with tiny parts. Callers hand their
+encoded rows to the buffer and wait; a single flusher thread inserts everything pending as one
+block every ``interval`` seconds (or sooner when ``max_bytes`` are waiting) and then releases
+the callers, so a request is acknowledged only once its records are stored.
+
+While one insert runs, the next requests' rows gather, so under load each insert carries
+several batches: the window grows with the insert's own duration.
 """
 
 from __future__ import annotations
@@ -12,13 +15,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
 
 logger = logging.getLogger("promptrail.ingest")
-
-Rows = Sequence[list[Any]]
 
 
 class BufferClosed(RuntimeError):
@@ -26,38 +26,48 @@ class BufferClosed(RuntimeError):
 
 
 class InsertBuffer:
-    """A bounded, flushing buffer in front of one insert function."""
+    """A bounded, flushing buffer of encoded rows in front of one insert function.
+
+    Rows arrive as byte chunks in the store's insert format; a flush joins the pending
+    chunks with ``separator`` and hands them to ``insert`` in one call.
+    """
 
     def __init__(
         self,
-        insert: Callable[[list[list[Any]]], None],
+        insert: Callable[[bytes], None],
+        separator: bytes,
         interval: float = 0.005,
-        max_rows: int = 50_000,
-        max_pending_rows: int = 500_000,
+        max_bytes: int = 48 << 20,
+        max_pending_bytes: int = 160 << 20,
     ) -> None:
         self._insert = insert
+        self._separator = separator
         self._interval = interval
-        self._max_rows = max_rows
-        self._max_pending = max_pending_rows
-        self._rows: list[list[Any]] = []
+        self._max_bytes = max_bytes
+        self._max_pending = max_pending_bytes
+        self._chunks: list[bytes] = []
+        self._size = 0
         self._waiters: list[Future[None]] = []
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="promptrail-insert", daemon=True)
         self._thread.start()
 
-    def submit(self, rows: Rows) -> Future[None]:
-        """Queue rows; the future completes once they are stored (or with the insert error)."""
+    def submit(self, chunk: bytes) -> Future[None]:
+        """Queue rows (never empty); the future completes once they are stored or failed."""
         done: Future[None] = Future()
         with self._cond:
-            while len(self._rows) + len(rows) > self._max_pending and not self._closed:
+            while self._chunks and self._size + len(chunk) > self._max_pending:
+                if self._closed:
+                    break
                 # Backpressure: a caller waits rather than growing memory without bound.
                 self._cond.wait(timeout=0.1)
             if self._closed:
                 raise BufferClosed("the collector is shutting down")
-            self._rows.extend(rows)
+            self._chunks.append(chunk)
+            self._size += len(chunk)
             self._waiters.append(done)
-            if len(self._rows) >= self._max_rows:
+            if len(self._chunks) == 1 or self._size >= self._max_bytes:
                 self._cond.notify_all()
         return done
 
@@ -71,26 +81,28 @@ class InsertBuffer:
     def _run(self) -> None:
         while True:
             with self._cond:
+                while not self._closed and not self._chunks:
+                    self._cond.wait()
                 deadline = time.monotonic() + self._interval
-                while not self._closed and len(self._rows) < self._max_rows:
+                while not self._closed and self._size < self._max_bytes:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
                     self._cond.wait(timeout=left)
-                rows, self._rows = self._rows, []
+                chunks, self._chunks, self._size = self._chunks, [], 0
                 waiters, self._waiters = self._waiters, []
                 closing = self._closed
                 self._cond.notify_all()
-            if rows:
-                self._flush(rows, waiters)
-            if closing and not rows:
+            if chunks:
+                self._flush(chunks, waiters)
+            if closing and not chunks:
                 return
 
-    def _flush(self, rows: list[list[Any]], waiters: list[Future[None]]) -> None:
+    def _flush(self, chunks: list[bytes], waiters: list[Future[None]]) -> None:
         try:
-            self._insert(rows)
+            self._insert(chunks[0] if len(chunks) == 1 else self._separator.join(chunks))
         except Exception as exc:
-            logger.error("insert of %d records failed: %s", len(rows), exc)
+            logger.error("insert of %d batches failed: %s", len(chunks), exc)
             for waiter in waiters:
                 waiter.set_exception(exc)
             return

@@ -1,21 +1,24 @@
-"""The request log on ClickHouse: one wide, append-only table read with FINAL.
+"""The request log on ClickHouse: one wide, append-only table.
 
 Idempotency: a record's identity is its sort key (project, created_at, id). Retried inserts
-of a record add identical rows that ReplacingMergeTree collapses at merge time, and every
-read uses FINAL so no duplicate is ever seen before that. A delete inserts a tombstone
-(row_version 2, is_deleted 1) over the same key: FINAL hides the record at once, and a late
-retry of the original (row_version 1) can never bring it back.
+of a record add identical rows that ReplacingMergeTree collapses at merge time; until then
+pages resolve the copies themselves (see :meth:`RequestStore.page`) and aggregates use FINAL.
+A delete inserts a tombstone (row_version 2, is_deleted 1) over the same key, which hides the
+record at once; a late retry of the original (row_version 1) can never bring it back.
+
+Records are written as JSONEachRow (:func:`encode_rows`), parsed by ClickHouse itself.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
+from pydantic_core import to_json
 
 from .prompts import utc
 from .schema import Table, quote
@@ -109,6 +112,14 @@ COLUMNS = (
     "is_deleted",
 )
 
+# How inserts read encode_rows' JSON: objects and arrays into String columns as their JSON
+# text (stated, not left to a server's defaults).
+_JSON_INPUT: dict[str, Any] = {
+    "input_format_json_read_objects_as_strings": 1,
+    "input_format_json_read_arrays_as_strings": 1,
+    "input_format_skip_unknown_fields": 0,
+}
+
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 _SLACK = 8
 
@@ -177,10 +188,18 @@ def metadata_text(value: Any) -> str:
     return _json(value)
 
 
-def search_text(row: RequestRow) -> str:
-    """Return the lower-cased text search looks into: every string value of the record."""
+def search_text(values: Mapping[str, Any]) -> str:
+    """Return the lower-cased text search looks into: every string value of the record.
+
+    ``values`` are a record's stored values by :class:`RequestRow` field.
+    """
     parts: list[str] = []
-    for source in (row.input_variables, row.output, row.metadata, row.input):
+    for source in (
+        values["input_variables"],
+        values["output"],
+        values["metadata"],
+        values["input"],
+    ):
         _collect_strings(source, parts)
     return "\n".join(parts).lower()
 
@@ -190,7 +209,11 @@ def _collect_strings(value: Any, out: list[str]) -> None:
         out.append(value)
     elif isinstance(value, dict):
         for item in value.values():
-            _collect_strings(item, out)
+            # Most values are plain strings: append them without a call per value.
+            if type(item) is str:
+                out.append(item)
+            else:
+                _collect_strings(item, out)
     elif isinstance(value, list):
         for item in value:
             _collect_strings(item, out)
@@ -198,42 +221,46 @@ def _collect_strings(value: Any, out: list[str]) -> None:
         out.append(str(value))
 
 
-def to_insert_row(project: str, row: RequestRow, row_version: int = 1) -> list[Any]:
-    """Return the column values of a record, in COLUMNS order."""
-    return [
-        project,
-        row.id,
-        row.created_at,
-        row.prompt_name,
-        row.version,
-        row.model,
-        row.provider,
-        row.status,
-        _json(row.input_variables),
-        "" if row.input is None else _json(row.input),
-        _json(row.output),
-        _json(row.metadata),
-        {str(k): metadata_text(v) for k, v in row.metadata.items()},
-        row.prompt_tokens,
-        row.completion_tokens,
-        row.total_tokens,
-        row.estimated_cost_usd,
-        row.cost_known,
-        row.latency_ms,
-        row.time_to_first_token_ms,
-        row.pre_process_ms,
-        row.llm_call_ms,
-        row.post_process_ms,
-        _json(row.integration),
-        row.error,
-        row.trace_id,
-        row.span_id,
-        row.parent_span_id,
-        row.span_name,
-        search_text(row),
-        row_version,
-        0 if row_version == 1 else 1,
-    ]
+def encode_rows(project: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """Return records as comma-separated ``JSONEachRow`` objects, ready for :meth:`insert`.
+
+    ``rows`` are each record's stored values by :class:`RequestRow` field. The JSON objects
+    (input variables, output, metadata, integration, a structured input) stay objects here:
+    ClickHouse stores each one's JSON text in its String column (``_JSON_INPUT``), so the
+    whole batch is serialised in one pass by pydantic-core instead of value by value.
+    Raises ``PydanticSerializationError`` if a value cannot be written as UTF-8 JSON.
+    """
+    stored = [_stored(project, row) for row in rows]
+    return to_json(stored, inf_nan_mode="constants")[1:-1]
+
+
+def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = values["metadata"]
+    value_in = values["input"]
+    return {
+        **values,
+        "project": project,
+        "created_at": _clickhouse_time(values["created_at"]),
+        # A string, number or boolean input is stored as its JSON text, as objects are.
+        "input": ""
+        if value_in is None
+        else value_in
+        if type(value_in) is dict or type(value_in) is list
+        else _json(value_in),
+        "metadata_map": metadata
+        if all(type(v) is str for v in metadata.values())
+        else {str(k): metadata_text(v) for k, v in metadata.items()},
+        "search_text": search_text(values),
+        "row_version": 1,
+        "is_deleted": 0,
+    }
+
+
+def _clickhouse_time(at: datetime) -> str:
+    """Return a time as DateTime64(3, 'UTC') text (a naive time is taken as UTC)."""
+    if at.utcoffset():
+        at = at.astimezone(UTC)
+    return at.isoformat(" ", "milliseconds")[:23]
 
 
 def _row(values: Sequence[Any]) -> RequestRow:
@@ -282,14 +309,15 @@ class RequestStore:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def insert(self, rows: Sequence[list[Any]], settings: dict[str, Any] | None = None) -> None:
-        """Insert prepared rows (see :func:`to_insert_row`) in one block."""
+    def insert(self, rows: bytes, settings: dict[str, Any] | None = None) -> None:
+        """Insert rows encoded by :func:`encode_rows` (joined by commas) in one block."""
         if rows:
-            self._client.insert(
+            self._client.raw_insert(
                 self.table,
-                list(rows),
-                column_names=list(COLUMNS),
-                settings={**self._insert_settings, **(settings or {})},
+                COLUMNS,
+                rows,
+                settings={**_JSON_INPUT, **self._insert_settings, **(settings or {})},
+                fmt="JSONEachRow",
             )
 
     def created_at_of(
