@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
@@ -29,6 +29,23 @@ _REQUEST_PARAMETERS = {
 def suppressed() -> bool:
     """Whether instrumentation is switched off here (promptrail's own export, for one)."""
     return bool(get_value(_SUPPRESS_INSTRUMENTATION_KEY))
+
+
+def is_raw_response(result: Any) -> bool:
+    """Whether ``result`` is a ``with_raw_response`` answer (``parse()`` gives the object).
+
+    Decided once per type: asking a pydantic model for a missing attribute raises inside
+    pydantic, which costs more than the rest of a call's capture.
+    """
+    kind = type(result)
+    known = _raw_types.get(kind)
+    if known is None:
+        known = callable(getattr(result, "parse", None)) and hasattr(result, "http_response")
+        _raw_types[kind] = known
+    return known
+
+
+_raw_types: dict[type, bool] = {}
 
 
 def message_texts(messages: Any) -> list[str]:
@@ -58,7 +75,7 @@ class CallRecord:
         operation: str,
         kwargs: Mapping[str, Any],
         call_input: Any,
-        texts: list[str],
+        texts: Callable[[], list[str]],
     ) -> None:
         model = kwargs.get("model")
         attributes: dict[str, Any] = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import wrapt
 
-from ._calls import CallRecord, message_texts, suppressed
+from ._calls import CallRecord, is_raw_response, message_texts, suppressed
 from ._patching import Patch
 from ._streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -34,9 +34,13 @@ def _value(obj: Any, name: str) -> Any:
 def _record(kwargs: dict[str, Any]) -> CallRecord:
     messages = list(kwargs.get("messages", []))
     system = kwargs.get("system")
-    texts = message_texts(messages)
-    if isinstance(system, str):
-        texts.append(system)
+
+    def texts() -> list[str]:
+        found = message_texts(messages)
+        if isinstance(system, str):
+            found.append(system)
+        return found
+
     call_input: Any = messages if system is None else {"system": system, "messages": messages}
     return CallRecord(PROVIDER, "chat", kwargs, call_input, texts)
 
@@ -92,8 +96,7 @@ def _stream_types() -> tuple[type, ...]:
 def _handle(record: CallRecord, result: Any, is_async: bool) -> Any:
     if isinstance(result, _stream_types()):
         return (AsyncStreamProxy if is_async else SyncStreamProxy)(result, record, _event)
-    parse = getattr(result, "parse", None)
-    target = parse() if callable(parse) and hasattr(result, "http_response") else result
+    target = result.parse() if is_raw_response(result) else result
     if isinstance(target, _stream_types()):
         record.finish()
         return result

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ._calls import CallRecord, message_texts, suppressed
+from ._calls import CallRecord, is_raw_response, message_texts, suppressed
 from ._patching import Patch
 from ._streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -36,7 +36,9 @@ def _value(obj: Any, name: str) -> Any:
 
 def _chat_record(kwargs: dict[str, Any]) -> CallRecord:
     messages = kwargs.get("messages", [])
-    return CallRecord(PROVIDER, "chat", kwargs, messages, message_texts(list(messages)))
+    return CallRecord(
+        PROVIDER, "chat", kwargs, messages, functools.partial(message_texts, list(messages))
+    )
 
 
 def _chat_result(record: CallRecord, result: Any) -> None:
@@ -81,11 +83,15 @@ def _usage(record: CallRecord, usage: Any, prompt: str, completion: str) -> None
 
 def _responses_record(kwargs: dict[str, Any]) -> CallRecord:
     given = kwargs.get("input")
-    texts = message_texts(
-        given if isinstance(given, list) else [given] if isinstance(given, str) else []
-    )
-    if isinstance(kwargs.get("instructions"), str):
-        texts.append(kwargs["instructions"])
+
+    def texts() -> list[str]:
+        found = message_texts(
+            given if isinstance(given, list) else [given] if isinstance(given, str) else []
+        )
+        if isinstance(kwargs.get("instructions"), str):
+            found.append(kwargs["instructions"])
+        return found
+
     return CallRecord(PROVIDER, "chat", kwargs, given, texts)
 
 
@@ -113,7 +119,7 @@ def _responses_event(record: CallRecord, event: Any) -> None:
 
 
 def _embeddings_record(kwargs: dict[str, Any]) -> CallRecord:
-    return CallRecord(PROVIDER, "embeddings", kwargs, kwargs.get("input"), [])
+    return CallRecord(PROVIDER, "embeddings", kwargs, kwargs.get("input"), list)
 
 
 def _embeddings_result(record: CallRecord, result: Any) -> None:
@@ -134,11 +140,10 @@ def _handle(
     if isinstance(result, stream_types):
         proxy = AsyncStreamProxy if is_async else SyncStreamProxy
         return proxy(result, record, on_item)
-    parse = getattr(result, "parse", None)
-    if callable(parse) and hasattr(result, "http_response"):
+    if is_raw_response(result):
         # with_raw_response: the SDK hands back the raw response; parse() is cached, so the
         # caller's own parse() returns the very object recorded here.
-        parsed = parse()
+        parsed = result.parse()
         if isinstance(parsed, stream_types):
             record.finish()
             return result

@@ -11,8 +11,8 @@ import contextvars
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import _genai
@@ -27,18 +27,42 @@ class Linkage:
     variables: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
 class Observation:
-    """Inherited by nested observations and model calls."""
+    """Inherited by nested observations and model calls (never mutated once made)."""
 
-    prompt_name: str | None = None
-    version: int | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = ("_metadata_json", "metadata", "prompt_name", "version")
 
+    def __init__(
+        self,
+        prompt_name: str | None = None,
+        version: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.prompt_name = prompt_name
+        self.version = version
+        self.metadata: Mapping[str, Any] = metadata or {}
+        self._metadata_json: str | None = None
+
+    @property
+    def metadata_json(self) -> str:
+        """The metadata as span-attribute JSON ("" when there is none), serialised once.
+
+        Every span made under this observation carries the same text, so it is computed on
+        first use and kept (a race only computes the same string twice).
+        """
+        text = self._metadata_json
+        if text is None:
+            text = to_json(self.metadata) if self.metadata else ""
+            self._metadata_json = text
+        return text
+
+
+OUTSIDE = Observation()
+"""The observation in force outside every observed function."""
 
 _current: contextvars.ContextVar[Observation] = contextvars.ContextVar(
     "promptrail_observation",
-    default=Observation(),  # noqa: B039 - frozen, and its mapping is never mutated
+    default=OUTSIDE,  # never mutated
 )
 
 
@@ -58,11 +82,13 @@ class _HasLinkage(Protocol):
 
 def nested(outer: Observation, options: _HasLinkage) -> Observation:
     """Return the observation inside ``outer``: prompt linkage overrides, metadata merges."""
-    return replace(
-        outer,
-        prompt_name=options.prompt_name or outer.prompt_name,
-        version=options.prompt_version if options.prompt_name else outer.version,
-        metadata={**outer.metadata, **options.metadata},
+    if not options.prompt_name and not options.metadata:
+        # Nothing to override or merge: share ``outer`` (and its serialised metadata).
+        return outer
+    return Observation(
+        options.prompt_name or outer.prompt_name,
+        options.prompt_version if options.prompt_name else outer.version,
+        {**outer.metadata, **options.metadata},
     )
 
 
@@ -91,9 +117,17 @@ class _RenderedTexts:
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
-    def find(self, texts: list[str]) -> Linkage | None:
+    def find(self, texts: Callable[[], list[str]]) -> Linkage | None:
+        """The linkage of the first of ``texts()`` that was rendered, if any.
+
+        ``texts`` is only called when something has been rendered: without templates (the
+        common case) a model call pays neither for collecting its texts nor for the lock.
+        """
+        if not self._items:
+            return None
+        candidates = texts()
         with self._lock:
-            for text in texts:
+            for text in candidates:
                 found = self._items.get(text)
                 if found is not None:
                     return found
@@ -110,8 +144,11 @@ def remember_rendering(
     rendered.remember(text, Linkage(prompt_name, version, dict(variables)))
 
 
-def call_attributes(message_texts: list[str]) -> dict[str, Any]:
-    """Span attributes linking a model call to its prompt version, variables and metadata."""
+def call_attributes(message_texts: Callable[[], list[str]]) -> dict[str, Any]:
+    """Span attributes linking a model call to its prompt version, variables and metadata.
+
+    ``message_texts`` returns the texts the call sends (see :meth:`_RenderedTexts.find`).
+    """
     observation = _current.get()
     attributes: dict[str, Any] = {}
     linkage = rendered.find(message_texts)
@@ -124,16 +161,21 @@ def call_attributes(message_texts: list[str]) -> dict[str, Any]:
     if linkage and linkage.variables:
         attributes[_genai.INPUT_VARIABLES] = to_json(linkage.variables)
     if observation.metadata:
-        attributes[_genai.METADATA] = to_json(observation.metadata)
+        attributes[_genai.METADATA] = observation.metadata_json
     return attributes
 
 
 MAX_ATTRIBUTE_CHARS = 100_000
 
 
+# json.dumps builds a new encoder on every call that passes options; one shared encoder
+# (stateless between calls, so thread-safe) gives the same text without that cost.
+_encode = json.JSONEncoder(default=repr, ensure_ascii=False).encode
+
+
 def to_json(value: Any) -> str:
     """JSON for a span attribute; anything not JSON-able is shown by its repr, long text cut."""
-    text = json.dumps(value, default=repr, ensure_ascii=False)
+    text = _encode(value)
     if len(text) > MAX_ATTRIBUTE_CHARS:
-        return json.dumps(text[:MAX_ATTRIBUTE_CHARS] + "…[truncated]", ensure_ascii=False)
+        return _encode(text[:MAX_ATTRIBUTE_CHARS] + "…[truncated]")
     return text

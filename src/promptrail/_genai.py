@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 # promptrail's own span attributes.
@@ -70,52 +70,116 @@ def is_recordable(attributes: Mapping[str, Any]) -> bool:
 
 def span_to_record(span: SpanData) -> dict[str, Any]:
     """Return the request record (the JSON of ``POST /v1/requests``) of a span."""
-    attrs = span.attributes
-    prompt_tokens, completion_tokens = _tokens(attrs)
-    error = span.status_message or "; ".join(span.exception_messages)
+    return build_record(
+        span.name,
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.start_ns,
+        span.end_ns,
+        span.attributes,
+        span.is_error,
+        span.status_message or "; ".join(span.exception_messages),
+    )
+
+
+_PROMPT_TOKENS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+)
+_COMPLETION_TOKENS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
+_MODELS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+_PROVIDERS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+
+
+def build_record(
+    name: str,
+    trace_id: int,
+    span_id: int,
+    parent_span_id: int | None,
+    start_ns: int,
+    end_ns: int,
+    attrs: Mapping[str, Any],
+    is_error: bool,
+    error: str,
+) -> dict[str, Any]:
+    """:func:`span_to_record` from a span's parts (``error``: its status or exception text).
+
+    The exporter calls this straight from an SDK span, without building a :class:`SpanData`:
+    it runs once per record on the export thread, which shares the GIL with the application.
+    """
+    get = attrs.get
+    trace_hex = f"{trace_id:032x}"
+    span_hex = f"{span_id:016x}"
+    variables = get(INPUT_VARIABLES)
+    metadata = get(METADATA)
     record: dict[str, Any] = {
-        "id": record_id(span.trace_id, span.span_id),
-        "created_at": _iso(span.start_ns),
-        "prompt_name": str(attrs.get(PROMPT_NAME, "")),
-        "model": _first_str(
-            attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name"
-        ),
-        "provider": _first_str(
-            attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"
-        ),
-        "status": "error" if span.is_error else "success",
-        "input_variables": _json_object(attrs.get(INPUT_VARIABLES)),
-        "metadata": _json_object(attrs.get(METADATA)),
+        "id": f"req_{trace_hex}{span_hex}",
+        "created_at": _iso(start_ns),
+        "prompt_name": str(get(PROMPT_NAME, "")),
+        "model": _first_str(attrs, _MODELS),
+        "provider": _first_str(attrs, _PROVIDERS),
+        "status": "error" if is_error else "success",
+        "input_variables": {} if variables is None else _json_object(variables),
+        "metadata": {} if metadata is None else _json_object(metadata),
         "output": _output(attrs),
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-        "latency_ms": max(0, (span.end_ns - span.start_ns) // 1_000_000),
-        "trace_id": f"{span.trace_id:032x}",
-        "span_id": f"{span.span_id:016x}",
-        "parent_span_id": f"{span.parent_span_id:016x}" if span.parent_span_id else None,
-        "span_name": span.name,
+        "usage": {
+            "prompt_tokens": _first_int(attrs, _PROMPT_TOKENS),
+            "completion_tokens": _first_int(attrs, _COMPLETION_TOKENS),
+        },
+        "latency_ms": max(0, (end_ns - start_ns) // 1_000_000),
+        "trace_id": trace_hex,
+        "span_id": span_hex,
+        "parent_span_id": f"{parent_span_id:016x}" if parent_span_id else None,
+        "span_name": name,
     }
-    version = attrs.get(PROMPT_VERSION)
+    version = get(PROMPT_VERSION)
     if isinstance(version, int) and version > 0:
         record["version"] = version
     call_input = _input(attrs)
     if call_input is not None:
         record["input"] = call_input
-    ttft = attrs.get(TIME_TO_FIRST_TOKEN)
-    if _is_number(ttft):
+    ttft = get(TIME_TO_FIRST_TOKEN)
+    if ttft is not None and _is_number(ttft):
         record["time_to_first_token_ms"] = int(ttft)
-    cost = attrs.get(COST)
-    if _is_number(cost):
+    cost = get(COST)
+    if cost is not None and _is_number(cost):
         record["usage"]["estimated_cost_usd"] = float(cost)
-    if error or span.is_error:
+    if error or is_error:
         record["error"] = error or "error"
     return record
 
 
+# Records of one export mostly start within the same second: format that part once.
+_last_second: tuple[int, str] = (-1, "")
+
+
 def _iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
+    """``datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="milliseconds")``, cheaper.
+
+    Same arithmetic as ``fromtimestamp`` (float seconds, microseconds rounded half-even),
+    so the text is identical; only the date-and-time part is cached per second.
+    """
+    global _last_second
+    fraction, whole = math.modf(ns / 1e9)
+    micros = round(fraction * 1e6)
+    seconds = int(whole)
+    if micros >= 1_000_000:
+        seconds += 1
+        micros -= 1_000_000
+    last = _last_second
+    if last[0] != seconds:
+        last = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        _last_second = last
+    return f"{last[1]}.{micros // 1000:03d}+00:00"
 
 
-def _first_str(attrs: Mapping[str, Any], *keys: str) -> str:
+def _first_str(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> str:
     for key in keys:
         value = attrs.get(key)
         if isinstance(value, str) and value:
@@ -123,10 +187,10 @@ def _first_str(attrs: Mapping[str, Any], *keys: str) -> str:
     return ""
 
 
-def _first_int(attrs: Mapping[str, Any], *keys: str) -> int:
+def _first_int(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     for key in keys:
         value = attrs.get(key)
-        if _is_number(value):
+        if value is not None and _is_number(value):
             return max(0, int(value))
     return 0
 
@@ -136,19 +200,6 @@ def _is_number(value: Any) -> TypeGuard[int | float]:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return math.isfinite(value)
-
-
-def _tokens(attrs: Mapping[str, Any]) -> tuple[int, int]:
-    prompt = _first_int(
-        attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"
-    )
-    completion = _first_int(
-        attrs,
-        "gen_ai.usage.output_tokens",
-        "gen_ai.usage.completion_tokens",
-        "llm.token_count.completion",
-    )
-    return prompt, completion
 
 
 def _loads(value: Any) -> Any:
@@ -165,10 +216,21 @@ def _json_object(value: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
+_INDEXED_STARTS = (
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "llm.input_messages.",
+    "llm.output_messages.",
+)
+
+
 def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """Collect ``prefix.N.key`` attributes into a list of dicts ordered by N."""
     items: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
+        # A plain prefix test first: most keys are not indexed, and the regex costs more.
+        if not key.startswith(_INDEXED_STARTS):
+            continue
         match = _INDEXED.match(key)
         if match and match.group(1) == prefix:
             sub = match.group(3).removeprefix("message.")

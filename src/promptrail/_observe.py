@@ -9,22 +9,23 @@ generators: the yielded items, joined when they are strings), an exception makes
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Status, StatusCode
 
 from . import _genai, _runtime
+from ._context import OUTSIDE as _OUTSIDE
+from ._context import Observation, to_json
 from ._context import current as _context_current
 from ._context import nested as _nested
 from ._context import reset_current as _reset_current
 from ._context import set_current as _set_current
-from ._context import to_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -91,13 +92,25 @@ def observe(
     return decorate(func) if func is not None else decorate
 
 
+_SIMPLE_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
 class _Options:
+    """What a decorated function records, fixed once when it is decorated."""
+
     __slots__ = (
+        "_order",
+        "_outside_attributes",
+        "_parameters",
+        "_positional",
+        "_simple",
+        "_skip",
         "capture_input",
         "capture_output",
         "exclude",
         "metadata",
         "name",
+        "outside",
         "prompt_name",
         "prompt_version",
         "signature",
@@ -122,15 +135,52 @@ class _Options:
         self.capture_input = capture_input
         self.capture_output = capture_output
         self.signature = signature
+        parameters = list(signature.parameters.values())
+        # Without positional-only, *args or **kwargs, arguments map to names without a bind.
+        self._simple = all(p.kind in _SIMPLE_KINDS for p in parameters)
+        self._positional = tuple(
+            p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        self._order = tuple(p.name for p in parameters)
+        self._parameters = frozenset(self._order)
+        self._skip = exclude | {"self", "cls"}
+        # Calls made outside any observation (the usual case) all see the same observation
+        # and the same linkage attributes: work them out once.
+        self.outside = _nested(_OUTSIDE, self)
+        self._outside_attributes = _linkage_attributes(self.outside)
+
+    def observation_in(self, outer: Observation) -> Observation:
+        """The observation in force inside a call made under ``outer``."""
+        return self.outside if outer is _OUTSIDE else _nested(outer, self)
+
+    def attributes(self, observation: Observation) -> dict[str, Any]:
+        """A fresh dict of the span attributes every call under ``observation`` carries."""
+        if observation is self.outside:
+            return self._outside_attributes.copy()
+        return _linkage_attributes(observation)
 
     def variables(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The arguments by name, in the signature's order, minus the excluded ones."""
+        positional = self._positional
+        if self._simple and len(args) <= len(positional):
+            skip = self._skip
+            if not kwargs:
+                return {k: v for k, v in zip(positional, args, strict=False) if k not in skip}
+            given = dict(zip(positional, args, strict=False))
+            if all(k in self._parameters and k not in given for k in kwargs):
+                given.update(kwargs)
+                return {k: given[k] for k in self._order if k in given and k not in skip}
+        # Anything else (or a call that does not fit the signature): the general bind.
+        return self._bound_variables(args, kwargs)
+
+    def _bound_variables(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
             bound = self.signature.bind_partial(*args, **kwargs)
         except TypeError:
             return {}
         values: dict[str, Any] = {}
         for key, value in bound.arguments.items():
-            if key in self.exclude or key in ("self", "cls"):
+            if key in self._skip:
                 continue
             kind = self.signature.parameters[key].kind
             if kind is inspect.Parameter.VAR_KEYWORD and isinstance(value, dict):
@@ -138,6 +188,20 @@ class _Options:
             else:
                 values[key] = value
         return values
+
+
+def _linkage_attributes(observation: Observation) -> dict[str, Any]:
+    attributes: dict[str, Any] = {_genai.OBSERVATION: "function"}
+    if observation.prompt_name:
+        attributes[_genai.PROMPT_NAME] = observation.prompt_name
+    if observation.version:
+        attributes[_genai.PROMPT_VERSION] = observation.version
+    if observation.metadata:
+        attributes[_genai.METADATA] = observation.metadata_json
+    return attributes
+
+
+_Tokens = tuple[contextvars.Token[otel_context.Context], contextvars.Token[Observation]]
 
 
 class _Scope:
@@ -148,60 +212,53 @@ class _Scope:
     code between items never runs inside the generator's span.
     """
 
+    __slots__ = ("_otel_context", "observation", "options", "span")
+
     def __init__(self, options: _Options, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        outer = _context_current()
-        self.observation = _nested(outer, options)
-        self.span = _runtime.tracer().start_span(
+        self.options = options
+        self.observation = observation = options.observation_in(_context_current())
+        self.span = span = _runtime.tracer().start_span(
             options.name, record_exception=False, set_status_on_exception=False
         )
-        self._otel_context = trace.set_span_in_context(self.span)
-        if self.span.is_recording():
-            attributes: dict[str, Any] = {_genai.OBSERVATION: "function"}
-            if self.observation.prompt_name:
-                attributes[_genai.PROMPT_NAME] = self.observation.prompt_name
-            if self.observation.version:
-                attributes[_genai.PROMPT_VERSION] = self.observation.version
-            if self.observation.metadata:
-                attributes[_genai.METADATA] = to_json(self.observation.metadata)
+        self._otel_context = trace.set_span_in_context(span)
+        if span.is_recording():
+            attributes = options.attributes(observation)
             if options.capture_input:
                 attributes[_genai.INPUT_VARIABLES] = to_json(options.variables(args, kwargs))
-            self.span.set_attributes(attributes)
+            span.set_attributes(attributes)
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
-        otel_token = otel_context.attach(self._otel_context)
-        observation_token = _set_current(self.observation)
-        try:
-            yield
-        finally:
-            _reset_current(observation_token)
-            otel_context.detach(otel_token)
+    # Plain enter/exit rather than a context manager: this runs on every call (and every
+    # generator step), where a generator-based context manager costs more than the rest.
+    def enter(self) -> _Tokens:
+        """Make the span and the observation current; undo with :meth:`exit`."""
+        return otel_context.attach(self._otel_context), _set_current(self.observation)
+
+    def exit(self, tokens: _Tokens) -> None:
+        """Undo :meth:`enter`."""
+        _reset_current(tokens[1])
+        otel_context.detach(tokens[0])
+
+    def output(self, value: Any) -> None:
+        """Record what the function returned (or yielded)."""
+        if self.options.capture_output and self.span.is_recording():
+            self.span.set_attribute(_genai.OUTPUT, to_json(value))
 
     def fail(self, exc: BaseException) -> None:
+        """Record the exception the function raised."""
         if self.span.is_recording():
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
     def end(self) -> None:
+        """End the span (it goes to the exporter)."""
         self.span.end()
 
-
-@contextmanager
-def _span(options: _Options, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[Span]:
-    scope = _Scope(options, args, kwargs)
-    try:
-        with scope.active():
-            yield scope.span
-    except BaseException as exc:
-        scope.fail(exc)
-        raise
-    finally:
-        scope.end()
-
-
-def _set_output(span: Span, options: _Options, value: Any) -> None:
-    if options.capture_output and span.is_recording():
-        span.set_attribute(_genai.OUTPUT, to_json(value))
+    def close(self, tokens: _Tokens, exc: BaseException | None = None) -> None:
+        """After a call: leave the context, record ``exc`` if it failed, end the span."""
+        self.exit(tokens)
+        if exc is not None:
+            self.fail(exc)
+        self.span.end()
 
 
 def _collected(items: list[Any]) -> Any:
@@ -213,10 +270,16 @@ def _collected(items: list[Any]) -> Any:
 def _wrap_function(function: Callable[P, R], options: _Options) -> Callable[P, R]:
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with _span(options, args, kwargs) as span:
+        scope = _Scope(options, args, kwargs)
+        tokens = scope.enter()
+        try:
             result = function(*args, **kwargs)
-            _set_output(span, options, result)
-            return result
+            scope.output(result)
+        except BaseException as exc:
+            scope.close(tokens, exc)
+            raise
+        scope.close(tokens)
+        return result
 
     return wrapper
 
@@ -224,10 +287,16 @@ def _wrap_function(function: Callable[P, R], options: _Options) -> Callable[P, R
 def _wrap_coroutine(function: Callable[P, Any], options: _Options) -> Callable[P, Any]:
     @functools.wraps(function)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-        with _span(options, args, kwargs) as span:
+        scope = _Scope(options, args, kwargs)
+        tokens = scope.enter()
+        try:
             result = await function(*args, **kwargs)
-            _set_output(span, options, result)
-            return result
+            scope.output(result)
+        except BaseException as exc:
+            scope.close(tokens, exc)
+            raise
+        scope.close(tokens)
+        return result
 
     return wrapper
 
@@ -240,27 +309,35 @@ def _wrap_generator(
         scope = _Scope(options, args, kwargs)
         items: list[Any] = []
         try:
-            with scope.active():
+            tokens = scope.enter()
+            try:
                 inner = function(*args, **kwargs)
+            finally:
+                scope.exit(tokens)
             while True:
-                with scope.active():
-                    try:
-                        item = next(inner)
-                    except StopIteration:
-                        break
+                tokens = scope.enter()
+                try:
+                    item = next(inner)
+                except StopIteration:
+                    break
+                finally:
+                    scope.exit(tokens)
                 if len(items) < _MAX_ITEMS:
                     items.append(item)
                 yield item
         except GeneratorExit:
             # Closed early or garbage-collected half-read: not an error of the function.
-            with scope.active():
+            tokens = scope.enter()
+            try:
                 inner.close()
+            finally:
+                scope.exit(tokens)
             raise
         except BaseException as exc:
             scope.fail(exc)
             raise
         finally:
-            _set_output(scope.span, options, _collected(items))
+            scope.output(_collected(items))
             scope.end()
 
     return wrapper
@@ -276,11 +353,13 @@ def _wrap_async_generator(
         inner = function(*args, **kwargs)
         try:
             while True:
-                with scope.active():
-                    try:
-                        item = await inner.__anext__()
-                    except StopAsyncIteration:
-                        break
+                tokens = scope.enter()
+                try:
+                    item = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    scope.exit(tokens)
                 if len(items) < _MAX_ITEMS:
                     items.append(item)
                 yield item
@@ -290,7 +369,7 @@ def _wrap_async_generator(
             scope.fail(exc)
             raise
         finally:
-            _set_output(scope.span, options, _collected(items))
+            scope.output(_collected(items))
             scope.end()
 
     return wrapper

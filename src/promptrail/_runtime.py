@@ -185,7 +185,9 @@ def _ensure() -> _Pipeline:
 
 def tracer() -> Tracer:
     """Return the tracer capture uses (initialising from the environment if needed)."""
-    return _ensure().tracer
+    # Called for every captured span: once initialised, skip the lock.
+    pipeline = _pipeline
+    return pipeline.tracer if pipeline is not None else _ensure().tracer
 
 
 def flush(timeout: float = 5.0) -> bool:

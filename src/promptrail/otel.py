@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
-from ._genai import SpanData, is_recordable, span_to_record
+from ._genai import SpanData, build_record, is_recordable
 from ._stats import CaptureStats
 
 __all__ = ["PromptrailSpanExporter", "readable_span_data"]
@@ -53,24 +53,58 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 def readable_span_data(span: ReadableSpan) -> SpanData:
     """Describe an SDK span for the record mapping."""
+    trace_id, span_id, parent_span_id, start_ns, end_ns = _ids_and_times(span)
+    return SpanData(
+        name=span.name,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent_span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        attributes=dict(span.attributes or {}),
+        is_error=span.status.status_code is StatusCode.ERROR,
+        status_message=span.status.description or "",
+        exception_messages=_exception_messages(span),
+    )
+
+
+def _ids_and_times(span: ReadableSpan) -> tuple[int, int, int | None, int, int]:
     context = span.get_span_context()
     parent = span.parent
-    exceptions = [
+    start = span.start_time or 0
+    return (
+        context.trace_id if context else 0,
+        context.span_id if context else 0,
+        parent.span_id if parent else None,
+        start,
+        span.end_time or start,
+    )
+
+
+def _exception_messages(span: ReadableSpan) -> list[str]:
+    return [
         str(event.attributes.get("exception.message", ""))
         for event in span.events
         if event.name == "exception" and event.attributes
     ]
-    return SpanData(
-        name=span.name,
-        trace_id=context.trace_id if context else 0,
-        span_id=context.span_id if context else 0,
-        parent_span_id=parent.span_id if parent else None,
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time or span.start_time or 0,
-        attributes=dict(span.attributes or {}),
-        is_error=span.status.status_code is StatusCode.ERROR,
-        status_message=span.status.description or "",
-        exception_messages=exceptions,
+
+
+def _span_record(span: ReadableSpan) -> dict[str, Any] | None:
+    """``span_to_record(readable_span_data(span))`` for recordable spans, else None.
+
+    Runs once per span on the export thread, so it skips the intermediate SpanData and
+    only reads the exception events when the status carries no description.
+    """
+    attributes = dict(span.attributes or {})
+    if not is_recordable(attributes):
+        return None
+    status = span.status
+    return build_record(
+        span.name,
+        *_ids_and_times(span),
+        attributes,
+        status.status_code is StatusCode.ERROR,
+        status.description or "; ".join(_exception_messages(span)),
     )
 
 
@@ -163,11 +197,8 @@ class PromptrailSpanExporter(SpanExporter):
     # -- internals -------------------------------------------------------------------------
 
     def _record(self, span: ReadableSpan) -> dict[str, Any] | None:
-        attributes = span.attributes or {}
-        if not is_recordable(attributes):
-            return None
-        record = span_to_record(readable_span_data(span))
-        if self._mask is None:
+        record = _span_record(span)
+        if record is None or self._mask is None:
             return record
         try:
             return self._mask(record)
