@@ -217,15 +217,21 @@ class _Scope:
     def __init__(self, options: _Options, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.options = options
         self.observation = observation = options.observation_in(_context_current())
-        self.span = span = _runtime.tracer().start_span(
-            options.name, record_exception=False, set_status_on_exception=False
-        )
-        self._otel_context = trace.set_span_in_context(span)
-        if span.is_recording():
+        tracer = _runtime.tracer()
+        attributes = None
+        if not isinstance(tracer, trace.NoOpTracer):
+            # Given at the start, the attributes are checked once with the span's own;
+            # with capture disabled the arguments are never serialised.
             attributes = options.attributes(observation)
             if options.capture_input:
                 attributes[_genai.INPUT_VARIABLES] = to_json(options.variables(args, kwargs))
-            span.set_attributes(attributes)
+        self.span = span = tracer.start_span(
+            options.name,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        self._otel_context = trace.set_span_in_context(span)
 
     # Plain enter/exit rather than a context manager: this runs on every call (and every
     # generator step), where a generator-based context manager costs more than the rest.

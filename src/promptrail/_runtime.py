@@ -68,11 +68,12 @@ class _CountingQueue(deque[Any]):
                         self.maxlen,
                     )
                 self._stats.drop("queue_full")
-            super().appendleft(item)
+            # Called per span: the base method directly, without building a super() proxy.
+            deque.appendleft(self, item)
 
     def pop(self, *index: int) -> Any:  # deque.pop() takes no index; the protocol's may
         with self._lock:
-            return super().pop(*index)
+            return deque.pop(self, *index)
 
 
 class _CountingProcessor(BatchSpanProcessor):

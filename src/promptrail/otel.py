@@ -237,7 +237,9 @@ class PromptrailSpanExporter(SpanExporter):
 
     def _post_with_retries(self, batch: list[dict[str, Any]], deadline: float) -> bool:
         """Post one batch; True once it is settled (stored, or refused for good)."""
-        body = gzip.compress(json.dumps({"records": batch}, default=str).encode(), compresslevel=5)
+        # Level 1: records repeat themselves, so it still shrinks a batch about tenfold, for
+        # a third of level 5's CPU time in the application's process.
+        body = gzip.compress(json.dumps({"records": batch}, default=str).encode(), compresslevel=1)
         attempt = 0
         while True:
             wait = self._post(batch, body)
