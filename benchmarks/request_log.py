@@ -8,7 +8,7 @@ Starts ``promptrail serve`` on a fresh data dir, loads synthetic but realistic r
 ``POST /v1/requests/batch`` from a few client threads, then measures p50/p95 of list
 (unfiltered, by prompt, by metadata), detail, search and each analytics metric over one
 keep-alive connection, samples the collector's memory throughout, and finally shows with
-``EXPLAIN indexes = 1`` that search is served by the trigram skip index.
+``EXPLAIN indexes = 1`` that search is served by the text (inverted) index.
 """
 
 from __future__ import annotations
@@ -535,7 +535,7 @@ def write_docs(
             for r in results
         ],
         "",
-        "Search is served by the trigram skip index (`EXPLAIN indexes = 1` of the search query, rare word):",
+        "Search is served by the text index (`EXPLAIN indexes = 1` of the search query, rare word):",
         "",
         "```",
         explain,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -26,6 +27,19 @@ _UNENCODABLE = {"field": "record", "message": "Text must be valid Unicode (no lo
 _ACK_TIMEOUT = 60.0
 # How far back a retry of an unstamped, client-identified record is recognised.
 RETRY_LOOKBACK = timedelta(days=1)
+
+
+def collect_cycles_less_often() -> None:
+    """Raise the cyclic garbage collector's thresholds (never lowers them).
+
+    A batch of 5,000 records allocates some 50,000 dicts and models that live until it is
+    stored, so with the default thresholds (700, 10, 10) the collector ran dozens of times
+    per batch and walked every live batch again in full collections: a sixth of the
+    collector's CPU at full ingest. Batches make no reference cycles, and garbage from
+    elsewhere waits at most 50,000 allocations longer.
+    """
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(gen0, 50_000), max(gen1, 20), max(gen2, 20))
 
 
 def new_request_id(at: datetime) -> str:
@@ -139,10 +153,11 @@ class IngestService:
     """Turn logged records into stored rows, in group-committed inserts."""
 
     def __init__(self, store: RequestStore, buffered: bool, max_batch_records: int) -> None:
+        collect_cycles_less_often()
         self._store = store
         self._max_batch = max_batch_records
         # encode_rows chunks are comma-separated JSONEachRow objects: a comma joins two.
-        self._buffer = InsertBuffer(self._store.insert, separator=b",") if buffered else None
+        self._buffer = InsertBuffer(store.insert, separator=b",") if buffered else None
 
     def close(self) -> None:
         """Flush and stop the insert buffer."""

@@ -37,8 +37,8 @@ class InsertBuffer:
         insert: Callable[[bytes], None],
         separator: bytes,
         interval: float = 0.005,
-        max_bytes: int = 48 << 20,
-        max_pending_bytes: int = 160 << 20,
+        max_bytes: int = 32 << 20,
+        max_pending_bytes: int = 64 << 20,
     ) -> None:
         self._insert = insert
         self._separator = separator
