@@ -1,0 +1,83 @@
+"""The group-commit buffer: one insert for many callers, acknowledged only once stored."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+
+import pytest
+
+from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
+
+
+class GatedInsert:
+    """An insert function that records its calls and blocks until released."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[bytes] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.fail = fail
+
+    def __call__(self, rows: bytes) -> None:
+        self.calls.append(rows)
+        self.started.set()
+        assert self.release.wait(10)
+        if self.fail:
+            raise RuntimeError("store down")
+
+
+def test_chunks_waiting_during_an_insert_go_together_in_the_next_one() -> None:
+    insert = GatedInsert()
+    buffer = InsertBuffer(insert, separator=b",")
+    try:
+        first = buffer.submit(b"a")
+        assert insert.started.wait(10)
+        # The flusher is busy with "a": these two gather and are inserted as one block.
+        second, third = buffer.submit(b"b1,b2"), buffer.submit(b"c")
+        assert not first.done()
+        insert.release.set()
+        for future in (first, second, third):
+            future.result(timeout=10)
+    finally:
+        buffer.close()
+
+    assert insert.calls == [b"a", b"b1,b2,c"]
+
+
+def test_a_failed_insert_fails_every_caller_of_that_block() -> None:
+    insert = GatedInsert(fail=True)
+    buffer = InsertBuffer(insert, separator=b",")
+    try:
+        first = buffer.submit(b"a")
+        assert insert.started.wait(10)
+        insert.release.set()
+        with pytest.raises(RuntimeError, match="store down"):
+            first.result(timeout=10)
+    finally:
+        buffer.close()
+
+
+def test_a_chunk_bigger_than_the_pending_limit_is_still_taken_alone() -> None:
+    insert = GatedInsert()
+    insert.release.set()
+    buffer = InsertBuffer(insert, separator=b",", max_bytes=4, max_pending_bytes=8)
+    try:
+        buffer.submit(b"x" * 100).result(timeout=10)
+    finally:
+        buffer.close()
+
+    assert insert.calls == [b"x" * 100]
+
+
+def test_close_stores_what_is_pending_and_refuses_more() -> None:
+    insert = GatedInsert()
+    buffer = InsertBuffer(insert, separator=b",")
+    pending: Future[None] = buffer.submit(b"a")
+    insert.release.set()
+
+    buffer.close()
+
+    pending.result(timeout=10)
+    with pytest.raises(BufferClosed):
+        buffer.submit(b"b")
