@@ -4,9 +4,13 @@
 
 1. Time added to a chat-completions call through the real ``openai`` SDK on an in-process,
    zero-latency transport (httpx2 MockTransport): the same calls uninstrumented and
-   instrumented, interleaved in blocks, p50 and p99 of each and the difference.
+   instrumented, interleaved in blocks, p50 and p99 of each and the difference. Interleaved
+   with them, the floor: the same call wrapped in nothing but an OpenTelemetry SDK span that
+   carries the attributes a capture sets (precomputed), through the same processor.
 2. Records per second one thread can capture (an observed function in a loop), shipping to
-   an in-process collector stand-in that accepts every batch.
+   an in-process collector stand-in that accepts every batch; and the floor: the same number
+   of SDK spans with an observed call's attributes, through the same processor, to an
+   exporter that drops them.
 3. Memory with the collector down (nothing listening) for ``--down-seconds`` while calls keep
    coming: peak RSS growth must stay bounded by the queue sizes, and drops are counted.
 """
@@ -22,12 +26,18 @@ import resource
 import socket
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
 import openai
+import wrapt
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.trace import SpanKind, Tracer
 
 import promptrail
 from promptrail import _runtime
@@ -52,6 +62,32 @@ COMPLETION = json.dumps(
     }
 ).encode()
 MESSAGES = [{"role": "user", "content": "Say hello."}]
+
+# What a capture of the call above puts on its span, precomputed: the floor measures the
+# OpenTelemetry span alone, not the work of finding these values.
+CALL_START_ATTRIBUTES: dict[str, Any] = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "promptrail.input": json.dumps(MESSAGES, ensure_ascii=False),
+    "gen_ai.request.model": "gpt-4o-mini",
+}
+CALL_END_ATTRIBUTES: dict[str, Any] = {
+    "gen_ai.response.model": "gpt-4o-mini",
+    "gen_ai.response.id": "chatcmpl-bench",
+    "gen_ai.response.finish_reasons": ["stop"],
+    "gen_ai.usage.input_tokens": 12,
+    "gen_ai.usage.output_tokens": 5,
+    "gen_ai.output.messages": json.dumps(
+        [
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": "Hello from the transport."}],
+                "finish_reason": "stop",
+            }
+        ]
+    ),
+}
+OBSERVED_ATTRIBUTES = {"promptrail.observation": "function", "promptrail.input_variables": "{}"}
 
 
 def provider_client() -> openai.OpenAI:
@@ -79,28 +115,54 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
+def span_only(tracer: Tracer) -> Callable[..., Any]:
+    """A wrapt wrapper that gives each call an SDK span with a capture's attributes."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        span = tracer.start_span(
+            "chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes=CALL_START_ATTRIBUTES
+        )
+        result = wrapped(*args, **kwargs)
+        span.set_attributes(CALL_END_ATTRIBUTES)
+        span.end()
+        return result
+
+    return wrapper
+
+
 def call_overhead(calls: int) -> dict[str, float]:
     client = provider_client()
     promptrail.init(api_key="k", transport=collector_transport(), flush_interval=0.2)
-    plain: list[float] = []
-    traced: list[float] = []
-    block = 250
+    completions = openai.resources.chat.completions.Completions
+    original = vars(completions)["create"]
+    floor_wrapper = span_only(_runtime.tracer())
+
+    def use(mode: str) -> None:
+        promptrail.uninstrument("openai")
+        completions.create = original  # type: ignore[method-assign]
+        if mode == "traced":
+            promptrail.instrument("openai")
+        elif mode == "floor":
+            wrapt.wrap_function_wrapper(completions, "create", floor_wrapper)
+
+    samples: dict[str, list[float]] = {"plain": [], "traced": [], "floor": []}
+    block = 50  # small blocks: the three modes see the same machine load
     for _ in range(20):  # warm up both paths
         client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
     for start in range(0, calls, block):
-        for instrumented, sink in ((False, plain), (True, traced)):
-            if instrumented:
-                promptrail.instrument("openai")
-            else:
-                promptrail.uninstrument("openai")
+        for mode, sink in samples.items():
+            use(mode)
             for _ in range(min(block, calls - start)):
                 began = time.perf_counter_ns()
                 client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
                 sink.append((time.perf_counter_ns() - began) / 1000)
-    promptrail.uninstrument("openai")
+    use("plain")
     promptrail.flush(timeout=10)
     stats = promptrail.stats()
     promptrail.shutdown()
+    plain, traced, floor = samples["plain"], samples["traced"], samples["floor"]
     return {
         "plain_p50": statistics.median(plain),
         "plain_p99": percentile(plain, 0.99),
@@ -108,6 +170,7 @@ def call_overhead(calls: int) -> dict[str, float]:
         "traced_p99": percentile(traced, 0.99),
         "added_p50": statistics.median(traced) - statistics.median(plain),
         "added_p99": percentile(traced, 0.99) - percentile(plain, 0.99),
+        "floor_p50": statistics.median(floor) - statistics.median(plain),
         "exported": float(stats.get("exported", 0)),
         "dropped": float(stats["dropped_total"]),
     }
@@ -134,7 +197,37 @@ def capture_rate(records: int) -> dict[str, float]:
         "rate": records / elapsed,
         "captured": stats["captured"],
         "dropped": stats["dropped_total"],
+        "floor": span_rate(records),
     }
+
+
+def span_rate(spans: int) -> float:
+    """Spans per second one thread can end through the pipeline when exporting costs nothing."""
+
+    def drop(batch: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+    promptrail.init(
+        api_key="k", transport=collector_transport(), max_queue_size=spans, flush_interval=0.2
+    )
+    pipeline = _runtime._pipeline
+    assert pipeline is not None and pipeline.processor is not None
+    pipeline.processor._batch_processor._exporter.export = drop  # type: ignore[method-assign]
+    tracer = _runtime.tracer()
+    began = time.perf_counter()
+    for _ in range(spans):
+        span = tracer.start_span(
+            "bench",
+            attributes=OBSERVED_ATTRIBUTES,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        span.set_attribute("promptrail.output", "1")
+        span.end()
+    elapsed = time.perf_counter() - began
+    promptrail.flush(timeout=30)
+    promptrail.shutdown()
+    return spans / elapsed
 
 
 def free_port() -> int:
@@ -195,6 +288,11 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, openai {openai.__version__}"
 
 
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,14 +304,20 @@ def main() -> None:
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
 
+    load_before = load()
+    print(f"load average (1/5/15 min) before: {load_before}")
     overhead = call_overhead(args.calls)
     print(
         f"openai call: plain p50 {overhead['plain_p50']:.0f} µs p99 {overhead['plain_p99']:.0f} µs; "
         f"instrumented p50 {overhead['traced_p50']:.0f} µs p99 {overhead['traced_p99']:.0f} µs; "
-        f"added p50 {overhead['added_p50']:.0f} µs p99 {overhead['added_p99']:.0f} µs"
+        f"added p50 {overhead['added_p50']:.0f} µs p99 {overhead['added_p99']:.0f} µs; "
+        f"an SDK span alone adds p50 {overhead['floor_p50']:.0f} µs"
     )
     rate = capture_rate(args.records)
-    print(f"capture: {rate['rate']:,.0f} records/s on one thread; dropped {rate['dropped']}")
+    print(
+        f"capture: {rate['rate']:,.0f} records/s on one thread; dropped {rate['dropped']}; "
+        f"SDK spans alone, export dropped: {rate['floor']:,.0f}/s"
+    )
     down = collector_down(args.down_seconds, args.down_rate)
     print(
         f"collector down {args.down_seconds:.0f} s at {args.down_rate}/s: {down['calls']:,} calls, "
@@ -221,8 +325,10 @@ def main() -> None:
         f"queued {down['queued']}, pending {down['pending']}, dropped {down['dropped']}, "
         f"shutdown {down['shutdown_s']:.1f} s"
     )
+    load_after = load()
+    print(f"load average (1/5/15 min) after: {load_after}")
     if args.write_docs:
-        write_docs(args, overhead, rate, down)
+        write_docs(args, overhead, rate, down, f"{load_before} before, {load_after} after")
 
 
 def write_docs(
@@ -230,6 +336,7 @@ def write_docs(
     overhead: dict[str, float],
     rate: dict[str, float],
     down: dict[str, float],
+    loads: str,
 ) -> None:
     lines = [
         SECTION,
@@ -237,14 +344,17 @@ def write_docs(
         f"Command: `.venv/bin/python benchmarks/sdk_overhead.py --calls {args.calls} "
         f"--down-seconds {args.down_seconds:.0f}`  ",
         f"Machine: {machine()}  ",
-        f"Date: {datetime.now(UTC):%Y-%m-%d}",
+        f"Date: {datetime.now(UTC):%Y-%m-%d}  ",
+        f"Load average (1 / 5 / 15 min): {loads}",
         "",
         "| measure | figure | target |",
         "|---|---:|---|",
         f"| openai chat call, uninstrumented, p50 / p99 | {overhead['plain_p50']:.0f} / {overhead['plain_p99']:.0f} µs | |",
         f"| same call instrumented, p50 / p99 | {overhead['traced_p50']:.0f} / {overhead['traced_p99']:.0f} µs | |",
         f"| **added by capture, p50 / p99** | **{overhead['added_p50']:.0f} / {overhead['added_p99']:.0f} µs** | < 50 µs p50 |",
+        f"| added by an SDK span alone with the same attributes, p50 | {overhead['floor_p50']:.0f} µs | |",
         f"| records captured per second, one thread | **{rate['rate']:,.0f}** | > 20,000 |",
+        f"| SDK spans per second alone, export dropped | {rate['floor']:,.0f} | |",
         f"| collector down {args.down_seconds:.0f} s at {args.down_rate} calls/s: RSS growth | "
         f"+{down['growth']:.0f} MiB (queued {down['queued']:.0f}, pending {down['pending']:.0f}, "
         f"dropped and counted {down['dropped']:.0f}) | bounded by the queues |",

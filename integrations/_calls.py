@@ -69,6 +69,20 @@ def message_texts(messages: Any) -> list[str]:
 class CallRecord:
     """The span of one model call; the provider modules feed it and end it."""
 
+    __slots__ = (
+        "_ended",
+        "_first_token_at",
+        "_lock",
+        "_started",
+        "finish_reason",
+        "input_tokens",
+        "model",
+        "output_tokens",
+        "response_id",
+        "span",
+        "text",
+    )
+
     def __init__(
         self,
         provider: str,
@@ -87,7 +101,8 @@ class CallRecord:
             attributes["gen_ai.request.model"] = model
         for key, name in _REQUEST_PARAMETERS.items():
             value = kwargs.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            # Most parameters are not given: skip those before the (slower) type checks.
+            if value is not None and isinstance(value, int | float) and not isinstance(value, bool):
                 attributes[name] = value
         attributes.update(call_attributes(texts))
         self.span = _runtime.tracer().start_span(
