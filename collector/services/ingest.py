@@ -125,9 +125,9 @@ def to_row(record: RequestRecordIn, now: datetime) -> RequestRow:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """Accepted records (their stored values, by RequestRow field) and rejected indexes."""
+    """Ids of the stored records (in batch order) and the rejected indexes with why."""
 
-    rows: list[dict[str, Any]]
+    rows: list[str]
     rejected: list[tuple[int, dict[str, Any]]]
 
 
@@ -156,8 +156,7 @@ class IngestService:
         collect_cycles_less_often()
         self._store = store
         self._max_batch = max_batch_records
-        # encode_rows chunks are comma-separated JSONEachRow objects: a comma joins two.
-        self._buffer = InsertBuffer(store.insert, separator=b",") if buffered else None
+        self._buffer = InsertBuffer(store.insert) if buffered else None
 
     def close(self) -> None:
         """Flush and stop the insert buffer."""
@@ -180,21 +179,25 @@ class IngestService:
         ``ValidationError`` (JSON, but no ``records`` list).
         """
         try:
-            records = _VALID_BATCH.validate_json(body).records
+            batch = _VALID_BATCH.validate_json(body)
         except ValidationError:
             # Read as the framework reads a JSON body (stdlib json, objects or attributes).
             envelope = _ENVELOPE.validate_python(json.loads(body), from_attributes=True)
             return self.log_batch(project, envelope.records)
-        self._check_size(len(records))
-        return self._log_valid(project, records, [])
+        self._check_size(len(batch.records))
+        values = self._prepare(project, batch.records, utc_now_ms())
+        del batch  # the models: what is stored is in values now, and memory is per record
+        return self._store_values(project, values, [])
 
     def log_batch(self, project: str, records: Sequence[Any]) -> BatchOutcome:
         """Validate each record, store the valid ones, report the others by index."""
         self._check_size(len(records))
         try:
-            return self._log_valid(project, _RECORDS.validate_python(records), [])
+            every = _RECORDS.validate_python(records)
         except ValidationError:
             pass
+        else:
+            return self._store_values(project, self._prepare(project, every, utc_now_ms()), [])
         rejected: list[tuple[int, dict[str, Any]]] = []
         valid: list[RequestRecordIn] = []
         positions: list[int] = []
@@ -204,7 +207,8 @@ class IngestService:
                 positions.append(index)
             except ValidationError as exc:
                 rejected.append((index, _error_body(exc)))
-        return self._log_valid(project, valid, rejected, positions)
+        values = self._prepare(project, valid, utc_now_ms())
+        return self._store_values(project, values, rejected, positions)
 
     def store_rows(self, project: str, rows: Sequence[RequestRow]) -> None:
         """Insert rows and return once they are stored."""
@@ -214,44 +218,44 @@ class IngestService:
         if count > self._max_batch:
             raise PayloadTooLarge(self._max_batch) from None
 
-    def _log_valid(
+    def _store_values(
         self,
         project: str,
-        records: Sequence[RequestRecordIn],
+        values: list[dict[str, Any]],
         rejected: list[tuple[int, dict[str, Any]]],
         positions: Sequence[int] | None = None,
     ) -> BatchOutcome:
-        """Store validated records; ``positions`` are their indexes in the batch."""
-        values = self._prepare(project, records, utc_now_ms())
+        """Store normalised records; ``positions`` are their indexes in the batch."""
         try:
             encoded = encode_rows(project, values)
         except PydanticSerializationError:
             # Only text JSON cannot carry (a lone surrogate read by a lenient JSON parser):
             # find those records and refuse them alone.
             indexes = range(len(values)) if positions is None else positions
-            kept, parts = [], []
+            kept = []
             for index, row in zip(indexes, values, strict=True):
                 try:
-                    parts.append(encode_rows(project, [row]))
+                    encode_rows(project, [row])
                     kept.append(row)
                 except PydanticSerializationError:
                     rejected.append((index, _rejection([_UNENCODABLE])))
-            values, encoded = kept, b",".join(parts)
+            values, encoded = kept, encode_rows(project, kept)
             rejected.sort(key=lambda item: item[0])
-        self._store_encoded(encoded)
-        return BatchOutcome(rows=values, rejected=rejected)
+        ids = [row["id"] for row in values]
+        del values  # the encoded rows are all that is kept while the insert is awaited
+        self._store_encoded(encoded, len(ids))
+        return BatchOutcome(rows=ids, rejected=rejected)
 
     def _write(self, project: str, values: list[dict[str, Any]]) -> None:
-        if values:
-            self._store_encoded(encode_rows(project, values))
+        self._store_encoded(encode_rows(project, values), len(values))
 
-    def _store_encoded(self, encoded: bytes) -> None:
-        """Insert encoded rows and return once they are stored."""
-        if not encoded:
+    def _store_encoded(self, encoded: bytes, count: int) -> None:
+        """Insert rows encoded by encode_rows and return once they are stored."""
+        if not count:
             return
         if self._buffer is None:
             # A ClickHouse server batches for us: async inserts, acknowledged once flushed.
-            self._store.insert(encoded, {"async_insert": 1, "wait_for_async_insert": 1})
+            self._store.insert([encoded], {"async_insert": 1, "wait_for_async_insert": 1})
             return
         started = time.monotonic()
         try:

@@ -28,20 +28,19 @@ class BufferClosed(RuntimeError):
 class InsertBuffer:
     """A bounded, flushing buffer of encoded rows in front of one insert function.
 
-    Rows arrive as byte chunks in the store's insert format; a flush joins the pending
-    chunks with ``separator`` and hands them to ``insert`` in one call.
+    Rows arrive as byte chunks in the store's insert format; a flush hands up to
+    ``max_bytes`` of pending chunks (at least one) to ``insert`` in one call, which bounds
+    the memory one insert takes.
     """
 
     def __init__(
         self,
-        insert: Callable[[bytes], None],
-        separator: bytes,
+        insert: Callable[[list[bytes]], None],
         interval: float = 0.005,
         max_bytes: int = 32 << 20,
         max_pending_bytes: int = 64 << 20,
     ) -> None:
         self._insert = insert
-        self._separator = separator
         self._interval = interval
         self._max_bytes = max_bytes
         self._max_pending = max_pending_bytes
@@ -89,8 +88,15 @@ class InsertBuffer:
                     if left <= 0:
                         break
                     self._cond.wait(timeout=left)
-                chunks, self._chunks, self._size = self._chunks, [], 0
-                waiters, self._waiters = self._waiters, []
+                taken, size = 0, 0
+                while taken < len(self._chunks) and (
+                    not taken or size + len(self._chunks[taken]) <= self._max_bytes
+                ):
+                    size += len(self._chunks[taken])
+                    taken += 1
+                chunks, self._chunks = self._chunks[:taken], self._chunks[taken:]
+                waiters, self._waiters = self._waiters[:taken], self._waiters[taken:]
+                self._size -= size
                 closing = self._closed
                 self._cond.notify_all()
             if chunks:
@@ -100,7 +106,7 @@ class InsertBuffer:
 
     def _flush(self, chunks: list[bytes], waiters: list[Future[None]]) -> None:
         try:
-            self._insert(chunks[0] if len(chunks) == 1 else self._separator.join(chunks))
+            self._insert(chunks)
         except Exception as exc:
             logger.error("insert of %d batches failed: %s", len(chunks), exc)
             for waiter in waiters:

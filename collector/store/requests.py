@@ -231,7 +231,7 @@ def _collect_strings(value: Any, out: list[str]) -> None:
 
 
 def encode_rows(project: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
-    """Return records as comma-separated ``JSONEachRow`` objects, ready for :meth:`insert`.
+    """Return records as one JSON array of row objects, ready for :meth:`RequestStore.insert`.
 
     ``rows`` are each record's stored values by :class:`RequestRow` field. The JSON objects
     (input variables, output, metadata, integration, a structured input) stay objects here:
@@ -239,8 +239,7 @@ def encode_rows(project: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
     whole batch is serialised in one pass by pydantic-core instead of value by value.
     Raises ``PydanticSerializationError`` if a value cannot be written as UTF-8 JSON.
     """
-    stored = [_stored(project, row) for row in rows]
-    return to_json(stored, inf_nan_mode="constants")[1:-1]
+    return to_json([_stored(project, row) for row in rows], inf_nan_mode="constants")
 
 
 def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -322,16 +321,21 @@ class RequestStore:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def insert(self, rows: bytes, settings: dict[str, Any] | None = None) -> None:
-        """Insert rows encoded by :func:`encode_rows` (joined by commas) in one block."""
-        if rows:
-            self._client.raw_insert(
-                self.table,
-                COLUMNS,
-                rows,
-                settings={**_JSON_INPUT, **self._insert_settings, **(settings or {})},
-                fmt="JSONEachRow",
-            )
+    def insert(self, batches: Sequence[bytes], settings: dict[str, Any] | None = None) -> None:
+        """Insert batches of rows, each encoded by :func:`encode_rows`, in one block."""
+        arrays = [batch for batch in batches if len(batch) > 2]  # "[]" holds no row
+        if not arrays:
+            return
+        # JSONEachRow reads one JSON array of rows, or rows separated by commas: several
+        # arrays are joined by their contents, without copying a lone one.
+        body = arrays[0] if len(arrays) == 1 else b",".join(memoryview(a)[1:-1] for a in arrays)
+        self._client.raw_insert(
+            self.table,
+            COLUMNS,
+            body,
+            settings={**_JSON_INPUT, **self._insert_settings, **(settings or {})},
+            fmt="JSONEachRow",
+        )
 
     def created_at_of(
         self, project: str, ids: Sequence[str], since: datetime

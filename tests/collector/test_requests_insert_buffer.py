@@ -14,12 +14,12 @@ class GatedInsert:
     """An insert function that records its calls and blocks until released."""
 
     def __init__(self, fail: bool = False) -> None:
-        self.calls: list[bytes] = []
+        self.calls: list[list[bytes]] = []
         self.started = threading.Event()
         self.release = threading.Event()
         self.fail = fail
 
-    def __call__(self, rows: bytes) -> None:
+    def __call__(self, rows: list[bytes]) -> None:
         self.calls.append(rows)
         self.started.set()
         assert self.release.wait(10)
@@ -29,7 +29,7 @@ class GatedInsert:
 
 def test_chunks_waiting_during_an_insert_go_together_in_the_next_one() -> None:
     insert = GatedInsert()
-    buffer = InsertBuffer(insert, separator=b",")
+    buffer = InsertBuffer(insert)
     try:
         first = buffer.submit(b"a")
         assert insert.started.wait(10)
@@ -42,12 +42,12 @@ def test_chunks_waiting_during_an_insert_go_together_in_the_next_one() -> None:
     finally:
         buffer.close()
 
-    assert insert.calls == [b"a", b"b1,b2,c"]
+    assert insert.calls == [[b"a"], [b"b1,b2", b"c"]]
 
 
 def test_a_failed_insert_fails_every_caller_of_that_block() -> None:
     insert = GatedInsert(fail=True)
-    buffer = InsertBuffer(insert, separator=b",")
+    buffer = InsertBuffer(insert)
     try:
         first = buffer.submit(b"a")
         assert insert.started.wait(10)
@@ -61,18 +61,34 @@ def test_a_failed_insert_fails_every_caller_of_that_block() -> None:
 def test_a_chunk_bigger_than_the_pending_limit_is_still_taken_alone() -> None:
     insert = GatedInsert()
     insert.release.set()
-    buffer = InsertBuffer(insert, separator=b",", max_bytes=4, max_pending_bytes=8)
+    buffer = InsertBuffer(insert, max_bytes=4, max_pending_bytes=8)
     try:
         buffer.submit(b"x" * 100).result(timeout=10)
     finally:
         buffer.close()
 
-    assert insert.calls == [b"x" * 100]
+    assert insert.calls == [[b"x" * 100]]
+
+
+def test_one_insert_takes_at_most_max_bytes_of_what_is_pending() -> None:
+    insert = GatedInsert()
+    buffer = InsertBuffer(insert, max_bytes=4)
+    try:
+        first = buffer.submit(b"a")
+        assert insert.started.wait(10)
+        later = [buffer.submit(chunk) for chunk in (b"bb", b"cc", b"ddd")]
+        insert.release.set()
+        for future in (first, *later):
+            future.result(timeout=10)
+    finally:
+        buffer.close()
+
+    assert insert.calls == [[b"a"], [b"bb", b"cc"], [b"ddd"]]
 
 
 def test_close_stores_what_is_pending_and_refuses_more() -> None:
     insert = GatedInsert()
-    buffer = InsertBuffer(insert, separator=b",")
+    buffer = InsertBuffer(insert)
     pending: Future[None] = buffer.submit(b"a")
     insert.release.set()
 
