@@ -95,6 +95,9 @@ _COMPLETION_TOKENS = (
 )
 _MODELS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 _PROVIDERS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+_FUNCTION_KEYS = frozenset(
+    (OBSERVATION, PROMPT_NAME, PROMPT_VERSION, INPUT_VARIABLES, METADATA, OUTPUT)
+)
 
 
 def build_record(
@@ -118,19 +121,22 @@ def build_record(
     span_hex = f"{span_id:016x}"
     variables = get(INPUT_VARIABLES)
     metadata = get(METADATA)
+    # An observed function's span carries promptrail's keys alone: no model, provider,
+    # tokens or call input to look for (each lookup below would come back empty).
+    plain = attrs.keys() <= _FUNCTION_KEYS
     record: dict[str, Any] = {
         "id": f"req_{trace_hex}{span_hex}",
         "created_at": _iso(start_ns),
         "prompt_name": str(get(PROMPT_NAME, "")),
-        "model": _first_str(attrs, _MODELS),
-        "provider": _first_str(attrs, _PROVIDERS),
+        "model": "" if plain else _first_str(attrs, _MODELS),
+        "provider": "" if plain else _first_str(attrs, _PROVIDERS),
         "status": "error" if is_error else "success",
         "input_variables": {} if variables is None else _json_object(variables),
         "metadata": {} if metadata is None else _json_object(metadata),
         "output": _output(attrs),
         "usage": {
-            "prompt_tokens": _first_int(attrs, _PROMPT_TOKENS),
-            "completion_tokens": _first_int(attrs, _COMPLETION_TOKENS),
+            "prompt_tokens": 0 if plain else _first_int(attrs, _PROMPT_TOKENS),
+            "completion_tokens": 0 if plain else _first_int(attrs, _COMPLETION_TOKENS),
         },
         "latency_ms": max(0, (end_ns - start_ns) // 1_000_000),
         "trace_id": trace_hex,
@@ -141,7 +147,7 @@ def build_record(
     version = get(PROMPT_VERSION)
     if isinstance(version, int) and version > 0:
         record["version"] = version
-    call_input = _input(attrs)
+    call_input = None if plain else _input(attrs)
     if call_input is not None:
         record["input"] = call_input
     ttft = get(TIME_TO_FIRST_TOKEN)
