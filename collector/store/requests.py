@@ -67,7 +67,7 @@ REQUESTS = Table(
         "INDEX idx_meta_values mapValues(metadata_map) TYPE bloom_filter GRANULARITY 1",
         # Case-insensitive substring search: search_text is lower-cased at ingest. For
         # LIKE '%needle%' ClickHouse scans this inverted index's dictionary of words for
-        # those containing the needle and reads only the rows listed for them.
+        # those containing the needle and reads only the granules their postings name.
         "INDEX idx_search search_text TYPE text(tokenizer = splitByNonAlpha)",
     ),
     engine="ReplacingMergeTree",
