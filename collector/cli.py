@@ -53,6 +53,7 @@ def serve(
 
     from .app import create_app, open_services
     from .store.connection import StoreLocked
+    from .tuning import tune_for_ingest
 
     settings = _settings(data_dir, host=host, port=port)
     logging.basicConfig(
@@ -68,6 +69,7 @@ def serve(
             write_runtime(settings.data_dir, RuntimeInfo(base_url, os.getpid(), token))
         _print_banner(settings, base_url, new_key)
 
+    tune_for_ingest()
     try:
         opened = open_services(settings)
     except StoreLocked as exc:

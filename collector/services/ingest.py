@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -28,43 +25,8 @@ _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _ENVELOPE = TypeAdapter(RequestBatchIn)
 _UNENCODABLE = {"field": "record", "message": "Text must be valid Unicode (no lone surrogates)"}
 _ACK_TIMEOUT = 60.0
-# glibc's mallopt parameters (malloc.h).
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
 # How far back a retry of an unstamped, client-identified record is recognised.
 RETRY_LOOKBACK = timedelta(days=1)
-
-
-def collect_cycles_less_often() -> None:
-    """Raise the cyclic garbage collector's thresholds (never lowers them).
-
-    A batch of 5,000 records allocates some 50,000 dicts and models that live until it is
-    stored, so with the default thresholds (700, 10, 10) the collector ran dozens of times
-    per batch and walked every live batch again in full collections: a sixth of the
-    collector's CPU at full ingest. Batches make no reference cycles, and garbage from
-    elsewhere waits at most 50,000 allocations longer.
-    """
-    gen0, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(max(gen0, 50_000), max(gen1, 20), max(gen2, 20))
-
-
-def map_big_buffers_apart() -> None:
-    """Have glibc serve allocations of 4 MiB and more by mmap, always (Linux only).
-
-    A batch passes through buffers of 5-20 MiB (the inflated body, its encoded rows). By
-    default glibc raises its mmap threshold to the size of such a buffer once one is freed,
-    after which they come from per-thread heaps that keep the pages: the collector's memory
-    then grew past 1 GiB over a million records. A fixed threshold and two arenas hold it
-    near 900 MiB at the same ingest rate.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
-        return
-    mallopt(_M_MMAP_THRESHOLD, 4 << 20)
-    mallopt(_M_ARENA_MAX, 2)
 
 
 def new_request_id(at: datetime) -> str:
@@ -168,8 +130,6 @@ class IngestService:
     """Turn logged records into stored rows, in group-committed inserts."""
 
     def __init__(self, store: RequestStore, buffered: bool, max_batch_records: int) -> None:
-        collect_cycles_less_often()
-        map_big_buffers_apart()
         self._store = store
         self._max_batch = max_batch_records
         # Batches are prepared one at a time: preparing is Python work under the GIL, so more
