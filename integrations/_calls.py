@@ -12,6 +12,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import _genai, _runtime
 from .._context import call_attributes, to_json
+from .._spans import CaptureSpan
 
 # Request parameters recorded as gen_ai.request.* (the semantic conventions' names).
 _REQUEST_PARAMETERS = {
@@ -95,7 +96,6 @@ class CallRecord:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": operation,
             "gen_ai.provider.name": provider,
-            _genai.CALL_INPUT: to_json(call_input),
         }
         if isinstance(model, str):
             attributes["gen_ai.request.model"] = model
@@ -105,11 +105,21 @@ class CallRecord:
             if value is not None and isinstance(value, int | float) and not isinstance(value, bool):
                 attributes[name] = value
         attributes.update(call_attributes(texts))
-        self.span = _runtime.tracer().start_span(
+        tracer = _runtime.tracer()
+        self.span = span = tracer.start_span(
             f"{operation} {model}" if model else operation,
             kind=SpanKind.CLIENT,
             attributes=attributes,
         )
+        # promptrail's own span serialises on the shipper's thread (a copy of a list: the
+        # application may append to its messages once the call returns); an SDK span takes
+        # JSON text only.
+        if isinstance(span, CaptureSpan):
+            span.set_json_attribute(
+                _genai.CALL_INPUT, call_input.copy() if type(call_input) is list else call_input
+            )
+        elif span.is_recording():
+            span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
         self._started = time.monotonic()
         self._first_token_at: float | None = None
         self._ended = False
@@ -155,8 +165,11 @@ class CallRecord:
             }
             if self.finish_reason:
                 message["finish_reason"] = self.finish_reason
-            attributes["gen_ai.output.messages"] = to_json([message])
             span.set_attributes(attributes)
+            if isinstance(span, CaptureSpan):
+                span.set_json_attribute("gen_ai.output.messages", [message])
+            else:
+                span.set_attribute("gen_ai.output.messages", to_json([message]))
         span.end()
 
     def fail(self, exc: BaseException) -> None:

@@ -1,8 +1,10 @@
-"""The capture pipeline: init, the tracer, the batch processor, flush and shutdown.
+"""The capture pipeline: init, the tracer, the queue, flush and shutdown.
 
-Capture runs on OpenTelemetry. By default promptrail owns a private TracerProvider (it never
-replaces the application's global one); ``init(tracer_provider=...)`` adds promptrail's
-processor to the application's provider instead. The processor is the SDK's
+Capture runs on OpenTelemetry. By default promptrail has its own tracer (it never replaces the
+application's global provider) whose spans are the light :class:`~._spans.CaptureSpan` s,
+shipped by a :class:`~._shipping.SpanShipper` — an SDK span costs as much as a capture's whole
+budget (docs/architecture.md, "Capture path"). ``init(tracer_provider=...)`` joins the
+application's SDK provider instead: promptrail's processor is then the SDK's
 BatchSpanProcessor (bounded queue, background export), extended only to count what it has to
 drop and to skip spans that would not become records.
 """
@@ -19,13 +21,14 @@ from typing import Any
 
 import httpx
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
 
 from . import __version__
 from ._genai import is_recordable
+from ._shipping import SpanShipper
+from ._spans import CaptureTracer
 from ._stats import CaptureStats
 from .otel import Mask, PromptrailSpanExporter
 
@@ -103,10 +106,15 @@ class _CountingProcessor(BatchSpanProcessor):
 @dataclass
 class _Pipeline:
     tracer: Tracer
-    provider: TracerProvider | None
-    processor: _CountingProcessor | None
-    exporter: PromptrailSpanExporter | None
-    owns_provider: bool
+    exporter: PromptrailSpanExporter | None = None
+    shipper: SpanShipper | None = None  # promptrail's own spans
+    processor: _CountingProcessor | None = None  # joined to the application's provider
+
+    @property
+    def queued(self) -> int:
+        if self.shipper is not None:
+            return self.shipper.queued
+        return len(self.processor._batch_processor._queue) if self.processor else 0
 
 
 _lock = threading.RLock()
@@ -130,11 +138,12 @@ def init(
 ) -> None:
     """Start capturing: records go to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key``.
 
-    ``tracer_provider``: join that provider instead of using a private one. ``sample_rate``:
-    the share of traces kept. ``mask``: applied to every record before it leaves the
-    process. ``enabled=False`` captures nothing. ``transport``: an httpx transport for
-    shipping (proxies, tests, benchmarks). Calling ``init`` again replaces the previous
-    configuration (flushing it first).
+    ``tracer_provider``: join that SDK provider (promptrail's spans then reach its other
+    processors too) instead of using promptrail's own light spans. ``sample_rate``: the
+    share of traces kept. ``mask``: applied to every record before it leaves the process.
+    ``enabled=False`` captures nothing. ``transport``: an httpx transport for shipping
+    (proxies, tests, benchmarks). Calling ``init`` again replaces the previous configuration
+    (flushing it first).
 
     >>> import promptrail
     >>> promptrail.init(api_key="pr-...", base_url="http://127.0.0.1:8000")
@@ -144,7 +153,7 @@ def init(
         if _pipeline is not None:
             _shutdown_pipeline(_pipeline, _SHUTDOWN_TIMEOUT)
         if not enabled:
-            _pipeline = _Pipeline(trace.NoOpTracer(), None, None, None, False)
+            _pipeline = _Pipeline(trace.NoOpTracer())
             return
         exporter = PromptrailSpanExporter(
             api_key,
@@ -154,22 +163,26 @@ def init(
             stats=_stats,
             transport=transport,
         )
-        processor = _CountingProcessor(
-            exporter,
-            sample_rate,
-            max_queue_size=max_queue_size,
-            schedule_delay_millis=flush_interval * 1000,
-            max_export_batch_size=min(512, max_queue_size),
-        )
-        owns = tracer_provider is None
-        provider = tracer_provider or TracerProvider(
-            resource=Resource.create(
-                {"service.name": os.environ.get("OTEL_SERVICE_NAME", "promptrail-app")}
+        if tracer_provider is None:
+            shipper = SpanShipper(
+                exporter,
+                _stats,
+                sample_rate=sample_rate,
+                max_queue_size=max_queue_size,
+                flush_interval=flush_interval,
             )
-        )
-        provider.add_span_processor(processor)
-        tracer = provider.get_tracer("promptrail", __version__)
-        _pipeline = _Pipeline(tracer, provider, processor, exporter, owns)
+            _pipeline = _Pipeline(CaptureTracer(shipper.on_end), exporter, shipper=shipper)
+        else:
+            processor = _CountingProcessor(
+                exporter,
+                sample_rate,
+                max_queue_size=max_queue_size,
+                schedule_delay_millis=flush_interval * 1000,
+                max_export_batch_size=min(512, max_queue_size),
+            )
+            tracer_provider.add_span_processor(processor)
+            tracer = tracer_provider.get_tracer("promptrail", __version__)
+            _pipeline = _Pipeline(tracer, exporter, processor=processor)
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
@@ -194,13 +207,17 @@ def tracer() -> Tracer:
 def flush(timeout: float = 5.0) -> bool:
     """Send every captured record now; return False if ``timeout`` (seconds) ran out first."""
     pipeline = _pipeline
-    if pipeline is None or pipeline.processor is None or pipeline.exporter is None:
+    if pipeline is None or pipeline.exporter is None:
         return True
-    processor, exporter = pipeline.processor, pipeline.exporter
+    shipper, processor, exporter = pipeline.shipper, pipeline.processor, pipeline.exporter
     outcome: list[bool] = []
 
     def run() -> None:
-        processor.force_flush(int(timeout * 1000))
+        if shipper is not None:
+            outcome.append(shipper.flush(timeout))
+            return
+        if processor is not None:
+            processor.force_flush(int(timeout * 1000))
         outcome.append(exporter.force_flush(int(timeout * 1000)))
 
     worker = threading.Thread(target=run, name="promptrail-flush", daemon=True)
@@ -219,6 +236,9 @@ def shutdown(timeout: float = _SHUTDOWN_TIMEOUT) -> None:
 
 
 def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
+    if pipeline.shipper is not None:
+        pipeline.shipper.shutdown(timeout)
+        return
     if pipeline.processor is None:
         return
     processor = pipeline.processor
@@ -234,9 +254,6 @@ def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
     )
     worker.start()
     worker.join(timeout + 0.5)
-    if pipeline.owns_provider and pipeline.provider is not None:
-        # Our processor is already shut down; the private provider has nothing else.
-        pipeline.provider._active_span_processor._span_processors = ()
 
 
 def _at_exit() -> None:
@@ -248,9 +265,7 @@ def stats() -> dict[str, Any]:
     """Return capture counters: captured, exported, dropped (by reason), pending."""
     pipeline = _pipeline
     pending = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
-    queued = (
-        len(pipeline.processor._batch_processor._queue) if pipeline and pipeline.processor else 0
-    )
+    queued = pipeline.queued if pipeline else 0
     return _stats.snapshot(pending=pending, queued=queued)
 
 

@@ -170,9 +170,19 @@ class PromptrailSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Convert spans to records and send them with whatever is still pending."""
-        records = [r for r in (self._record(s) for s in spans) if r is not None]
+        records = [r for r in (_span_record(s) for s in spans) if r is not None]
+        return SpanExportResult.SUCCESS if self.ship(records) else SpanExportResult.FAILURE
+
+    def ship(self, records: list[dict[str, Any]]) -> bool:
+        """Mask ``records`` and send them with whatever is still pending.
+
+        False when the collector did not take everything within the export deadline (what
+        is left waits, bounded, for the next export, flush or shutdown).
+        """
+        if self._mask is not None:
+            records = [r for r in (self._masked(r) for r in records) if r is not None]
         self._enqueue(records)
-        return SpanExportResult.SUCCESS if self._send(self._deadline) else SpanExportResult.FAILURE
+        return self._send(self._deadline)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Send every pending record, retrying until ``timeout_millis``."""
@@ -196,10 +206,8 @@ class PromptrailSpanExporter(SpanExporter):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _record(self, span: ReadableSpan) -> dict[str, Any] | None:
-        record = _span_record(span)
-        if record is None or self._mask is None:
-            return record
+    def _masked(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        assert self._mask is not None
         try:
             return self._mask(record)
         except Exception:

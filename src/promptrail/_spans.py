@@ -1,0 +1,261 @@
+"""Capture's own spans: OpenTelemetry API spans that cost a few microseconds each.
+
+When promptrail owns the tracing (``init()`` without ``tracer_provider``), observed functions
+and model calls get a :class:`CaptureSpan` from a :class:`CaptureTracer`. They are real
+OpenTelemetry API spans: they become current in the OpenTelemetry context, so spans made by
+any other instrumentation inside an observed function join its trace, and
+``trace.get_current_span()`` sees them. What they leave out is what the SDK's span does and a
+request record does not need: attribute validation and copying, events other than exceptions,
+links, span processors, resources. On end, a span goes to the :class:`~._shipping.SpanShipper`.
+
+Why not the SDK's span: ``benchmarks/sdk_overhead.py`` measures an SDK span carrying a model
+call's attributes, through the SDK's BatchSpanProcessor, at about as much time in the
+application's thread as the whole budget of a capture (50 µs) — before any of the capture's
+own work. docs/architecture.md ("Capture path") has the figures. With
+``init(tracer_provider=...)`` capture uses the application's SDK provider and processor
+instead, and pays that price.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.util._decorator import _agnosticcontextmanager
+from opentelemetry.util.types import Attributes, AttributeValue
+
+from ._context import to_json
+from ._genai import build_record
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_getrandbits = random.getrandbits  # the SDK's RandomIdGenerator uses the same source
+_time_ns = time.time_ns
+_get_current_span = trace.get_current_span
+
+OnEnd = Callable[["CaptureSpan"], None]
+
+
+class CaptureSpan(trace.Span):
+    """A span that keeps what a request record needs and hands itself over when it ends."""
+
+    __slots__ = (
+        "_context",
+        "_deferred",
+        "_description",
+        "_error",
+        "_exceptions",
+        "_on_end",
+        "attributes",
+        "end_time",
+        "kind",
+        "name",
+        "parent_span_id",
+        "span_id",
+        "start_time",
+        "trace_id",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        trace_id: int,
+        span_id: int,
+        parent_span_id: int | None,
+        attributes: dict[str, Any],
+        start_time: int,
+        kind: SpanKind,
+        on_end: OnEnd,
+    ) -> None:
+        self.name = name
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.parent_span_id = parent_span_id
+        self.attributes = attributes
+        self.start_time = start_time
+        self.end_time: int | None = None
+        self.kind = kind
+        self._on_end = on_end
+        self._context: SpanContext | None = None
+        self._error = False
+        self._description = ""
+        self._exceptions: list[str] | None = None
+        self._deferred: dict[str, Any] | None = None
+
+    def set_json_attribute(self, key: str, value: Any) -> None:
+        """Set ``key`` to the JSON of ``value``, serialised later on the shipper's thread.
+
+        The caller hands over ``value``: it must not change afterwards (pass a copy of a
+        list the application may still append to).
+        """
+        if self.end_time is None:
+            if self._deferred is None:
+                self._deferred = {}
+            self._deferred[key] = value
+
+    # -- the OpenTelemetry API ------------------------------------------------------------
+
+    def get_span_context(self) -> SpanContext:
+        """The span's context (made on first use: most spans are never asked)."""
+        context = self._context
+        if context is None:
+            context = SpanContext(self.trace_id, self.span_id, False, _SAMPLED)
+            self._context = context
+        return context
+
+    def is_recording(self) -> bool:
+        """True until the span ends."""
+        return self.end_time is None
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        """Set one attribute (ignored once the span has ended)."""
+        if self.end_time is None:
+            self.attributes[key] = value
+
+    def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
+        """Set several attributes (ignored once the span has ended)."""
+        if self.end_time is None:
+            self.attributes.update(attributes)
+
+    def add_event(
+        self, name: str, attributes: Attributes = None, timestamp: int | None = None
+    ) -> None:
+        """Keep an exception event's message (a record has no place for other events)."""
+        if name == "exception" and attributes:
+            self._add_exception(str(attributes.get("exception.message", "")))
+
+    def add_link(self, context: SpanContext, attributes: Attributes = None) -> None:
+        """Links are not part of a record: ignored."""
+
+    def update_name(self, name: str) -> None:
+        """Rename the span."""
+        self.name = name
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        """Set the status; an error status makes the record an error."""
+        if self.end_time is not None:
+            return
+        if isinstance(status, Status):
+            code, description = status.status_code, status.description
+        else:
+            code = status
+        if code is StatusCode.UNSET:
+            return
+        self._error = code is StatusCode.ERROR
+        self._description = (description or "") if self._error else ""
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        """Keep the exception's message (the record's error text when no status says more)."""
+        self._add_exception(str(exception))
+
+    def end(self, end_time: int | None = None) -> None:
+        """End the span (once) and hand it over for shipping."""
+        if self.end_time is not None:
+            return
+        self.end_time = end_time or _time_ns()
+        self._on_end(self)
+
+    # -- the record -----------------------------------------------------------------------
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the span ended with an error status."""
+        return self._error
+
+    def to_record(self) -> dict[str, Any]:
+        """The request record of this span (``POST /v1/requests`` JSON)."""
+        start = self.start_time
+        attributes = self.attributes
+        if self._deferred:
+            attributes = {**attributes, **{k: to_json(v) for k, v in self._deferred.items()}}
+        return build_record(
+            self.name,
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            start,
+            self.end_time or start,
+            attributes,
+            self._error,
+            self._description or "; ".join(self._exceptions or ()),
+        )
+
+    def _add_exception(self, message: str) -> None:
+        if self.end_time is not None:
+            return
+        if self._exceptions is None:
+            self._exceptions = []
+        self._exceptions.append(message)
+
+
+class CaptureTracer(trace.Tracer):
+    """Make :class:`CaptureSpan` s, children of whatever span is current."""
+
+    def __init__(self, on_end: OnEnd) -> None:
+        self._on_end = on_end
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> CaptureSpan:
+        """Start a span in the trace of the current (or given) context, or a new trace."""
+        parent = _get_current_span(context)
+        if type(parent) is CaptureSpan:
+            trace_id: int = parent.trace_id
+            parent_id: int | None = parent.span_id
+        else:
+            parent_context = parent.get_span_context()
+            if parent_context.is_valid:
+                trace_id, parent_id = parent_context.trace_id, parent_context.span_id
+            else:
+                trace_id, parent_id = _getrandbits(128) or 1, None
+        return CaptureSpan(
+            name,
+            trace_id,
+            _getrandbits(64) or 1,
+            parent_id,
+            dict(attributes) if attributes else {},
+            start_time or _time_ns(),
+            kind,
+            self._on_end,
+        )
+
+    @_agnosticcontextmanager  # the decorator of the API's own signature (sync and async)
+    def start_as_current_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[trace.Span]:
+        """Start a span and make it current for the ``with`` block."""
+        span = self.start_span(name, context, kind, attributes, links, start_time)
+        with trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current
