@@ -46,7 +46,8 @@ logger = logging.getLogger("promptrail")
 
 Mask = Callable[[dict[str, Any]], dict[str, Any]]
 
-_RETRYABLE = {429, 502, 503, 504}
+# A 500 is the collector's own failure (bad input is a 4xx): worth another try.
+_RETRYABLE = {429, 500, 502, 503, 504}
 _BATCH = 1000
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 

@@ -87,7 +87,10 @@ def test_collector_down_then_back_records_arrive(settings: Settings, fresh_stats
     assert promptrail.stats()["dropped_total"] == 0
 
 
-def test_collector_answering_503_is_retried(settings: Settings, fresh_stats: None) -> None:
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_failing_collector_is_retried_until_records_arrive(
+    settings: Settings, fresh_stats: None, status: int
+) -> None:
     port = free_port()
     failures = {"left": 2}
     app = create_app(settings)
@@ -98,7 +101,7 @@ def test_collector_answering_503_is_retried(settings: Settings, fresh_stats: Non
             await send(
                 {
                     "type": "http.response.start",
-                    "status": 503,
+                    "status": status,
                     "headers": [(b"retry-after", b"0.1")],
                 }
             )
