@@ -222,7 +222,6 @@ def capture_rate(records: int) -> dict[str, float]:
     return {
         "rate": records / looped,
         "shipped_rate": records / shipped,
-        "exported": stats.get("exported", 0),
         "captured": stats["captured"],
         "dropped": stats["dropped_total"],
         "floor": span_rate(records),
@@ -339,7 +338,7 @@ def main() -> None:
     rate = capture_rate(args.records)
     print(
         f"capture: {rate['rate']:,.0f} records/s on one thread "
-        f"({rate['shipped_rate']:,.0f}/s counted until all {rate['exported']:,} were shipped); "
+        f"({rate['shipped_rate']:,.0f}/s counted until all {rate['captured']:,} were shipped); "
         f"dropped {rate['dropped']}; SDK spans alone, export dropped: {rate['floor']:,.0f}/s"
     )
     down = collector_down(args.down_seconds, args.down_rate)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections import deque
 from typing import Any
 
@@ -44,9 +45,9 @@ class SpanShipper:
         self._batch = min(_BATCH, self._max)
         self._interval = flush_interval
         self._warned = False
+        self._closed = False
         self._start()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork)
+        _open_shippers.add(self)
 
     def _start(self) -> None:
         self._queue: deque[CaptureSpan] = deque()
@@ -60,7 +61,8 @@ class SpanShipper:
 
     def _after_fork(self) -> None:
         # The parent's queue and thread are the parent's: the child starts with its own.
-        self._start()
+        if not self._closed:
+            self._start()
 
     @property
     def queued(self) -> int:
@@ -117,6 +119,8 @@ class SpanShipper:
 
     def shutdown(self, timeout: float) -> None:
         """Stop the thread, ship what is left within ``timeout``, count what could not go."""
+        self._closed = True
+        _open_shippers.discard(self)
         self._exporter.stop_retrying()
         self._stopping = True
         self._wake.set()
@@ -135,3 +139,16 @@ class SpanShipper:
         if left:
             self._stats.drop("shutdown_unsent", left)
             logger.warning("promptrail: %d records not sent before shutdown", left)
+
+
+# One fork hook for every shipper still open (a hook per shipper would keep each one alive).
+_open_shippers: weakref.WeakSet[SpanShipper] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for shipper in list(_open_shippers):
+        shipper._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

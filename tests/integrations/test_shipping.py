@@ -249,3 +249,15 @@ def test_a_slow_collector_never_slows_the_application(
 
     assert max(durations) < 0.2
     assert len(stored) == 20
+
+
+def test_a_fork_child_runs_one_shipper_whatever_ran_before(fresh_stats: None) -> None:
+    for _ in range(3):  # each init replaces (and closes) the previous pipeline
+        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{free_port()}")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child process
+        shippers = [t for t in threading.enumerate() if t.name == "promptrail-shipper"]
+        os._exit(len(shippers))
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 1
