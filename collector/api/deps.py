@@ -21,6 +21,7 @@ from ..services.analytics import AnalyticsService
 from ..services.exports import ExportService
 from ..services.ingest import IngestService
 from ..services.keys import KeyService
+from ..services.live_ids import LiveIdIndex
 from ..services.otlp import OtlpService
 from ..services.pending_writes import PendingWrites
 from ..services.pricing import GenaiPriceBook
@@ -50,8 +51,12 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
         """Wire services over a store (start background work with :meth:`start`)."""
+        # Both are exact only where this process is the store's only writer.
         prompts = PromptService(
-            store.prompts, settings.cursor_secret, VersionCache(enabled=store.is_embedded)
+            store.prompts,
+            settings.cursor_secret,
+            VersionCache(enabled=store.is_embedded),
+            LiveIdIndex(enabled=store.is_embedded),
         )
         ingest = IngestService(
             store.requests,

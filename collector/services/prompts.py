@@ -21,6 +21,7 @@ from ..errors import (
 from ..models.prompts import PromptCreate, PromptUpdate, check_label
 from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
 from .cursors import CursorCodec
+from .live_ids import LiveIdIndex
 from .templating import parse_template
 from .version_cache import VersionCache
 
@@ -77,11 +78,21 @@ class PromptService:
     """Create, read, version, label and delete prompts of one project at a time."""
 
     def __init__(
-        self, store: PromptStore, cursor_secret: str, cache: VersionCache | None = None
+        self,
+        store: PromptStore,
+        cursor_secret: str,
+        cache: VersionCache | None = None,
+        live_ids: LiveIdIndex | None = None,
     ) -> None:
         self._store = store
         self._cursors = CursorCodec(cursor_secret, "prompts")
         self._cache = cache or VersionCache(enabled=False)
+        self._ids = live_ids or LiveIdIndex(enabled=False)
+
+    @property
+    def live_ids(self) -> LiveIdIndex:
+        """The in-memory live-id index (enabled on the embedded store only)."""
+        return self._ids
 
     # -- create / read ---------------------------------------------------------------------
 
@@ -110,8 +121,12 @@ class PromptService:
         # The version goes in first and stays invisible until the name claim, the commit
         # point, succeeds: a lost race leaves an unreachable row, never a half prompt.
         self._store.try_insert_version(project, row)
-        if not self._store.try_claim_name(project, body.name, generation + 1, row.prompt_id, now):
-            raise PromptAlreadyExists(body.name)
+        with self._ids.writing(project):
+            if not self._store.try_claim_name(
+                project, body.name, generation + 1, row.prompt_id, now
+            ):
+                raise PromptAlreadyExists(body.name)
+            self._ids.created(project, body.name, row.prompt_id)
         self._attach_labels(project, row, body.labels)
         self._cache.invalidate(project)
         return row
@@ -127,10 +142,25 @@ class PromptService:
         generation, cached = self._cache.lookup(project, key)
         if cached is not None:
             return cached
-        row = self._store.version(project, ref, number=number, label=label)
+        row = self._stored_version(project, ref, number, label)
         if row is not None:
             self._cache.keep(project, key, generation, row)
         return row
+
+    def _stored_version(
+        self, project: str, ref: PromptRef, number: int | None = None, label: str | None = None
+    ) -> PromptVersionRow | None:
+        """Read a version from the store, by live id when the index knows it."""
+        known, prompt_id = self._ids.resolve(project, ref, self._store.live_claims)
+        if not known:
+            return self._store.version(project, ref, number=number, label=label)
+        if prompt_id is None:
+            return None
+        return self._store.version_by_id(project, prompt_id, number=number, label=label)
+
+    def _live_prompt_id(self, project: str, ref: PromptRef) -> str | None:
+        known, prompt_id = self._ids.resolve(project, ref, self._store.live_claims)
+        return prompt_id if known else self._store.live_prompt_id(project, ref)
 
     def cached_version(
         self, project: str, ref_text: str, number: int | None = None, label: str | None = None
@@ -153,7 +183,7 @@ class PromptService:
         row = self._read_version(project, ref, number, label)
         if row is not None:
             return row
-        if self._store.live_prompt_id(project, ref) is None:
+        if self._live_prompt_id(project, ref) is None:
             raise PromptNotFound(ref_text)
         if label is not None:
             raise LabelNotFound(ref_text, label)
@@ -243,7 +273,7 @@ class PromptService:
     ) -> PromptVersionRow:
         for _ in range(_MAX_VERSION_ATTEMPTS):
             # The head is read from the store, never the cache: it decides the next number.
-            head = self._store.version(project, prompt_ref(ref_text))
+            head = self._stored_version(project, prompt_ref(ref_text))
             if head is None:
                 raise PromptNotFound(ref_text)
             candidate: PromptVersionRow = build(head)
@@ -304,8 +334,11 @@ class PromptService:
     def delete(self, project: str, ref_text: str) -> str:
         """Soft-delete a prompt; return its public id."""
         prompt_id = self._live_id(project, ref_text)
-        if not self._store.mark_deleted(project, prompt_id, datetime.now(UTC)):
-            raise PromptNotFound(ref_text)
+        with self._ids.writing(project):
+            name = self._store.mark_deleted(project, prompt_id, datetime.now(UTC))
+            if name is None:
+                raise PromptNotFound(ref_text)
+            self._ids.deleted(project, name, prompt_id)
         self._cache.invalidate(project)
         return public_id(prompt_id)
 
@@ -323,7 +356,7 @@ class PromptService:
         return result
 
     def _live_id(self, project: str, ref_text: str) -> str:
-        prompt_id = self._store.live_prompt_id(project, prompt_ref(ref_text))
+        prompt_id = self._live_prompt_id(project, prompt_ref(ref_text))
         if prompt_id is None:
             raise PromptNotFound(ref_text)
         return prompt_id

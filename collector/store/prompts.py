@@ -254,27 +254,63 @@ class PromptStore:
             return 0, False
         return int(rows[0][0]), not rows[0][1]
 
+    def live_claims(self, project: str, limit: int) -> list[tuple[str, str]] | None:
+        """Return (name, prompt_id) of every live claim of a project, or None past ``limit``.
+
+        Sorted by (name, generation), so a name's newest live claim comes last: the same
+        answer :meth:`live_prompt_id` gives for each name and id.
+        """
+        rows = self._client.query(
+            f"SELECT name, prompt_id FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} AND is_deleted = 0 "
+            "ORDER BY name, generation LIMIT {limit:UInt64}",
+            parameters={"project": project, "limit": limit + 1},
+        ).result_rows
+        if len(rows) > limit:
+            return None
+        return [(str(name), str(prompt_id)) for name, prompt_id in rows]
+
     # -- versions --------------------------------------------------------------------------
+
+    def _pick_version(self, params: dict[str, Any], number: int | None, label: str | None) -> str:
+        """Return the filter that picks a version (newest when neither is given)."""
+        if number is not None:
+            params["number"] = number
+            return "AND version = {number:UInt32}"
+        if label is not None:
+            params["label"] = label
+            return (
+                f"AND version = (SELECT version FROM {self._labels} FINAL "
+                "WHERE project = {project:String} AND prompt_id = pid "
+                "AND label = {label:String} LIMIT 1)"
+            )
+        return ""
 
     def version(
         self, project: str, ref: PromptRef, number: int | None = None, label: str | None = None
     ) -> PromptVersionRow | None:
         """Return one version of a live prompt: the newest, a number, or a label's target."""
-        where = ""
         params: dict[str, Any] = {"project": project, "ref": ref.value}
-        if number is not None:
-            where = "AND version = {number:UInt32}"
-            params["number"] = number
-        elif label is not None:
-            where = (
-                f"AND version = (SELECT version FROM {self._labels} FINAL "
-                "WHERE project = {project:String} AND prompt_id = pid "
-                "AND label = {label:String} LIMIT 1)"
-            )
-            params["label"] = label
+        return self._one_version(self._live_id_subquery(ref), params, number, label)
+
+    def version_by_id(
+        self, project: str, prompt_id: str, number: int | None = None, label: str | None = None
+    ) -> PromptVersionRow | None:
+        """Return one version of a prompt by stored id, without checking the prompt is live.
+
+        For callers that know the id is live (the embedded store's live-id index): one point
+        read of ``prompt_versions``, without the ``prompts FINAL`` lookup of :meth:`version`.
+        """
+        params: dict[str, Any] = {"project": project, "pid": prompt_id}
+        return self._one_version("{pid:String}", params, number, label)
+
+    def _one_version(
+        self, pid: str, params: dict[str, Any], number: int | None, label: str | None
+    ) -> PromptVersionRow | None:
+        """Read the version :meth:`_pick_version` names of the prompt ``pid`` (an expression)."""
+        where = self._pick_version(params, number, label)
         rows = self._client.query(
-            f"WITH {self._live_id_subquery(ref)} AS pid "
-            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            f"WITH {pid} AS pid SELECT {_VERSION_COLUMNS} FROM {self._versions} "
             f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
             "ORDER BY version DESC LIMIT 1",
             parameters=params,
@@ -347,8 +383,8 @@ class PromptStore:
         ).result_rows
         return bool(winner) and winner[0][0] == prompt_id
 
-    def mark_deleted(self, project: str, prompt_id: str, deleted_at: datetime) -> bool:
-        """Soft-delete a live prompt; return False if it was not live."""
+    def mark_deleted(self, project: str, prompt_id: str, deleted_at: datetime) -> str | None:
+        """Soft-delete a live prompt; return its name, or None if it was not live."""
         rows = self._client.query(
             f"SELECT name, generation, created_at FROM {self._prompts} FINAL "
             "WHERE project = {project:String} AND prompt_id = {pid:String} AND is_deleted = 0 "
@@ -357,14 +393,14 @@ class PromptStore:
             settings=self._point_read,
         ).result_rows
         if not rows:
-            return False
+            return None
         name, generation, created_at = rows[0]
         self._insert(
             PROMPTS,
             [project, name, generation, prompt_id, created_at, 1, deleted_at, 2],
             {"insert_deduplication_token": f"delete/{project}/{name}/{generation}"},
         )
-        return True
+        return str(name)
 
     # -- list ------------------------------------------------------------------------------
 
