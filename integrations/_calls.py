@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,6 +13,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from .. import _genai, _runtime
 from .._context import call_attributes, to_json
 from .._spans import CaptureSpan
+
+logger = logging.getLogger("promptrail")
 
 # Request parameters recorded as gen_ai.request.* (the semantic conventions' names).
 _REQUEST_PARAMETERS = {
@@ -68,21 +70,24 @@ def message_texts(messages: Any) -> list[str]:
 
 
 class CallRecord:
-    """The span of one model call; the provider modules feed it and end it."""
+    """The span of one model call; the provider modules feed it and end it.
 
-    __slots__ = (
-        "_ended",
-        "_first_token_at",
-        "_lock",
-        "_started",
-        "finish_reason",
-        "input_tokens",
-        "model",
-        "output_tokens",
-        "response_id",
-        "span",
-        "text",
-    )
+    On promptrail's own spans, the application's thread only notes the call's context and
+    what came back: the attributes (request parameters, model, usage, output, the JSON of the
+    messages) are worked out on the shipper's thread when the record is built. On an SDK span
+    they are set before it ends, as the SDK requires.
+    """
+
+    # No __slots__: what most calls never set stays a class default, so a call assigns only
+    # what it has (this runs in the application's thread, on every model call).
+    _ended = False
+    _first_token_at: float | None = None
+    _result: tuple[Callable[[CallRecord, Any], None], Any] | None = None
+    model: str | None = None
+    response_id: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
     def __init__(
         self,
@@ -93,83 +98,61 @@ class CallRecord:
         texts: Callable[[], list[str]],
     ) -> None:
         model = kwargs.get("model")
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": operation,
-            "gen_ai.provider.name": provider,
-        }
-        if isinstance(model, str):
-            attributes["gen_ai.request.model"] = model
-        for key, name in _REQUEST_PARAMETERS.items():
-            value = kwargs.get(key)
-            # Most parameters are not given: skip those before the (slower) type checks.
-            if value is not None and isinstance(value, int | float) and not isinstance(value, bool):
-                attributes[name] = value
-        attributes.update(call_attributes(texts))
-        tracer = _runtime.tracer()
-        self.span = span = tracer.start_span(
+        self.span = span = _runtime.tracer().start_span(
             f"{operation} {model}" if model else operation,
             kind=SpanKind.CLIENT,
-            attributes=attributes,
+            attributes=call_attributes(texts),
         )
-        # promptrail's own span serialises on the shipper's thread (a copy of a list: the
-        # application may append to its messages once the call returns); an SDK span takes
-        # JSON text only.
+        self._provider = provider
+        self._operation = operation
         if isinstance(span, CaptureSpan):
-            span.set_json_attribute(
-                _genai.CALL_INPUT, call_input.copy() if type(call_input) is list else call_input
-            )
-        elif span.is_recording():
-            span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
+            # Copies: the application may change its arguments once the call returns (append
+            # to its messages, for one) before the shipper's thread reads them.
+            self._kwargs: Mapping[str, Any] = dict(kwargs)
+            self._call_input = call_input.copy() if type(call_input) is list else call_input
+            span.describe = self._describe
+        else:
+            self._kwargs = kwargs
+            self._call_input = call_input
+            if span.is_recording():
+                span.set_attributes(self._request_attributes())
+                span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
         self._started = time.monotonic()
-        self._first_token_at: float | None = None
-        self._ended = False
-        self._lock = threading.Lock()
         self.text: list[str] = []
-        self.model: str | None = None
-        self.response_id: str | None = None
-        self.finish_reason: str | None = None
-        self.input_tokens: int | None = None
-        self.output_tokens: int | None = None
 
     def first_token(self) -> None:
         """Note the arrival of the first piece of output (streams)."""
         if self._first_token_at is None:
             self._first_token_at = time.monotonic()
 
+    def done(self, read: Callable[[CallRecord, Any], None], result: Any) -> None:
+        """End the span with the call's result; ``read(record, result)`` takes what it needs.
+
+        On promptrail's own span ``read`` runs on the shipper's thread (a response object is
+        not changed once returned); on an SDK span, now.
+        """
+        if isinstance(self.span, CaptureSpan):
+            self._result = (read, result)
+        else:
+            try:
+                read(self, result)
+            except Exception:  # a response of an unexpected shape must not break the call
+                logger.debug("promptrail: could not read a response", exc_info=True)
+        self.finish()
+
     def finish(self) -> None:
         """End the span with what was collected (idempotent)."""
-        with self._lock:
-            if self._ended:
-                return
-            self._ended = True
+        # Without a lock: two threads finishing at once (a stream closed while the garbage
+        # collector finalises its proxy) would at worst ship the record twice, and the
+        # collector stores a record id once.
+        if self._ended:
+            return
+        self._ended = True
         span = self.span
-        if span.is_recording():
-            attributes: dict[str, Any] = {}
-            if self.model:
-                attributes["gen_ai.response.model"] = self.model
-            if self.response_id:
-                attributes["gen_ai.response.id"] = self.response_id
-            if self.finish_reason:
-                attributes["gen_ai.response.finish_reasons"] = [self.finish_reason]
-            if self.input_tokens is not None:
-                attributes["gen_ai.usage.input_tokens"] = self.input_tokens
-            if self.output_tokens is not None:
-                attributes["gen_ai.usage.output_tokens"] = self.output_tokens
-            if self._first_token_at is not None:
-                attributes[_genai.TIME_TO_FIRST_TOKEN] = int(
-                    (self._first_token_at - self._started) * 1000
-                )
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "parts": [{"type": "text", "content": "".join(self.text)}],
-            }
-            if self.finish_reason:
-                message["finish_reason"] = self.finish_reason
+        if not isinstance(span, CaptureSpan) and span.is_recording():
+            attributes, output = self._response_attributes()
+            attributes["gen_ai.output.messages"] = to_json(output)
             span.set_attributes(attributes)
-            if isinstance(span, CaptureSpan):
-                span.set_json_attribute("gen_ai.output.messages", [message])
-            else:
-                span.set_attribute("gen_ai.output.messages", to_json([message]))
         span.end()
 
     def fail(self, exc: BaseException) -> None:
@@ -178,3 +161,54 @@ class CallRecord:
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         self.finish()
+
+    def _describe(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The span's attributes and JSON attributes (on the shipper's thread)."""
+        if self._result is not None:
+            read, result = self._result
+            self._result = None
+            read(self, result)
+        attributes = self._request_attributes()
+        response, output = self._response_attributes()
+        attributes.update(response)
+        return attributes, {_genai.CALL_INPUT: self._call_input, "gen_ai.output.messages": output}
+
+    def _request_attributes(self) -> dict[str, Any]:
+        kwargs = self._kwargs
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": self._operation,
+            "gen_ai.provider.name": self._provider,
+        }
+        model = kwargs.get("model")
+        if isinstance(model, str):
+            attributes["gen_ai.request.model"] = model
+        for key, name in _REQUEST_PARAMETERS.items():
+            value = kwargs.get(key)
+            if value is not None and isinstance(value, int | float) and not isinstance(value, bool):
+                attributes[name] = value
+        return attributes
+
+    def _response_attributes(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The response's attributes, and the output messages (not yet JSON)."""
+        attributes: dict[str, Any] = {}
+        if self.model:
+            attributes["gen_ai.response.model"] = self.model
+        if self.response_id:
+            attributes["gen_ai.response.id"] = self.response_id
+        if self.finish_reason:
+            attributes["gen_ai.response.finish_reasons"] = [self.finish_reason]
+        if self.input_tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = self.input_tokens
+        if self.output_tokens is not None:
+            attributes["gen_ai.usage.output_tokens"] = self.output_tokens
+        if self._first_token_at is not None:
+            attributes[_genai.TIME_TO_FIRST_TOKEN] = int(
+                (self._first_token_at - self._started) * 1000
+            )
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "".join(self.text)}],
+        }
+        if self.finish_reason:
+            message["finish_reason"] = self.finish_reason
+        return attributes, [message]

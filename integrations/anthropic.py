@@ -100,10 +100,7 @@ def _handle(record: CallRecord, result: Any, is_async: bool) -> Any:
     if isinstance(target, _stream_types()):
         record.finish()
         return result
-    try:
-        _message(record, target)
-    finally:
-        record.finish()
+    record.done(_message, target)
     return result
 
 

@@ -36,8 +36,9 @@ def _value(obj: Any, name: str) -> Any:
 
 def _chat_record(kwargs: dict[str, Any]) -> CallRecord:
     messages = kwargs.get("messages", [])
+    # The texts are read (if at all) while the record is made, before the call returns.
     return CallRecord(
-        PROVIDER, "chat", kwargs, messages, functools.partial(message_texts, list(messages))
+        PROVIDER, "chat", kwargs, messages, functools.partial(message_texts, messages)
     )
 
 
@@ -150,10 +151,7 @@ def _handle(
         result_to_record = parsed
     else:
         result_to_record = result
-    try:
-        on_result(record, result_to_record)
-    finally:
-        record.finish()
+    record.done(on_result, result_to_record)
     return result
 
 

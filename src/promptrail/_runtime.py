@@ -266,7 +266,11 @@ def stats() -> dict[str, Any]:
     pipeline = _pipeline
     pending = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
     queued = pipeline.queued if pipeline else 0
-    return _stats.snapshot(pending=pending, queued=queued)
+    snapshot = _stats.snapshot(pending=pending, queued=queued)
+    if pipeline is not None and pipeline.shipper is not None:
+        # The shipper counts a span as captured once it leaves its queue.
+        snapshot["captured"] = snapshot.get("captured", 0) + queued
+    return snapshot
 
 
 def reset_stats() -> None:

@@ -74,7 +74,7 @@ class SpanShipper:
         if (span.trace_id & 0xFFFFFFFFFFFFFFFF) >= self._sample_below:
             self._stats.add("sampled_out")
             return
-        self._stats.add("captured")
+        # Counted as captured when shipped (or dropped): no lock in the application's thread.
         queue = self._queue
         if len(queue) >= self._max:
             self._drop_full()
@@ -84,6 +84,7 @@ class SpanShipper:
             self._wake.set()
 
     def _drop_full(self) -> None:
+        self._stats.add("captured")
         self._stats.drop("queue_full")
         if not self._warned:
             self._warned = True
@@ -109,6 +110,7 @@ class SpanShipper:
             ok = True
             while queue:
                 batch = [queue.popleft() for _ in range(min(self._batch, len(queue)))]
+                self._stats.add("captured", len(batch))
                 ok = self._exporter.ship([span.to_record() for span in batch]) and ok
             return ok
 

@@ -18,6 +18,7 @@ instead, and pays that price.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,6 +39,8 @@ _time_ns = time.time_ns
 _get_current_span = trace.get_current_span
 
 OnEnd = Callable[["CaptureSpan"], None]
+Describe = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
+logger = logging.getLogger("promptrail")
 
 
 class CaptureSpan(trace.Span):
@@ -51,6 +54,7 @@ class CaptureSpan(trace.Span):
         "_exceptions",
         "_on_end",
         "attributes",
+        "describe",
         "end_time",
         "kind",
         "name",
@@ -85,6 +89,9 @@ class CaptureSpan(trace.Span):
         self._description = ""
         self._exceptions: list[str] | None = None
         self._deferred: dict[str, Any] | None = None
+        # Set by the capture that owns the span: more attributes and JSON attributes, worked
+        # out when the record is built (on the shipper's thread), not in the application's.
+        self.describe: Describe | None = None
 
     def set_json_attribute(self, key: str, value: Any) -> None:
         """Set ``key`` to the JSON of ``value``, serialised later on the shipper's thread.
@@ -176,8 +183,17 @@ class CaptureSpan(trace.Span):
         """The request record of this span (``POST /v1/requests`` JSON)."""
         start = self.start_time
         attributes = self.attributes
-        if self._deferred:
-            attributes = {**attributes, **{k: to_json(v) for k, v in self._deferred.items()}}
+        deferred = self._deferred
+        if self.describe is not None:
+            try:
+                extra, extra_json = self.describe()
+            except Exception:  # a response of an unexpected shape: record what is known
+                logger.debug("promptrail: could not describe a span", exc_info=True)
+            else:
+                attributes = {**attributes, **extra}
+                deferred = {**deferred, **extra_json} if deferred else extra_json
+        if deferred:
+            attributes = {**attributes, **{k: to_json(v) for k, v in deferred.items()}}
         return build_record(
             self.name,
             self.trace_id,
