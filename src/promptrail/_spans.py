@@ -46,23 +46,16 @@ logger = logging.getLogger("promptrail")
 class CaptureSpan(trace.Span):
     """A span that keeps what a request record needs and hands itself over when it ends."""
 
-    __slots__ = (
-        "_context",
-        "_deferred",
-        "_description",
-        "_error",
-        "_exceptions",
-        "_on_end",
-        "attributes",
-        "describe",
-        "end_time",
-        "kind",
-        "name",
-        "parent_span_id",
-        "span_id",
-        "start_time",
-        "trace_id",
-    )
+    # No __slots__ (the API's Span has a __dict__ anyway): what most spans never set stays a
+    # class default, so starting a span assigns only what it has.
+    end_time: int | None = None
+    _context: SpanContext | None = None
+    _error = False
+    _description = ""
+    _exceptions: list[str] | None = None
+    # Set by the capture that owns the span: more attributes and JSON attributes, worked out
+    # when the record is built (on the shipper's thread), not in the application's.
+    describe: Describe | None = None
 
     def __init__(
         self,
@@ -72,7 +65,6 @@ class CaptureSpan(trace.Span):
         parent_span_id: int | None,
         attributes: dict[str, Any],
         start_time: int,
-        kind: SpanKind,
         on_end: OnEnd,
     ) -> None:
         self.name = name
@@ -81,28 +73,7 @@ class CaptureSpan(trace.Span):
         self.parent_span_id = parent_span_id
         self.attributes = attributes
         self.start_time = start_time
-        self.end_time: int | None = None
-        self.kind = kind
         self._on_end = on_end
-        self._context: SpanContext | None = None
-        self._error = False
-        self._description = ""
-        self._exceptions: list[str] | None = None
-        self._deferred: dict[str, Any] | None = None
-        # Set by the capture that owns the span: more attributes and JSON attributes, worked
-        # out when the record is built (on the shipper's thread), not in the application's.
-        self.describe: Describe | None = None
-
-    def set_json_attribute(self, key: str, value: Any) -> None:
-        """Set ``key`` to the JSON of ``value``, serialised later on the shipper's thread.
-
-        The caller hands over ``value``: it must not change afterwards (pass a copy of a
-        list the application may still append to).
-        """
-        if self.end_time is None:
-            if self._deferred is None:
-                self._deferred = {}
-            self._deferred[key] = value
 
     # -- the OpenTelemetry API ------------------------------------------------------------
 
@@ -183,7 +154,6 @@ class CaptureSpan(trace.Span):
         """The request record of this span (``POST /v1/requests`` JSON)."""
         start = self.start_time
         attributes = self.attributes
-        deferred = self._deferred
         if self.describe is not None:
             try:
                 extra, extra_json = self.describe()
@@ -191,9 +161,7 @@ class CaptureSpan(trace.Span):
                 logger.debug("promptrail: could not describe a span", exc_info=True)
             else:
                 attributes = {**attributes, **extra}
-                deferred = {**deferred, **extra_json} if deferred else extra_json
-        if deferred:
-            attributes = {**attributes, **{k: to_json(v) for k, v in deferred.items()}}
+                attributes.update((k, to_json(v)) for k, v in extra_json.items())
         return build_record(
             self.name,
             self.trace_id,
@@ -249,7 +217,6 @@ class CaptureTracer(trace.Tracer):
             parent_id,
             dict(attributes) if attributes else {},
             start_time or _time_ns(),
-            kind,
             self._on_end,
         )
 
