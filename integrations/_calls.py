@@ -134,11 +134,14 @@ class CallRecord:
         if isinstance(self.span, CaptureSpan):
             self._result = (read, result)
         else:
-            try:
-                read(self, result)
-            except Exception:  # a response of an unexpected shape must not break the call
-                logger.debug("promptrail: could not read a response", exc_info=True)
+            self._read(read, result)
         self.finish()
+
+    def _read(self, read: Callable[[CallRecord, Any], None], result: Any) -> None:
+        try:
+            read(self, result)
+        except Exception:  # a response of an unexpected shape: record the call without it
+            logger.debug("promptrail: could not read a response", exc_info=True)
 
     def finish(self) -> None:
         """End the span with what was collected (idempotent)."""
@@ -167,7 +170,7 @@ class CallRecord:
         if self._result is not None:
             read, result = self._result
             self._result = None
-            read(self, result)
+            self._read(read, result)
         attributes = self._request_attributes()
         response, output = self._response_attributes()
         attributes.update(response)

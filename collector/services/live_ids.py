@@ -125,24 +125,22 @@ class LiveIdIndex:
 
     def created(self, project: str, name: str, prompt_id: str) -> None:
         """Record a stored claim of ``name`` by ``prompt_id`` (inside :meth:`writing`)."""
-        with self._lock:
-            self._generations[project] += 1
-            indexed = self._projects.get(project)
-            if indexed is not None:
-                self._total -= len(indexed.ids)
-                indexed.created(name, prompt_id)
-                self._total += len(indexed.ids)
-                self._evict()
+        self._apply(project, lambda indexed: indexed.created(name, prompt_id))
 
     def deleted(self, project: str, name: str, prompt_id: str) -> None:
         """Record a stored soft delete of ``prompt_id`` (inside :meth:`writing`)."""
+        self._apply(project, lambda indexed: indexed.deleted(name, prompt_id))
+
+    def _apply(self, project: str, change: Callable[[_Project], None]) -> None:
+        """Bump the project's generation and apply ``change`` to its index, if loaded."""
         with self._lock:
             self._generations[project] += 1
             indexed = self._projects.get(project)
             if indexed is not None:
                 self._total -= len(indexed.ids)
-                indexed.deleted(name, prompt_id)
+                change(indexed)
                 self._total += len(indexed.ids)
+                self._evict()
 
     def indexed(self, project: str) -> bool:
         """Whether the project's live prompts are in memory (for tests and diagnostics)."""

@@ -27,6 +27,7 @@ from opentelemetry.trace import Tracer
 
 from . import __version__
 from ._genai import is_recordable
+from ._process import Sampler
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer
 from ._stats import CaptureStats
@@ -87,7 +88,7 @@ class _CountingProcessor(BatchSpanProcessor):
     ) -> None:
         super().__init__(exporter, **options)
         self._stats = exporter.stats
-        self._sample_below = int(max(0.0, min(1.0, sample_rate)) * (1 << 64))
+        self._sampler = Sampler(sample_rate)
         inner = self._batch_processor
         inner._queue = _CountingQueue(inner._max_queue_size, self._stats)
 
@@ -95,7 +96,7 @@ class _CountingProcessor(BatchSpanProcessor):
         if not is_recordable(span.attributes or {}):
             return
         context = span.get_span_context()
-        if context is not None and (context.trace_id & 0xFFFFFFFFFFFFFFFF) >= self._sample_below:
+        if context is not None and not self._sampler.keeps(context.trace_id):
             # Sampling by trace id keeps or drops whole traces, the same way in every process.
             self._stats.add("sampled_out")
             return

@@ -10,12 +10,10 @@ locking and condition signalling (why: docs/architecture.md, "Capture path").
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import weakref
 from collections import deque
-from typing import Any
 
+from ._process import Sampler, forget_after_fork, restart_after_fork
 from ._spans import CaptureSpan
 from ._stats import CaptureStats
 from .otel import PromptrailSpanExporter
@@ -39,15 +37,13 @@ class SpanShipper:
     ) -> None:
         self._exporter = exporter
         self._stats = stats
-        # Sampling by trace id keeps or drops whole traces, the same way in every process.
-        self._sample_below = int(max(0.0, min(1.0, sample_rate)) * (1 << 64))
+        self._sampler = Sampler(sample_rate)
         self._max = max(1, max_queue_size)
         self._batch = min(_BATCH, self._max)
         self._interval = flush_interval
         self._warned = False
-        self._closed = False
         self._start()
-        _open_shippers.add(self)
+        restart_after_fork(self)
 
     def _start(self) -> None:
         self._queue: deque[CaptureSpan] = deque()
@@ -61,8 +57,7 @@ class SpanShipper:
 
     def _after_fork(self) -> None:
         # The parent's queue and thread are the parent's: the child starts with its own.
-        if not self._closed:
-            self._start()
+        self._start()
 
     @property
     def queued(self) -> int:
@@ -71,7 +66,7 @@ class SpanShipper:
 
     def on_end(self, span: CaptureSpan) -> None:
         """Take an ended span (runs in the application's thread: keep it cheap)."""
-        if (span.trace_id & 0xFFFFFFFFFFFFFFFF) >= self._sample_below:
+        if not self._sampler.keeps(span.trace_id):
             self._stats.add("sampled_out")
             return
         # Counted as captured when shipped (or dropped): no lock in the application's thread.
@@ -121,18 +116,15 @@ class SpanShipper:
 
     def shutdown(self, timeout: float) -> None:
         """Stop the thread, ship what is left within ``timeout``, count what could not go."""
-        self._closed = True
-        _open_shippers.discard(self)
+        forget_after_fork(self)
         self._exporter.stop_retrying()
         self._stopping = True
         self._wake.set()
         self._worker.join(timeout)
-        outcome: list[Any] = []
 
         def finish() -> None:
             self._drain()
             self._exporter.shutdown(int(timeout * 1000))
-            outcome.append(True)
 
         closer = threading.Thread(target=finish, name="promptrail-shutdown", daemon=True)
         closer.start()
@@ -141,16 +133,3 @@ class SpanShipper:
         if left:
             self._stats.drop("shutdown_unsent", left)
             logger.warning("promptrail: %d records not sent before shutdown", left)
-
-
-# One fork hook for every shipper still open (a hook per shipper would keep each one alive).
-_open_shippers: weakref.WeakSet[SpanShipper] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for shipper in list(_open_shippers):
-        shipper._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -27,7 +27,6 @@ import os
 import random
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,6 +38,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
 from ._genai import SpanData, build_record, is_recordable
+from ._process import restart_after_fork
 from ._stats import CaptureStats
 
 __all__ = ["PromptrailSpanExporter", "readable_span_data"]
@@ -145,7 +145,7 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
         self._client = self._new_client()
-        _exporters.add(self)
+        restart_after_fork(self)
 
     def _new_client(self) -> httpx.Client:
         return httpx.Client(
@@ -297,19 +297,6 @@ class PromptrailSpanExporter(SpanExporter):
             response.text[:300],
         )
         return None
-
-
-# One fork hook for every exporter (a hook per exporter would keep each one alive).
-_exporters: weakref.WeakSet[PromptrailSpanExporter] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for exporter in list(_exporters):
-        exporter._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _retry_after(response: httpx.Response) -> float:

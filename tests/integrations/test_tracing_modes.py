@@ -17,6 +17,7 @@ from opentelemetry.trace import Status, StatusCode
 
 import promptrail
 from promptrail import _runtime
+from promptrail.integrations._calls import CallRecord
 from tests.integrations.conftest import KEY
 from tests.integrations.conftest import fetch_records as fetch
 from tests.stubs.openai_stub import OpenAIStub
@@ -146,3 +147,16 @@ def test_an_error_status_set_through_the_api_makes_an_error_record(
     assert record["status"] == "error"
     assert record["error"] == "answer failed grading"
     assert record["output"] == {"content": "bad answer"}
+
+
+def test_a_response_that_cannot_be_read_still_gives_a_record(capture: str, live_url: str) -> None:
+    def unreadable(record: CallRecord, response: Any) -> None:
+        raise AttributeError("a response shape the reader does not know")
+
+    call = CallRecord("openai", "chat", {"model": "gpt-4o-mini"}, [{"role": "user"}], list)
+    call.done(unreadable, object())  # the application's call is not disturbed
+
+    (record,) = fetch(live_url, 1)
+    assert record["status"] == "success"
+    assert record["provider"] == "openai"
+    assert record["span_name"] == "chat gpt-4o-mini"
