@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -520,7 +520,13 @@ def write_docs(
     lines = [
         SECTION,
         "",
-        f"Command: `.venv/bin/python benchmarks/request_log.py --records {args.records}`  ",
+        f"Command: `.venv/bin/python benchmarks/request_log.py --records {args.records}`"
+        + (
+            " (loaded once; reads measured by a second run with `--reuse` on the same store)"
+            if args.reuse
+            else ""
+        )
+        + "  ",
         f"Machine: {machine()}  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), collector in its own process; "
         f"load average before the run: {load}.",
@@ -564,7 +570,14 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--ingest-only", action="store_true", help="skip the read latencies")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="skip the ingest: measure reads on --data-dir as an earlier run loaded it",
+    )
     args = parser.parse_args()
+    if args.reuse and not args.data_dir:
+        parser.error("--reuse needs the --data-dir of an earlier run")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
     port = free_port()
@@ -573,10 +586,28 @@ def main() -> None:
     with collector(data_dir, port) as process:
         watch = MemoryWatch(process.pid)
         print(f"load average {load}", flush=True)
-        result = ingest(base, args.records, args.batch, args.workers, process.pid)
+        saved = data_dir / "ingest.json"
+        if args.reuse:
+            loaded = json.loads(saved.read_text())
+            result, ingest_peak = IngestResult(**loaded["result"]), loaded["peak"]
+            args.batch, args.workers = loaded["batch"], loaded["workers"]
+        else:
+            result = ingest(base, args.records, args.batch, args.workers, process.pid)
+            ingest_peak = watch.peak
+            saved.write_text(
+                json.dumps(
+                    {
+                        "result": asdict(result),
+                        "peak": ingest_peak,
+                        "batch": args.batch,
+                        "workers": args.workers,
+                    }
+                )
+            )
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
         results = [] if args.ingest_only else reads(base, result.accepted, args.samples)
-        peak = watch.stop()
+        # With --reuse the ingest ran in an earlier collector: report the higher peak.
+        peak = max(watch.stop(), ingest_peak)
         print(f"collector peak RSS {peak:.0f} MiB", flush=True)
     explain = explain_search(data_dir)
     print(explain)
