@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import random
 import shutil
 import signal
@@ -42,26 +41,17 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
+from _report import DOCS, Machine, write_block
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = REPO / "docs" / "benchmarks.md"
 SECTION_HEADING = "## Prompt registry (`benchmarks/prompts.py`)"
 BEGIN_MARK = "<!-- benchmarks/prompts.py: begin generated figures -->"
 END_MARK = "<!-- benchmarks/prompts.py: end generated figures -->"
-DOCS_HEADER = """# Benchmarks
-
-Speed is measured here, never asserted in tests: timing assertions are flaky on shared CI
-machines and say nothing about the machine they ran on. Each section names the script, the
-command that reruns it and the machine its figures come from.
-"""
-
 API_KEY = "pr-bench-" + "0" * 32
 LOAD_WORKERS = 8
 WARMUP = 50
@@ -488,53 +478,6 @@ def measure(client: httpx.Client, operation: Operation, samples: int, deadline: 
 
 
 @dataclass(frozen=True)
-class Machine:
-    """Where the figures come from."""
-
-    cpus: int
-    memory_gib: float
-    cpu_model: str
-    python: str
-    chdb: str
-    date: str
-
-    @classmethod
-    def current(cls) -> Machine:
-        """Describe this machine."""
-        return cls(
-            cpus=len(os.sched_getaffinity(0)),
-            memory_gib=_meminfo_kib("MemTotal") / 1024 / 1024,
-            cpu_model=_cpu_model(),
-            python=platform.python_version(),
-            chdb=_version("chdb"),
-            date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        )
-
-
-def _meminfo_kib(key: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(f"{key}:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-@dataclass(frozen=True)
 class Report:
     """Everything a run produced."""
 
@@ -593,8 +536,7 @@ def markdown(report: Report) -> str:
     lines = [
         BEGIN_MARK,
         "",
-        f"- Machine: {m.cpus} CPUs ({m.cpu_model}), {m.memory_gib:.1f} GiB memory",
-        f"- Software: Python {m.python}, chDB {m.chdb}",
+        f"- Machine: {m.line()}",
         f"- Date: {m.date}",
         f"- Command: `{report.command}`",
         f"- Whole run (start, load, measure, stop): {report.total_seconds:.0f} s; 1-minute "
@@ -638,24 +580,9 @@ Rerun, and rewrite the figures below:
 """
 
 
-def write_docs(path: Path, report: Report) -> None:
+def write_docs(report: Report) -> None:
     """Replace the generated block of the prompt section (creating what is missing)."""
-    block = markdown(report)
-    text = path.read_text() if path.exists() else DOCS_HEADER
-    if SECTION_HEADING not in text:
-        text = f"{text.rstrip()}\n\n{SECTION_HEADING}\n\n{SECTION_INTRO}\n{block}\n"
-    elif BEGIN_MARK in text and END_MARK in text:
-        before, rest = text.split(BEGIN_MARK, 1)
-        after = rest.split(END_MARK, 1)[1]
-        text = before + block + after
-    else:
-        # The section exists without markers: replace it up to the next section.
-        before, rest = text.split(SECTION_HEADING, 1)
-        following = rest.find("\n## ")
-        after = rest[following:] if following >= 0 else "\n"
-        text = f"{before}{SECTION_HEADING}\n\n{SECTION_INTRO}\n{block}\n{after}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    write_block(SECTION_HEADING, SECTION_INTRO, markdown(report), BEGIN_MARK, END_MARK)
 
 
 # -- main --------------------------------------------------------------------------------
@@ -761,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text_table(report))
     print(f"\nwhole run: {report.total_seconds:.0f} s")
     if args.write_docs:
-        write_docs(DOCS, report)
+        write_docs(report)
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 0
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import signal
 import socket
@@ -37,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _report import DOCS, Machine, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "promptrail"
 KEY = "pr-bench-request-log"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Request log (`benchmarks/request_log.py`)"
 
 PROMPTS = [f"prompt-{i:03d}" for i in range(200)]
@@ -489,16 +488,6 @@ def explain_search(data_dir: Path) -> str:
     return "\n".join(keep)
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    mem = int(Path("/proc/meminfo").read_text().split()[1]) / 1024 / 1024
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, Python {platform.python_version()}"
-
-
 def ingest_summary(args: argparse.Namespace, result: IngestResult) -> str:
     rate = result.accepted / result.elapsed
     return (
@@ -527,7 +516,7 @@ def write_docs(
             else ""
         )
         + "  ",
-        f"Machine: {machine()}  ",
+        f"Machine: {Machine.current().line()}  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), collector in its own process; "
         f"load average before the run: {load}.",
         "",
@@ -548,15 +537,7 @@ def write_docs(
         "```",
         "",
     ]
-    section = "\n".join(lines)
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\n"
-    if SECTION in text:
-        before, _, rest = text.partition(SECTION)
-        nxt = rest.find("\n## ")
-        text = before + section + (rest[nxt + 1 :] if nxt >= 0 else "")
-    else:
-        text = text.rstrip() + "\n\n" + section
-    DOCS.write_text(text)
+    write_section("\n".join(lines))
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import resource
 import socket
 import statistics
@@ -40,6 +39,7 @@ import httpx
 import httpx2
 import openai
 import wrapt
+from _report import DOCS, Machine, write_section
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
@@ -47,7 +47,6 @@ from opentelemetry.trace import SpanKind, Tracer
 import promptrail
 from promptrail import _runtime
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 SECTION = "## SDK overhead (`benchmarks/sdk_overhead.py`)"
 
 COMPLETION = json.dumps(
@@ -306,18 +305,6 @@ def collector_down(seconds: float, rate: int) -> dict[str, float]:
     }
 
 
-def machine() -> str:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown CPU",
-    )
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, openai {openai.__version__}"
-
-
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
@@ -408,7 +395,7 @@ def write_docs(
         "",
         f"Command: `.venv/bin/python benchmarks/sdk_overhead.py --calls {args.calls} "
         f"--processes {args.processes} --down-seconds {args.down_seconds:.0f}`  ",
-        f"Machine: {machine()}  ",
+        f"Machine: {Machine.current().line()}, openai {openai.__version__}  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}  ",
         f"Load average (1 / 5 / 15 min): {loads}",
         "",
@@ -440,21 +427,7 @@ def write_docs(
         "joined to an application's SDK provider, capture pays the SDK's price.",
         "",
     ]
-    section = "\n".join(lines)
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\n"
-    if SECTION in text:
-        before, _, rest = text.partition(SECTION)
-        following = rest.find("\n## ")
-        old_section = rest if following < 0 else rest[:following]
-        # Hand-written notes (a "### " part) stay; only the measured part is replaced.
-        notes = old_section.find("\n### ")
-        if notes >= 0:
-            section += old_section[notes:]
-        section = section.rstrip("\n") + "\n"
-        text = before + section + (rest[following:] if following >= 0 else "")
-    else:
-        text = text.rstrip() + "\n\n" + section
-    DOCS.write_text(text)
+    write_section("\n".join(lines))
     print(f"wrote {DOCS}")
 
 

@@ -1,0 +1,121 @@
+"""What the benchmark scripts share: the machine they ran on, and writing docs/benchmarks.md.
+
+Each script owns one ``## `` section of the docs file. A script rewrites only what it
+measured: either the block between its two markers, or, for sections without markers,
+everything from the heading up to the first hand-written ``### `` part (kept as it is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+DOCS_HEADER = """# Benchmarks
+
+Speed is measured here, never asserted in tests: timing assertions are flaky on shared CI
+machines and say nothing about the machine they ran on. Each section names the script, the
+command that reruns it and the machine its figures come from.
+"""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the figures come from."""
+
+    cpus: int
+    memory_gib: float
+    cpu_model: str
+    python: str
+    chdb: str
+    date: str
+
+    @classmethod
+    def current(cls) -> Machine:
+        """Describe this machine, now."""
+        return cls(
+            cpus=len(os.sched_getaffinity(0)),
+            memory_gib=_meminfo_kib("MemTotal") / 1024 / 1024,
+            cpu_model=_cpu_model(),
+            python=platform.python_version(),
+            chdb=_version("chdb"),
+            date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        )
+
+    def line(self) -> str:
+        """One line for a docs section: CPUs, memory, Python and chDB."""
+        return (
+            f"{self.cpus} CPUs ({self.cpu_model}), {self.memory_gib:.1f} GiB memory, "
+            f"Python {self.python}, chDB {self.chdb}"
+        )
+
+
+def _meminfo_kib(key: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def write_block(
+    heading: str, intro: str, block: str, begin: str, end: str, path: Path = DOCS
+) -> None:
+    """Replace the generated block (``begin`` .. ``end``) of a section, creating what is missing."""
+    text = path.read_text() if path.exists() else DOCS_HEADER
+    if heading not in text:
+        text = f"{text.rstrip()}\n\n{heading}\n\n{intro}\n{block}\n"
+    elif begin in text and end in text:
+        before, rest = text.split(begin, 1)
+        after = rest.split(end, 1)[1]
+        text = before + block + after
+    else:
+        # The section exists without markers: replace it up to the next section.
+        before, rest = text.split(heading, 1)
+        following = rest.find("\n## ")
+        after = rest[following:] if following >= 0 else "\n"
+        text = f"{before}{heading}\n\n{intro}\n{block}\n{after}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def write_section(section: str, path: Path = DOCS) -> None:
+    """Replace a section's measured part; its hand-written ``### `` parts stay.
+
+    ``section`` starts with the section's ``## `` heading line.
+    """
+    heading = section.split("\n", 1)[0]
+    text = path.read_text() if path.exists() else DOCS_HEADER
+    section = section.rstrip("\n") + "\n"
+    if heading in text:
+        before, _, rest = text.partition(heading)
+        following = rest.find("\n## ")
+        old = rest if following < 0 else rest[:following]
+        notes = old.find("\n### ")
+        if notes >= 0:
+            section += old[notes:].rstrip("\n") + "\n"
+        text = before + section + (rest[following:] if following >= 0 else "")
+    else:
+        text = text.rstrip() + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
