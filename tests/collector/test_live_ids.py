@@ -23,7 +23,7 @@ from promptrail.collector.errors import PromptAlreadyExists, PromptNotFound
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.live_ids import LiveIdIndex
 from promptrail.collector.services.prompts import PromptService
-from promptrail.collector.store.prompts import PromptRef, PromptStore
+from promptrail.collector.store.prompts import LivePrompt, LiveState, PromptRef, PromptStore
 from promptrail.collector.store.store import Store
 
 PROJECT = "default"
@@ -42,7 +42,7 @@ def no_name_lookups(monkeypatch: pytest.MonkeyPatch, store: PromptStore) -> None
 
     monkeypatch.setattr(store, "version", refuse)
     monkeypatch.setattr(store, "live_prompt_id", refuse)
-    monkeypatch.setattr(store, "live_claims", refuse)
+    monkeypatch.setattr(store, "live_prompts", refuse)
 
 
 def status(api: TestClient, path: str) -> tuple[int, Any]:
@@ -161,12 +161,12 @@ def test_racing_creates_and_deletes_leave_the_index_equal_to_the_store(api: Test
     assert index.indexed(PROJECT)
     for name in names:
         stored = store.live_prompt_id(PROJECT, PromptRef(name, by_id=False))
-        assert index.resolve(PROJECT, PromptRef(name, by_id=False), store.live_claims) == (
+        assert index.resolve(PROJECT, PromptRef(name, by_id=False), store.live_prompts) == (
             True,
             stored,
         )
         if stored is not None:
-            assert index.resolve(PROJECT, PromptRef(stored, by_id=True), store.live_claims) == (
+            assert index.resolve(PROJECT, PromptRef(stored, by_id=True), store.live_prompts) == (
                 True,
                 stored,
             )
@@ -215,8 +215,10 @@ def test_a_server_collector_sees_other_collectors_writes_at_once(server_like: Se
 
 
 def claims_of(*pairs: tuple[str, str]) -> Any:
-    def load(project: str, limit: int) -> list[tuple[str, str]] | None:
-        return list(pairs)
+    """A loader of live prompts at version 1 without labels: (name, id) claims in order."""
+
+    def load(project: str, limit: int) -> LiveState | None:
+        return LiveState([LivePrompt(name, pid, 1, ()) for name, pid in pairs], None)
 
     return load
 
@@ -241,10 +243,10 @@ def test_the_newest_live_claim_of_a_name_wins_and_ids_resolve_to_themselves() ->
 def test_a_load_overtaken_by_a_write_is_not_kept() -> None:
     index = LiveIdIndex(enabled=True)
 
-    def load(project: str, limit: int) -> list[tuple[str, str]]:
+    def load(project: str, limit: int) -> LiveState:
         # The write lands while the load's query runs: what it read may predate the write.
         index.created(project, "a", "1")
-        return []
+        return LiveState([], None)
 
     assert index.resolve("p", PromptRef("a", by_id=False), load) == (False, None)
     assert not index.indexed("p")
@@ -272,7 +274,7 @@ def test_writes_after_the_load_are_applied_and_a_stale_delete_keeps_the_new_clai
 def test_a_project_past_the_limit_is_not_indexed() -> None:
     index = LiveIdIndex(enabled=True, max_project_prompts=2)
 
-    def load(project: str, limit: int) -> list[tuple[str, str]] | None:
+    def load(project: str, limit: int) -> LiveState | None:
         assert limit == 2
         return None
 
@@ -294,10 +296,10 @@ def test_a_load_under_way_makes_other_readers_ask_the_store() -> None:
     index = LiveIdIndex(enabled=True)
     started, release = threading.Event(), threading.Event()
 
-    def slow(project: str, limit: int) -> list[tuple[str, str]]:
+    def slow(project: str, limit: int) -> LiveState:
         started.set()
         release.wait(5)
-        return [("a", "1")]
+        return claims_of(("a", "1"))(project, limit)  # type: ignore[no-any-return]
 
     with ThreadPoolExecutor(1) as pool:
         loading = pool.submit(index.resolve, "p", PromptRef("a", by_id=False), slow)
