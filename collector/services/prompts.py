@@ -292,7 +292,12 @@ class PromptService:
                 version_id=str(uuid.uuid4()),
                 created_at=_now_ms(),
             )
-            winner = self._store.insert_version(project, candidate)
+            try:
+                winner = self._store.insert_version(project, candidate)
+            except BaseException:
+                # The number may or may not be stored: the index must not keep an older head.
+                self._ids.forget(project)
+                raise
             if winner is not None:
                 # The number is durably stored, by this writer or the one that beat it: the
                 # index learns it before the cache is cleared, so no read caches an older head.
