@@ -1,20 +1,35 @@
-"""Which prompt a name or id addresses, per project, kept in memory on the embedded store.
+"""Which prompt and version a path addresses, per project, kept in memory on the embedded store.
 
 A cold read of a version first resolves the path's name (or id) to the live prompt's id, a
-``prompts FINAL`` lookup that costs about half of the read. On the embedded store this process
-is the only writer, so it can know the answer exactly: on the first lookup of a project the
-index reads every live claim of the project in one query, and from then on the two writes that
-change what a name addresses, a create's claim and a delete, update it as they are stored.
-Collectors sharing a ClickHouse server do not see each other's writes, so there the index is
-disabled and every read asks the store.
+``prompts FINAL`` lookup, and then picks the version: the newest by sorting the prompt's
+versions, a label's through a ``prompt_labels FINAL`` subquery. On the embedded store this
+process is the only writer, so it can know all of that exactly: on the first lookup of a
+project the index reads every live prompt of the project (its id, newest version number and
+labels), and from then on every write that changes an answer updates it as it is stored. A cold
+read is then one point read of ``prompt_versions`` on its full sorting key. Collectors sharing
+a ClickHouse server do not see each other's writes, so there the index is disabled and every
+read asks the store.
 
-Exactness under concurrency:
+The writes that update the index: a create's name claim, a delete, a new version (update or
+rollback; also a version another writer won, seen by the loser's read-back), and a label move or
+removal. Exactness under concurrency:
 
-- the create claim and the delete are each stored and applied to the index under one lock per
-  project, so the index applies them in the order the store took them;
-- a project's load records the project's generation, which every such write bumps, and installs
-  what it read only if no write happened meanwhile. A write that lands after the install is
-  applied to the installed index, and applying a write twice changes nothing.
+- each write is stored first and applied to the index afterwards, under one lock per project,
+  so the index applies them in the order the store took them. Claims, deletes and label moves
+  are stored under that lock too; a version insert is not (the store's compare-and-set orders
+  racing versions), but its apply is, and it raises the newest number only (a max), so versions
+  applied in any order give the same index. A version is applied only after its insert is
+  durable, a label only after its version was read back from the store, and a label's apply
+  raises the newest number to its version too, so a label never points past the versions the
+  index knows are stored;
+- label moves are last-writer-wins by ``updated_at`` in the store; under the lock each move takes
+  a stamp later than every earlier move of the project (:meth:`LiveIdIndex.stamp`), so the
+  store's winner is the index's last apply;
+- a project's load records the project's generation, which every write bumps, and installs what
+  it read only if no write happened meanwhile. A write that lands after the install is applied
+  to the installed index, and applying a write twice changes nothing;
+- a write that fails between its store and its apply drops the project's index (the next read
+  loads it again), so an unknown outcome never leaves it stale.
 """
 
 from __future__ import annotations
@@ -23,42 +38,90 @@ import contextlib
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
-from ..store.prompts import PromptRef
+from ..store.prompts import LiveState, PromptRef
 
 # A project with more live prompts than this is not indexed: its reads ask the store.
 _MAX_PROJECT_PROMPTS = 200_000
 # Live prompts kept over all indexed projects; the least recently used projects go first.
 _MAX_TOTAL_PROMPTS = 1_000_000
+_TICK = timedelta(microseconds=1)
 
-Loader = Callable[[str, int], list[tuple[str, str]] | None]
+Loader = Callable[[str, int], LiveState | None]
+T = TypeVar("T")
 
 
-@dataclass
+class _Live:
+    """One live prompt: its newest stored version and where its labels point."""
+
+    __slots__ = ("labels", "newest")
+
+    def __init__(self, newest: int) -> None:
+        self.newest = newest
+        self.labels: dict[str, int] | None = None
+
+    def pick(self, number: int | None, label: str | None) -> int | None:
+        """The version a read asks for, or None if the prompt has no such version or label."""
+        if label is not None:
+            return self.labels.get(label) if self.labels else None
+        if number is not None:
+            return number if 1 <= number <= self.newest else None
+        return self.newest
+
+
 class _Project:
-    """The live prompts of one project: name -> id, and the set of live ids."""
+    """The live prompts of one project: name -> id, and id -> versions and labels."""
 
-    by_name: dict[str, str] = field(default_factory=dict)
-    ids: set[str] = field(default_factory=set)
+    def __init__(self) -> None:
+        self.by_name: dict[str, str] = {}
+        self.prompts: dict[str, _Live] = {}
 
     def lookup(self, ref: PromptRef) -> str | None:
         if ref.by_id:
-            return ref.value if ref.value in self.ids else None
+            return ref.value if ref.value in self.prompts else None
         return self.by_name.get(ref.value)
 
-    def created(self, name: str, prompt_id: str) -> None:
+    def locate(
+        self, ref: PromptRef, number: int | None, label: str | None
+    ) -> tuple[str | None, int | None]:
+        prompt_id = self.lookup(ref)
+        if prompt_id is None:
+            return None, None
+        return prompt_id, self.prompts[prompt_id].pick(number, label)
+
+    def created(self, name: str, prompt_id: str, newest: int = 1) -> None:
         self.by_name[name] = prompt_id
-        self.ids.add(prompt_id)
+        live = self.prompts.setdefault(prompt_id, _Live(newest))
+        live.newest = max(live.newest, newest)
 
     def deleted(self, name: str, prompt_id: str) -> None:
         if self.by_name.get(name) == prompt_id:
             del self.by_name[name]
-        self.ids.discard(prompt_id)
+        self.prompts.pop(prompt_id, None)
+
+    def stored(self, prompt_id: str, version: int) -> None:
+        live = self.prompts.get(prompt_id)
+        if live is not None:
+            live.newest = max(live.newest, version)
+
+    def labeled(self, prompt_id: str, label: str, version: int) -> None:
+        live = self.prompts.get(prompt_id)
+        if live is None:
+            return
+        if version > 0:
+            if live.labels is None:
+                live.labels = {}
+            live.labels[label] = version
+            live.newest = max(live.newest, version)
+        elif live.labels:
+            live.labels.pop(label, None)
 
 
 class LiveIdIndex:
-    """Name/id -> live prompt id per project, exact where this process is the only writer."""
+    """Name/id -> live prompt, newest version and labels per project, exact where this process
+    is the only writer."""
 
     def __init__(
         self,
@@ -72,64 +135,141 @@ class LiveIdIndex:
         self._projects: OrderedDict[str, _Project] = OrderedDict()
         self._total = 0
         self._generations: defaultdict[str, int] = defaultdict(int)
+        self._stamps: dict[str, datetime] = {}
         self._lock = threading.Lock()
         self._write_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._load_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    # -- reads -----------------------------------------------------------------------------
 
     def resolve(self, project: str, ref: PromptRef, load: Loader) -> tuple[bool, str | None]:
         """Return (known, live prompt id or None) for a path's prompt.
 
         ``known`` is False when the index cannot answer (disabled, the project too big, or a
         write or another thread's load under way); the caller then asks the store.
-        ``load(project, limit)`` returns every live (name, prompt_id) claim of the project, in
+        ``load(project, limit)`` returns every live prompt of the project, claims in
         (name, generation) order, or None past ``limit``.
         """
+        return self._answer(project, load, lambda indexed: indexed.lookup(ref))
+
+    def locate(
+        self, project: str, ref: PromptRef, number: int | None, label: str | None, load: Loader
+    ) -> tuple[bool, str | None, int | None]:
+        """Return (known, live prompt id or None, version number or None) for a version read.
+
+        The version is the newest when neither ``number`` nor ``label`` is given. It is None
+        when the prompt is live but has no such version or label (a stored version the index
+        does not know yet is one whose write has not returned).
+        """
+        known, found = self._answer(
+            project, load, lambda indexed: indexed.locate(ref, number, label)
+        )
+        if not known or found is None:
+            return known, None, None
+        return True, found[0], found[1]
+
+    def _answer(
+        self, project: str, load: Loader, ask: Callable[[_Project], T]
+    ) -> tuple[bool, T | None]:
+        """Apply ``ask`` to the project's index, loading it first if needed."""
         if not self.enabled:
             return False, None
         with self._lock:
             indexed = self._projects.get(project)
             if indexed is not None:
                 self._projects.move_to_end(project)
-                return True, indexed.lookup(ref)
+                return True, ask(indexed)
             generation = self._generations[project]
             loading = self._load_locks[project]
         if not loading.acquire(blocking=False):
             return False, None
         try:
-            claims = load(project, self._max_project)
-            if claims is None:
+            state = load(project, self._max_project)
+            if state is None:
                 return False, None
             built = _Project()
-            for name, prompt_id in claims:
-                built.created(name, prompt_id)
+            for live in state.prompts:
+                built.created(live.name, live.prompt_id, live.newest)
+                for label, version in live.labels:
+                    built.labeled(live.prompt_id, label, version)
+            if any(live.newest < 1 for live in built.prompts.values()):
+                return False, None  # a claim without a version: not a state to trust
             with self._lock:
                 if self._generations[project] != generation or project in self._projects:
                     return False, None
                 self._projects[project] = built
-                self._total += len(built.ids)
+                if state.label_stamp is not None:
+                    self._stamps[project] = max(
+                        state.label_stamp, self._stamps.get(project, state.label_stamp)
+                    )
+                self._total += len(built.prompts)
                 self._evict()
-                return True, built.lookup(ref)
+                return True, ask(built)
         finally:
             loading.release()
 
+    # -- writes ----------------------------------------------------------------------------
+
     @contextlib.contextmanager
     def writing(self, project: str) -> Iterator[None]:
-        """Hold the project's write lock around a claim or delete and its index update."""
+        """Hold the project's write lock around a write and its index update.
+
+        If the block raises, the write may or may not be stored: the project's index is
+        dropped, and the next read loads it again. Expected refusals (a name taken, a prompt
+        gone) belong after the block.
+        """
         if not self.enabled:
             yield
             return
         with self._lock:
             lock = self._write_locks[project]
         with lock:
-            yield
+            try:
+                yield
+            except BaseException:
+                self.forget(project)
+                raise
+
+    def stamp(self, project: str) -> datetime:
+        """Return the time of a label move: later than every earlier move of the project.
+
+        Call inside :meth:`writing`, so the store's last-writer-wins order is the order in which
+        the index applies the moves.
+        """
+        now = datetime.now(UTC)
+        if not self.enabled:
+            return now
+        with self._lock:
+            last = self._stamps.get(project)
+            if last is not None and now <= last:
+                now = last + _TICK
+            self._stamps[project] = now
+            return now
 
     def created(self, project: str, name: str, prompt_id: str) -> None:
-        """Record a stored claim of ``name`` by ``prompt_id`` (inside :meth:`writing`)."""
+        """Record a stored claim of ``name`` by a new prompt, at version 1 (in :meth:`writing`)."""
         self._apply(project, lambda indexed: indexed.created(name, prompt_id))
 
     def deleted(self, project: str, name: str, prompt_id: str) -> None:
         """Record a stored soft delete of ``prompt_id`` (inside :meth:`writing`)."""
         self._apply(project, lambda indexed: indexed.deleted(name, prompt_id))
+
+    def stored_version(self, project: str, prompt_id: str, version: int) -> None:
+        """Record that ``version`` of the prompt is durably stored (inside :meth:`writing`)."""
+        self._apply(project, lambda indexed: indexed.stored(prompt_id, version))
+
+    def labeled(self, project: str, prompt_id: str, label: str, version: int) -> None:
+        """Record a stored label move to a stored ``version`` (0 removes the label; inside
+        :meth:`writing`)."""
+        self._apply(project, lambda indexed: indexed.labeled(prompt_id, label, version))
+
+    def forget(self, project: str) -> None:
+        """Drop the project's index (loads in flight are discarded too)."""
+        with self._lock:
+            self._generations[project] += 1
+            dropped = self._projects.pop(project, None)
+            if dropped is not None:
+                self._total -= len(dropped.prompts)
 
     def _apply(self, project: str, change: Callable[[_Project], None]) -> None:
         """Bump the project's generation and apply ``change`` to its index, if loaded."""
@@ -137,9 +277,9 @@ class LiveIdIndex:
             self._generations[project] += 1
             indexed = self._projects.get(project)
             if indexed is not None:
-                self._total -= len(indexed.ids)
+                self._total -= len(indexed.prompts)
                 change(indexed)
-                self._total += len(indexed.ids)
+                self._total += len(indexed.prompts)
                 self._evict()
 
     def indexed(self, project: str) -> bool:
@@ -147,8 +287,22 @@ class LiveIdIndex:
         with self._lock:
             return project in self._projects
 
+    def describe(
+        self, project: str
+    ) -> tuple[dict[str, str], dict[str, tuple[int, dict[str, int]]]] | None:
+        """Return the project's index as (name -> id, id -> (newest, labels)), or None if it is
+        not loaded (for tests and diagnostics)."""
+        with self._lock:
+            indexed = self._projects.get(project)
+            if indexed is None:
+                return None
+            return dict(indexed.by_name), {
+                prompt_id: (live.newest, dict(live.labels or {}))
+                for prompt_id, live in indexed.prompts.items()
+            }
+
     def _evict(self) -> None:
         """Drop the least recently used projects past the total (holding ``_lock``)."""
         while self._total > self._max_total and len(self._projects) > 1:
             _, dropped = self._projects.popitem(last=False)
-            self._total -= len(dropped.ids)
+            self._total -= len(dropped.prompts)

@@ -122,11 +122,13 @@ class PromptService:
         # point, succeeds: a lost race leaves an unreachable row, never a half prompt.
         self._store.try_insert_version(project, row)
         with self._ids.writing(project):
-            if not self._store.try_claim_name(
+            claimed = self._store.try_claim_name(
                 project, body.name, generation + 1, row.prompt_id, now
-            ):
-                raise PromptAlreadyExists(body.name)
-            self._ids.created(project, body.name, row.prompt_id)
+            )
+            if claimed:
+                self._ids.created(project, body.name, row.prompt_id)
+        if not claimed:
+            raise PromptAlreadyExists(body.name)
         self._attach_labels(project, row, body.labels)
         self._cache.invalidate(project)
         return row
@@ -150,16 +152,23 @@ class PromptService:
     def _stored_version(
         self, project: str, ref: PromptRef, number: int | None = None, label: str | None = None
     ) -> PromptVersionRow | None:
-        """Read a version from the store, by live id when the index knows it."""
-        known, prompt_id = self._ids.resolve(project, ref, self._store.live_claims)
-        if not known:
-            return self._store.version(project, ref, number=number, label=label)
-        if prompt_id is None:
-            return None
-        return self._store.version_by_id(project, prompt_id, number=number, label=label)
+        """Read a version from the store: one point read when the index knows which."""
+        known, prompt_id, version = self._ids.locate(
+            project, ref, number, label, self._store.live_prompts
+        )
+        if known:
+            if prompt_id is None or version is None:
+                return None
+            row = self._store.version_at(project, prompt_id, version)
+            if row is not None:
+                return row
+            # The index holds only versions read back from the store; should one be missing
+            # anyway, stop trusting the project's index rather than answer from it.
+            self._ids.forget(project)
+        return self._store.version(project, ref, number=number, label=label)
 
     def _live_prompt_id(self, project: str, ref: PromptRef) -> str | None:
-        known, prompt_id = self._ids.resolve(project, ref, self._store.live_claims)
+        known, prompt_id = self._ids.resolve(project, ref, self._store.live_prompts)
         return prompt_id if known else self._store.live_prompt_id(project, ref)
 
     def cached_version(
@@ -283,7 +292,18 @@ class PromptService:
                 version_id=str(uuid.uuid4()),
                 created_at=_now_ms(),
             )
-            if self._store.try_insert_version(project, candidate):
+            try:
+                winner = self._store.insert_version(project, candidate)
+            except BaseException:
+                # The number may or may not be stored: the index must not keep an older head.
+                self._ids.forget(project)
+                raise
+            if winner is not None:
+                # The number is durably stored, by this writer or the one that beat it: the
+                # index learns it before the cache is cleared, so no read caches an older head.
+                with self._ids.writing(project):
+                    self._ids.stored_version(project, candidate.prompt_id, candidate.version)
+            if winner == candidate.version_id:
                 self._cache.invalidate(project)
                 return candidate
             # Another writer took this number; back off a little so the herd spreads out.
@@ -317,8 +337,7 @@ class PromptService:
         """Attach a label to a version, moving it off any other."""
         self._check_settable(label)
         row = self.resolve_version(project, ref_text, number=version)
-        at = datetime.now(UTC)
-        self._store.set_label(project, row.prompt_id, label, row.version, at)
+        at = self._set_labels(project, row.prompt_id, [label], row.version)
         self._cache.invalidate(project)
         return label, row.version, at
 
@@ -328,7 +347,7 @@ class PromptService:
         prompt_id = self._live_id(project, ref_text)
         if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
             raise LabelNotFound(ref_text, label)
-        self._store.set_label(project, prompt_id, label, 0, datetime.now(UTC))
+        self._set_labels(project, prompt_id, [label], 0)
         self._cache.invalidate(project)
 
     def delete(self, project: str, ref_text: str) -> str:
@@ -336,18 +355,29 @@ class PromptService:
         prompt_id = self._live_id(project, ref_text)
         with self._ids.writing(project):
             name = self._store.mark_deleted(project, prompt_id, datetime.now(UTC))
-            if name is None:
-                raise PromptNotFound(ref_text)
-            self._ids.deleted(project, name, prompt_id)
+            if name is not None:
+                self._ids.deleted(project, name, prompt_id)
+        if name is None:
+            raise PromptNotFound(ref_text)
         self._cache.invalidate(project)
         return public_id(prompt_id)
 
     def _attach_labels(self, project: str, row: PromptVersionRow, labels: list[str]) -> None:
-        at = datetime.now(UTC)
-        for label in labels:
-            self._store.set_label(project, row.prompt_id, label, row.version, at)
         if labels:
+            self._set_labels(project, row.prompt_id, labels, row.version)
             self._cache.invalidate(project)
+
+    def _set_labels(
+        self, project: str, prompt_id: str, labels: list[str], version: int
+    ) -> datetime:
+        """Point labels at a stored version (0 removes them); store, then index, in order."""
+        at = datetime.now(UTC)
+        with self._ids.writing(project):
+            for label in labels:
+                at = self._ids.stamp(project)
+                self._store.set_label(project, prompt_id, label, version, at)
+                self._ids.labeled(project, prompt_id, label, version)
+        return at
 
     def _labels_by_version(self, project: str, prompt_id: str) -> dict[int, list[str]]:
         result: dict[int, list[str]] = {}

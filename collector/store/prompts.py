@@ -157,6 +157,24 @@ class PromptRef:
 
 
 @dataclass(frozen=True)
+class LivePrompt:
+    """A live prompt as the embedded store's index keeps it: newest version and labels."""
+
+    name: str
+    prompt_id: str
+    newest: int
+    labels: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """Every live prompt of a project, and the newest label move ever stored in it."""
+
+    prompts: list[LivePrompt]
+    label_stamp: datetime | None
+
+
+@dataclass(frozen=True)
 class ListFilter:
     """Filters of the prompt list."""
 
@@ -254,21 +272,59 @@ class PromptStore:
             return 0, False
         return int(rows[0][0]), not rows[0][1]
 
-    def live_claims(self, project: str, limit: int) -> list[tuple[str, str]] | None:
-        """Return (name, prompt_id) of every live claim of a project, or None past ``limit``.
+    def live_prompts(self, project: str, limit: int) -> LiveState | None:
+        """Return every live prompt of a project with its newest version and labels.
 
-        Sorted by (name, generation), so a name's newest live claim comes last: the same
-        answer :meth:`live_prompt_id` gives for each name and id.
+        None past ``limit`` live claims. Claims are sorted by (name, generation), so a name's
+        newest live claim comes last: the same answer :meth:`live_prompt_id` gives for each
+        name and id. Three queries in this order (claims, versions, labels), so a prompt's
+        claim is never read without its first version, nor a label without its version.
         """
-        rows = self._client.query(
+        params: dict[str, Any] = {"project": project, "limit": limit + 1}
+        claims = self._client.query(
             f"SELECT name, prompt_id FROM {self._prompts} FINAL "
             "WHERE project = {project:String} AND is_deleted = 0 "
             "ORDER BY name, generation LIMIT {limit:UInt64}",
-            parameters={"project": project, "limit": limit + 1},
+            parameters=params,
         ).result_rows
-        if len(rows) > limit:
+        if len(claims) > limit:
             return None
-        return [(str(name), str(prompt_id)) for name, prompt_id in rows]
+        live = (
+            f"prompt_id IN (SELECT prompt_id FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} AND is_deleted = 0)"
+        )
+        newest = {
+            str(prompt_id): int(version)
+            for prompt_id, version in self._client.query(
+                f"SELECT prompt_id, max(version) FROM {self._versions} "
+                f"WHERE project = {{project:String}} AND {live} GROUP BY prompt_id",
+                parameters=params,
+            ).result_rows
+        }
+        labels: dict[str, list[tuple[str, int]]] = {}
+        for prompt_id, label, version in self._client.query(
+            f"SELECT prompt_id, label, version FROM {self._labels} FINAL "
+            f"WHERE project = {{project:String}} AND version > 0 AND {live}",
+            parameters=params,
+        ).result_rows:
+            labels.setdefault(str(prompt_id), []).append((str(label), int(version)))
+        stamp = self._client.query(
+            f"SELECT count(), max(updated_at) FROM {self._labels} "
+            "WHERE project = {project:String}",
+            parameters=params,
+        ).result_rows
+        return LiveState(
+            prompts=[
+                LivePrompt(
+                    name=str(name),
+                    prompt_id=str(prompt_id),
+                    newest=newest.get(str(prompt_id), 0),
+                    labels=tuple(labels.get(str(prompt_id), ())),
+                )
+                for name, prompt_id in claims
+            ],
+            label_stamp=utc(stamp[0][1]) if stamp and stamp[0][0] else None,
+        )
 
     # -- versions --------------------------------------------------------------------------
 
@@ -293,16 +349,20 @@ class PromptStore:
         params: dict[str, Any] = {"project": project, "ref": ref.value}
         return self._one_version(self._live_id_subquery(ref), params, number, label)
 
-    def version_by_id(
-        self, project: str, prompt_id: str, number: int | None = None, label: str | None = None
-    ) -> PromptVersionRow | None:
-        """Return one version of a prompt by stored id, without checking the prompt is live.
+    def version_at(self, project: str, prompt_id: str, version: int) -> PromptVersionRow | None:
+        """Return one version of a prompt by stored id and number, without checking it is live.
 
-        For callers that know the id is live (the embedded store's live-id index): one point
-        read of ``prompt_versions``, without the ``prompts FINAL`` lookup of :meth:`version`.
+        For callers that know the prompt is live and which version they want (the embedded
+        store's live-id index): one point read on the full sorting key, no sort, no subquery.
         """
-        params: dict[str, Any] = {"project": project, "pid": prompt_id}
-        return self._one_version("{pid:String}", params, number, label)
+        rows = self._client.query(
+            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} "
+            "AND version = {v:UInt32} LIMIT 1",
+            parameters={"project": project, "pid": prompt_id, "v": version},
+            settings=self._point_read,
+        ).result_rows
+        return _version_row(rows[0]) if rows else None
 
     def _one_version(
         self, pid: str, params: dict[str, Any], number: int | None, label: str | None
@@ -331,6 +391,14 @@ class PromptStore:
 
     def try_insert_version(self, project: str, row: PromptVersionRow) -> bool:
         """Insert a version if its number is free; return whether this writer got it."""
+        return self.insert_version(project, row) == row.version_id
+
+    def insert_version(self, project: str, row: PromptVersionRow) -> str | None:
+        """Insert a version if its number is free; return the version id stored at the number.
+
+        The row's own ``version_id`` when this writer got the number, another writer's when it
+        lost the race (the number is then stored all the same), None if nothing is stored.
+        """
         token = f"version/{project}/{row.prompt_id}/{row.version}"
         self._insert(
             PROMPT_VERSIONS,
@@ -359,7 +427,7 @@ class PromptStore:
             parameters={"project": project, "pid": row.prompt_id, "v": row.version},
             settings=self._readback_settings,
         ).result_rows
-        return bool(winner) and winner[0][0] == row.version_id
+        return str(winner[0][0]) if winner else None
 
     # -- names: claim and soft delete ------------------------------------------------------
 

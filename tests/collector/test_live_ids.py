@@ -9,9 +9,14 @@ server (several collectors, other writers) never consults it.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import random
 import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,11 +24,16 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.api.deps import Services
 from promptrail.collector.config import Settings
-from promptrail.collector.errors import PromptAlreadyExists, PromptNotFound
+from promptrail.collector.errors import (
+    LabelNotFound,
+    PromptAlreadyExists,
+    PromptNotFound,
+    VersionNotFound,
+)
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.live_ids import LiveIdIndex
 from promptrail.collector.services.prompts import PromptService
-from promptrail.collector.store.prompts import PromptRef, PromptStore
+from promptrail.collector.store.prompts import LivePrompt, LiveState, PromptRef, PromptStore
 from promptrail.collector.store.store import Store
 
 PROJECT = "default"
@@ -42,7 +52,7 @@ def no_name_lookups(monkeypatch: pytest.MonkeyPatch, store: PromptStore) -> None
 
     monkeypatch.setattr(store, "version", refuse)
     monkeypatch.setattr(store, "live_prompt_id", refuse)
-    monkeypatch.setattr(store, "live_claims", refuse)
+    monkeypatch.setattr(store, "live_prompts", refuse)
 
 
 def status(api: TestClient, path: str) -> tuple[int, Any]:
@@ -161,12 +171,12 @@ def test_racing_creates_and_deletes_leave_the_index_equal_to_the_store(api: Test
     assert index.indexed(PROJECT)
     for name in names:
         stored = store.live_prompt_id(PROJECT, PromptRef(name, by_id=False))
-        assert index.resolve(PROJECT, PromptRef(name, by_id=False), store.live_claims) == (
+        assert index.resolve(PROJECT, PromptRef(name, by_id=False), store.live_prompts) == (
             True,
             stored,
         )
         if stored is not None:
-            assert index.resolve(PROJECT, PromptRef(stored, by_id=True), store.live_claims) == (
+            assert index.resolve(PROJECT, PromptRef(stored, by_id=True), store.live_prompts) == (
                 True,
                 stored,
             )
@@ -215,8 +225,10 @@ def test_a_server_collector_sees_other_collectors_writes_at_once(server_like: Se
 
 
 def claims_of(*pairs: tuple[str, str]) -> Any:
-    def load(project: str, limit: int) -> list[tuple[str, str]] | None:
-        return list(pairs)
+    """A loader of live prompts at version 1 without labels: (name, id) claims in order."""
+
+    def load(project: str, limit: int) -> LiveState | None:
+        return LiveState([LivePrompt(name, pid, 1, ()) for name, pid in pairs], None)
 
     return load
 
@@ -241,10 +253,10 @@ def test_the_newest_live_claim_of_a_name_wins_and_ids_resolve_to_themselves() ->
 def test_a_load_overtaken_by_a_write_is_not_kept() -> None:
     index = LiveIdIndex(enabled=True)
 
-    def load(project: str, limit: int) -> list[tuple[str, str]]:
+    def load(project: str, limit: int) -> LiveState:
         # The write lands while the load's query runs: what it read may predate the write.
         index.created(project, "a", "1")
-        return []
+        return LiveState([], None)
 
     assert index.resolve("p", PromptRef("a", by_id=False), load) == (False, None)
     assert not index.indexed("p")
@@ -272,7 +284,7 @@ def test_writes_after_the_load_are_applied_and_a_stale_delete_keeps_the_new_clai
 def test_a_project_past_the_limit_is_not_indexed() -> None:
     index = LiveIdIndex(enabled=True, max_project_prompts=2)
 
-    def load(project: str, limit: int) -> list[tuple[str, str]] | None:
+    def load(project: str, limit: int) -> LiveState | None:
         assert limit == 2
         return None
 
@@ -294,10 +306,10 @@ def test_a_load_under_way_makes_other_readers_ask_the_store() -> None:
     index = LiveIdIndex(enabled=True)
     started, release = threading.Event(), threading.Event()
 
-    def slow(project: str, limit: int) -> list[tuple[str, str]]:
+    def slow(project: str, limit: int) -> LiveState:
         started.set()
         release.wait(5)
-        return [("a", "1")]
+        return claims_of(("a", "1"))(project, limit)  # type: ignore[no-any-return]
 
     with ThreadPoolExecutor(1) as pool:
         loading = pool.submit(index.resolve, "p", PromptRef("a", by_id=False), slow)
@@ -305,3 +317,321 @@ def test_a_load_under_way_makes_other_readers_ask_the_store() -> None:
         assert index.resolve("p", PromptRef("a", by_id=False), claims_of()) == (False, None)
         release.set()
         assert loading.result() == (True, "1")
+
+
+# -- newest versions and labels ------------------------------------------------------------
+
+
+def stored_view(
+    store: PromptStore, project: str = PROJECT
+) -> tuple[dict[str, str], dict[str, tuple[int, dict[str, int]]]]:
+    """What a fresh load reads from the store, in the shape of ``LiveIdIndex.describe``."""
+    state = store.live_prompts(project, 1_000_000)
+    assert state is not None
+    by_name = {live.name: live.prompt_id for live in state.prompts}  # the newest claim wins
+    return by_name, {live.prompt_id: (live.newest, dict(live.labels)) for live in state.prompts}
+
+
+def assert_exact(services: Services, project: str = PROJECT) -> None:
+    """The loaded index says exactly what the store says."""
+    assert services.prompts.live_ids.describe(project) == stored_view(services.store.prompts)
+
+
+def record_queries(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[str]:
+    """Collect the SQL of every query the store's client runs from now on."""
+    client = services.store.client
+    seen: list[str] = []
+    real = client.query
+
+    def query(sql: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(sql)
+        return real(sql, *args, **kwargs)
+
+    monkeypatch.setattr(client, "query", query)
+    return seen
+
+
+def test_the_index_agrees_with_the_store_after_every_kind_of_write(api: TestClient) -> None:
+    services = services_of(api)
+    index = services.prompts.live_ids
+    api.post("/v1/prompts", json={"name": "seed", "template": "s", "model": "gpt-4o"})
+    assert api.get("/v1/prompts/seed").status_code == 200  # loads the index
+    assert index.indexed(PROJECT)
+
+    writes: list[tuple[str, str, dict[str, Any] | None]] = [
+        (
+            "post",
+            "/v1/prompts",
+            {"name": "p", "template": "v1", "model": "gpt-4o", "labels": ["production", "canary"]},
+        ),
+        ("patch", "/v1/prompts/p", {"template": "v2", "labels": ["staging"]}),
+        ("patch", "/v1/prompts/p", {"template": "v3"}),
+        ("put", "/v1/prompts/p/labels/production", {"version": 3}),
+        ("put", "/v1/prompts/p/labels/canary", {"version": 2}),
+        ("delete", "/v1/prompts/p/labels/staging", None),
+        ("post", "/v1/prompts/p/rollback", {"version": 1, "labels": ["production"]}),
+        ("delete", "/v1/prompts/p/labels/canary", None),
+        ("post", "/v1/prompts", {"name": "q", "template": "q1", "model": "gpt-4o"}),
+        ("delete", "/v1/prompts/p", None),
+        (
+            "post",
+            "/v1/prompts",
+            {"name": "p", "template": "again", "model": "gpt-4o", "labels": ["production"]},
+        ),
+        ("put", "/v1/prompts/q/labels/production", {"version": 1}),
+        ("delete", "/v1/prompts/q", None),
+    ]
+    for method, path, body in writes:
+        response = api.request(method.upper(), path, json=body)
+        assert response.status_code < 300, (method, path, response.text)
+        assert index.indexed(PROJECT), (method, path)
+        assert_exact(services)
+
+    by_name, prompts = index.describe(PROJECT) or ({}, {})
+    assert prompts[by_name["p"]] == (1, {"production": 1})
+    assert "q" not in by_name
+
+
+def test_cold_reads_are_one_point_read_on_the_full_key(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = services_of(api)
+    api.post("/v1/prompts", json={"name": "p", "template": "v1", "model": "gpt-4o"})
+    api.patch("/v1/prompts/p", json={"template": "v2"})
+    api.patch("/v1/prompts/p", json={"template": "v3"})
+    api.put("/v1/prompts/p/labels/production", json={"version": 2})
+    assert api.get("/v1/prompts/p/versions").status_code == 200
+    assert status(api, "/v1/prompts/nothing") == (404, "PROMPT_NOT_FOUND")  # loads the index
+    no_name_lookups(monkeypatch, services.store.prompts)
+
+    reads = {
+        "/v1/prompts/p/template": "v3",
+        "/v1/prompts/p/versions/1/template": "v1",
+        "/v1/prompts/p/versions/by-label/production/template": "v2",
+        "/v1/prompts/p/versions/by-label/latest/template": "v3",
+    }
+    for path, content in reads.items():
+        services.prompts._cache.invalidate(PROJECT)  # cold: past the version cache
+        seen = record_queries(monkeypatch, services)
+        assert status(api, path)[1]["content"] == content, path
+        assert len(seen) == 1, (path, seen)
+        sql = seen[0]
+        assert "prompt_versions" in sql and "version = {v:UInt32}" in sql, sql
+        assert "FINAL" not in sql and "ORDER BY" not in sql and "prompt_labels" not in sql, sql
+
+
+def test_what_the_index_does_not_hold_gives_the_same_errors_as_the_store(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = services_of(api)
+    indexed = services.prompts
+    plain = PromptService(services.store.prompts, "plain")  # no index, no cache: the store
+    indexed.create(PROJECT, PromptCreate(name="p", template="v1", model="gpt-4o"))
+    indexed.update(PROJECT, "p", PromptUpdate(template="v2"))
+    indexed.move_label(PROJECT, "p", "production", 1)
+    indexed.move_label(PROJECT, "p", "gone", 2)
+    indexed.remove_label(PROJECT, "p", "gone")
+    pid = indexed.get(PROJECT, "p").prompt_id
+    assert indexed.live_ids.indexed(PROJECT)
+
+    def outcome(service: PromptService, ref: str, number: int | None, label: str | None) -> Any:
+        try:
+            row = service.resolve_version(PROJECT, ref, number=number, label=label)
+        except Exception as exc:
+            return type(exc).__name__, str(exc)
+        return row.version_id
+
+    cases = [
+        (ref, number, label)
+        for ref in ("p", f"prompt_{pid}", "missing", f"prompt_{'0' * 32}")
+        for number, label in (
+            (None, None),
+            (1, None),
+            (2, None),
+            (3, None),
+            (0, None),
+            (None, "production"),
+            (None, "gone"),
+            (None, "never"),
+            (None, "latest"),
+        )
+    ]
+    expected = {case: outcome(plain, *case) for case in cases}
+    no_name_lookups(monkeypatch, services.store.prompts)
+    for case in cases:
+        indexed._cache.invalidate(PROJECT)
+        assert outcome(indexed, *case) == expected[case], case
+    assert {v[0] for v in expected.values() if isinstance(v, tuple)} == {
+        "PromptNotFound",
+        "VersionNotFound",
+        "LabelNotFound",
+    }
+
+
+def test_racing_patches_and_label_moves_leave_the_index_equal_to_the_store(
+    api: TestClient,
+) -> None:
+    services = services_of(api)
+    prompts = services.prompts
+    names = ["r0", "r1"]
+    for name in names:
+        prompts.create(PROJECT, PromptCreate(name=name, template="t1", model="gpt-4o"))
+    prompts.get(PROJECT, names[0])  # loads the index before the race
+    labels = ["production", "canary", "staging"]
+
+    def race(worker: int) -> None:
+        rng = random.Random(worker)
+        for _ in range(6):
+            name = rng.choice(names)
+            action = rng.random()
+            if action < 0.4:
+                prompts.update(PROJECT, name, PromptUpdate(template=f"w{worker}"))
+            elif action < 0.85:
+                newest = prompts.get(PROJECT, name).version
+                prompts.move_label(PROJECT, name, rng.choice(labels), rng.randint(1, newest))
+            else:
+                with contextlib.suppress(LabelNotFound):
+                    prompts.remove_label(PROJECT, name, rng.choice(labels))
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(race, range(6)))
+
+    assert prompts.live_ids.indexed(PROJECT)
+    assert_exact(services)
+    plain = PromptService(services.store.prompts, "plain")
+    for name in names:
+        for label in labels:
+            try:
+                want: Any = plain.resolve_version(PROJECT, name, label=label).version
+            except LabelNotFound:
+                want = None
+            try:
+                got: Any = prompts.resolve_version(PROJECT, name, label=label).version
+            except LabelNotFound:
+                got = None
+            assert got == want, (name, label)
+        assert prompts.get(PROJECT, name).version == plain.get(PROJECT, name).version
+
+
+def test_a_version_another_writer_stored_is_learned_from_the_lost_race(
+    api: TestClient,
+) -> None:
+    services = services_of(api)
+    prompts, store = services.prompts, services.store.prompts
+    first = prompts.create(PROJECT, PromptCreate(name="p", template="v1", model="gpt-4o"))
+    prompts.get(PROJECT, "p")  # loads the index
+    # Version 2 lands in the store without reaching the index (a writer whose apply is late).
+    other = replace(first, version=2, version_id=str(uuid.uuid4()), template="theirs")
+    assert store.try_insert_version(PROJECT, other)
+    assert prompts.get(PROJECT, "p").version == 1  # that write has not returned yet
+
+    row = prompts.update(PROJECT, "p", PromptUpdate(template="mine"))
+
+    assert row.version == 3
+    assert_exact(services)
+    assert prompts.resolve_version(PROJECT, "p", number=2).template == "theirs"
+
+
+def test_a_write_that_fails_after_storing_drops_the_projects_index(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = services_of(api)
+    prompts, store = services.prompts, services.store.prompts
+    prompts.create(PROJECT, PromptCreate(name="p", template="v1", model="gpt-4o"))
+    prompts.get(PROJECT, "p")
+    real = store.set_label
+
+    def stored_then_failed(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)
+        raise ConnectionError("the answer was lost")
+
+    monkeypatch.setattr(store, "set_label", stored_then_failed)
+    with pytest.raises(ConnectionError):
+        prompts.move_label(PROJECT, "p", "production", 1)
+    monkeypatch.undo()
+
+    assert not prompts.live_ids.indexed(PROJECT)
+    prompts._cache.invalidate(PROJECT)
+    assert prompts.resolve_version(PROJECT, "p", label="production").version == 1
+    assert prompts.live_ids.indexed(PROJECT)
+    assert_exact(services)
+
+
+def test_a_project_past_the_limit_reads_versions_and_labels_from_the_store(
+    api: TestClient,
+) -> None:
+    services = services_of(api)
+    prompts = PromptService(
+        services.store.prompts, "small", live_ids=LiveIdIndex(enabled=True, max_project_prompts=1)
+    )
+    for name in ("a", "b"):
+        prompts.create(PROJECT, PromptCreate(name=name, template="v1", model="gpt-4o"))
+    prompts.update(PROJECT, "a", PromptUpdate(template="v2"))
+    prompts.move_label(PROJECT, "a", "production", 1)
+
+    assert prompts.get(PROJECT, "a").template == "v2"
+    assert prompts.resolve_version(PROJECT, "a", label="production").template == "v1"
+    assert prompts.resolve_version(PROJECT, "a", number=1).template == "v1"
+    with pytest.raises(LabelNotFound):
+        prompts.resolve_version(PROJECT, "a", label="canary")
+    with pytest.raises(VersionNotFound):
+        prompts.resolve_version(PROJECT, "b", number=2)
+    assert not prompts.live_ids.indexed(PROJECT)
+
+
+# -- versions and labels in the index alone ------------------------------------------------
+
+
+def labeled_state(*prompts: LivePrompt, stamp: datetime | None = None) -> Any:
+    def load(project: str, limit: int) -> LiveState:
+        return LiveState(list(prompts), stamp)
+
+    return load
+
+
+def test_the_index_picks_newest_numbered_and_labeled_versions() -> None:
+    index = LiveIdIndex(enabled=True)
+    load = labeled_state(LivePrompt("a", "1", 3, (("production", 2),)))
+    a = PromptRef("a", by_id=False)
+
+    assert index.locate("p", a, None, None, load) == (True, "1", 3)
+    assert index.locate("p", a, 2, None, load) == (True, "1", 2)
+    assert index.locate("p", a, 4, None, load) == (True, "1", None)
+    assert index.locate("p", a, 0, None, load) == (True, "1", None)
+    assert index.locate("p", a, None, "production", load) == (True, "1", 2)
+    assert index.locate("p", a, None, "canary", load) == (True, "1", None)
+    assert index.locate("p", PromptRef("b", by_id=False), None, None, load) == (True, None, None)
+
+
+def test_versions_and_labels_applied_twice_or_out_of_order_change_nothing() -> None:
+    index = LiveIdIndex(enabled=True)
+    a = PromptRef("a", by_id=False)
+    index.locate("p", a, None, None, labeled_state(LivePrompt("a", "1", 1, ())))
+
+    index.stored_version("p", "1", 3)
+    index.stored_version("p", "1", 2)  # a slower writer of an older number
+    index.stored_version("p", "1", 3)
+    index.created("p", "a", "1")  # a create's apply repeated after the load saw it
+    assert index.locate("p", a, None, None, claims_of()) == (True, "1", 3)
+
+    index.labeled("p", "1", "production", 4)  # a label's version is stored: newest follows
+    assert index.locate("p", a, None, None, claims_of()) == (True, "1", 4)
+    index.labeled("p", "1", "production", 0)
+    index.labeled("p", "1", "production", 0)
+    assert index.locate("p", a, None, "production", claims_of()) == (True, "1", None)
+
+    index.deleted("p", "a", "1")
+    index.stored_version("p", "1", 5)  # a late version of a deleted prompt is dropped
+    index.labeled("p", "1", "production", 5)
+    assert index.describe("p") == ({}, {})
+
+
+def test_label_stamps_only_move_forward() -> None:
+    index = LiveIdIndex(enabled=True)
+    future = datetime.now(UTC) + timedelta(hours=1)
+    index.resolve("p", PromptRef("a", by_id=False), labeled_state(stamp=future))
+
+    stamps = [index.stamp("p") for _ in range(50)]
+
+    assert stamps[0] > future
+    assert all(later > earlier for earlier, later in itertools.pairwise(stamps))
