@@ -495,18 +495,27 @@ class RequestStore:
         others = [pair for pair in sorted(filters.metadata.items()) if pair != driver]
         found: list[RequestRow] = []
         position = after
-        take = limit + _SLACK
+        check = limit + _SLACK
         while len(found) < limit:
             keys, position, complete = self._candidates(
                 index_where, index_params, position, _CANDIDATES
             )
-            for pair in others:
-                keys = self._keys_with(project, pair, keys)
-            while keys and len(found) < limit:
-                batch, keys = keys[:take], keys[take:]
-                found += self._read_keys(where, params, batch)
-                # Candidates the filters of requests alone refuse (other pairs): read more.
-                take = min(take * 2, _CANDIDATES)
+            verified: list[tuple[datetime, str]] = []
+            while len(found) < limit and (keys or verified):
+                need = limit - len(found)
+                while len(verified) < need and keys:
+                    # The other pairs are checked a batch at a time, growing when they refuse
+                    # many: the next batch's lookups touch fewer index granules than all.
+                    batch, keys = keys[:check], keys[check:]
+                    for pair in others:
+                        batch = self._keys_with(project, pair, batch)
+                    verified += batch
+                    if others:
+                        check = min(check * 2, _CANDIDATES)
+                # The candidates are resolved already: read only as many as the page lacks.
+                # requests refuses one only if the index missed its tombstone.
+                wanted, verified = verified[:need], verified[need:]
+                found += self._read_keys(where, params, wanted)
             if complete or position is None:
                 break
         return found[:limit]
