@@ -581,15 +581,10 @@ class RequestStore:
         rows = self._client.query(
             f"SELECT DISTINCT created_at, id FROM {self.metadata_table} "
             "WHERE project = {project:String} AND key = {key:String} AND value = {value:String} "
-            "AND created_at IN {key_times:Array(DateTime64(3, 'UTC'))} "
+            # The tuple IN narrows partitions and granules by itself (ClickHouse derives the
+            # created_at set from it).
             "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))}",
-            parameters={
-                "project": project,
-                "key": pair[0],
-                "value": pair[1],
-                "key_times": sorted({at for at, _ in keys}),
-                "keys": keys,
-            },
+            parameters={"project": project, "key": pair[0], "value": pair[1], "keys": keys},
         ).result_rows
         present = {(utc(r[0]), str(r[1])) for r in rows}
         return [k for k in keys if k in present]
@@ -645,14 +640,9 @@ class RequestStore:
             tuple(r)
             for r in self._client.query(
                 f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
-                "AND created_at IN {key_times:Array(DateTime64(3, 'UTC'))} "
                 "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
                 "ORDER BY created_at DESC, id DESC",
-                parameters={
-                    **params,
-                    "key_times": sorted({at for at, _ in keys}),
-                    "keys": keys,
-                },
+                parameters={**params, "keys": keys},
                 # The primary key already narrows the read to the candidates' granules.
                 settings={"use_skip_indexes": 0},
             ).result_rows
