@@ -10,8 +10,8 @@ from clickhouse_connect.driver.client import Client
 from .exports import EXPORTS
 from .keys import API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
-from .requests import REQUESTS
-from .schema import Migration, Table, quote, render, render_database
+from .requests import REQUEST_METADATA, REQUEST_METADATA_MV, REQUESTS
+from .schema import Backfill, Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
 
@@ -30,6 +30,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         (PROMPTS, PROMPT_VERSIONS, PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS),
     ),
     Migration(3, "request_log", (REQUESTS, EXPORTS)),
+    # The index of metadata filters, filled from now on by its view and, for the records
+    # already stored, by a backfill run once the view exists (see schema.Backfill).
+    Migration(
+        4,
+        "request_metadata_index",
+        (
+            REQUEST_METADATA,
+            REQUEST_METADATA_MV,
+            Backfill(REQUEST_METADATA_MV, REQUEST_METADATA),
+        ),
+    ),
 )
 
 

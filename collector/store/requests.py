@@ -21,7 +21,7 @@ from clickhouse_connect.driver.client import Client
 from pydantic_core import to_json
 
 from .prompts import utc
-from .schema import Table, quote
+from .schema import Table, View, quote
 
 REQUESTS = Table(
     name="requests",
@@ -82,6 +82,48 @@ REQUESTS = Table(
     settings=("vertical_merge_algorithm_min_rows_to_activate = 8192",),
 )
 
+# The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
+# it, so that a filter reads one user's (or session's...) entries newest first instead of
+# testing the bloom filters of every granule of ``requests``. The columns the other list
+# filters test are copied in, so that a page reads from ``requests`` only records it shows.
+# Retried copies and tombstones of a record arrive here too (the view sees every insert into
+# ``requests``) and collapse as they do there; until then reads resolve them as pages do.
+REQUEST_METADATA = Table(
+    name="request_metadata",
+    columns=(
+        "project LowCardinality(String)",
+        "key LowCardinality(String)",
+        "value String",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "prompt_name String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, key, value, created_at, id)",
+    sharded=True,
+    # As ``requests``: a record's entries live on the record's shard.
+    sharding_key="cityHash64(project, id)",
+)
+
+# Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
+# shard's view reads ``requests_local`` into ``request_metadata_local``.
+REQUEST_METADATA_MV = View(
+    name="request_metadata_mv",
+    to_table="request_metadata",
+    select=(
+        "SELECT project, key, value, created_at, id, prompt_name, model, status, "
+        "row_version, is_deleted FROM {db}.requests{local} "
+        "ARRAY JOIN mapKeys(metadata_map) AS key, mapValues(metadata_map) AS value"
+    ),
+    sharded=True,
+)
+
 COLUMNS = (
     "project",
     "id",
@@ -127,6 +169,10 @@ _JSON_INPUT: dict[str, Any] = {
 
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 _SLACK = 8
+
+# Index entries read at a time by a metadata-filtered page: they are narrow, and reading 1,000
+# costs about what reading 20 does, so one read serves most pages.
+_CANDIDATES = 1000
 
 _READ_COLUMNS = (
     "id, created_at, prompt_name, version, model, provider, toString(status), "
@@ -314,6 +360,7 @@ class RequestStore:
         self._client = client
         db = quote(database)
         self.table = f"{db}.{quote(REQUESTS.name)}"
+        self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (
             {"distributed_foreground_insert": 1} if cluster else {}
@@ -377,6 +424,23 @@ class RequestStore:
     ) -> list[RequestRow]:
         """Return live records newest first, after a keyset position, optionally matching text.
 
+        A metadata filter reads its candidates from the metadata index
+        (:meth:`_page_by_metadata`); every other list scans ``requests`` in key order.
+        """
+        if filters.metadata and search is None:
+            return self._page_by_metadata(project, filters, after, limit)
+        return self._page_scan(project, filters, after, limit, search)
+
+    def _page_scan(
+        self,
+        project: str,
+        filters: RequestFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        search: str | None = None,
+    ) -> list[RequestRow]:
+        """Return a page read from ``requests`` newest first, skipping granules by index.
+
         FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
         key backwards and from skipping granules by index, which costs 10-100x on a big log.
         So pages are read plainly, in key order, and each run of rows sharing one key is
@@ -407,6 +471,183 @@ class RequestStore:
             last = runs[-1][0]
             position = (utc(last[1]), str(last[0]))
         return found[:limit]
+
+    def _page_by_metadata(
+        self,
+        project: str,
+        filters: RequestFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[RequestRow]:
+        """Return a page of a metadata-filtered list through the metadata index.
+
+        The keys of candidates, newest first after the position, come from the index entries
+        of one pair (the rarest-looking, :meth:`_driving_pair`) that also pass the filters the
+        index carries (prompt, model, status, dates); runs of copies are resolved and
+        tombstoned keys dropped as :meth:`_page_scan` does. The candidates are then read from
+        ``requests`` by key with the whole filter (the other pairs), a few more than the page
+        still lacks at a time, and resolved again: ``requests`` has the last word, so the page
+        and its cursor are exactly those of a scan of ``requests``.
+        """
+        where, params = self.where(project, filters)
+        driver = self._driving_pair(project, filters)
+        index_where, index_params = self._index_where(project, filters, driver)
+        others = [pair for pair in sorted(filters.metadata.items()) if pair != driver]
+        found: list[RequestRow] = []
+        position = after
+        check = limit + _SLACK
+        while len(found) < limit:
+            keys, position, complete = self._candidates(
+                index_where, index_params, position, _CANDIDATES
+            )
+            verified: list[tuple[datetime, str]] = []
+            while len(found) < limit and (keys or verified):
+                need = limit - len(found)
+                while len(verified) < need and keys:
+                    # The other pairs are checked a batch at a time, growing when they refuse
+                    # many: the next batch's lookups touch fewer index granules than all.
+                    batch, keys = keys[:check], keys[check:]
+                    for pair in others:
+                        batch = self._keys_with(project, pair, batch)
+                    verified += batch
+                    if others:
+                        check = min(check * 2, _CANDIDATES)
+                # The candidates are resolved already: read only as many as the page lacks.
+                # requests refuses one only if the index missed its tombstone.
+                wanted, verified = verified[:need], verified[need:]
+                found += self._read_keys(where, params, wanted)
+            if complete or position is None:
+                break
+        return found[:limit]
+
+    def _index_where(
+        self, project: str, filters: RequestFilter, pair: tuple[str, str]
+    ) -> tuple[str, dict[str, Any]]:
+        """Return the WHERE of the metadata index for a filter: one pair and the columns kept."""
+        key, value = pair
+        clauses = ["project = {project:String}", "key = {key:String}", "value = {value:String}"]
+        params: dict[str, Any] = {"project": project, "key": key, "value": value}
+        if filters.prompt_name is not None:
+            clauses.append("prompt_name = {prompt_name:String}")
+            params["prompt_name"] = filters.prompt_name
+        if filters.status is not None:
+            clauses.append("status = {status:String}")
+            params["status"] = filters.status
+        if filters.model is not None:
+            clauses.append("model = {model:String}")
+            params["model"] = filters.model
+        if filters.start is not None:
+            clauses.append("created_at >= {start:DateTime64(3, 'UTC')}")
+            params["start"] = filters.start
+        if filters.end is not None:
+            clauses.append("created_at <= {end:DateTime64(3, 'UTC')}")
+            params["end"] = filters.end
+        return " AND ".join(clauses), params
+
+    def _driving_pair(self, project: str, filters: RequestFilter) -> tuple[str, str]:
+        """Return the metadata pair whose index entries look fewest.
+
+        One pair needs no choice. For several, ClickHouse's estimate from the index's marks
+        (``EXPLAIN ESTIMATE``: primary-key analysis only, no data read) ranks them: driving
+        by ``user_id`` rather than ``environment`` reads a user's entries, not a third of all.
+        """
+        pairs = sorted(filters.metadata.items())
+        if len(pairs) == 1:
+            return pairs[0]
+        estimates = []
+        for key, value in pairs:
+            rows = self._client.query(
+                f"EXPLAIN ESTIMATE SELECT id FROM {self.metadata_table} "
+                "WHERE project = {project:String} AND key = {key:String} "
+                "AND value = {value:String}",
+                parameters={"project": project, "key": key, "value": value},
+            ).named_results()
+            estimates.append((sum(int(row["rows"]) for row in rows), key, value))
+        _, key, value = min(estimates)
+        return key, value
+
+    def _keys_with(
+        self, project: str, pair: tuple[str, str], keys: list[tuple[datetime, str]]
+    ) -> list[tuple[datetime, str]]:
+        """Return those of ``keys`` (in order) that have an index entry for ``pair``.
+
+        Another pair of the filter is checked on the narrow index, by primary key, before
+        any record is read: driving by ``user_id``, ``environment=prod`` drops two thirds of
+        the candidates here rather than in ``requests``. A record's metadata never changes, so
+        any entry will do (copies and tombstones are the driving pair's to resolve).
+        """
+        if not keys:
+            return keys
+        rows = self._client.query(
+            f"SELECT DISTINCT created_at, id FROM {self.metadata_table} "
+            "WHERE project = {project:String} AND key = {key:String} AND value = {value:String} "
+            # The tuple IN narrows partitions and granules by itself (ClickHouse derives the
+            # created_at set from it).
+            "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))}",
+            parameters={"project": project, "key": pair[0], "value": pair[1], "keys": keys},
+        ).result_rows
+        present = {(utc(r[0]), str(r[1])) for r in rows}
+        return [k for k in keys if k in present]
+
+    def _candidates(
+        self,
+        where: str,
+        params: dict[str, Any],
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> tuple[list[tuple[datetime, str]], tuple[datetime, str] | None, bool]:
+        """Return live-looking candidate keys from the index, the position after them, and
+        whether the index has no more.
+
+        As in :meth:`_page_scan`, a run of copies cut by LIMIT is left for the next read.
+        """
+        fetch = limit
+        while True:
+            clause = where
+            query_params = {**params, "limit": fetch}
+            if after is not None:
+                clause += (
+                    " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
+                )
+                query_params.update(after_at=after[0], after_id=after[1])
+            rows = [
+                tuple(r)
+                for r in self._client.query(
+                    f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
+                    f"WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT {{limit:UInt32}}",
+                    parameters=query_params,
+                ).result_rows
+            ]
+            runs = _runs(rows)
+            complete = len(rows) < fetch
+            if not complete:
+                runs = runs[:-1]
+                if not runs:
+                    fetch *= 2  # one key holds a whole fetch of copies: read more at once
+                    continue
+            keys = [(utc(run[0][1]), str(run[0][0])) for run in runs if not any(r[-1] for r in run)]
+            last = runs[-1][0] if runs else None
+            position = (utc(last[1]), str(last[0])) if last is not None else after
+            return keys, position, complete
+
+    def _read_keys(
+        self, where: str, params: dict[str, Any], keys: list[tuple[datetime, str]]
+    ) -> list[RequestRow]:
+        """Return the live records of ``keys`` (newest first) that match ``where``."""
+        if not keys:
+            return []
+        rows = [
+            tuple(r)
+            for r in self._client.query(
+                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
+                "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
+                "ORDER BY created_at DESC, id DESC",
+                parameters={**params, "keys": keys},
+                # The primary key already narrows the read to the candidates' granules.
+                settings={"use_skip_indexes": 0},
+            ).result_rows
+        ]
+        return [_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
 
     def _fetch(
         self,
@@ -457,10 +698,28 @@ class RequestStore:
     # -- delete ----------------------------------------------------------------------------
 
     def delete_matching(self, project: str, filters: RequestFilter) -> int:
-        """Tombstone every live record matching; return how many."""
+        """Tombstone every live record matching; return how many.
+
+        The records are those of the keys the metadata index lists for one pair: FINAL then
+        reads their granules only, not every granule the bloom filters let through. The
+        index holds an entry for every stored record (tombstoned ones too), and a record's
+        entries sit on its shard, so on a cluster each shard's subquery reads its local index.
+        """
         where, params = self.where(project, filters)
+        settings: dict[str, Any] = {}
+        if filters.metadata:
+            key, value = self._driving_pair(project, filters)
+            where += (
+                f" AND (created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
+                "WHERE project = {project:String} AND key = {index_key:String} "
+                "AND value = {index_value:String})"
+            )
+            params.update(index_key=key, index_value=value)
+            settings["distributed_product_mode"] = "local"
         count_rows = self._client.query(
-            f"SELECT count() FROM {self.table} FINAL WHERE {where}", parameters=params
+            f"SELECT count() FROM {self.table} FINAL WHERE {where}",
+            parameters=params,
+            settings=settings,
         ).result_rows
         count = int(count_rows[0][0])
         if count:
@@ -478,7 +737,7 @@ class RequestStore:
                 f"INSERT INTO {self.table} ({columns}) SELECT {replaced} "
                 f"FROM {self.table} FINAL WHERE {where}",
                 parameters=params,
-                settings=self._insert_settings,
+                settings={**self._insert_settings, **settings},
             )
         return count
 

@@ -48,11 +48,33 @@ class Table:
 
 @dataclass(frozen=True)
 class View:
-    """A materialized view writing into an existing table."""
+    """A materialized view writing into an existing table.
+
+    ``select`` names tables as ``{db}.name``. A view over a sharded table says so with
+    ``sharded``: on a cluster it then reads the shard's local table (``{local}`` in
+    ``select`` renders as ``_local``) and writes the local table of ``to_table``, so each
+    shard indexes its own inserts; elsewhere ``{local}`` renders as nothing.
+    """
 
     name: str
     to_table: str
     select: str
+    sharded: bool = False
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """Write what a new materialized view would have written for the rows already stored.
+
+    Rendered as ``INSERT INTO <to_table> <select>`` after the view exists, so a row stored
+    while the migration runs is written by the view, by the backfill, or by both: the view's
+    table must take a row twice without harm (a ReplacingMergeTree whose reads de-duplicate).
+    That also makes re-running the step (two collectors starting at once, or a start-up that
+    stopped before recording the migration) harmless.
+    """
+
+    view: View
+    into: Table
 
 
 @dataclass(frozen=True)
@@ -61,7 +83,7 @@ class Migration:
 
     version: int
     name: str
-    objects: tuple[Table | View, ...] = field(default_factory=tuple)
+    objects: tuple[Table | View | Backfill, ...] = field(default_factory=tuple)
 
 
 _COLUMN_CLAUSE = re.compile(r"\s+(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|CODEC|TTL|COMMENT)\b")
@@ -82,10 +104,12 @@ def render_database(database: str, cluster: str | None) -> str:
     return f"CREATE DATABASE IF NOT EXISTS {quote(database)}{_on_cluster(cluster)}"
 
 
-def render(obj: Table | View, database: str, cluster: str | None) -> list[str]:
-    """Render the DDL statements of a table or view."""
+def render(obj: Table | View | Backfill, database: str, cluster: str | None) -> list[str]:
+    """Render the statements of a table, a view or a backfill."""
     if isinstance(obj, View):
         return [_render_view(obj, database, cluster)]
+    if isinstance(obj, Backfill):
+        return [_render_backfill(obj, database, cluster)]
     if cluster and obj.sharded:
         local = f"{obj.name}_local"
         return [
@@ -153,8 +177,22 @@ def _settings(table: Table, cluster: str | None) -> list[str]:
 
 
 def _render_view(view: View, database: str, cluster: str | None) -> str:
-    select = view.select.format(db=quote(database))
+    local = "_local" if cluster and view.sharded else ""
+    select = view.select.format(db=quote(database), local=local)
     return (
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {quote(database)}.{quote(view.name)}"
-        f"{_on_cluster(cluster)}\nTO {quote(database)}.{quote(view.to_table)}\nAS {select}"
+        f"{_on_cluster(cluster)}\nTO {quote(database)}.{quote(view.to_table + local)}\n"
+        f"AS {select}"
     )
+
+
+def _render_backfill(backfill: Backfill, database: str, cluster: str | None) -> str:
+    view = backfill.view
+    # Through the plain (on a cluster: Distributed) tables. On a cluster each shard then
+    # copies its own rows into its own local table, none passing through the initiator.
+    select = view.select.format(db=quote(database), local="")
+    columns = ", ".join(_split_column(column)[0] for column in backfill.into.columns)
+    statement = f"INSERT INTO {quote(database)}.{quote(view.to_table)} ({columns})\n{select}"
+    if cluster and view.sharded:
+        statement += "\nSETTINGS parallel_distributed_insert_select = 2"
+    return statement

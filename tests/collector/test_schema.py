@@ -8,8 +8,8 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import MIGRATIONS, migrate, migration_statements
 from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS, PROMPTS
-from promptrail.collector.store.requests import REQUESTS
-from promptrail.collector.store.schema import render, render_database
+from promptrail.collector.store.requests import REQUEST_METADATA, REQUEST_METADATA_MV, REQUESTS
+from promptrail.collector.store.schema import Backfill, render, render_database
 
 
 def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
@@ -105,9 +105,59 @@ def test_the_request_log_is_sharded_behind_a_distributed_table_on_a_cluster() ->
     assert "ENGINE = ReplacingMergeTree(row_version, is_deleted)" in single
 
 
+def test_the_metadata_index_is_filled_per_shard_on_a_cluster() -> None:
+    local, distributed = render(REQUEST_METADATA, "promptrail", "main")
+    (view,) = render(REQUEST_METADATA_MV, "promptrail", "main")
+    (backfill,) = render(Backfill(REQUEST_METADATA_MV, REQUEST_METADATA), "promptrail", "main")
+
+    assert local.startswith(
+        "CREATE TABLE IF NOT EXISTS `promptrail`.`request_metadata_local` ON CLUSTER `main`"
+    )
+    assert (
+        "ReplicatedReplacingMergeTree('/clickhouse/promptrail/tables/{shard}/{database}/{table}', "
+        "'{replica}', row_version, is_deleted)"
+    ) in local
+    assert "ORDER BY (project, key, value, created_at, id)" in local
+    assert distributed == (
+        "CREATE TABLE IF NOT EXISTS `promptrail`.`request_metadata` ON CLUSTER `main` AS "
+        "`promptrail`.`request_metadata_local`\n"
+        "ENGINE = Distributed(`main`, `promptrail`, `request_metadata_local`, "
+        "cityHash64(project, id))"
+    )
+    # Each shard's view reads that shard's inserts and writes its local index.
+    assert view.startswith(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS `promptrail`.`request_metadata_mv` "
+        "ON CLUSTER `main`\nTO `promptrail`.`request_metadata_local`\nAS SELECT "
+    )
+    assert "FROM `promptrail`.requests_local ARRAY JOIN" in view
+    # The backfill goes table to table through the Distributed tables, run on each shard.
+    assert backfill.startswith(
+        "INSERT INTO `promptrail`.`request_metadata` (project, key, value, created_at, id, "
+        "prompt_name, model, status, row_version, is_deleted)\nSELECT "
+    )
+    assert "FROM `promptrail`.requests ARRAY JOIN" in backfill
+    assert backfill.endswith("SETTINGS parallel_distributed_insert_select = 2")
+
+
+def test_the_metadata_index_on_one_server_reads_requests() -> None:
+    (table,) = render(REQUEST_METADATA, "promptrail", None)
+    (view,) = render(REQUEST_METADATA_MV, "promptrail", None)
+    (backfill,) = render(Backfill(REQUEST_METADATA_MV, REQUEST_METADATA), "promptrail", None)
+
+    assert "ENGINE = ReplacingMergeTree(row_version, is_deleted)" in table
+    assert "TO `promptrail`.`request_metadata`\n" in view
+    assert "FROM `promptrail`.requests ARRAY JOIN" in view
+    assert "_local" not in view + backfill
+    assert "SETTINGS" not in backfill
+
+
 @pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)
 def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object) -> None:
     for statement in migration_statements(migration, "db", "c"):  # type: ignore[arg-type]
+        if statement.startswith("INSERT"):
+            # A backfill is data, not DDL: it goes through the Distributed table.
+            assert "parallel_distributed_insert_select = 2" in statement
+            continue
         assert " ON CLUSTER `c`" in statement
         if statement.startswith("CREATE TABLE"):
             assert "ENGINE = Replicated" in statement or "ENGINE = Distributed" in statement

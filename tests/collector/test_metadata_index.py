@@ -1,0 +1,298 @@
+"""Metadata filters through the request_metadata index: pages, copies, tombstones, upgrade."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.store import migrations
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.migrations import MIGRATIONS, migrate
+from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+
+START = datetime(2026, 4, 20, tzinfo=UTC)
+
+
+def record(i: int, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": f"req_{i:04d}",
+        # Six hours apart: the records span two monthly partitions.
+        "created_at": (START + timedelta(hours=6 * i)).isoformat(),
+        "prompt_name": "summary",
+        "model": "gpt-4o-mini",
+        "input_variables": {"text": f"text {i}"},
+        "output": f"output {i}",
+        "metadata": {"user_id": f"u{i % 4}", "env": "prod" if i % 3 else "dev"},
+    }
+    return {**base, **fields}
+
+
+def varied(i: int) -> dict[str, Any]:
+    """Records where status and prompt filters leave few of a user's records."""
+    return record(
+        i,
+        status="error" if i % 11 == 0 else "success",
+        prompt_name="rare" if i % 13 == 0 else "summary",
+    )
+
+
+def post_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
+    response = api.post("/v1/requests/batch", json={"records": records})
+    assert response.status_code in (200, 201, 207), response.text
+    assert not response.json()["data"].get("rejected"), response.text
+
+
+def walk(api: TestClient, limit: int, **params: Any) -> list[str]:
+    """Every id of a list, page by page through the cursors."""
+    seen: list[str] = []
+    cursor = None
+    while True:
+        query = {"limit": limit, **params}
+        if cursor:
+            query["cursor"] = cursor
+        response = api.get("/v1/requests", params=query)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        seen += [r["id"] for r in body["data"]]
+        assert len(body["data"]) <= limit
+        cursor = body["pagination"].get("next_cursor")
+        if not cursor:
+            return seen
+
+
+def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:
+    """The ids a filter should list, newest first, worked out in Python."""
+    metadata = {k.removeprefix("metadata."): v for k, v in wanted.items() if "." in k}
+    start = wanted.get("start_date")
+    end = wanted.get("end_date")
+    hits = [
+        r
+        for r in records
+        if all(r["metadata"].get(k) == v for k, v in metadata.items())
+        and r.get("status", "success") == wanted.get("status", r.get("status", "success"))
+        and r["prompt_name"] == wanted.get("prompt_name", r["prompt_name"])
+        and (start is None or r["created_at"][:10] >= start)
+        and (end is None or r["created_at"][:10] <= end)
+    ]
+    hits.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
+    return [r["id"] for r in hits]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"metadata.user_id": "u1"},
+        {"metadata.user_id": "u2", "status": "error"},
+        {"metadata.user_id": "u3", "prompt_name": "rare"},
+        {"metadata.env": "dev", "status": "error", "prompt_name": "summary"},
+        {"metadata.user_id": "u1", "metadata.env": "dev"},
+        {"metadata.env": "prod", "metadata.user_id": "u0", "status": "success"},
+        {"metadata.user_id": "u2", "start_date": "2026-05-10", "end_date": "2026-06-20"},
+        {"metadata.user_id": "u2", "metadata.env": "prod", "start_date": "2026-05-01"},
+        {"metadata.user_id": "nobody"},
+        {"metadata.missing": "x", "metadata.user_id": "u1"},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
+)
+def test_metadata_pages_walk_exactly_the_matching_records(
+    api: TestClient, params: dict[str, Any]
+) -> None:
+    records = [varied(i) for i in range(400)]
+    post_batch(api, records)
+    want = expected(records, **params)
+
+    for limit in (1, 3, 20, 100):
+        assert walk(api, limit, **params) == want
+
+
+def test_pages_where_the_index_filters_leave_one_in_a_hundred(api: TestClient) -> None:
+    # user u1's records: 1,500; of those error and prompt "rare": 11 (every 143rd record).
+    records = [
+        record(
+            i,
+            created_at=(START + timedelta(minutes=i)).isoformat(),
+            metadata={"user_id": "u1" if i % 4 else "u0"},
+            status="error" if i % 11 == 0 else "success",
+            prompt_name="rare" if i % 13 == 0 else "summary",
+        )
+        for i in range(2_000)
+    ]
+    post_batch(api, records)
+    params = {"metadata.user_id": "u1", "status": "error", "prompt_name": "rare"}
+    want = expected(records, **params)
+    assert 5 < len(want) < 20
+
+    assert walk(api, 2, **params) == want
+    # Only the second pair narrows: most index candidates of u1 fail in requests.
+    other = {"metadata.user_id": "u1", "metadata.zone": "z"}
+    assert walk(api, 5, **other) == []
+
+
+@pytest.fixture
+def no_merges(api: TestClient) -> Iterator[None]:
+    """Keep every retried copy and tombstone as its own row, as before a background merge."""
+    store = api.app.state.services.store  # type: ignore[attr-defined]
+    for table in (store.requests.table, store.requests.metadata_table):
+        store.client.command(f"SYSTEM STOP MERGES {table}")
+    yield
+    for table in (store.requests.table, store.requests.metadata_table):
+        store.client.command(f"SYSTEM START MERGES {table}")
+
+
+def test_retried_copies_show_once_in_metadata_pages(api: TestClient, no_merges: None) -> None:
+    records = [varied(i) for i in range(60)]
+    for _ in range(3):
+        post_batch(api, records)
+    # Single records retried too, one copy per insert.
+    for i in (5, 9):
+        for _ in range(2):
+            assert api.post("/v1/requests", json=records[i]).status_code == 201
+
+    for params in ({"metadata.user_id": "u1"}, {"metadata.env": "dev", "metadata.user_id": "u1"}):
+        want = expected(records, **params)
+        for limit in (1, 2, 7):
+            assert walk(api, limit, **params) == want
+
+
+def test_deleted_records_leave_metadata_pages_at_once(api: TestClient, no_merges: None) -> None:
+    records = [varied(i) for i in range(80)]
+    post_batch(api, records)
+    post_batch(api, records)  # a retried copy under each tombstone as well
+    deleted = api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u3"}})
+    assert deleted.status_code == 200, deleted.text
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"env": "dev", "user_id": "u1"}})
+    assert gone.json()["data"]["deleted_count"] == len(
+        expected(records, **{"metadata.env": "dev", "metadata.user_id": "u1"})
+    )
+    live = [r for r in records if r["metadata"]["user_id"] != "u3"]
+    live = [
+        r for r in live if not (r["metadata"]["user_id"] == "u1" and r["metadata"]["env"] == "dev")
+    ]
+
+    assert walk(api, 5, **{"metadata.user_id": "u3"}) == []
+    assert walk(api, 3, **{"metadata.user_id": "u1"}) == expected(
+        live, **{"metadata.user_id": "u1"}
+    )
+    assert walk(api, 4, **{"metadata.env": "dev"}) == expected(live, **{"metadata.env": "dev"})
+
+
+def test_requests_has_the_last_word_over_the_index(api: TestClient) -> None:
+    """An index entry whose record is tombstoned in requests never lists the record."""
+    records = [varied(i) for i in range(40)]
+    post_batch(api, records)
+    store = api.app.state.services.store  # type: ignore[attr-defined]
+    view = f"`{store.database}`.request_metadata_mv"
+    # Tombstone u2's records in requests alone: the index still holds them as live.
+    store.client.command(f"DETACH TABLE {view}")
+    try:
+        deleted = api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})
+    finally:
+        store.client.command(f"ATTACH TABLE {view}")
+    u2 = expected(records, **{"metadata.user_id": "u2"})
+    assert deleted.json()["data"]["deleted_count"] == len(u2)
+    index = store.client.query(
+        f"SELECT countIf(is_deleted = 0), countIf(is_deleted = 1) "
+        f"FROM {store.requests.metadata_table} WHERE key = 'user_id' AND value = 'u2'"
+    ).result_rows
+    assert index == [(len(u2), 0)]
+
+    assert walk(api, 3, **{"metadata.user_id": "u2"}) == []
+    assert walk(api, 3, **{"metadata.user_id": "u0"}) == expected(
+        records, **{"metadata.user_id": "u0"}
+    )
+
+
+def test_metadata_cursor_is_stable_while_new_records_arrive(api: TestClient) -> None:
+    records = [record(i, metadata={"user_id": "u1"}) for i in range(45)]
+    post_batch(api, records)
+    want = expected(records, **{"metadata.user_id": "u1"})
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set() and n < 200:
+            # Newer than every walked record, of the same user.
+            api.post("/v1/requests", json=record(1_000 + n, metadata={"user_id": "u1"}))
+            n += 1
+
+    first = api.get("/v1/requests", params={"limit": 10, "metadata.user_id": "u1"}).json()
+    background = threading.Thread(target=writer)
+    background.start()
+    seen = [r["id"] for r in first["data"]]
+    cursor = first["pagination"]["next_cursor"]
+    try:
+        while cursor:
+            page = api.get(
+                "/v1/requests", params={"limit": 10, "cursor": cursor, "metadata.user_id": "u1"}
+            ).json()
+            seen += [r["id"] for r in page["data"]]
+            cursor = page["pagination"].get("next_cursor")
+    finally:
+        stop.set()
+        background.join()
+
+    assert seen == want
+
+
+def _stored(i: int, user: str) -> dict[str, Any]:
+    row = RequestRow(
+        id=f"req_old{i:03d}",
+        created_at=START + timedelta(hours=i),
+        prompt_name="old",
+        metadata={"user_id": user, "n": i},
+    )
+    return {name: getattr(row, name) for name in RequestRow.__dataclass_fields__}
+
+
+def test_records_stored_before_the_index_are_found_after_the_upgrade(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = open_client(settings.store_url)
+    try:
+        # A database as the release before the index left it, with records in it.
+        before = tuple(m for m in MIGRATIONS if m.name != "request_metadata_index")
+        monkeypatch.setattr(migrations, "MIGRATIONS", before)
+        assert migrate(client, settings.database) == [1, 2, 3]
+        RequestStore(client, settings.database).insert(
+            [encode_rows("default", [_stored(i, f"u{i % 3}") for i in range(30)])]
+        )
+        monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
+    finally:
+        client.close()
+
+    app = create_app(settings)  # start-up applies the index's migration and its backfill
+    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+        assert walk(api, 4, **{"metadata.user_id": "u1"}) == [
+            f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1
+        ]
+        # A non-string value is matched by its JSON text, as before the index.
+        assert walk(api, 4, **{"metadata.n": "7"}) == ["req_old007"]
+        # Records logged after the upgrade are indexed by the view.
+        post_batch(api, [record(200, metadata={"user_id": "u1"})])
+        assert walk(api, 50, **{"metadata.user_id": "u1"})[0] == "req_0200"
+
+        store = app.state.services.store
+        # A start-up that ran the backfill but stopped before recording it runs it again:
+        # the second copy of every entry must not show.
+        (backfill,) = [
+            s
+            for s in migrations.migration_statements(MIGRATIONS[-1], settings.database, None)
+            if s.startswith("INSERT")
+        ]
+        store.client.command(backfill)
+        assert walk(api, 3, **{"metadata.user_id": "u1"}) == [
+            "req_0200",
+            *(f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1),
+        ]
+    client = open_client(settings.store_url)
+    try:
+        assert migrate(client, settings.database) == []  # recorded: not run again
+    finally:
+        client.close()
