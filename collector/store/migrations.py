@@ -10,8 +10,14 @@ from clickhouse_connect.driver.client import Client
 from .exports import EXPORTS
 from .keys import API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
-from .requests import REQUEST_METADATA, REQUEST_METADATA_MV, REQUESTS
-from .schema import Backfill, Migration, Table, quote, render, render_database
+from .requests import (
+    REQUEST_IDS,
+    REQUEST_IDS_MV,
+    REQUEST_METADATA,
+    REQUEST_METADATA_MV,
+    REQUESTS,
+)
+from .schema import Backfill, DropIndex, Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
 
@@ -39,6 +45,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_METADATA,
             REQUEST_METADATA_MV,
             Backfill(REQUEST_METADATA_MV, REQUEST_METADATA),
+        ),
+    ),
+    # The id index replaces the bloom filter on requests.id, which every insert paid for
+    # and which still left a detail by client id testing every granule of the log.
+    Migration(
+        5,
+        "request_id_index",
+        (
+            REQUEST_IDS,
+            REQUEST_IDS_MV,
+            Backfill(REQUEST_IDS_MV, REQUEST_IDS),
+            DropIndex(REQUESTS, "idx_id"),
         ),
     ),
 )

@@ -60,8 +60,8 @@ REQUESTS = Table(
         "is_deleted UInt8",
     ),
     indexes=(
-        # Detail by id when the id carries no time (client-chosen ids).
-        "INDEX idx_id id TYPE bloom_filter(0.001) GRANULARITY 1",
+        # (Stores made before migration 5 also had a bloom filter on id, dropped by it: ids
+        # are found through REQUEST_IDS.)
         "INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 1",
         "INDEX idx_meta_keys mapKeys(metadata_map) TYPE bloom_filter GRANULARITY 1",
         "INDEX idx_meta_values mapValues(metadata_map) TYPE bloom_filter GRANULARITY 1",
@@ -124,6 +124,34 @@ REQUEST_METADATA_MV = View(
     sharded=True,
 )
 
+# The id index: where each record sits in ``requests``' sort key. A record's id alone does not
+# say (client-chosen ids carry no time), and ``requests`` is sorted by time: without this,
+# finding one id meant testing a bloom filter in every granule of the log (~70 ms at 10M
+# records). Here it is one primary-key lookup. Retried copies collapse on the key; tombstones
+# are not tracked: the read of ``requests`` by full key resolves them.
+REQUEST_IDS = Table(
+    name="request_ids",
+    columns=(
+        "project LowCardinality(String)",
+        "id String",
+        "created_at DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, id, created_at)",
+    sharded=True,
+    sharding_key="cityHash64(project, id)",
+    # A lookup decompresses one granule per part: keep granules small.
+    settings=("index_granularity = 1024",),
+)
+
+REQUEST_IDS_MV = View(
+    name="request_ids_mv",
+    to_table="request_ids",
+    select="SELECT project, id, created_at FROM {db}.requests{local} WHERE row_version = 1",
+    sharded=True,
+)
+
 COLUMNS = (
     "project",
     "id",
@@ -180,6 +208,13 @@ _READ_COLUMNS = (
     "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
     "llm_call_ms, post_process_ms, integration, error, trace_id, span_id, parent_span_id, "
     "span_name"
+)
+
+# What a list item shows (spec 2.5): a list leaves the rest, the prompt input above all (a whole
+# conversation, often the widest column), unread.
+_LIST_COLUMNS = (
+    "id, created_at, prompt_name, version, toString(status), input_variables, output, "
+    "metadata, total_tokens, estimated_cost_usd, latency_ms"
 )
 
 
@@ -353,6 +388,23 @@ def _row(values: Sequence[Any]) -> RequestRow:
     )
 
 
+def _list_row(values: Sequence[Any]) -> RequestRow:
+    """Build a row from the columns of _LIST_COLUMNS; the others keep their defaults."""
+    return RequestRow(
+        id=values[0],
+        created_at=utc(values[1]),
+        prompt_name=values[2],
+        version=int(values[3]),
+        status=values[4],
+        input_variables=json.loads(values[5]) if values[5] else {},
+        output=json.loads(values[6]) if values[6] else {},
+        metadata=json.loads(values[7]) if values[7] else {},
+        total_tokens=int(values[8]),
+        estimated_cost_usd=float(values[9]),
+        latency_ms=int(values[10]),
+    )
+
+
 class RequestStore:
     """Every query of the request log and export tables."""
 
@@ -361,6 +413,7 @@ class RequestStore:
         db = quote(database)
         self.table = f"{db}.{quote(REQUESTS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
+        self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (
             {"distributed_foreground_insert": 1} if cluster else {}
@@ -391,9 +444,9 @@ class RequestStore:
         if not ids:
             return {}
         rows = self._client.query(
-            f"SELECT id, min(created_at) FROM {self.table} "
-            "WHERE project = {project:String} AND created_at >= {since:DateTime64(3, 'UTC')} "
-            "AND id IN {ids:Array(String)} GROUP BY id",
+            f"SELECT id, min(created_at) FROM {self.ids_table} "
+            "WHERE project = {project:String} AND id IN {ids:Array(String)} "
+            "AND created_at >= {since:DateTime64(3, 'UTC')} GROUP BY id",
             parameters={"project": project, "ids": list(ids), "since": since},
         ).result_rows
         return {str(r[0]): utc(r[1]) for r in rows}
@@ -401,18 +454,38 @@ class RequestStore:
     # -- reads -----------------------------------------------------------------------------
 
     def get(self, project: str, request_id: str, at: datetime | None = None) -> RequestRow | None:
-        """Return one live record; ``at`` (its created_at, when known) narrows the key range."""
-        where = "project = {project:String} AND id = {id:String}"
+        """Return one live record.
+
+        ``at`` is its created_at when the id tells it (service-made ids); otherwise the id
+        index says where the record sits, and ``requests`` is read on the full key either way.
+        """
         params: dict[str, Any] = {"project": project, "id": request_id}
+        settings: dict[str, Any] = {}
         if at is not None:
-            where += " AND created_at = {at:DateTime64(3, 'UTC')}"
+            at_clause = "created_at = {at:DateTime64(3, 'UTC')}"
             params["at"] = at
-        rows = self._client.query(
-            f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
-            "ORDER BY row_version DESC LIMIT 1",
-            parameters=params,
-        ).result_rows
-        return _row(rows[0]) if rows and not rows[0][-1] else None
+        else:
+            # ClickHouse builds the subquery's set first and prunes partitions and granules of
+            # ``requests`` by it. On a cluster a record's id entry lives on its shard.
+            at_clause = (
+                f"created_at IN (SELECT created_at FROM {self.ids_table} "
+                "WHERE project = {project:String} AND id = {id:String})"
+            )
+            settings["distributed_product_mode"] = "local"
+        rows = [
+            tuple(r)
+            for r in self._client.query(
+                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} "
+                f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
+                "ORDER BY created_at DESC",
+                parameters=params,
+                settings=settings,
+            ).result_rows
+        ]
+        # Copies of the record (and its tombstone) share a created_at; an id a client logged
+        # at two times names two records, of which the newest live one is shown.
+        live = [run[0] for run in _runs(rows) if not any(row[-1] for row in run)]
+        return _row(live[0]) if live else None
 
     def page(
         self,
@@ -426,6 +499,8 @@ class RequestStore:
 
         A metadata filter reads its candidates from the metadata index
         (:meth:`_page_by_metadata`); every other list scans ``requests`` in key order.
+        A list's rows carry the fields of a list item only (the rest keep their defaults);
+        a search's rows are whole.
         """
         if filters.metadata and search is None:
             return self._page_by_metadata(project, filters, after, limit)
@@ -448,14 +523,17 @@ class RequestStore:
         last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
         """
         where, params = self.where(project, filters)
+        columns, build = _LIST_COLUMNS, _list_row
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + _like_escape(search.lower()) + "%"
+            # A hit's matched fields may be in the input: a search reads whole records.
+            columns, build = _READ_COLUMNS, _row
         found: list[RequestRow] = []
         position = after
         fetch = limit + _SLACK
         while len(found) < limit:
-            rows = self._fetch(where, dict(params), position, fetch)
+            rows = self._fetch(columns, where, dict(params), position, fetch)
             runs = _runs(rows)
             complete = len(rows) < fetch
             if not complete:
@@ -465,7 +543,7 @@ class RequestStore:
                     continue
             for run in runs:
                 if not any(row[-1] for row in run):
-                    found.append(_row(run[0]))
+                    found.append(build(run[0]))
             if complete:
                 break
             last = runs[-1][0]
@@ -639,7 +717,7 @@ class RequestStore:
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
+                f"SELECT {_LIST_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
                 "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
                 "ORDER BY created_at DESC, id DESC",
                 parameters={**params, "keys": keys},
@@ -647,10 +725,11 @@ class RequestStore:
                 settings={"use_skip_indexes": 0},
             ).result_rows
         ]
-        return [_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
+        return [_list_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
 
     def _fetch(
         self,
+        columns: str,
         where: str,
         params: dict[str, Any],
         after: tuple[datetime, str] | None,
@@ -663,7 +742,7 @@ class RequestStore:
         return [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
+                f"SELECT {columns}, is_deleted FROM {self.table} WHERE {where} "
                 "ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
                 parameters=params,
             ).result_rows

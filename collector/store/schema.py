@@ -78,12 +78,20 @@ class Backfill:
 
 
 @dataclass(frozen=True)
+class DropIndex:
+    """Drop a data-skipping index of a table (on a cluster: of each shard's local table)."""
+
+    table: Table
+    index: str
+
+
+@dataclass(frozen=True)
 class Migration:
     """A numbered, idempotent schema step."""
 
     version: int
     name: str
-    objects: tuple[Table | View | Backfill, ...] = field(default_factory=tuple)
+    objects: tuple[Table | View | Backfill | DropIndex, ...] = field(default_factory=tuple)
 
 
 _COLUMN_CLAUSE = re.compile(r"\s+(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|CODEC|TTL|COMMENT)\b")
@@ -104,8 +112,16 @@ def render_database(database: str, cluster: str | None) -> str:
     return f"CREATE DATABASE IF NOT EXISTS {quote(database)}{_on_cluster(cluster)}"
 
 
-def render(obj: Table | View | Backfill, database: str, cluster: str | None) -> list[str]:
-    """Render the statements of a table, a view or a backfill."""
+def render(
+    obj: Table | View | Backfill | DropIndex, database: str, cluster: str | None
+) -> list[str]:
+    """Render the statements of a table, a view, a backfill or an index drop."""
+    if isinstance(obj, DropIndex):
+        local = "_local" if cluster and obj.table.sharded else ""
+        return [
+            f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}"
+            f"{_on_cluster(cluster)} DROP INDEX IF EXISTS {quote(obj.index)}"
+        ]
     if isinstance(obj, View):
         return [_render_view(obj, database, cluster)]
     if isinstance(obj, Backfill):

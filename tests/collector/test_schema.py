@@ -8,8 +8,14 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import MIGRATIONS, migrate, migration_statements
 from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS, PROMPTS
-from promptrail.collector.store.requests import REQUEST_METADATA, REQUEST_METADATA_MV, REQUESTS
-from promptrail.collector.store.schema import Backfill, render, render_database
+from promptrail.collector.store.requests import (
+    REQUEST_IDS,
+    REQUEST_IDS_MV,
+    REQUEST_METADATA,
+    REQUEST_METADATA_MV,
+    REQUESTS,
+)
+from promptrail.collector.store.schema import Backfill, DropIndex, render, render_database
 
 
 def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
@@ -151,6 +157,24 @@ def test_the_metadata_index_on_one_server_reads_requests() -> None:
     assert "SETTINGS" not in backfill
 
 
+def test_the_id_index_lives_on_the_record_s_shard_and_replaces_the_bloom_filter() -> None:
+    local, distributed = render(REQUEST_IDS, "promptrail", "main")
+    (view,) = render(REQUEST_IDS_MV, "promptrail", "main")
+    (drop,) = render(DropIndex(REQUESTS, "idx_id"), "promptrail", "main")
+    (single_drop,) = render(DropIndex(REQUESTS, "idx_id"), "promptrail", None)
+
+    assert "ORDER BY (project, id, created_at)" in local
+    assert "SETTINGS index_granularity = 1024" in local
+    assert distributed.endswith("`request_ids_local`, cityHash64(project, id))")
+    assert "TO `promptrail`.`request_ids_local`\n" in view
+    assert "FROM `promptrail`.requests_local WHERE row_version = 1" in view
+    assert drop == (
+        "ALTER TABLE `promptrail`.`requests_local` ON CLUSTER `main` DROP INDEX IF EXISTS `idx_id`"
+    )
+    assert single_drop == "ALTER TABLE `promptrail`.`requests` DROP INDEX IF EXISTS `idx_id`"
+    assert all("idx_id" not in index for index in REQUESTS.indexes)
+
+
 @pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)
 def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object) -> None:
     for statement in migration_statements(migration, "db", "c"):  # type: ignore[arg-type]
@@ -159,6 +183,8 @@ def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object)
             assert "parallel_distributed_insert_select = 2" in statement
             continue
         assert " ON CLUSTER `c`" in statement
+        if statement.startswith("ALTER TABLE"):
+            assert "_local` ON CLUSTER" in statement  # the shards' tables, not Distributed
         if statement.startswith("CREATE TABLE"):
             assert "ENGINE = Replicated" in statement or "ENGINE = Distributed" in statement
 

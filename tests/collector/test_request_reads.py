@@ -1,0 +1,203 @@
+"""Detail by any id through the id index (request_ids), and list items read narrowly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.store import migrations
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.migrations import MIGRATIONS, migrate
+from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+
+START = datetime(2026, 4, 28, tzinfo=UTC)
+
+# Ids as clients choose them: the SDK's (trace and span ids), free-form ones, and one shaped
+# like a service-made id whose encoded time is not its created_at.
+CLIENT_IDS = [
+    "req_4bf92f3577b34da6a3ce929d0e0e4736" + "00f067aa0ba902b7",
+    "req_bench_000000012",
+    "req_order-7781-retry",
+    "req_0190aaaaaaaa0000000000000000000f",
+]
+
+
+def full_record(request_id: str, i: int) -> dict[str, Any]:
+    return {
+        "id": request_id,
+        # Three days apart: the records span two monthly partitions.
+        "created_at": (START + timedelta(days=3 * i)).isoformat(),
+        "prompt_name": "support",
+        "version": 3,
+        "model": "gpt-4o-mini",
+        "provider": "openai",
+        "input": [{"role": "user", "content": f"question {i} " + "x" * 2_000}],
+        "input_variables": {"question": f"question {i}"},
+        "output": {"content": f"answer {i}"},
+        "metadata": {"user_id": f"u{i}", "tier": "gold"},
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "estimated_cost_usd": 0.002},
+        "latency_ms": 300 + i,
+        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "span_id": f"00f067aa0ba902b{i}",
+    }
+
+
+def post_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
+    response = api.post("/v1/requests/batch", json={"records": records})
+    assert response.status_code in (200, 201), response.text
+    assert response.json()["data"] == {"accepted": len(records), "rejected": []}
+
+
+def test_detail_finds_every_kind_of_client_id(api: TestClient) -> None:
+    records = [full_record(request_id, i) for i, request_id in enumerate(CLIENT_IDS)]
+    # Other records around them, so that a lookup has more than its own to skip.
+    filler = [full_record(f"req_fill_{i:03d}", i % 7) for i in range(60)]
+    post_batch(api, records + filler)
+
+    for i, request_id in enumerate(CLIENT_IDS):
+        response = api.get(f"/v1/requests/{request_id}")
+        assert response.status_code == 200, (request_id, response.text)
+        detail = response.json()["data"]
+        assert detail["id"] == request_id
+        assert datetime.fromisoformat(detail["created_at"]) == START + timedelta(days=3 * i)
+        assert detail["input"] == records[i]["input"]
+        assert detail["metadata"] == {"user_id": f"u{i}", "tier": "gold"}
+        assert (detail["model"], detail["provider"], detail["span_id"]) == (
+            "gpt-4o-mini",
+            "openai",
+            f"00f067aa0ba902b{i}",
+        )
+        assert detail["usage"]["prompt_tokens"] == 11
+
+
+def test_one_id_logged_at_two_times_shows_the_newest_live_one(api: TestClient) -> None:
+    # A client that reuses an id with another created_at makes two records; the detail
+    # shows the newer, and once that one is deleted, the older.
+    older, newer = (
+        full_record("req_dup-id", 0),
+        {**full_record("req_dup-id", 1), "metadata": {"n": "2"}},
+    )
+    post_batch(api, [older, newer])
+
+    assert api.get("/v1/requests/req_dup-id").json()["data"]["metadata"] == {"n": "2"}
+    api.request("DELETE", "/v1/requests", json={"metadata": {"n": "2"}})
+    detail = api.get("/v1/requests/req_dup-id").json()["data"]
+    assert detail["metadata"] == {"user_id": "u0", "tier": "gold"}
+
+
+def test_retried_and_deleted_client_ids(api: TestClient) -> None:
+    services = api.app.state.services  # type: ignore[attr-defined]
+    # Copies of one record stay separate rows in both tables, as before a merge.
+    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.table}")
+    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.ids_table}")
+    records = [full_record(f"req_client-{i}", i) for i in range(4)]
+    for _ in range(3):
+        post_batch(api, records)
+    api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})
+
+    assert api.get("/v1/requests/req_client-1").json()["data"]["output"] == {"content": "answer 1"}
+    gone = api.get("/v1/requests/req_client-2")
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "REQUEST_NOT_FOUND"
+    # Deleting does not drop the id entry (requests has the last word), nor add one.
+    entries = services.store.client.query(
+        f"SELECT count() FROM {services.store.requests.ids_table} WHERE id = 'req_client-2'"
+    ).result_rows
+    assert entries == [(3,)]
+
+
+def test_a_retry_without_created_at_keeps_the_first_time(api: TestClient) -> None:
+    first = api.post(
+        "/v1/requests", json={"id": "req_no-time-1", "prompt_name": "p", "output": "a"}
+    )
+    again = api.post(
+        "/v1/requests", json={"id": "req_no-time-1", "prompt_name": "p", "output": "a"}
+    )
+
+    assert first.json()["data"]["created_at"] == again.json()["data"]["created_at"]
+    assert [r["id"] for r in api.get("/v1/requests").json()["data"]] == ["req_no-time-1"]
+
+
+def test_list_items_match_the_detail_of_each_record(api: TestClient) -> None:
+    records = [full_record(f"req_list-{i}", i) for i in range(5)]
+    post_batch(api, records)
+
+    for params in ({}, {"metadata.tier": "gold"}, {"prompt_name": "support"}):
+        items = api.get("/v1/requests", params=params).json()["data"]
+        assert [item["id"] for item in items] == [f"req_list-{i}" for i in reversed(range(5))]
+        for item in items:
+            detail = api.get(f"/v1/requests/{item['id']}").json()["data"]
+            shared = ("id", "prompt_name", "version", "status", "input_variables", "output")
+            assert {k: item[k] for k in shared} == {k: detail[k] for k in shared}
+            assert item["metadata"] == detail["metadata"]
+            assert item["created_at"] == detail["created_at"]
+            assert item["usage"] == {
+                "total_tokens": detail["usage"]["total_tokens"],
+                "estimated_cost_usd": detail["usage"]["estimated_cost_usd"],
+            }
+            assert item["latency_ms"] == detail["timing"]["total_latency_ms"]
+
+
+def _stored(i: int) -> dict[str, Any]:
+    row = RequestRow(
+        id=f"req_legacy-{i:02d}",
+        created_at=START + timedelta(days=i),
+        prompt_name="old",
+        output={"content": f"old answer {i}"},
+        metadata={"n": str(i)},
+    )
+    return {name: getattr(row, name) for name in RequestRow.__dataclass_fields__}
+
+
+def test_records_stored_before_the_id_index_are_found_after_the_upgrade(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = open_client(settings.store_url)
+    try:
+        # A database as the release before the id index left it, with records in it.
+        before = tuple(m for m in MIGRATIONS if m.name != "request_id_index")
+        monkeypatch.setattr(migrations, "MIGRATIONS", before)
+        assert migrate(client, settings.database) == [1, 2, 3, 4]
+        # That release's requests table had a bloom filter on id.
+        client.command(
+            f"ALTER TABLE `{settings.database}`.requests "
+            "ADD INDEX IF NOT EXISTS idx_id id TYPE bloom_filter(0.001) GRANULARITY 1"
+        )
+        RequestStore(client, settings.database).insert(
+            [encode_rows("default", [_stored(i) for i in range(40)])]
+        )
+        monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
+    finally:
+        client.close()
+
+    app = create_app(settings)  # start-up applies migration 5 and its backfill
+    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+        for i in (0, 17, 39):
+            detail = api.get(f"/v1/requests/req_legacy-{i:02d}").json()["data"]
+            assert detail["output"] == {"content": f"old answer {i}"}
+        post_batch(api, [full_record("req_after-upgrade", 0)])
+        assert api.get("/v1/requests/req_after-upgrade").status_code == 200
+
+        store = app.state.services.store
+        indexes = store.client.query(
+            "SELECT name FROM system.data_skipping_indices "
+            "WHERE database = {db:String} AND table = 'requests'",
+            parameters={"db": settings.database},
+        ).result_rows
+        assert ("idx_id",) not in indexes
+        assert ("idx_search",) in indexes
+
+        # A start-up that ran the backfill but stopped before recording it runs it again.
+        (id_migration,) = [m for m in MIGRATIONS if m.name == "request_id_index"]
+        (backfill,) = [
+            s
+            for s in migrations.migration_statements(id_migration, settings.database, None)
+            if s.startswith("INSERT")
+        ]
+        store.client.command(backfill)
+        assert api.get("/v1/requests/req_legacy-17").json()["data"]["id"] == "req_legacy-17"
