@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -53,6 +54,40 @@ class Machine:
             f"{self.cpus} CPUs ({self.cpu_model}), {self.memory_gib:.1f} GiB memory, "
             f"Python {self.python}, chDB {self.chdb}"
         )
+
+
+def cpu_busy(window: float = 5.0) -> float:
+    """Return how busy the machine's CPUs were over ``window`` seconds, 0-1 (all CPUs)."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields), idle
+
+    total_0, idle_0 = sample()
+    time.sleep(window)
+    total_1, idle_1 = sample()
+    spent = total_1 - total_0
+    return 1.0 - (idle_1 - idle_0) / spent if spent else 0.0
+
+
+def wait_quiet(limit: float = 0.15, max_seconds: float = 900.0) -> tuple[float, float]:
+    """Wait until the machine is quiet: CPUs under ``limit`` busy over 5 s.
+
+    A store just loaded keeps merging its fresh parts for a while; reads measured then say
+    more about the merges than about the reads. Returns (seconds waited, last busy share);
+    gives up after ``max_seconds`` and says so on stdout.
+    """
+    started = time.monotonic()
+    while True:
+        busy = cpu_busy()
+        waited = time.monotonic() - started
+        if busy < limit:
+            return waited, busy
+        if waited > max_seconds:
+            print(f"  still {busy:.0%} busy after {waited:.0f} s: measuring anyway", flush=True)
+            return waited, busy
+        print(f"  waiting for a quiet machine: {busy:.0%} busy", flush=True)
 
 
 def _meminfo_kib(key: str) -> int:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -40,13 +41,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
-from _report import DOCS, Machine, write_block
+from _report import DOCS, Machine, wait_quiet, write_block
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION_HEADING = "## Prompt registry (`benchmarks/prompts.py`)"
@@ -55,6 +56,8 @@ END_MARK = "<!-- benchmarks/prompts.py: end generated figures -->"
 API_KEY = "pr-bench-" + "0" * 32
 LOAD_WORKERS = 8
 WARMUP = 50
+# What a run that loaded its store leaves in the data dir, for --reuse.
+LOADED = "bench-load.json"
 SEED = 20240601
 REQUEST_TIMEOUT = 60.0
 HEALTH_TIMEOUT = 180.0
@@ -489,6 +492,8 @@ class Report:
     results: list[Result]
     total_seconds: float
     load_average: float
+    settle_seconds: float = 0.0
+    reused: bool = False
 
 
 def text_table(report: Report) -> str:
@@ -539,8 +544,11 @@ def markdown(report: Report) -> str:
         f"- Machine: {m.line()}",
         f"- Date: {m.date}",
         f"- Command: `{report.command}`",
-        f"- Whole run (start, load, measure, stop): {report.total_seconds:.0f} s; 1-minute "
-        f"load average when the measuring began: {report.load_average:.2f}",
+        f"- Whole run (start, load, measure, stop): {report.total_seconds:.0f} s; the reads "
+        f"began once the machine was quiet (CPUs under 15% busy over 5 s: "
+        f"{report.settle_seconds:.0f} s after the load"
+        f"{', on a store loaded by an earlier run' if report.reused else ''}); "
+        f"1-minute load average then: {report.load_average:.2f}",
         "",
         f"**Load.** {load_summary(report)}.",
         "",
@@ -602,6 +610,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="empty directory for the collector's store (kept) [a fresh temporary one, removed]",
     )
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure the store an earlier run left in --data-dir, without loading again",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the figures into docs/benchmarks.md"
     )
     parser.add_argument(
@@ -613,7 +626,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.prompts < 1 or args.samples < 1:
         parser.error("--prompts and --samples must be positive")
-    if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
+    if args.reuse:
+        if args.data_dir is None or not (args.data_dir / LOADED).exists():
+            parser.error("--reuse needs the --data-dir of an earlier run that loaded its store")
+    elif args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
         parser.error(f"--data-dir {args.data_dir} is not empty")
     return args
 
@@ -621,6 +637,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def command_line(args: argparse.Namespace) -> str:
     """Return the command that reproduces this run's figures."""
     parts = [".venv/bin/python", "benchmarks/prompts.py", "--prompts", str(args.prompts)]
+    if args.reuse:
+        parts += ["--data-dir", str(args.data_dir), "--reuse"]
     if args.samples != 500:
         parts += ["--samples", str(args.samples)]
     return " ".join(parts)
@@ -639,8 +657,19 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
     print(f"starting the collector on port {port}, data in {data_dir}", flush=True)
     with collector(data_dir, port) as base_url:
         print(f"  healthy after {time.perf_counter() - started:.1f} s", flush=True)
-        print(f"loading {len(specs):,} prompts", flush=True)
-        load_stats = load(base_url, specs, deadline)
+        if args.reuse:
+            saved = json.loads((data_dir / LOADED).read_text())
+            if saved["prompts"] != args.prompts:
+                raise SystemExit(
+                    f"{data_dir} holds {saved['prompts']:,} prompts, not {args.prompts:,}"
+                )
+            load_stats = LoadStats(**saved)
+            print(f"reusing the {args.prompts:,} prompts loaded in {data_dir}", flush=True)
+        else:
+            print(f"loading {len(specs):,} prompts", flush=True)
+            load_stats = load(base_url, specs, deadline)
+            (data_dir / LOADED).write_text(json.dumps(asdict(load_stats)))
+        settle_seconds, _ = wait_quiet()
         print(f"measuring {args.samples} requests per operation (+{WARMUP} warm-up)", flush=True)
         load_average = os.getloadavg()[0]
         rng = random.Random(SEED + 1)
@@ -667,6 +696,8 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         results=results,
         total_seconds=time.perf_counter() - started,
         load_average=load_average,
+        settle_seconds=settle_seconds,
+        reused=args.reuse,
     )
 
 

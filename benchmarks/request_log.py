@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _report import DOCS, Machine, write_section
+from _report import DOCS, Machine, wait_quiet, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "promptrail"
@@ -586,7 +586,12 @@ def main() -> None:
                 )
             )
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
-        results = [] if args.ingest_only else reads(base, result.accepted, args.samples)
+        results: list[dict[str, Any]] = []
+        if not args.ingest_only:
+            # Reads are measured on a settled store, not during the merges the load left.
+            settled, _ = wait_quiet()
+            print(f"quiet after {settled:.0f} s", flush=True)
+            results = reads(base, result.accepted, args.samples)
         # With --reuse the ingest ran in an earlier collector: report the higher peak.
         peak = max(watch.stop(), ingest_peak)
         print(f"collector peak RSS {peak:.0f} MiB", flush=True)

@@ -114,7 +114,8 @@ def test_first_start_prints_a_development_key_that_works(tmp_path: Path) -> None
     try:
         assert process.stdout is not None
         lines: list[str] = []
-        while not any("Application startup complete" in line for line in lines):
+        # uvicorn binds its socket after the application's start-up, then says so.
+        while not any("Uvicorn running on" in line for line in lines):
             line = process.stdout.readline()
             assert line, "".join(lines)
             lines.append(line)
