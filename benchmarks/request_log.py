@@ -561,6 +561,7 @@ def main() -> None:
         parser.error("--reuse needs the --data-dir of an earlier run")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     print(f"data dir {data_dir}; collector on {base}", flush=True)

@@ -17,7 +17,7 @@ from .requests import (
     REQUEST_METADATA_MV,
     REQUESTS,
 )
-from .schema import Backfill, DropIndex, Migration, Table, quote, render, render_database
+from .schema import AddColumn, Backfill, DropIndex, Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
 
@@ -59,6 +59,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             DropIndex(REQUESTS, "idx_id"),
         ),
     ),
+    # Prompt point reads read one packed column (see PROMPT_VERSIONS).
+    Migration(6, "prompt_version_json", (AddColumn(PROMPT_VERSIONS, "version_json"),)),
 )
 
 

@@ -10,9 +10,8 @@ across collectors because the dedup log lives with the table (in Keeper on a clu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -60,6 +59,12 @@ PROMPT_VERSIONS = Table(
         "note String",
         "prompt_created_at DateTime64(3, 'UTC')",
         "created_at DateTime64(3, 'UTC')",
+        # The whole version as one JSON array, written by ClickHouse at insert: a point read
+        # of one column costs about half one of thirteen (each column read has its own
+        # fixed cost: ~10 ms vs ~5 ms on this machine), and cold reads are point reads.
+        "version_json String MATERIALIZED toJSONString((prompt_id, version, "
+        "toString(version_id), name, description, template, model, parameters, tags, folder, "
+        "note, toUnixTimestamp64Milli(prompt_created_at), toUnixTimestamp64Milli(created_at)))",
     ),
     order_by="(project, prompt_id, version)",
     dedup=True,
@@ -110,11 +115,6 @@ PROMPT_LABELS = Table(
     engine="ReplacingMergeTree",
     engine_args=("updated_at",),
     order_by="(project, prompt_id, label)",
-)
-
-_VERSION_COLUMNS = (
-    "prompt_id, version, toString(version_id), name, description, template, model, "
-    "parameters, tags, folder, note, prompt_created_at, created_at"
 )
 
 
@@ -188,7 +188,12 @@ def utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _version_row(row: Sequence[Any]) -> PromptVersionRow:
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _packed_version(text: str) -> PromptVersionRow:
+    """Build a version from its ``version_json`` column."""
+    row = json.loads(text)
     return PromptVersionRow(
         prompt_id=row[0],
         version=int(row[1]),
@@ -201,8 +206,8 @@ def _version_row(row: Sequence[Any]) -> PromptVersionRow:
         tags=list(row[8]),
         folder=row[9],
         note=row[10],
-        prompt_created_at=utc(row[11]),
-        created_at=utc(row[12]),
+        prompt_created_at=_EPOCH + timedelta(milliseconds=int(row[11])),
+        created_at=_EPOCH + timedelta(milliseconds=int(row[12])),
     )
 
 
@@ -231,7 +236,7 @@ class PromptStore:
         }
 
     def _insert(self, table: Table, row: list[Any], settings: dict[str, Any]) -> None:
-        names = [column.split(" ", 1)[0] for column in table.columns]
+        names = table.inserted_columns()
         self._client.insert(
             self._targets[table.name],
             [row],
@@ -356,13 +361,13 @@ class PromptStore:
         store's live-id index): one point read on the full sorting key, no sort, no subquery.
         """
         rows = self._client.query(
-            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            f"SELECT version_json FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "AND version = {v:UInt32} LIMIT 1",
             parameters={"project": project, "pid": prompt_id, "v": version},
             settings=self._point_read,
         ).result_rows
-        return _version_row(rows[0]) if rows else None
+        return _packed_version(rows[0][0]) if rows else None
 
     def _one_version(
         self, pid: str, params: dict[str, Any], number: int | None, label: str | None
@@ -370,24 +375,24 @@ class PromptStore:
         """Read the version :meth:`_pick_version` names of the prompt ``pid`` (an expression)."""
         where = self._pick_version(params, number, label)
         rows = self._client.query(
-            f"WITH {pid} AS pid SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            f"WITH {pid} AS pid SELECT version_json FROM {self._versions} "
             f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
             "ORDER BY version DESC LIMIT 1",
             parameters=params,
             settings=self._point_read,
         ).result_rows
-        return _version_row(rows[0]) if rows else None
+        return _packed_version(rows[0][0]) if rows else None
 
     def versions(self, project: str, prompt_id: str) -> list[PromptVersionRow]:
         """Return every version of a prompt, newest first."""
         rows = self._client.query(
-            f"SELECT {_VERSION_COLUMNS} FROM {self._versions} "
+            f"SELECT version_json FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "ORDER BY version DESC",
             parameters={"project": project, "pid": prompt_id},
             settings=self._point_read,
         ).result_rows
-        return [_version_row(r) for r in rows]
+        return [_packed_version(r[0]) for r in rows]
 
     def try_insert_version(self, project: str, row: PromptVersionRow) -> bool:
         """Insert a version if its number is free; return whether this writer got it."""

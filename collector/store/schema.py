@@ -36,6 +36,14 @@ class Table:
     # Storage settings rendered into SETTINGS, e.g. a finer index_granularity.
     settings: tuple[str, ...] = ()
 
+    def inserted_columns(self) -> list[str]:
+        """Return the names of the columns an insert gives (not those ClickHouse computes)."""
+        return [
+            name
+            for name, rest in (column.split(" ", 1) for column in self.columns)
+            if not _COMPUTED.search(rest)
+        ]
+
     def column_types(self, names: Sequence[str]) -> list[str]:
         """Return the ClickHouse types of ``names``, as an insert names its columns.
 
@@ -86,14 +94,29 @@ class DropIndex:
 
 
 @dataclass(frozen=True)
+class AddColumn:
+    """Add a column of ``table``'s definition to a table made before it, and fill it.
+
+    For a MATERIALIZED column, parts written before read it computed from the other columns
+    until the (background) ``MATERIALIZE COLUMN`` mutation has rewritten them.
+    """
+
+    table: Table
+    column: str
+
+
+@dataclass(frozen=True)
 class Migration:
     """A numbered, idempotent schema step."""
 
     version: int
     name: str
-    objects: tuple[Table | View | Backfill | DropIndex, ...] = field(default_factory=tuple)
+    objects: tuple[Table | View | Backfill | DropIndex | AddColumn, ...] = field(
+        default_factory=tuple
+    )
 
 
+_COMPUTED = re.compile(r"\s(MATERIALIZED|ALIAS)\s")
 _COLUMN_CLAUSE = re.compile(r"\s+(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|CODEC|TTL|COMMENT)\b")
 
 
@@ -113,14 +136,20 @@ def render_database(database: str, cluster: str | None) -> str:
 
 
 def render(
-    obj: Table | View | Backfill | DropIndex, database: str, cluster: str | None
+    obj: Table | View | Backfill | DropIndex | AddColumn, database: str, cluster: str | None
 ) -> list[str]:
-    """Render the statements of a table, a view, a backfill or an index drop."""
-    if isinstance(obj, DropIndex):
+    """Render the statements of a table, a view, a backfill or an alteration."""
+    if isinstance(obj, DropIndex | AddColumn):
         local = "_local" if cluster and obj.table.sharded else ""
+        alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(
+            cluster
+        )
+        if isinstance(obj, DropIndex):
+            return [f"{alter} DROP INDEX IF EXISTS {quote(obj.index)}"]
+        (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
         return [
-            f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}"
-            f"{_on_cluster(cluster)} DROP INDEX IF EXISTS {quote(obj.index)}"
+            f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
+            f"{alter} MATERIALIZE COLUMN {quote(obj.column)}",
         ]
     if isinstance(obj, View):
         return [_render_view(obj, database, cluster)]
@@ -207,7 +236,7 @@ def _render_backfill(backfill: Backfill, database: str, cluster: str | None) -> 
     # Through the plain (on a cluster: Distributed) tables. On a cluster each shard then
     # copies its own rows into its own local table, none passing through the initiator.
     select = view.select.format(db=quote(database), local="")
-    columns = ", ".join(_split_column(column)[0] for column in backfill.into.columns)
+    columns = ", ".join(backfill.into.inserted_columns())
     statement = f"INSERT INTO {quote(database)}.{quote(view.to_table)} ({columns})\n{select}"
     if cluster and view.sharded:
         statement += "\nSETTINGS parallel_distributed_insert_select = 2"
