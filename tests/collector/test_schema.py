@@ -15,7 +15,13 @@ from promptrail.collector.store.requests import (
     REQUEST_METADATA_MV,
     REQUESTS,
 )
-from promptrail.collector.store.schema import Backfill, DropIndex, render, render_database
+from promptrail.collector.store.schema import (
+    AddColumn,
+    Backfill,
+    DropIndex,
+    render,
+    render_database,
+)
 
 
 def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
@@ -173,6 +179,21 @@ def test_the_id_index_lives_on_the_record_s_shard_and_replaces_the_bloom_filter(
     )
     assert single_drop == "ALTER TABLE `promptrail`.`requests` DROP INDEX IF EXISTS `idx_id`"
     assert all("idx_id" not in index for index in REQUESTS.indexes)
+
+
+def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
+    add, fill = render(AddColumn(PROMPT_VERSIONS, "version_json"), "promptrail", "main")
+
+    assert add.startswith(
+        "ALTER TABLE `promptrail`.`prompt_versions` ON CLUSTER `main` ADD COLUMN IF NOT EXISTS "
+        "version_json String MATERIALIZED toJSONString(("
+    )
+    assert fill == (
+        "ALTER TABLE `promptrail`.`prompt_versions` ON CLUSTER `main` "
+        "MATERIALIZE COLUMN `version_json`"
+    )
+    assert "version_json" not in PROMPT_VERSIONS.inserted_columns()
+    assert PROMPT_VERSIONS.inserted_columns()[-1] == "created_at"
 
 
 @pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)
