@@ -217,6 +217,17 @@ _LIST_COLUMNS = (
     "metadata, total_tokens, estimated_cost_usd, latency_ms"
 )
 
+# How a page is read, newest first by the sort key. Each part is a stream read backwards from
+# its newest granule; with virtual rows ClickHouse starts a part only once the merge of the
+# streams reaches the part's first key, so a page of the newest records reads the newest part
+# or two, not a granule of every part. Lazy materialisation reads the sort key and filter
+# columns first and the wide ones (output, input variables, metadata) only for the rows kept;
+# its default limit (10 rows) is below a page's.
+_PAGE_READ: dict[str, Any] = {
+    "read_in_order_use_virtual_row": 1,
+    "query_plan_max_limit_for_lazy_materialization": 1000,
+}
+
 
 @dataclass(frozen=True)
 class RequestRow:
@@ -694,6 +705,7 @@ class RequestStore:
                     f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
                     f"WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT {{limit:UInt32}}",
                     parameters=query_params,
+                    settings=_PAGE_READ,
                 ).result_rows
             ]
             runs = _runs(rows)
@@ -745,6 +757,7 @@ class RequestStore:
                 f"SELECT {columns}, is_deleted FROM {self.table} WHERE {where} "
                 "ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
                 parameters=params,
+                settings=_PAGE_READ,
             ).result_rows
         ]
 
