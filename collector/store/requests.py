@@ -614,23 +614,9 @@ class RequestStore:
     ) -> tuple[str, dict[str, Any]]:
         """Return the WHERE of the metadata index for a filter: one pair and the columns kept."""
         key, value = pair
-        clauses = ["project = {project:String}", "key = {key:String}", "value = {value:String}"]
-        params: dict[str, Any] = {"project": project, "key": key, "value": value}
-        if filters.prompt_name is not None:
-            clauses.append("prompt_name = {prompt_name:String}")
-            params["prompt_name"] = filters.prompt_name
-        if filters.status is not None:
-            clauses.append("status = {status:String}")
-            params["status"] = filters.status
-        if filters.model is not None:
-            clauses.append("model = {model:String}")
-            params["model"] = filters.model
-        if filters.start is not None:
-            clauses.append("created_at >= {start:DateTime64(3, 'UTC')}")
-            params["start"] = filters.start
-        if filters.end is not None:
-            clauses.append("created_at <= {end:DateTime64(3, 'UTC')}")
-            params["end"] = filters.end
+        clauses, params = _column_clauses(filters)
+        clauses[:0] = ["project = {project:String}", "key = {key:String}", "value = {value:String}"]
+        params.update(project=project, key=key, value=value)
         return " AND ".join(clauses), params
 
     def _driving_pair(self, project: str, filters: RequestFilter) -> tuple[str, str]:
@@ -763,23 +749,9 @@ class RequestStore:
 
     def where(self, project: str, filters: RequestFilter) -> tuple[str, dict[str, Any]]:
         """Return the WHERE clause and parameters of a filter (always scoped to a project)."""
-        clauses = ["project = {project:String}"]
-        params: dict[str, Any] = {"project": project}
-        if filters.prompt_name is not None:
-            clauses.append("prompt_name = {prompt_name:String}")
-            params["prompt_name"] = filters.prompt_name
-        if filters.status is not None:
-            clauses.append("status = {status:String}")
-            params["status"] = filters.status
-        if filters.model is not None:
-            clauses.append("model = {model:String}")
-            params["model"] = filters.model
-        if filters.start is not None:
-            clauses.append("created_at >= {start:DateTime64(3, 'UTC')}")
-            params["start"] = filters.start
-        if filters.end is not None:
-            clauses.append("created_at <= {end:DateTime64(3, 'UTC')}")
-            params["end"] = filters.end
+        clauses, params = _column_clauses(filters)
+        clauses.insert(0, "project = {project:String}")
+        params["project"] = project
         for i, (key, value) in enumerate(sorted(filters.metadata.items())):
             clauses.append(f"metadata_map[{{mk{i}:String}}] = {{mv{i}:String}}")
             clauses.append(f"mapContains(metadata_map, {{mk{i}:String}})")
@@ -832,6 +804,31 @@ class RequestStore:
                 settings={**self._insert_settings, **settings},
             )
         return count
+
+
+def _column_clauses(filters: RequestFilter) -> tuple[list[str], dict[str, Any]]:
+    """Return the clauses of a filter's column tests (prompt, status, model, dates).
+
+    Both ``requests`` and the metadata index carry these columns under the same names.
+    """
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if filters.prompt_name is not None:
+        clauses.append("prompt_name = {prompt_name:String}")
+        params["prompt_name"] = filters.prompt_name
+    if filters.status is not None:
+        clauses.append("status = {status:String}")
+        params["status"] = filters.status
+    if filters.model is not None:
+        clauses.append("model = {model:String}")
+        params["model"] = filters.model
+    if filters.start is not None:
+        clauses.append("created_at >= {start:DateTime64(3, 'UTC')}")
+        params["start"] = filters.start
+    if filters.end is not None:
+        clauses.append("created_at <= {end:DateTime64(3, 'UTC')}")
+        params["end"] = filters.end
+    return clauses, params
 
 
 def _runs(rows: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:

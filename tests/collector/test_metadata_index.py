@@ -12,10 +12,10 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.migrations import MIGRATIONS, migrate
-from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.migrations import migrate
+from promptrail.collector.store.requests import RequestRow
+from tests.collector.upgrades import backfill, store_before
 
 START = datetime(2026, 4, 20, tzinfo=UTC)
 
@@ -241,31 +241,17 @@ def test_metadata_cursor_is_stable_while_new_records_arrive(api: TestClient) -> 
     assert seen == want
 
 
-def _stored(i: int, user: str) -> dict[str, Any]:
-    row = RequestRow(
+def _stored(i: int, user: str) -> RequestRow:
+    return RequestRow(
         id=f"req_old{i:03d}",
         created_at=START + timedelta(hours=i),
         prompt_name="old",
         metadata={"user_id": user, "n": i},
     )
-    return {name: getattr(row, name) for name in RequestRow.__dataclass_fields__}
 
 
-def test_records_stored_before_the_index_are_found_after_the_upgrade(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    client = open_client(settings.store_url)
-    try:
-        # A database as the release before the index left it, with records in it.
-        before = tuple(m for m in MIGRATIONS if m.version < 4)
-        monkeypatch.setattr(migrations, "MIGRATIONS", before)
-        assert migrate(client, settings.database) == [1, 2, 3]
-        RequestStore(client, settings.database).insert(
-            [encode_rows("default", [_stored(i, f"u{i % 3}") for i in range(30)])]
-        )
-        monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
-    finally:
-        client.close()
+def test_records_stored_before_the_index_are_found_after_the_upgrade(settings: Settings) -> None:
+    store_before(settings, 4, [_stored(i, f"u{i % 3}") for i in range(30)])
 
     app = create_app(settings)  # start-up applies the index's migration and its backfill
     with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
@@ -281,13 +267,7 @@ def test_records_stored_before_the_index_are_found_after_the_upgrade(
         store = app.state.services.store
         # A start-up that ran the backfill but stopped before recording it runs it again:
         # the second copy of every entry must not show.
-        (index_migration,) = [m for m in MIGRATIONS if m.name == "request_metadata_index"]
-        (backfill,) = [
-            s
-            for s in migrations.migration_statements(index_migration, settings.database, None)
-            if s.startswith("INSERT")
-        ]
-        store.client.command(backfill)
+        store.client.command(backfill(settings, "request_metadata_index"))
         assert walk(api, 3, **{"metadata.user_id": "u1"}) == [
             "req_0200",
             *(f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1),

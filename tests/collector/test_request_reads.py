@@ -5,15 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store import migrations
-from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.migrations import MIGRATIONS, migrate
-from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.requests import RequestRow
+from tests.collector.upgrades import backfill, store_before
 
 START = datetime(2026, 4, 28, tzinfo=UTC)
 
@@ -143,37 +140,23 @@ def test_list_items_match_the_detail_of_each_record(api: TestClient) -> None:
             assert item["latency_ms"] == detail["timing"]["total_latency_ms"]
 
 
-def _stored(i: int) -> dict[str, Any]:
-    row = RequestRow(
+def _stored(i: int) -> RequestRow:
+    return RequestRow(
         id=f"req_legacy-{i:02d}",
         created_at=START + timedelta(days=i),
         prompt_name="old",
         output={"content": f"old answer {i}"},
         metadata={"n": str(i)},
     )
-    return {name: getattr(row, name) for name in RequestRow.__dataclass_fields__}
 
 
-def test_records_stored_before_the_id_index_are_found_after_the_upgrade(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    client = open_client(settings.store_url)
-    try:
-        # A database as the release before the id index left it, with records in it.
-        before = tuple(m for m in MIGRATIONS if m.version < 5)
-        monkeypatch.setattr(migrations, "MIGRATIONS", before)
-        assert migrate(client, settings.database) == [1, 2, 3, 4]
-        # That release's requests table had a bloom filter on id.
-        client.command(
-            f"ALTER TABLE `{settings.database}`.requests "
-            "ADD INDEX IF NOT EXISTS idx_id id TYPE bloom_filter(0.001) GRANULARITY 1"
-        )
-        RequestStore(client, settings.database).insert(
-            [encode_rows("default", [_stored(i) for i in range(40)])]
-        )
-        monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
-    finally:
-        client.close()
+def test_records_stored_before_the_id_index_are_found_after_the_upgrade(settings: Settings) -> None:
+    # That release's requests table had a bloom filter on id.
+    bloom = (
+        f"ALTER TABLE `{settings.database}`.requests "
+        "ADD INDEX IF NOT EXISTS idx_id id TYPE bloom_filter(0.001) GRANULARITY 1"
+    )
+    store_before(settings, 5, [_stored(i) for i in range(40)], [bloom])
 
     app = create_app(settings)  # start-up applies migration 5 and its backfill
     with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
@@ -193,11 +176,5 @@ def test_records_stored_before_the_id_index_are_found_after_the_upgrade(
         assert ("idx_search",) in indexes
 
         # A start-up that ran the backfill but stopped before recording it runs it again.
-        (id_migration,) = [m for m in MIGRATIONS if m.name == "request_id_index"]
-        (backfill,) = [
-            s
-            for s in migrations.migration_statements(id_migration, settings.database, None)
-            if s.startswith("INSERT")
-        ]
-        store.client.command(backfill)
+        store.client.command(backfill(settings, "request_id_index"))
         assert api.get("/v1/requests/req_legacy-17").json()["data"]["id"] == "req_legacy-17"

@@ -1,0 +1,50 @@
+"""Stores as an earlier release left them, for tests of the migrations that upgrade them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pytest
+
+from promptrail.collector.config import Settings
+from promptrail.collector.store import migrations
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+
+
+def store_before(
+    settings: Settings,
+    version: int,
+    rows: Iterable[RequestRow],
+    statements: Sequence[str] = (),
+) -> None:
+    """Migrate the test database up to (not including) ``version``, then store ``rows``.
+
+    ``statements`` run in between, to put back what that release's schema had and the
+    current table definitions no longer say.
+    """
+    client = open_client(settings.store_url)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            before = tuple(m for m in migrations.MIGRATIONS if m.version < version)
+            patch.setattr(migrations, "MIGRATIONS", before)
+            assert migrations.migrate(client, settings.database) == [m.version for m in before]
+        for statement in statements:
+            client.command(statement)
+        values = [
+            {name: getattr(row, name) for name in RequestRow.__dataclass_fields__} for row in rows
+        ]
+        RequestStore(client, settings.database).insert([encode_rows("default", values)])
+    finally:
+        client.close()
+
+
+def backfill(settings: Settings, name: str) -> str:
+    """Return the backfill statement of the migration called ``name``."""
+    (migration,) = [m for m in migrations.MIGRATIONS if m.name == name]
+    (statement,) = [
+        s
+        for s in migrations.migration_statements(migration, settings.database, None)
+        if s.startswith("INSERT")
+    ]
+    return statement
