@@ -23,8 +23,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	$(VENV)/bin/mypy
 
+# Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores.
 test: lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import socket
 import statistics
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -488,6 +489,35 @@ def explain_search(data_dir: Path) -> str:
     return "\n".join(keep)
 
 
+# The collector's defaults: an hour is sealed once untouched for this long.
+ROLLUP_SETTLE = timedelta(seconds=60)
+_SEALED_LINE = re.compile(
+    r"^(\S+ \S+) INFO promptrail\.rollup: rollup: sealed (\d+) hour\(s\) in (\S+) s"
+)
+
+
+def wait_sealed(log: Path, since: datetime, timeout: float = 3600) -> str:
+    """Wait for the collector's sealer to sum every hour written up to ``since``; describe it.
+
+    Those hours were last touched at ``since`` at the latest, so a sealing round logged at
+    least the settle time later has summed them all.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rounds = [m for m in map(_SEALED_LINE.match, log.read_text().splitlines()) if m]
+        done = [
+            m
+            for m in rounds
+            if datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") >= since + ROLLUP_SETTLE
+        ]
+        if done:
+            hours = sum(int(m.group(2)) for m in rounds)
+            seconds = sum(float(m.group(3)) for m in rounds)
+            return f"{hours} hours sealed in {seconds:.1f} s of sealing, over {len(rounds)} rounds"
+        time.sleep(1)
+    raise RuntimeError(f"the rollup sealer logged no round in {timeout:.0f} s; see {log}")
+
+
 def ingest_summary(args: argparse.Namespace, result: IngestResult) -> str:
     rate = result.accepted / result.elapsed
     return (
@@ -506,6 +536,7 @@ def write_docs(
     results: list[dict[str, Any]],
     explain: str,
     settled: float,
+    sealing: str,
 ) -> None:
     lines = [
         SECTION,
@@ -524,7 +555,8 @@ def write_docs(
         f"- Ingest: {ingest_summary(args, result)}.",
         f"- Collector memory (RSS) peak during the whole run: **{peak:.0f} MiB**.",
         f"- Reads were measured once the machine was quiet (CPUs under 15% busy over 5 s), "
-        f"{settled:.0f} s after the ingest ended or the collector started.",
+        f"{settled:.0f} s after the ingest ended or the collector started, and once the "
+        f"analytics rollup had sealed every hour written ({sealing}).",
         "",
         "| operation | p50 ms | p95 ms | samples |",
         "|---|---:|---:|---:|",
@@ -592,7 +624,11 @@ def main() -> None:
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
         results: list[dict[str, Any]] = []
         settled = 0.0
+        sealing = "not measured"
         if not args.ingest_only:
+            # Analytics are measured as a collector serves them once its sealer caught up.
+            sealing = wait_sealed(data_dir / "collector.log", since=datetime.now())
+            print(f"rollup: {sealing}", flush=True)
             # Reads are measured on a settled store, not during the merges the load left.
             settled, _ = wait_quiet()
             print(f"quiet after {settled:.0f} s", flush=True)
@@ -603,7 +639,7 @@ def main() -> None:
     explain = explain_search(data_dir)
     print(explain)
     if args.write_docs:
-        write_docs(args, result, load, peak, results, explain, settled)
+        write_docs(args, result, load, peak, results, explain, settled, sealing)
         print(f"wrote {DOCS}")
 
 

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     max_batch_records: int = 10_000
     export_dir: Path | None = None
     export_retention_days: float = 7.0
+    # Analytics rollup (docs/architecture.md): an hour is summed once no insert touched it for
+    # the settle time; the sealer looks for such hours every interval.
+    rollup_settle_seconds: float = Field(default=60.0, ge=0)
+    rollup_interval_seconds: float = Field(default=30.0, gt=0)
     # Model providers for runs. The provider variables keep their usual names (no prefix), as
     # the providers' own SDKs read them; unset base URLs mean the providers' own.
     openai_api_key: SecretStr | None = Field(

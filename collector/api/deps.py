@@ -27,6 +27,7 @@ from ..services.pending_writes import PendingWrites
 from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
+from ..services.rollups import RollupService
 from ..services.runs import RunService
 from ..services.version_cache import VersionCache
 from ..store.store import Store
@@ -43,6 +44,7 @@ class Services:
     ingest: IngestService
     requests: RequestService
     analytics: AnalyticsService
+    rollups: RollupService
     exports: ExportService
     runs: RunService
     otlp: OtlpService
@@ -64,6 +66,11 @@ class Services:
             max_batch_records=settings.max_batch_records,
         )
         pending = PendingWrites()
+        rollups = RollupService(
+            store.rollups,
+            settle=timedelta(seconds=settings.rollup_settle_seconds),
+            interval=settings.rollup_interval_seconds,
+        )
         return cls(
             settings=settings,
             store=store,
@@ -71,7 +78,8 @@ class Services:
             prompts=prompts,
             ingest=ingest,
             requests=RequestService(store.requests, settings.cursor_secret, pending),
-            analytics=AnalyticsService(store.analytics, pending),
+            analytics=AnalyticsService(store.analytics, rollups, pending),
+            rollups=rollups,
             exports=ExportService(
                 store.exports,
                 settings.exports_path,
@@ -84,8 +92,9 @@ class Services:
         )
 
     def start(self) -> None:
-        """Start background work: export jobs and their maintenance."""
+        """Start background work: export jobs and their maintenance, the rollup's sealer."""
         self.exports.start(sole_runner=self.store.is_embedded)
+        self.rollups.start()
 
     def close(self) -> None:
         """Close provider clients, flush records, stop background work, close the store."""
@@ -93,6 +102,7 @@ class Services:
         self.pending.close()
         self.ingest.close()
         self.exports.close()
+        self.rollups.close()
         self.store.close()
 
 

@@ -8,10 +8,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import ValidationFailed
-from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow
+from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
 from ..store.requests import RequestFilter, metadata_text
 from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
+from .rollups import RollupService
+
+_MILLISECOND = timedelta(milliseconds=1)
 
 DEFAULT_PERIOD = timedelta(days=30)
 _FILTER_KEYS = {"prompt_name", "model", "status", "metadata"}
@@ -31,8 +34,14 @@ class AnalyticsOutcome:
 class AnalyticsService:
     """Validate an analytics query and run it."""
 
-    def __init__(self, store: AnalyticsStore, pending: PendingWrites | None = None) -> None:
+    def __init__(
+        self,
+        store: AnalyticsStore,
+        rollups: RollupService,
+        pending: PendingWrites | None = None,
+    ) -> None:
         self._store = store
+        self._rollups = rollups
         self._pending = pending
 
     def run(
@@ -62,13 +71,30 @@ class AnalyticsService:
         filters = _filters(filters_json, start, end)
         if self._pending is not None:
             self._pending.wait(project)
-        total, _ = self._store.total(project, metric, filters)
+        plan = self.plan(project, group_by, filters, start, end)
+        total, _ = self._store.total(project, metric, filters, plan)
         groups = (
-            self._store.groups(project, metric, group_by, filters, metric == "latency")
+            self._store.groups(project, metric, group_by, filters, plan, metric == "latency")
             if group_by
             else []
         )
         return AnalyticsOutcome(metric, total, groups, start, end)
+
+    def plan(
+        self,
+        project: str,
+        group_by: str | None,
+        filters: RequestFilter,
+        start: datetime,
+        end: datetime,
+    ) -> Plan:
+        """Return where the query reads each part of the period.
+
+        The rollup keeps no metadata: a metadata filter or group reads the log throughout.
+        """
+        if filters.metadata or (group_by or "").startswith("metadata."):
+            return Plan(raw=[(start, end + _MILLISECOND)])
+        return self._rollups.plan(project, start, end)
 
 
 def _valid_group(group_by: str) -> bool:

@@ -17,6 +17,7 @@ from .requests import (
     REQUEST_METADATA_MV,
     REQUESTS,
 )
+from .rollups import REQUEST_ROLLUP, REQUEST_SEALS, REQUEST_TOUCHES, REQUEST_TOUCHES_MV
 from .schema import AddColumn, Backfill, DropIndex, Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
@@ -61,6 +62,19 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Prompt point reads read one packed column (see PROMPT_VERSIONS).
     Migration(6, "prompt_version_json", (AddColumn(PROMPT_VERSIONS, "version_json"),)),
+    # The analytics rollup (see rollups.py); the backfill marks every hour already holding
+    # records as touched, so the sealer sums them.
+    Migration(
+        7,
+        "request_analytics_rollup",
+        (
+            REQUEST_TOUCHES,
+            REQUEST_TOUCHES_MV,
+            Backfill(REQUEST_TOUCHES_MV, REQUEST_TOUCHES),
+            REQUEST_ROLLUP,
+            REQUEST_SEALS,
+        ),
+    ),
 )
 
 

@@ -11,6 +11,7 @@ from .keys import KeyStore
 from .migrations import migrate
 from .prompts import PromptStore
 from .requests import RequestStore
+from .rollups import RollupStore
 
 
 class Store:
@@ -23,7 +24,8 @@ class Store:
         self.keys = KeyStore(client, database)
         self.prompts = PromptStore(client, database, cluster)
         self.requests = RequestStore(client, database, cluster)
-        self.analytics = AnalyticsStore(client, self.requests)
+        self.rollups = RollupStore(client, database, self.requests.table)
+        self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
 
     @property
