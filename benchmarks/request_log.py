@@ -492,7 +492,7 @@ def explain_search(data_dir: Path) -> str:
 # The collector's defaults: an hour is sealed once untouched for this long.
 ROLLUP_SETTLE = timedelta(seconds=60)
 _SEALED_LINE = re.compile(
-    r"^(\S+ \S+) INFO promptrail\.rollup: rollup: sealed (\d+) hour\(s\) in (\S+) s"
+    r"^(\S+ \S+) INFO promptrail\.rollup: rollup: sealed (\d+) bucket\(s\) in (\S+) s"
 )
 
 
@@ -511,9 +511,9 @@ def wait_sealed(log: Path, since: datetime, timeout: float = 3600) -> str:
             if datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") >= since + ROLLUP_SETTLE
         ]
         if done:
-            hours = sum(int(m.group(2)) for m in rounds)
+            buckets = sum(int(m.group(2)) for m in rounds)
             seconds = sum(float(m.group(3)) for m in rounds)
-            return f"{hours} hours sealed in {seconds:.1f} s of sealing, over {len(rounds)} rounds"
+            return f"{buckets} hours and days sealed in {seconds:.1f} s, in {len(rounds)} rounds"
         time.sleep(1)
     raise RuntimeError(f"the rollup sealer logged no round in {timeout:.0f} s; see {log}")
 

@@ -72,13 +72,10 @@ class AnalyticsService:
         if self._pending is not None:
             self._pending.wait(project)
         plan = self.plan(project, group_by, filters, start, end)
-        total, _ = self._store.total(project, metric, filters, plan)
-        groups = (
-            self._store.groups(project, metric, group_by, filters, plan, metric == "latency")
-            if group_by
-            else []
+        total, groups = self._store.aggregate(
+            project, metric, group_by, filters, plan, percentiles=metric == "latency"
         )
-        return AnalyticsOutcome(metric, total, groups, start, end)
+        return AnalyticsOutcome(metric, total.value, groups, start, end)
 
     def plan(
         self,
@@ -94,7 +91,7 @@ class AnalyticsService:
         """
         if filters.metadata or (group_by or "").startswith("metadata."):
             return Plan(raw=[(start, end + _MILLISECOND)])
-        return self._rollups.plan(project, start, end)
+        return self._rollups.plan(project, start, end, days=group_by != "hour")
 
 
 def _valid_group(group_by: str) -> bool:

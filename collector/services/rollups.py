@@ -12,22 +12,25 @@ from datetime import datetime, timedelta
 from itertools import groupby
 
 from ..store.analytics import Plan
-from ..store.rollups import HOUR, HourState, RollupStore
+from ..store.rollups import SPANS, BucketState, RollupStore, Span
 
 logger = logging.getLogger("promptrail.rollup")
 
-# Hours summed per statement: one day's worth keeps a sealing query's memory small.
-_HOURS_PER_SEAL = 24
-# Hours looked at per round of the sealer.
+# Buckets summed per statement: a day of hours, or a week of days, keeps a sealing query's
+# memory small (one group per prompt, version, model and status of each bucket).
+_PER_SEAL: dict[Span, int] = {"hour": 24, "day": 7}
+# Buckets looked at per round of the sealer.
 _DUE_PER_ROUND = 2000
 # Beyond this many ranges a query reads its whole period from the log instead (each range is
 # one more clause for ClickHouse to analyse against the primary key).
 _MAX_RANGES = 64
 _MILLISECOND = timedelta(milliseconds=1)
+_HOUR = SPANS["hour"][0]
+_DAY = SPANS["day"][0]
 
 
 class RollupService:
-    """Seals hours in the background; tells analytics which hours it may read sealed."""
+    """Seals hours and days in the background; plans analytics queries onto them."""
 
     def __init__(self, store: RollupStore, settle: timedelta, interval: float) -> None:
         self._store = store
@@ -36,29 +39,34 @@ class RollupService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def plan(self, project: str, start: datetime, end: datetime) -> Plan:
-        """Split the period ``[start, end]`` (both inclusive) into sealed and raw ranges."""
+    def plan(self, project: str, start: datetime, end: datetime, days: bool = True) -> Plan:
+        """Split the period ``[start, end]`` (both inclusive) into sealed and raw ranges.
+
+        ``days``: whether whole days may be read as days (not when grouping by hour).
+        """
         first = start.replace(minute=0, second=0, microsecond=0)
         last = end.replace(minute=0, second=0, microsecond=0)
-        states = self._store.hours(project, first, last)
-        return plan_period(states, start, end + _MILLISECOND, self._settle)
+        states = self._store.states(project, first, last)
+        day_states = states["day"] if days else []
+        return plan_period(states["hour"], day_states, start, end + _MILLISECOND, self._settle)
 
     def seal_due(self) -> int:
-        """Seal every hour due now; return how many were sealed."""
+        """Seal every hour and day due now; return how many were sealed."""
         sealed = 0
         began = time.monotonic()
-        while not self._stop.is_set():
-            due = self._store.due(self._settle, _DUE_PER_ROUND)
-            for project, pairs in groupby(due, key=lambda pair: pair[0]):
-                hours = [hour for _, hour in pairs]
-                for i in range(0, len(hours), _HOURS_PER_SEAL):
-                    chunk = hours[i : i + _HOURS_PER_SEAL]
-                    self._store.seal(project, chunk)
-                    sealed += len(chunk)
-            if len(due) < _DUE_PER_ROUND:
-                break
+        for span in ("hour", "day"):
+            while not self._stop.is_set():
+                due = self._store.due(span, self._settle, _DUE_PER_ROUND)
+                for project, pairs in groupby(due, key=lambda pair: pair[0]):
+                    buckets = [bucket for _, bucket in pairs]
+                    step = _PER_SEAL[span]
+                    for i in range(0, len(buckets), step):
+                        self._store.seal(project, span, buckets[i : i + step])
+                    sealed += len(buckets)
+                if len(due) < _DUE_PER_ROUND:
+                    break
         if sealed:
-            logger.info("rollup: sealed %d hour(s) in %.1f s", sealed, time.monotonic() - began)
+            logger.info("rollup: sealed %d bucket(s) in %.1f s", sealed, time.monotonic() - began)
         return sealed
 
     def start(self) -> None:
@@ -67,7 +75,7 @@ class RollupService:
         self._thread.start()
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop sealing (an unfinished hour is sealed again by the next start)."""
+        """Stop sealing (an unfinished bucket is sealed again by the next start)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -82,25 +90,40 @@ class RollupService:
                 logger.exception("rollup: sealing failed")
 
 
-def plan_period(states: list[HourState], start: datetime, end: datetime, settle: timedelta) -> Plan:
-    """Plan ``[start, end)`` from its touched hours (hours never touched hold no records).
+def plan_period(
+    hours: list[BucketState],
+    days: list[BucketState],
+    start: datetime,
+    end: datetime,
+    settle: timedelta,
+) -> Plan:
+    """Plan ``[start, end)`` from its touched hours and days (untouched ones hold no records).
 
-    An hour is read sealed when it lies wholly inside the period and its newest seal began
-    more than ``settle`` after its last touch; the rest of each touched hour inside the
-    period is read from the log.
+    A bucket is read sealed when it lies wholly inside the period and its newest seal began
+    more than ``settle`` after its last touch; a day so sealed covers its hours. What is left
+    of each touched hour inside the period is read from the log.
     """
-    sealed: list[tuple[datetime, datetime]] = []
-    raw: list[tuple[datetime, datetime]] = []
-    for state in states:
-        low, high = state.hour, state.hour + HOUR
-        settled = state.sealed_at is not None and state.sealed_at > state.touched_at + settle
-        if settled and low >= start and high <= end:
-            _extend(sealed, low, high)
+    plan = Plan()
+    whole_days = set()
+    for day in days:
+        if _settled(day, settle) and day.bucket >= start and day.bucket + _DAY <= end:
+            whole_days.add(day.bucket)
+            _extend(plan.days, day.bucket, day.bucket + _DAY)
+    for hour in hours:
+        low, high = hour.bucket, hour.bucket + _HOUR
+        if low.replace(hour=0) in whole_days:
+            continue
+        if _settled(hour, settle) and low >= start and high <= end:
+            _extend(plan.hours, low, high)
         else:
-            _extend(raw, max(low, start), min(high, end))
-    if len(sealed) + len(raw) > _MAX_RANGES:
-        return Plan(sealed=[], raw=[(start, end)])
-    return Plan(sealed=sealed, raw=raw)
+            _extend(plan.raw, max(low, start), min(high, end))
+    if len(plan.days) + len(plan.hours) + len(plan.raw) > _MAX_RANGES:
+        return Plan(raw=[(start, end)])
+    return plan
+
+
+def _settled(state: BucketState, settle: timedelta) -> bool:
+    return state.sealed_at is not None and state.sealed_at > state.touched_at + settle
 
 
 def _extend(ranges: list[tuple[datetime, datetime]], low: datetime, high: datetime) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from .requests import RequestFilter, RequestStore
-from .rollups import LEVELS, RollupStore
+from .rollups import LEVELS, RollupStore, Span
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
 METRICS = {
@@ -26,7 +26,8 @@ METRICS = {
     "errors": "sum(part_errors)",
 }
 
-# Group expressions over a time column: the log's created_at or the rollup's hour.
+# Group expressions over a time column: the log's created_at or the rollup's bucket (a day
+# bucket is never planned for a query grouping by hour).
 GROUPS = {
     "prompt_name": "prompt_name",
     "model": "model",
@@ -54,11 +55,12 @@ _MAX_GROUPS = 1000
 class Plan:
     """Where a query reads each part of its period: ``[start, end)`` ranges.
 
-    ``sealed`` ranges are whole hours read from the rollup, ``raw`` ranges are read from
-    the log. Together they cover every record of the period exactly once.
+    ``days`` and ``hours`` are whole sealed days and hours read from the rollup, ``raw``
+    ranges are read from the log. Together they cover every record of the period once.
     """
 
-    sealed: list[tuple[datetime, datetime]] = field(default_factory=list)
+    days: list[tuple[datetime, datetime]] = field(default_factory=list)
+    hours: list[tuple[datetime, datetime]] = field(default_factory=list)
     raw: list[tuple[datetime, datetime]] = field(default_factory=list)
 
 
@@ -91,28 +93,7 @@ class AnalyticsStore:
         self._requests = requests
         self._rollups = rollups
 
-    def total(
-        self, project: str, metric: str, filters: RequestFilter, plan: Plan
-    ) -> tuple[float, int]:
-        """Return the metric over all matching records, and their count."""
-        rows = self._aggregate(project, metric, None, filters, plan, percentiles=False)
-        if not rows:
-            return 0.0, 0
-        return rows[0].value, rows[0].count
-
-    def groups(
-        self,
-        project: str,
-        metric: str,
-        group_by: str,
-        filters: RequestFilter,
-        plan: Plan,
-        percentiles: bool,
-    ) -> list[GroupRow]:
-        """Return the metric per group, largest first."""
-        return self._aggregate(project, metric, group_by, filters, plan, percentiles)
-
-    def _aggregate(
+    def aggregate(
         self,
         project: str,
         metric: str,
@@ -120,36 +101,40 @@ class AnalyticsStore:
         filters: RequestFilter,
         plan: Plan,
         percentiles: bool,
-    ) -> list[GroupRow]:
-        query = _Query(project, group_by, filters, percentiles, {"max_groups": _MAX_GROUPS})
-        params = query.params
+    ) -> tuple[GroupRow, list[GroupRow]]:
+        """Return the metric over all matching records, and per group largest first.
+
+        One query gives both: ``GROUPING SETS ((name), ())`` adds the total as one more row.
+        """
+        query = _Query(project, group_by, filters, percentiles, {"limit": _MAX_GROUPS + 1})
         parts = []
         if plan.raw:
             parts.append(self._raw_part(query, plan.raw))
-        if plan.sealed:
-            parts.append(self._rollup_part(query, plan.sealed))
+        if plan.days:
+            parts.append(self._rollup_part(query, "day", plan.days))
+        if plan.hours:
+            parts.append(self._rollup_part(query, "hour", plan.hours))
         if not parts:
-            return []
-        state = f", quantilesMerge({LEVELS})(part_q)" if percentiles else ""
+            return GroupRow("", 0.0, 0, (0.0, 0.0, 0.0) if percentiles else None), []
+        state = f", quantilesBFloat16Merge({LEVELS})(part_q)" if percentiles else ""
         union = " UNION ALL ".join(f"({part})" for part in parts)
         rows = self._client.query(
-            f"SELECT name, {METRICS[metric]} AS value, sum(part_records){state} "
-            f"FROM ({union}) GROUP BY name ORDER BY value DESC, name LIMIT {{max_groups:UInt32}}",
-            parameters=params,
+            f"SELECT name, {METRICS[metric]} AS value, sum(part_records){state}, "
+            f"grouping(name) AS is_total FROM ({union}) "
+            f"GROUP BY GROUPING SETS ((name), ()) "
+            "ORDER BY is_total DESC, value DESC, name LIMIT {limit:UInt32}",
+            parameters=query.params,
         ).result_rows
-        return [
+        found = [
             GroupRow(
                 name=str(r[0]),
                 value=_number(r[1]),
                 count=int(r[2]),
-                percentiles=(float(r[3][0]), float(r[3][1]), float(r[3][2]))
-                if percentiles
-                else None,
+                percentiles=_levels(r[3]) if percentiles else None,
             )
             for r in rows
-            # A period with no records still aggregates to one all-zero row.
-            if group_by is not None or int(r[2])
         ]
+        return found[0], found[1:] if group_by is not None else []
 
     def _raw_part(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> str:
         params, group_by = query.params, query.group_by
@@ -163,34 +148,38 @@ class AnalyticsStore:
             params["group_key"] = group_by.removeprefix("metadata.")
         else:
             name = GROUPS[group_by].format(time="created_at")
-        state = f", quantilesState({LEVELS})(latency_ms) AS part_q" if query.percentiles else ""
+        state = (
+            f", quantilesBFloat16State({LEVELS})(latency_ms) AS part_q" if query.percentiles else ""
+        )
         return (
             f"SELECT {name} AS name, {_RAW_SUMS}{state} FROM {self._requests.table} FINAL "
             f"WHERE {where} AND ({_ranges('created_at', 'raw', ranges, params)}) GROUP BY name"
         )
 
-    def _rollup_part(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> str:
+    def _rollup_part(
+        self, query: _Query, span: Span, ranges: list[tuple[datetime, datetime]]
+    ) -> str:
         params, group_by = query.params, query.group_by
         # Only filters and groups the rollup keeps are ever planned onto it.
         assert not query.filters.metadata and not (group_by or "").startswith("metadata.")
-        clauses = ["project = {project:String}"]
+        clauses = ["project = {project:String}", f"span = '{span}'"]
         params["project"] = query.project
         for column in ("prompt_name", "model", "status"):
             value = getattr(query.filters, column)
             if value is not None:
                 clauses.append(f"{column} = {{{column}:String}}")
                 params[column] = value
-        hours = _ranges("hour", "sealed", ranges, params)
-        # Each hour's rows of its newest seal: a sealer that re-sealed the hour since the
+        buckets = _ranges("bucket", span, ranges, params)
+        # Each bucket's rows of its newest seal: a sealer that re-sealed the bucket since the
         # plan was made wrote its rows before its seal, and they sum the same records.
         clauses.append(
-            f"({hours}) AND (hour, sealed_at) IN (SELECT hour, max(sealed_at) "
-            f"FROM {self._rollups.seals} WHERE project = {{project:String}} AND ({hours}) "
-            "GROUP BY hour)"
+            f"({buckets}) AND (bucket, sealed_at) IN (SELECT bucket, max(sealed_at) "
+            f"FROM {self._rollups.seals} WHERE project = {{project:String}} "
+            f"AND span = '{span}' AND ({buckets}) GROUP BY bucket)"
         )
-        name = "''" if group_by is None else GROUPS[group_by].format(time="hour")
+        name = "''" if group_by is None else GROUPS[group_by].format(time="bucket")
         state = (
-            f", quantilesMergeState({LEVELS})(latency_quantiles) AS part_q"
+            f", quantilesBFloat16MergeState({LEVELS})(latency_quantiles) AS part_q"
             if query.percentiles
             else ""
         )
@@ -212,6 +201,11 @@ def _ranges(
         params[f"{prefix}{i}a"] = start
         params[f"{prefix}{i}b"] = end
     return " OR ".join(clauses)
+
+
+def _levels(values: Any) -> tuple[float, float, float]:
+    p50, p95, p99 = (_number(value) for value in values)
+    return p50, p95, p99
 
 
 def _number(value: Any) -> float:

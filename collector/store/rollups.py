@@ -1,23 +1,25 @@
-"""The analytics rollup: the request log summed per hour, sealed hour by hour, exact.
+"""The analytics rollup: the request log summed per hour and per day, sealed, exact.
 
 Analytics over a month of a busy log would scan every record with FINAL (~0.5 s at 10M
-records). The rollup keeps, per (project, hour, prompt, version, model, status), the sums
-analytics need. A materialized view cannot keep those sums exact: a retried copy of a record
-or a tombstone reaches it as one more row. So sums are computed the way reads compute them,
-with FINAL, but once per hour instead of once per query:
+records). The rollup keeps, per (project, hour or day, prompt, version, model, status), the
+sums analytics need; a month reads ~30 days of sums, not ~720 hours of them.
+
+A materialized view cannot keep those sums exact: a retried copy of a record or a tombstone
+reaches it as one more row. So sums are computed the way reads compute them, with FINAL, but
+once per bucket instead of once per query:
 
 - every insert into ``requests`` (records, retried copies, tombstones) marks the hours it
   touched, with the time, in ``request_touches`` (a view: nothing in the write path changes);
-- a sealer sums an hour from ``requests FINAL`` once no insert touched it for a settle time,
-  writes the sums tagged with the time the sealing began, then records that time in
-  ``request_seals``;
-- a read uses an hour's sums only if its seal began more than the settle time after the
-  hour's last touch: any insert that touched the hour since started after the sums were read
-  (and the settle time covers an insert that started before and committed after). Every
-  other hour, and the partial hours at the period's edges, are read from ``requests FINAL``.
+- a sealer sums a bucket (an hour, or a day) from ``requests FINAL`` once no insert touched it
+  for a settle time, writes the sums tagged with the time the sealing began, then records that
+  time in ``request_seals``;
+- a read uses a bucket's sums only if its seal began more than the settle time after the
+  bucket's last touch: any insert that touched it since started after the sums were read (and
+  the settle time covers an insert that started before and committed after). Every other
+  hour, and the partial hours at the period's edges, are read from ``requests FINAL``.
 
-A late record, a retry or a delete therefore makes its hour raw until the sealer has summed it
-again: reads stay exact at every moment, and only the amount scanned varies.
+A late record, a retry or a delete therefore makes its day and hour raw until the sealer has
+summed them again: reads stay exact at every moment, and only the amount scanned varies.
 """
 
 from __future__ import annotations
@@ -25,14 +27,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from clickhouse_connect.driver.client import Client
 
 from .schema import Table, View, quote
 
-# The percentiles a latency group reports; both sides of a read carry them as aggregate states.
+# The percentiles a latency group reports; both sides of a read carry them as aggregate states
+# of quantilesBFloat16: counts per latency rounded to 8 significant bits (under 0.4% off),
+# deterministic, and merged ~12x faster than the sampling ``quantiles`` (51k states: 15 ms
+# against 185 ms in a probe at 10M records).
 LEVELS = "0.5, 0.95, 0.99"
+
+Span = Literal["hour", "day"]
+
+# How long each span is, and the function giving the bucket a time falls in.
+SPANS: dict[Span, tuple[timedelta, str]] = {
+    "hour": (timedelta(hours=1), "toStartOfHour"),
+    "day": (timedelta(days=1), "toStartOfDay"),
+}
+
+_SPAN_TYPE = "Enum8('hour' = 1, 'day' = 2)"
 
 REQUEST_TOUCHES = Table(
     name="request_touches",
@@ -63,9 +78,10 @@ REQUEST_ROLLUP = Table(
     name="request_rollup",
     columns=(
         "project LowCardinality(String)",
-        "hour DateTime('UTC')",
+        f"span {_SPAN_TYPE}",
+        "bucket DateTime('UTC')",
         "sealed_at DateTime64(6, 'UTC')",
-        "prompt_name String",
+        "prompt_name LowCardinality(String)",
         "version UInt32",
         "model LowCardinality(String)",
         "status Enum8('success' = 1, 'error' = 2)",
@@ -73,30 +89,32 @@ REQUEST_ROLLUP = Table(
         "cost Float64",
         "tokens UInt64",
         "latency_sum UInt64",
-        f"latency_quantiles AggregateFunction(quantiles({LEVELS}), UInt32)",
+        f"latency_quantiles AggregateFunction(quantilesBFloat16({LEVELS}), UInt32)",
     ),
-    # A re-sealed hour's rows replace the older ones of the same group at merge time; reads
+    # A re-sealed bucket's rows replace the older ones of the same group at merge time; reads
     # pick one seal's rows by sealed_at, so rows of older seals are never counted either way.
     engine="ReplacingMergeTree",
     engine_args=("sealed_at",),
-    order_by="(project, hour, prompt_name, model, status, version)",
+    order_by="(project, span, bucket, prompt_name, model, status, version)",
 )
 
 REQUEST_SEALS = Table(
     name="request_seals",
     columns=(
         "project LowCardinality(String)",
-        "hour DateTime('UTC')",
+        f"span {_SPAN_TYPE}",
+        "bucket DateTime('UTC')",
         "sealed_at DateTime64(6, 'UTC')",
     ),
     engine="ReplacingMergeTree",
     engine_args=("sealed_at",),
-    order_by="(project, hour)",
+    order_by="(project, span, bucket)",
 )
 
 _SEALED_COLUMNS = (
     "project",
-    "hour",
+    "span",
+    "bucket",
     "sealed_at",
     "prompt_name",
     "version",
@@ -108,15 +126,14 @@ _SEALED_COLUMNS = (
     "latency_sum",
     "latency_quantiles",
 )
-
-HOUR = timedelta(hours=1)
+_SEAL_COLUMNS = ["project", "span", "bucket", "sealed_at"]
 
 
 @dataclass(frozen=True)
-class HourState:
-    """An hour of a project's log that holds records: when last touched, when last sealed."""
+class BucketState:
+    """An hour or day of a project's log that holds records: last touched, last sealed."""
 
-    hour: datetime
+    bucket: datetime
     touched_at: datetime
     sealed_at: datetime | None
 
@@ -132,76 +149,100 @@ class RollupStore:
         self.table = f"{quote(database)}.{quote(REQUEST_ROLLUP.name)}"
         self.seals = f"{quote(database)}.{quote(REQUEST_SEALS.name)}"
 
-    def hours(self, project: str, first: datetime, last: datetime) -> list[HourState]:
-        """Return the touched hours of a project from ``first`` to ``last`` (hour starts)."""
-        rows = self._client.query(
-            "SELECT t.hour, t.touched, s.sealed FROM "
-            f"(SELECT hour, max(touched_at) AS touched FROM {self.touches} "
-            "WHERE project = {project:String} AND hour >= {first:DateTime('UTC')} "
-            "AND hour <= {last:DateTime('UTC')} GROUP BY hour) AS t "
-            f"LEFT JOIN (SELECT hour, max(sealed_at) AS sealed FROM {self.seals} "
-            "WHERE project = {project:String} AND hour >= {first:DateTime('UTC')} "
-            "AND hour <= {last:DateTime('UTC')} GROUP BY hour) AS s ON t.hour = s.hour "
-            "ORDER BY t.hour",
-            parameters={"project": project, "first": first, "last": last},
-            settings={"join_use_nulls": 1},
-        ).result_rows
-        return [
-            HourState(_utc(hour), _utc(touched), None if sealed is None else _utc(sealed))
-            for hour, touched, sealed in rows
-        ]
+    def states(
+        self, project: str, first: datetime, last: datetime
+    ) -> dict[Span, list[BucketState]]:
+        """Return the touched hours and days of a project from ``first`` to ``last`` (hours).
 
-    def due(self, settle: timedelta, limit: int) -> list[tuple[str, datetime]]:
-        """Return (project, hour) pairs to seal: untouched for ``settle``, not validly sealed."""
+        One query reads both small tables; the touches of a day are those of its hours.
+        """
         rows = self._client.query(
-            "SELECT t.project, t.hour FROM "
-            f"(SELECT project, hour, max(touched_at) AS touched FROM {self.touches} "
-            "GROUP BY project, hour) AS t "
-            f"LEFT JOIN (SELECT project, hour, max(sealed_at) AS sealed FROM {self.seals} "
-            "GROUP BY project, hour) AS s ON t.project = s.project AND t.hour = s.hour "
+            "SELECT 'touch', hour, max(toDateTime64(touched_at, 6)) "
+            f"FROM {self.touches} WHERE project = {{project:String}} "
+            "AND hour >= {first:DateTime('UTC')} AND hour <= {last:DateTime('UTC')} "
+            "GROUP BY hour UNION ALL "
+            f"SELECT toString(span), bucket, max(sealed_at) FROM {self.seals} "
+            "WHERE project = {project:String} AND bucket >= {first_day:DateTime('UTC')} "
+            "AND bucket <= {last:DateTime('UTC')} GROUP BY span, bucket",
+            parameters={
+                "project": project,
+                "first": first,
+                "first_day": first.replace(hour=0),
+                "last": last,
+            },
+        ).result_rows
+        touched: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
+        sealed: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
+        for kind, bucket, at in rows:
+            bucket, at = _utc(bucket), _utc(at)
+            if kind == "touch":
+                touched["hour"][bucket] = at
+                day = bucket.replace(hour=0)
+                touched["day"][day] = max(at, touched["day"].get(day, at))
+            else:
+                sealed["hour" if kind == "hour" else "day"][bucket] = at
+        return {
+            span: [
+                BucketState(bucket, at, sealed[span].get(bucket))
+                for bucket, at in sorted(touched[span].items())
+            ]
+            for span in SPANS
+        }
+
+    def due(self, span: Span, settle: timedelta, limit: int) -> list[tuple[str, datetime]]:
+        """Return (project, bucket) pairs to seal: untouched for ``settle``, not validly sealed."""
+        rows = self._client.query(
+            "SELECT t.project, t.bucket FROM "
+            f"(SELECT project, {SPANS[span][1]}(hour) AS bucket, max(touched_at) AS touched "
+            f"FROM {self.touches} GROUP BY project, bucket) AS t "
+            f"LEFT JOIN (SELECT project, bucket, max(sealed_at) AS sealed FROM {self.seals} "
+            "WHERE span = {span:String} GROUP BY project, bucket) AS s "
+            "ON t.project = s.project AND t.bucket = s.bucket "
             "WHERE t.touched < now64(3) - toIntervalMillisecond({settle:UInt64}) "
             "AND (s.sealed IS NULL "
             "OR s.sealed <= t.touched + toIntervalMillisecond({settle:UInt64})) "
-            "ORDER BY t.project, t.hour LIMIT {limit:UInt32}",
-            parameters={"settle": _millis(settle), "limit": limit},
+            "ORDER BY t.project, t.bucket LIMIT {limit:UInt32}",
+            parameters={"span": span, "settle": _millis(settle), "limit": limit},
             settings={"join_use_nulls": 1},
         ).result_rows
-        return [(str(project), _utc(hour)) for project, hour in rows]
+        return [(str(project), _utc(bucket)) for project, bucket in rows]
 
-    def seal(self, project: str, hours: Sequence[datetime]) -> datetime:
-        """Sum ``hours`` of a project from the log as it is now; return the seal's time.
+    def seal(self, project: str, span: Span, buckets: Sequence[datetime]) -> datetime:
+        """Sum ``buckets`` of a project from the log as it is now; return the seal's time.
 
         The time is taken from ClickHouse's clock (the one touches are stamped with) before
         the log is read. The sums are written before the seals that make them readable.
         """
         (sealed_at,) = self._client.query("SELECT now64(6)").result_rows[0]
         sealed_at = _utc(sealed_at)
-        ordered = sorted(hours)
+        ordered = sorted(buckets)
+        length, start_of = SPANS[span]
         params: dict[str, Any] = {
             "project": project,
+            "span": span,
             "sealed_at": sealed_at,
             "lo": ordered[0],
-            "hi": ordered[-1] + HOUR,
-            "hours": ordered,
+            "hi": ordered[-1] + length,
+            "buckets": ordered,
         }
         self._client.command(
             f"INSERT INTO {self.table} ({', '.join(_SEALED_COLUMNS)}) "
-            "SELECT project, toStartOfHour(created_at) AS h, "
+            f"SELECT project, {{span:String}}, {start_of}(created_at) AS b, "
             "{sealed_at:DateTime64(6, 'UTC')}, prompt_name, version, model, status, count(), "
             f"sum(estimated_cost_usd), sum(total_tokens), sum(latency_ms), "
-            f"quantilesState({LEVELS})(latency_ms) "
+            f"quantilesBFloat16State({LEVELS})(latency_ms) "
             f"FROM {self._requests} FINAL WHERE project = {{project:String}} "
             "AND created_at >= {lo:DateTime64(3, 'UTC')} "
             "AND created_at < {hi:DateTime64(3, 'UTC')} "
-            "AND h IN {hours:Array(DateTime('UTC'))} "
-            "GROUP BY project, h, prompt_name, version, model, status",
+            "AND b IN {buckets:Array(DateTime('UTC'))} "
+            "GROUP BY project, b, prompt_name, version, model, status",
             parameters=params,
         )
         self._client.insert(
             REQUEST_SEALS.name,
-            [[project, hour, sealed_at] for hour in ordered],
-            column_names=["project", "hour", "sealed_at"],
-            column_type_names=REQUEST_SEALS.column_types(["project", "hour", "sealed_at"]),
+            [[project, span, bucket, sealed_at] for bucket in ordered],
+            column_names=_SEAL_COLUMNS,
+            column_type_names=REQUEST_SEALS.column_types(_SEAL_COLUMNS),
             database=self._database,
         )
         return sealed_at

@@ -20,8 +20,8 @@ from promptrail.collector.api.deps import Services
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.rollups import plan_period
-from promptrail.collector.store.requests import RequestRow
-from promptrail.collector.store.rollups import HourState
+from promptrail.collector.store.requests import RequestFilter, RequestRow
+from promptrail.collector.store.rollups import BucketState
 from tests.collector.test_delete_and_analytics import DATA, PERIOD, batch
 from tests.collector.upgrades import store_before
 
@@ -81,24 +81,38 @@ def _rounded(value: Any) -> Any:
     return value
 
 
-def sealed_hours(api: TestClient, start: str = "2026-07-01", end: str = "2026-07-03") -> int:
-    """How many hours of the period the next analytics query reads from the rollup."""
+def from_rollup(
+    api: TestClient, start: str = "2026-07-01", end: str = "2026-07-02T23:59:59.999"
+) -> tuple[int, int]:
+    """How many days and hours of the period an analytics query now reads from the rollup."""
     plan = services(api).rollups.plan(
         "default", datetime.fromisoformat(start).replace(tzinfo=UTC),
         datetime.fromisoformat(end).replace(tzinfo=UTC),
     )  # fmt: skip
-    return sum((b - a) // timedelta(hours=1) for a, b in plan.sealed)
+    days = sum((b - a) // timedelta(days=1) for a, b in plan.days)
+    return days, sum((b - a) // timedelta(hours=1) for a, b in plan.hours)
 
 
 def test_sealed_hours_answer_exactly_what_the_log_answers(api: TestClient) -> None:
     batch(api, DATA)
     from_log = answers(api)
-    assert sealed_hours(api) == 0
+    assert from_rollup(api) == (0, 0)
 
-    assert services(api).rollups.seal_due() == 3
+    assert services(api).rollups.seal_due() == 5  # 3 hours, 2 days
 
-    assert sealed_hours(api) == 3
+    assert from_rollup(api) == (2, 0)
     assert answers(api) == from_log
+    # Grouped by hour, whole days are read as their hours.
+    assert services(api).analytics.plan(
+        "default",
+        "hour",
+        RequestFilter(),
+        datetime(2026, 7, 1, tzinfo=UTC),
+        datetime(2026, 7, 3, tzinfo=UTC) - timedelta(milliseconds=1),
+    ).hours == [
+        (datetime(2026, 7, 1, 10, tzinfo=UTC), datetime(2026, 7, 1, 12, tzinfo=UTC)),
+        (datetime(2026, 7, 2, 9, tzinfo=UTC), datetime(2026, 7, 2, 10, tzinfo=UTC)),
+    ]
     assert services(api).rollups.seal_due() == 0  # nothing touched since
 
 
@@ -109,10 +123,10 @@ def test_a_retried_batch_changes_nothing_before_or_after_resealing(api: TestClie
 
     batch(api, [{**r, "id": f"req_r{i}"} for i, r in enumerate(DATA)])  # copies of every record
 
-    assert sealed_hours(api) == 0  # touched again: the copies' hours read from the log
+    assert from_rollup(api) == (0, 0)  # touched again: the copies' hours read from the log
     assert answers(api) == expected
-    assert services(api).rollups.seal_due() == 3
-    assert sealed_hours(api) == 3
+    assert services(api).rollups.seal_due() == 5
+    assert from_rollup(api) == (2, 0)
     assert answers(api) == expected
 
 
@@ -127,7 +141,7 @@ def test_a_delete_after_sealing_removes_its_records_at_once_and_for_good(api: Te
     total = after_delete[QUERIES.index({"metric": "cost"})]["total"]
     assert total == pytest.approx(1.25)  # 1.75 less the deleted record's 0.5
     services(api).rollups.seal_due()
-    assert sealed_hours(api) == 3  # the emptied hour is sealed too (with no rows)
+    assert from_rollup(api) == (2, 0)  # the emptied hour is sealed too (with no rows)
     assert answers(api) == after_delete
 
 
@@ -138,6 +152,7 @@ def test_a_late_record_counts_at_once_in_a_sealed_hour(api: TestClient) -> None:
 
     batch(api, [late])
 
+    assert from_rollup(api) == (1, 1)  # July 2nd whole, 11:00; 10:00 from the log
     total = answers(api)[QUERIES.index({"metric": "cost"})]["total"]
     assert total == pytest.approx(2.0)
     services(api).rollups.seal_due()
@@ -153,8 +168,8 @@ def test_the_period_may_start_and_end_inside_sealed_hours(api: TestClient) -> No
     data = answers(api, period)[QUERIES.index({"metric": "cost"})]
 
     assert data["total"] == pytest.approx(1.5)
-    sealed = sealed_hours(api, "2026-07-01T10:30:00", "2026-07-02T09:00:00")
-    assert sealed == 1  # 11:00; the two edge hours read from the log
+    sealed = from_rollup(api, "2026-07-01T10:30:00", "2026-07-02T09:00:00")
+    assert sealed == (0, 1)  # 11:00; the two edge hours read from the log
 
 
 def test_the_sealer_runs_in_the_background(rollup_settings: Settings) -> None:
@@ -164,9 +179,9 @@ def test_the_sealer_runs_in_the_background(rollup_settings: Settings) -> None:
     ) as api:
         batch(api, DATA)
         deadline = time.monotonic() + 30
-        while sealed_hours(api) < 3 and time.monotonic() < deadline:
+        while from_rollup(api) != (2, 0) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sealed_hours(api) == 3
+        assert from_rollup(api) == (2, 0)
 
 
 def test_hours_written_within_the_settle_time_are_not_sealed(settings: Settings) -> None:
@@ -175,7 +190,7 @@ def test_hours_written_within_the_settle_time_are_not_sealed(settings: Settings)
         batch(api, DATA)
 
         assert services(api).rollups.seal_due() == 0
-        assert sealed_hours(api) == 0
+        assert from_rollup(api) == (0, 0)
 
 
 def test_records_stored_before_the_rollup_are_sealed_after_the_upgrade(
@@ -204,27 +219,41 @@ def test_records_stored_before_the_rollup_are_sealed_after_the_upgrade(
         from_log = answers(api)
         assert from_log[QUERIES.index({"metric": "cost"})]["total"] == pytest.approx(1.75)
 
-        assert services(api).rollups.seal_due() == 3  # the upgrade marked their hours
+        assert services(api).rollups.seal_due() == 5  # the upgrade marked their hours
 
         assert answers(api) == from_log
 
 
-def test_the_plan_reads_settled_whole_hours_from_the_rollup_and_the_rest_from_the_log() -> None:
-    hour = datetime(2026, 7, 1, 10, tzinfo=UTC)
-    h = timedelta(hours=1)
+def test_the_plan_reads_settled_whole_buckets_from_the_rollup_and_the_rest_from_the_log() -> None:
+    day = datetime(2026, 7, 1, tzinfo=UTC)
+    h, d = timedelta(hours=1), timedelta(days=1)
     second = timedelta(seconds=1)
-    states = [
-        HourState(hour, touched_at=hour + 2 * h, sealed_at=hour + 3 * h),  # settled
-        HourState(hour + h, touched_at=hour + 2 * h, sealed_at=hour + 3 * h),  # settled
-        HourState(hour + 2 * h, touched_at=hour + 4 * h, sealed_at=hour + 3 * h),  # stale
-        HourState(hour + 3 * h, touched_at=hour + 4 * h, sealed_at=None),  # never sealed
-        HourState(hour + 5 * h, touched_at=hour + 6 * h, sealed_at=hour + 6 * h + second),
+    hours = [
+        BucketState(day + 10 * h, touched_at=day + d, sealed_at=day + d + h),  # settled
+        BucketState(day + 11 * h, touched_at=day + d, sealed_at=day + d + h),  # settled
+        BucketState(day + 12 * h, touched_at=day + 2 * d, sealed_at=day + d + h),  # stale
+        BucketState(day + 13 * h, touched_at=day + 2 * d, sealed_at=None),  # never sealed
+        BucketState(day + 15 * h, touched_at=day + d, sealed_at=day + d + second),
+        BucketState(day + d + 5 * h, touched_at=day + 2 * d, sealed_at=day + 3 * d),
+        BucketState(day + 2 * d + 1 * h, touched_at=day + 3 * d, sealed_at=day + 4 * d),
     ]
-    start, end = hour + 30 * timedelta(minutes=1), hour + 6 * h
+    days = [
+        BucketState(day, touched_at=day + 2 * d, sealed_at=day + d),  # stale: read by hour
+        BucketState(day + d, touched_at=day + 2 * d, sealed_at=day + 3 * d),  # settled
+        BucketState(day + 2 * d, touched_at=day + 3 * d, sealed_at=day + 4 * d),  # settled
+    ]
+    start, end = day + 10 * h + 30 * timedelta(minutes=1), day + 2 * d + 12 * h
 
-    plan = plan_period(states, start, end, settle=timedelta(0))
+    plan = plan_period(hours, days, start, end, settle=timedelta(0))
 
-    assert plan.sealed == [(hour + h, hour + 2 * h), (hour + 5 * h, hour + 6 * h)]
-    assert plan.raw == [(start, hour + h), (hour + 2 * h, hour + 4 * h)]
+    assert plan.days == [(day + d, day + 2 * d)]  # the third day is cut by the period's end
+    assert plan.hours == [
+        (day + 11 * h, day + 12 * h),
+        (day + 15 * h, day + 16 * h),
+        (day + 2 * d + h, day + 2 * d + 2 * h),
+    ]
+    assert plan.raw == [(start, day + 11 * h), (day + 12 * h, day + 14 * h)]
     # Sealed less than the settle time after the last touch: not trusted.
-    assert plan_period(states, start, end, settle=2 * second).sealed == [(hour + h, hour + 2 * h)]
+    assert (day + 15 * h, day + 16 * h) not in plan_period(
+        hours, days, start, end, settle=2 * second
+    ).hours

@@ -172,10 +172,27 @@ def test_latency_groups_report_percentiles(loaded: TestClient) -> None:
         g["name"]: g for g in analytics(loaded, metric="latency", group_by="model")["groups"]
     }
 
-    group = by_model["gpt-4o"]
-    assert by_model["claude-sonnet-4"]["p50"] == pytest.approx(200)
-    assert group["p50"] == pytest.approx(200)
-    assert 100 <= group["p95"] <= 300 and group["p95"] <= group["p99"] <= 300
+    # Nearest rank: of two latencies, the median is the lower one, p95 and p99 the higher.
+    assert by_model["claude-sonnet-4"]["p50"] == 200
+    assert (by_model["gpt-4o"]["p50"], by_model["gpt-4o"]["p95"]) == (100, 300)
+    assert by_model["gpt-4o"]["p99"] == 300
+
+
+def test_latency_percentiles_are_within_half_a_percent_of_exact(api: TestClient) -> None:
+    latencies = [37 * i + i * i for i in range(1, 401)]  # 38 ms to 176 s, uneven gaps
+    batch(
+        api,
+        [
+            {"prompt_name": "p", "latency_ms": ms, "created_at": "2026-07-01T10:00:00Z"}
+            for ms in latencies
+        ],
+    )
+
+    (group,) = analytics(api, metric="latency", group_by="prompt_name")["groups"]
+
+    for level in (50, 95, 99):
+        exact = sorted(latencies)[-(-level * len(latencies) // 100) - 1]  # nearest rank
+        assert group[f"p{level}"] == pytest.approx(exact, rel=0.005)
 
 
 def test_filters_narrow_the_aggregation(loaded: TestClient) -> None:
