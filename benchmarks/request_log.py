@@ -489,33 +489,27 @@ def explain_search(data_dir: Path) -> str:
     return "\n".join(keep)
 
 
-# The collector's defaults: an hour is sealed once untouched for this long.
+# The collector's defaults: a bucket is sealed once untouched for this long; the sealer looks
+# for such buckets this often.
 ROLLUP_SETTLE = timedelta(seconds=60)
+ROLLUP_INTERVAL = timedelta(seconds=30)
 _SEALED_LINE = re.compile(
     r"^(\S+ \S+) INFO promptrail\.rollup: rollup: sealed (\d+) bucket\(s\) in (\S+) s"
 )
 
 
-def wait_sealed(log: Path, since: datetime, timeout: float = 3600) -> str:
-    """Wait for the collector's sealer to sum every hour written up to ``since``; describe it.
+def wait_sealed(log: Path, since: datetime) -> str:
+    """Wait for the collector's sealer to sum every bucket written up to ``since``; describe it.
 
-    Those hours were last touched at ``since`` at the latest, so a sealing round logged at
-    least the settle time later has summed them all.
+    Those buckets were last touched at ``since`` at the latest: the sealer takes them in its
+    first round after the settle time, and a second interval lets that round finish.
     """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rounds = [m for m in map(_SEALED_LINE.match, log.read_text().splitlines()) if m]
-        done = [
-            m
-            for m in rounds
-            if datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") >= since + ROLLUP_SETTLE
-        ]
-        if done:
-            buckets = sum(int(m.group(2)) for m in rounds)
-            seconds = sum(float(m.group(3)) for m in rounds)
-            return f"{buckets} hours and days sealed in {seconds:.1f} s, in {len(rounds)} rounds"
-        time.sleep(1)
-    raise RuntimeError(f"the rollup sealer logged no round in {timeout:.0f} s; see {log}")
+    remaining = since + ROLLUP_SETTLE + 2 * ROLLUP_INTERVAL - datetime.now()
+    time.sleep(max(0.0, remaining.total_seconds()))
+    rounds = [m for m in map(_SEALED_LINE.match, log.read_text().splitlines()) if m]
+    buckets = sum(int(m.group(2)) for m in rounds)
+    seconds = sum(float(m.group(3)) for m in rounds)
+    return f"{buckets} hours and days sealed in {seconds:.1f} s, in {len(rounds)} rounds"
 
 
 def ingest_summary(args: argparse.Namespace, result: IngestResult) -> str:

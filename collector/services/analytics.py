@@ -87,10 +87,16 @@ class AnalyticsService:
     ) -> Plan:
         """Return where the query reads each part of the period.
 
-        The rollup keeps no metadata: a metadata filter or group reads the log throughout.
+        The rollup keeps metadata per day alone, without the other filters: a metadata filter
+        reads the log throughout, a metadata group with a filter too, and a metadata group
+        reads sealed whole days from the rollup and the other hours from the log.
         """
-        if filters.metadata or (group_by or "").startswith("metadata."):
+        by_metadata = (group_by or "").startswith("metadata.")
+        other_filters = (filters.prompt_name, filters.model, filters.status) != (None,) * 3
+        if filters.metadata or (by_metadata and other_filters):
             return Plan(raw=[(start, end + _MILLISECOND)])
+        if by_metadata:
+            return self._rollups.plan(project, start, end, hours=False)
         return self._rollups.plan(project, start, end, days=group_by != "hour")
 
 

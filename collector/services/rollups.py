@@ -39,16 +39,26 @@ class RollupService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def plan(self, project: str, start: datetime, end: datetime, days: bool = True) -> Plan:
+    def plan(
+        self,
+        project: str,
+        start: datetime,
+        end: datetime,
+        days: bool = True,
+        hours: bool = True,
+    ) -> Plan:
         """Split the period ``[start, end]`` (both inclusive) into sealed and raw ranges.
 
-        ``days``: whether whole days may be read as days (not when grouping by hour).
+        ``days``: whether whole days may be read as days (not when grouping by hour);
+        ``hours``: whether hours may be read as hours (not when grouping by metadata).
         """
         first = start.replace(minute=0, second=0, microsecond=0)
         last = end.replace(minute=0, second=0, microsecond=0)
         states = self._store.states(project, first, last)
         day_states = states["day"] if days else []
-        return plan_period(states["hour"], day_states, start, end + _MILLISECOND, self._settle)
+        return plan_period(
+            states["hour"], day_states, start, end + _MILLISECOND, self._settle, hours
+        )
 
     def seal_due(self) -> int:
         """Seal every hour and day due now; return how many were sealed."""
@@ -96,6 +106,7 @@ def plan_period(
     start: datetime,
     end: datetime,
     settle: timedelta,
+    use_hours: bool = True,
 ) -> Plan:
     """Plan ``[start, end)`` from its touched hours and days (untouched ones hold no records).
 
@@ -113,7 +124,7 @@ def plan_period(
         low, high = hour.bucket, hour.bucket + _HOUR
         if low.replace(hour=0) in whole_days:
             continue
-        if _settled(hour, settle) and low >= start and high <= end:
+        if use_hours and _settled(hour, settle) and low >= start and high <= end:
             _extend(plan.hours, low, high)
         else:
             _extend(plan.raw, max(low, start), min(high, end))

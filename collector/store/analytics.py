@@ -48,6 +48,11 @@ _ROLLUP_SUMS = (
     "sum(latency_sum) AS part_latency, sumIf(records, status = 'error') AS part_errors"
 )
 
+_METADATA_SUMS = (
+    "sum(records) AS part_records, sum(cost) AS part_cost, sum(tokens) AS part_tokens, "
+    "sum(latency_sum) AS part_latency, sum(errors) AS part_errors"
+)
+
 _MAX_GROUPS = 1000
 
 
@@ -110,7 +115,9 @@ class AnalyticsStore:
         parts = []
         if plan.raw:
             parts.append(self._raw_part(query, plan.raw))
-        if plan.days:
+        if plan.days and (group_by or "").startswith("metadata."):
+            parts.extend(self._metadata_parts(query, plan.days))
+        elif plan.days:
             parts.append(self._rollup_part(query, "day", plan.days))
         if plan.hours:
             parts.append(self._rollup_part(query, "hour", plan.hours))
@@ -153,7 +160,7 @@ class AnalyticsStore:
         )
         return (
             f"SELECT {name} AS name, {_RAW_SUMS}{state} FROM {self._requests.table} FINAL "
-            f"WHERE {where} AND ({_ranges('created_at', 'raw', ranges, params)}) GROUP BY name"
+            f"WHERE {where} AND ({_ranges('created_at', 'raw', params, ranges)}) GROUP BY name"
         )
 
     def _rollup_part(
@@ -162,21 +169,12 @@ class AnalyticsStore:
         params, group_by = query.params, query.group_by
         # Only filters and groups the rollup keeps are ever planned onto it.
         assert not query.filters.metadata and not (group_by or "").startswith("metadata.")
-        clauses = ["project = {project:String}", f"span = '{span}'"]
-        params["project"] = query.project
+        clauses = [f"span = '{span}'", self._newest_seals(query, span, ranges)]
         for column in ("prompt_name", "model", "status"):
             value = getattr(query.filters, column)
             if value is not None:
                 clauses.append(f"{column} = {{{column}:String}}")
                 params[column] = value
-        buckets = _ranges("bucket", span, ranges, params)
-        # Each bucket's rows of its newest seal: a sealer that re-sealed the bucket since the
-        # plan was made wrote its rows before its seal, and they sum the same records.
-        clauses.append(
-            f"({buckets}) AND (bucket, sealed_at) IN (SELECT bucket, max(sealed_at) "
-            f"FROM {self._rollups.seals} WHERE project = {{project:String}} "
-            f"AND span = '{span}' AND ({buckets}) GROUP BY bucket)"
-        )
         name = "''" if group_by is None else GROUPS[group_by].format(time="bucket")
         state = (
             f", quantilesBFloat16MergeState({LEVELS})(latency_quantiles) AS part_q"
@@ -188,9 +186,49 @@ class AnalyticsStore:
             f"WHERE {' AND '.join(clauses)} GROUP BY name"
         )
 
+    def _metadata_parts(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> list[str]:
+        """Sealed whole days grouped by a metadata key: the key's rows, or the whole day."""
+        assert query.group_by is not None
+        query.params["group_key"] = query.group_by.removeprefix("metadata.")
+        newest = self._newest_seals(query, "day", ranges)
+        state = (
+            f", quantilesBFloat16MergeState({LEVELS})(latency_quantiles) AS part_q"
+            if query.percentiles
+            else ""
+        )
+        with_key = (
+            f"SELECT bucket, sealed_at FROM {self._rollups.metadata} "
+            "WHERE project = {project:String} AND key = {group_key:String}"
+        )
+        return [
+            f"SELECT value AS name, {_METADATA_SUMS}{state} FROM {self._rollups.metadata} "
+            f"WHERE project = {{project:String}} AND key = {{group_key:String}} AND {newest} "
+            "GROUP BY name",
+            f"SELECT '' AS name, {_ROLLUP_SUMS}{state} FROM {self._rollups.table} "
+            f"WHERE project = {{project:String}} AND span = 'day' AND {newest} "
+            f"AND (bucket, sealed_at) NOT IN ({with_key}) GROUP BY name",
+        ]
+
+    def _newest_seals(
+        self, query: _Query, span: Span, ranges: list[tuple[datetime, datetime]]
+    ) -> str:
+        """The condition for a rollup table's rows of ``ranges``' buckets' newest seals.
+
+        A sealer that re-sealed a bucket since the plan was made wrote its rows before its
+        seal, and they sum the same records.
+        """
+        query.params["project"] = query.project
+        buckets = _ranges("bucket", span, query.params, ranges)
+        return (
+            f"project = {{project:String}} AND ({buckets}) AND (bucket, sealed_at) IN "
+            f"(SELECT bucket, max(sealed_at) FROM {self._rollups.seals} "
+            f"WHERE project = {{project:String}} AND span = '{span}' AND ({buckets}) "
+            "GROUP BY bucket)"
+        )
+
 
 def _ranges(
-    column: str, prefix: str, ranges: list[tuple[datetime, datetime]], params: dict[str, Any]
+    column: str, prefix: str, params: dict[str, Any], ranges: list[tuple[datetime, datetime]]
 ) -> str:
     clauses = []
     for i, (start, end) in enumerate(ranges):

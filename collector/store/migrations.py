@@ -17,7 +17,13 @@ from .requests import (
     REQUEST_METADATA_MV,
     REQUESTS,
 )
-from .rollups import REQUEST_ROLLUP, REQUEST_SEALS, REQUEST_TOUCHES, REQUEST_TOUCHES_MV
+from .rollups import (
+    REQUEST_ROLLUP,
+    REQUEST_ROLLUP_METADATA,
+    REQUEST_SEALS,
+    REQUEST_TOUCHES,
+    REQUEST_TOUCHES_MV,
+)
 from .schema import AddColumn, Backfill, DropIndex, Migration, Table, quote, render, render_database
 
 logger = logging.getLogger("promptrail.store")
@@ -72,6 +78,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_TOUCHES_MV,
             Backfill(REQUEST_TOUCHES_MV, REQUEST_TOUCHES),
             REQUEST_ROLLUP,
+            REQUEST_ROLLUP_METADATA,
             REQUEST_SEALS,
         ),
     ),

@@ -98,6 +98,30 @@ REQUEST_ROLLUP = Table(
     order_by="(project, span, bucket, prompt_name, model, status, version)",
 )
 
+# Per day and metadata pair: what ``group_by=metadata.<key>`` reads for whole sealed days. A
+# key found in the days sealed together gets a row per value, and one for the value "" that
+# sums the records without the key (or with it empty), as a read of the log groups them. A
+# sealed day without rows for a key has no record carrying it: its whole day is the "" group.
+REQUEST_ROLLUP_METADATA = Table(
+    name="request_rollup_metadata",
+    columns=(
+        "project LowCardinality(String)",
+        "bucket DateTime('UTC')",
+        "sealed_at DateTime64(6, 'UTC')",
+        "key LowCardinality(String)",
+        "value String",
+        "records UInt64",
+        "cost Float64",
+        "tokens UInt64",
+        "latency_sum UInt64",
+        "errors UInt64",
+        f"latency_quantiles AggregateFunction(quantilesBFloat16({LEVELS}), UInt32)",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("sealed_at",),
+    order_by="(project, key, bucket, value)",
+)
+
 REQUEST_SEALS = Table(
     name="request_seals",
     columns=(
@@ -127,6 +151,19 @@ _SEALED_COLUMNS = (
     "latency_quantiles",
 )
 _SEAL_COLUMNS = ["project", "span", "bucket", "sealed_at"]
+_METADATA_COLUMNS = (
+    "project",
+    "bucket",
+    "sealed_at",
+    "key",
+    "value",
+    "records",
+    "cost",
+    "tokens",
+    "latency_sum",
+    "errors",
+    "latency_quantiles",
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +185,7 @@ class RollupStore:
         self.touches = f"{quote(database)}.{quote(REQUEST_TOUCHES.name)}"
         self.table = f"{quote(database)}.{quote(REQUEST_ROLLUP.name)}"
         self.seals = f"{quote(database)}.{quote(REQUEST_SEALS.name)}"
+        self.metadata = f"{quote(database)}.{quote(REQUEST_ROLLUP_METADATA.name)}"
 
     def states(
         self, project: str, first: datetime, last: datetime
@@ -238,6 +276,8 @@ class RollupStore:
             "GROUP BY project, b, prompt_name, version, model, status",
             parameters=params,
         )
+        if span == "day":
+            self._seal_metadata(params)
         self._client.insert(
             REQUEST_SEALS.name,
             [[project, span, bucket, sealed_at] for bucket in ordered],
@@ -246,6 +286,27 @@ class RollupStore:
             database=self._database,
         )
         return sealed_at
+
+    def _seal_metadata(self, params: dict[str, Any]) -> None:
+        # Every record is counted once under each key of the days (its value, or ""): the
+        # keys are those any record of these days carries, tombstoned or not.
+        in_days = (
+            "project = {project:String} AND created_at >= {lo:DateTime64(3, 'UTC')} "
+            "AND created_at < {hi:DateTime64(3, 'UTC')} "
+            "AND toStartOfDay(created_at) IN {buckets:Array(DateTime('UTC'))}"
+        )
+        self._client.command(
+            f"INSERT INTO {self.metadata} ({', '.join(_METADATA_COLUMNS)}) "
+            "SELECT project, toStartOfDay(created_at) AS b, {sealed_at:DateTime64(6, 'UTC')}, "
+            "k, metadata_map[k] AS v, count(), sum(estimated_cost_usd), sum(total_tokens), "
+            "sum(latency_ms), countIf(status = 'error'), "
+            f"quantilesBFloat16State({LEVELS})(latency_ms) "
+            f"FROM {self._requests} FINAL "
+            f"ARRAY JOIN (SELECT groupUniqArrayArray(mapKeys(metadata_map)) "
+            f"FROM {self._requests} WHERE {in_days}) AS k "
+            f"WHERE {in_days} GROUP BY project, b, k, v",
+            parameters=params,
+        )
 
 
 def _millis(span: timedelta) -> int:

@@ -61,10 +61,12 @@ def services(api: TestClient) -> Services:
     return found
 
 
-def answers(api: TestClient, period: dict[str, str] = PERIOD) -> list[dict[str, Any]]:
+def answers(
+    api: TestClient, period: dict[str, str] = PERIOD, queries: list[dict[str, Any]] = QUERIES
+) -> list[dict[str, Any]]:
     """Every query's whole answer, floats rounded (sums may add up in another order)."""
     out = []
-    for query in QUERIES:
+    for query in queries:
         response = api.get("/v1/requests/analytics", params={**period, **query})
         assert response.status_code == 200, response.text
         out.append(_rounded(response.json()["data"]))
@@ -114,6 +116,40 @@ def test_sealed_hours_answer_exactly_what_the_log_answers(api: TestClient) -> No
         (datetime(2026, 7, 2, 9, tzinfo=UTC), datetime(2026, 7, 2, 10, tzinfo=UTC)),
     ]
     assert services(api).rollups.seal_due() == 0  # nothing touched since
+
+
+def test_metadata_groups_read_sealed_days_as_the_log_groups_them(api: TestClient) -> None:
+    others = [
+        {"prompt_name": "c", "latency_ms": 50, "metadata": {"env": "prod"},
+         "usage": {"prompt_tokens": 7, "completion_tokens": 1, "estimated_cost_usd": 0.125},
+         "created_at": "2026-07-02T09:30:00Z"},
+        {"prompt_name": "c", "latency_ms": 70, "metadata": {"team": ""}, "status": "error",
+         "created_at": "2026-07-01T23:59:59.999Z"},
+    ]  # fmt: skip
+    batch(api, DATA + others)
+    queries: list[dict[str, Any]] = [
+        {"metric": metric, "group_by": f"metadata.{key}"}
+        for metric in ("cost", "usage", "latency", "errors")
+        for key in ("team", "env", "absent")
+    ]
+    # The whole period (two sealed days), and one whose first day is cut (read from the log).
+    periods = [PERIOD, {"start_date": "2026-07-01T10:30:00Z", "end_date": "2026-07-02"}]
+    from_log = [answers(api, period, queries) for period in periods]
+
+    services(api).rollups.seal_due()
+
+    assert [answers(api, period, queries) for period in periods] == from_log
+    by_team = from_log[0][queries.index({"metric": "usage", "group_by": "metadata.team"})]
+    assert [(g["name"], g["count"]) for g in by_team["groups"]] == [("x", 2), ("", 2), ("y", 1)]
+    plan = services(api).analytics.plan(
+        "default", "metadata.team", RequestFilter(), datetime(2026, 7, 1, tzinfo=UTC),
+        datetime(2026, 7, 3, tzinfo=UTC) - timedelta(milliseconds=1),
+    )  # fmt: skip
+    assert (plan.days, plan.hours, plan.raw) == (
+        [(datetime(2026, 7, 1, tzinfo=UTC), datetime(2026, 7, 3, tzinfo=UTC))],
+        [],
+        [],
+    )
 
 
 def test_a_retried_batch_changes_nothing_before_or_after_resealing(api: TestClient) -> None:
