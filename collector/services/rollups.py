@@ -71,8 +71,10 @@ class RollupService:
                     buckets = [bucket for _, bucket in pairs]
                     step = _PER_SEAL[span]
                     for i in range(0, len(buckets), step):
+                        if self._stop.is_set():  # closing: the rest waits for the next start
+                            return sealed
                         self._store.seal(project, span, buckets[i : i + step])
-                    sealed += len(buckets)
+                        sealed += len(buckets[i : i + step])
                 if len(due) < _DUE_PER_ROUND:
                     break
         if sealed:
