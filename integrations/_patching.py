@@ -24,12 +24,16 @@ _lock = threading.Lock()
 
 
 def apply(patches: tuple[Patch, ...]) -> int:
-    """Wrap every method not wrapped yet; return how many were wrapped now."""
+    """Wrap every method not wrapped by us yet; return how many were wrapped now.
+
+    Another instrumentation's wrapper (OpenLLMetry's stays on a method even after its
+    ``uninstrument()``) is wrapped in turn, not mistaken for ours.
+    """
     applied = 0
     with _lock:
         for patch in patches:
             owner, attribute = _resolve(patch)
-            if owner is None or isinstance(_raw(owner, attribute), wrapt.FunctionWrapper):
+            if owner is None or _find(_raw(owner, attribute), patch.wrapper)[1] is not None:
                 continue
             wrapt.wrap_function_wrapper(owner, attribute, patch.wrapper)
             applied += 1
@@ -37,13 +41,31 @@ def apply(patches: tuple[Patch, ...]) -> int:
 
 
 def remove(patches: tuple[Patch, ...]) -> None:
-    """Restore every wrapped method."""
+    """Take our wrappers out, leaving any other instrumentation's wrappers in place."""
     with _lock:
         for patch in patches:
             owner, attribute = _resolve(patch)
-            current = _raw(owner, attribute) if owner is not None else None
-            if isinstance(current, wrapt.FunctionWrapper):
-                setattr(owner, attribute, current.__wrapped__)
+            if owner is None:
+                continue
+            outer, ours = _find(_raw(owner, attribute), patch.wrapper)
+            if ours is None:
+                continue
+            if outer is None:
+                setattr(owner, attribute, ours.__wrapped__)
+            else:  # wrapped again by someone else since: unlink ours from under theirs
+                outer.__wrapped__ = ours.__wrapped__
+
+
+def _find(
+    method: Any, wrapper: Callable[..., Any]
+) -> tuple[wrapt.FunctionWrapper[Any, Any] | None, wrapt.FunctionWrapper[Any, Any] | None]:
+    """Return (the wrapper just outside ours, ours) in a chain of wrappers, or Nones."""
+    outer = None
+    while isinstance(method, wrapt.FunctionWrapper):
+        if method._self_wrapper is wrapper:
+            return outer, method
+        outer, method = method, method.__wrapped__
+    return None, None
 
 
 def _raw(owner: Any, attribute: str) -> Any:

@@ -5,9 +5,16 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
+import wrapt
+from openai.resources.chat.completions import Completions
+from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import promptrail
 from tests.integrations.conftest import Records
@@ -175,3 +182,63 @@ def test_a_call_sending_a_rendered_template_is_linked_to_its_version(
     assert text == "Greet Ada very warmly"
     assert (record["prompt_name"], record["version"]) == ("greeting", 2)
     assert record["input_variables"] == {"who": "Ada"}
+
+
+@pytest.fixture
+def openllmetry() -> Iterator[InMemorySpanExporter]:
+    """OpenLLMetry's own OpenAI instrumentation, active, with its spans kept in memory."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield exporter
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+# The instrumentation's first use trips a pydantic deprecation warning in its own code.
+@pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
+def test_another_instrumentation_of_the_same_method_neither_stops_nor_loses_capture(
+    openllmetry: InMemorySpanExporter, openai_stub: OpenAIStub, records: Records
+) -> None:
+    # OpenLLMetry wrapped Completions.create first (its wrapper stays even after its own
+    # uninstrument): promptrail wraps it in turn instead of taking it for its own.
+    openai_stub.reset()
+    completion = client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+
+    (record,) = records()
+    assert record["output"]["content"] == completion.choices[0].message.content
+    assert len(openllmetry.get_finished_spans()) == 1
+
+    promptrail.uninstrument()
+    create = vars(Completions)["create"]
+    assert isinstance(create, wrapt.FunctionWrapper)  # OpenLLMetry's, left in place
+    client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert len(openllmetry.get_finished_spans()) == 2
+    assert len(records()) == 1  # promptrail no longer records
+
+
+def test_uninstrument_unlinks_its_wrapper_from_under_a_later_one(
+    openai_stub: OpenAIStub, records: Records
+) -> None:
+    calls: list[str] = []
+
+    def later(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        calls.append("later")
+        return wrapped(*args, **kwargs)
+
+    original = vars(Completions)["create"]
+    wrapt.wrap_function_wrapper(Completions, "create", later)  # on top of promptrail's
+    try:
+        promptrail.uninstrument()
+        client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+
+        assert calls == ["later"]
+        assert records(expected=0, timeout=0.5) == []
+        promptrail.instrument()  # and back, once
+        client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        assert len(records()) == 1
+    finally:
+        promptrail.uninstrument()
+        Completions.create = original
