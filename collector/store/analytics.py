@@ -169,7 +169,7 @@ class AnalyticsStore:
         params, group_by = query.params, query.group_by
         # Only filters and groups the rollup keeps are ever planned onto it.
         assert not query.filters.metadata and not (group_by or "").startswith("metadata.")
-        clauses = [f"span = '{span}'", self._newest_seals(query, span, ranges)]
+        clauses = [f"span = {{span_{span}:String}}", self._newest_seals(query, span, ranges)]
         for column in ("prompt_name", "model", "status"):
             value = getattr(query.filters, column)
             if value is not None:
@@ -205,7 +205,7 @@ class AnalyticsStore:
             f"WHERE project = {{project:String}} AND key = {{group_key:String}} AND {newest} "
             "GROUP BY name",
             f"SELECT '' AS name, {_ROLLUP_SUMS}{state} FROM {self._rollups.table} "
-            f"WHERE project = {{project:String}} AND span = 'day' AND {newest} "
+            f"WHERE project = {{project:String}} AND span = {{span_day:String}} AND {newest} "
             f"AND (bucket, sealed_at) NOT IN ({with_key}) GROUP BY name",
         ]
 
@@ -218,11 +218,12 @@ class AnalyticsStore:
         seal, and they sum the same records.
         """
         query.params["project"] = query.project
+        query.params[f"span_{span}"] = span
         buckets = _ranges("bucket", span, query.params, ranges)
         return (
             f"project = {{project:String}} AND ({buckets}) AND (bucket, sealed_at) IN "
             f"(SELECT bucket, max(sealed_at) FROM {self._rollups.seals} "
-            f"WHERE project = {{project:String}} AND span = '{span}' AND ({buckets}) "
+            f"WHERE project = {{project:String}} AND span = {{span_{span}:String}} AND ({buckets}) "
             "GROUP BY bucket)"
         )
 
