@@ -15,6 +15,8 @@ from .requests import (
     REQUEST_IDS_MV,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
+    REQUEST_PROMPTS,
+    REQUEST_PROMPTS_MV,
     REQUESTS,
 )
 from .rollups import (
@@ -81,6 +83,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_ROLLUP_METADATA,
             REQUEST_SEALS,
         ),
+    ),
+    # Lists by prompt_name read their keys from the prompt index (see REQUEST_PROMPTS).
+    Migration(
+        8,
+        "request_prompt_index",
+        (REQUEST_PROMPTS, REQUEST_PROMPTS_MV, Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS)),
     ),
 )
 
