@@ -15,8 +15,6 @@ from .requests import (
     REQUEST_IDS_MV,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
-    REQUEST_PROMPTS,
-    REQUEST_PROMPTS_MV,
     REQUESTS,
 )
 from .rollups import (
@@ -83,12 +81,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_ROLLUP_METADATA,
             REQUEST_SEALS,
         ),
-    ),
-    # Lists by prompt_name read their keys from the prompt index (see REQUEST_PROMPTS).
-    Migration(
-        8,
-        "request_prompt_index",
-        (REQUEST_PROMPTS, REQUEST_PROMPTS_MV, Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS)),
     ),
 )
 

@@ -82,46 +82,33 @@ REQUESTS = Table(
     settings=("vertical_merge_algorithm_min_rows_to_activate = 8192",),
 )
 
-
-def _index_table(name: str, leading: tuple[str, ...], order_by: str) -> Table:
-    """An index of ``requests``: its own leading columns, then the columns the other list
-    filters test; copies and tombstones collapse as in ``requests``, and a record's entries
-    live on the record's shard."""
-    return Table(
-        name=name,
-        columns=(
-            "project LowCardinality(String)",
-            *leading,
-            "model LowCardinality(String)",
-            "status Enum8('success' = 1, 'error' = 2)",
-            "row_version UInt8",
-            "is_deleted UInt8",
-        ),
-        engine="ReplacingMergeTree",
-        engine_args=("row_version", "is_deleted"),
-        partition_by="toYYYYMM(created_at)",
-        order_by=order_by,
-        sharded=True,
-        sharding_key="cityHash64(project, id)",
-    )
-
-
 # The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
 # it, so that a filter reads one user's (or session's...) entries newest first instead of
 # testing the bloom filters of every granule of ``requests``. The columns the other list
 # filters test are copied in, so that a page reads from ``requests`` only records it shows.
 # Retried copies and tombstones of a record arrive here too (the view sees every insert into
 # ``requests``) and collapse as they do there; until then reads resolve them as pages do.
-REQUEST_METADATA = _index_table(
-    "request_metadata",
-    (
+REQUEST_METADATA = Table(
+    name="request_metadata",
+    columns=(
+        "project LowCardinality(String)",
         "key LowCardinality(String)",
         "value String",
         "created_at DateTime64(3, 'UTC')",
         "id String",
         "prompt_name String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "row_version UInt8",
+        "is_deleted UInt8",
     ),
-    "(project, key, value, created_at, id)",
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, key, value, created_at, id)",
+    sharded=True,
+    # As ``requests``: a record's entries live on the record's shard.
+    sharding_key="cityHash64(project, id)",
 )
 
 # Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
@@ -162,27 +149,6 @@ REQUEST_IDS_MV = View(
     name="request_ids_mv",
     to_table="request_ids",
     select="SELECT project, id, created_at FROM {db}.requests{local} WHERE row_version = 1",
-    sharded=True,
-)
-
-# The prompt index: a prompt's records in time order, so that a list by prompt_name reads a
-# page's keys by primary key instead of scanning ``requests`` newest first until enough of the
-# prompt's records turned up (~30 ms at 10M records: a prompt of 200 takes ~5,600 rows per
-# page). It carries the other filters' columns, as the metadata index does; copies and
-# tombstones arrive through the view and are resolved as pages resolve them.
-REQUEST_PROMPTS = _index_table(
-    "request_prompts",
-    ("prompt_name String", "created_at DateTime64(3, 'UTC')", "id String"),
-    "(project, prompt_name, created_at, id)",
-)
-
-REQUEST_PROMPTS_MV = View(
-    name="request_prompts_mv",
-    to_table="request_prompts",
-    select=(
-        "SELECT project, prompt_name, created_at, id, model, status, row_version, is_deleted "
-        "FROM {db}.requests{local}"
-    ),
     sharded=True,
 )
 
@@ -459,7 +425,6 @@ class RequestStore:
         self.table = f"{db}.{quote(REQUESTS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
-        self.prompts_table = f"{db}.{quote(REQUEST_PROMPTS.name)}"
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (
             {"distributed_foreground_insert": 1} if cluster else {}
@@ -550,8 +515,6 @@ class RequestStore:
         """
         if filters.metadata and search is None:
             return self._page_by_metadata(project, filters, after, limit)
-        if filters.prompt_name is not None and search is None:
-            return self._page_by_prompt(project, filters, after, limit)
         return self._page_scan(project, filters, after, limit, search)
 
     def _page_scan(
@@ -615,53 +578,16 @@ class RequestStore:
         still lacks at a time, and resolved again: ``requests`` has the last word, so the page
         and its cursor are exactly those of a scan of ``requests``.
         """
+        where, params = self.where(project, filters)
         driver = self._driving_pair(project, filters)
         index_where, index_params = self._index_where(project, filters, driver)
         others = [pair for pair in sorted(filters.metadata.items()) if pair != driver]
-        index = (self.metadata_table, index_where, index_params)
-        return self._page_by_index(project, filters, after, limit, index, others)
-
-    def _page_by_prompt(
-        self,
-        project: str,
-        filters: RequestFilter,
-        after: tuple[datetime, str] | None,
-        limit: int,
-    ) -> list[RequestRow]:
-        """Return a page of a list by prompt_name through the prompt index.
-
-        As :meth:`_page_by_metadata`, with the prompt's entries as the candidates (the index
-        carries every other filter of such a list: model, status, dates).
-        """
-        clauses, params = _column_clauses(filters)
-        clauses.insert(0, "project = {project:String}")
-        params["project"] = project
-        index = (self.prompts_table, " AND ".join(clauses), params)
-        return self._page_by_index(project, filters, after, limit, index, [])
-
-    def _page_by_index(
-        self,
-        project: str,
-        filters: RequestFilter,
-        after: tuple[datetime, str] | None,
-        limit: int,
-        index: tuple[str, str, dict[str, Any]],
-        others: list[tuple[str, str]],
-    ) -> list[RequestRow]:
-        """Return a page whose candidates come from an index table, newest first.
-
-        ``index`` is the table and its WHERE; ``others`` are metadata pairs the candidates
-        must also have. Candidates are checked, then read from ``requests`` with the whole
-        filter, a few more than the page still lacks at a time.
-        """
-        where, params = self.where(project, filters)
-        index_table, index_where, index_params = index
         found: list[RequestRow] = []
         position = after
         check = limit + _SLACK
         while len(found) < limit:
             keys, position, complete = self._candidates(
-                index_table, index_where, index_params, position, _CANDIDATES
+                index_where, index_params, position, _CANDIDATES
             )
             verified: list[tuple[datetime, str]] = []
             while len(found) < limit and (keys or verified):
@@ -740,7 +666,6 @@ class RequestStore:
 
     def _candidates(
         self,
-        table: str,
         where: str,
         params: dict[str, Any],
         after: tuple[datetime, str] | None,
@@ -763,7 +688,7 @@ class RequestStore:
             rows = [
                 tuple(r)
                 for r in self._client.query(
-                    f"SELECT id, created_at, is_deleted FROM {table} "
+                    f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
                     f"WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT {{limit:UInt32}}",
                     parameters=query_params,
                     settings=_PAGE_READ,

@@ -1,5 +1,4 @@
-"""Lists through an index: metadata filters (request_metadata) and prompt_name
-(request_prompts): pages, copies, tombstones, upgrades."""
+"""Metadata filters through the request_metadata index: pages, copies, tombstones, upgrade."""
 
 from __future__ import annotations
 
@@ -99,10 +98,6 @@ def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:
         {"metadata.user_id": "u2", "metadata.env": "prod", "start_date": "2026-05-01"},
         {"metadata.user_id": "nobody"},
         {"metadata.missing": "x", "metadata.user_id": "u1"},
-        {"prompt_name": "rare"},
-        {"prompt_name": "summary", "status": "error"},
-        {"prompt_name": "rare", "start_date": "2026-05-10", "end_date": "2026-06-20"},
-        {"prompt_name": "nothing"},
     ],
     ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
 )
@@ -144,11 +139,10 @@ def test_pages_where_the_index_filters_leave_one_in_a_hundred(api: TestClient) -
 def no_merges(api: TestClient) -> Iterator[None]:
     """Keep every retried copy and tombstone as its own row, as before a background merge."""
     store = api.app.state.services.store  # type: ignore[attr-defined]
-    tables = (store.requests.table, store.requests.metadata_table, store.requests.prompts_table)
-    for table in tables:
+    for table in (store.requests.table, store.requests.metadata_table):
         store.client.command(f"SYSTEM STOP MERGES {table}")
     yield
-    for table in tables:
+    for table in (store.requests.table, store.requests.metadata_table):
         store.client.command(f"SYSTEM START MERGES {table}")
 
 
@@ -161,12 +155,7 @@ def test_retried_copies_show_once_in_metadata_pages(api: TestClient, no_merges: 
         for _ in range(2):
             assert api.post("/v1/requests", json=records[i]).status_code == 201
 
-    for params in (
-        {"metadata.user_id": "u1"},
-        {"metadata.env": "dev", "metadata.user_id": "u1"},
-        {"prompt_name": "summary"},
-        {"prompt_name": "rare", "status": "success"},
-    ):
+    for params in ({"metadata.user_id": "u1"}, {"metadata.env": "dev", "metadata.user_id": "u1"}):
         want = expected(records, **params)
         for limit in (1, 2, 7):
             assert walk(api, limit, **params) == want
@@ -192,7 +181,6 @@ def test_deleted_records_leave_metadata_pages_at_once(api: TestClient, no_merges
         live, **{"metadata.user_id": "u1"}
     )
     assert walk(api, 4, **{"metadata.env": "dev"}) == expected(live, **{"metadata.env": "dev"})
-    assert walk(api, 3, prompt_name="summary") == expected(live, prompt_name="summary")
 
 
 def test_requests_has_the_last_word_over_the_index(api: TestClient) -> None:
@@ -289,21 +277,3 @@ def test_records_stored_before_the_index_are_found_after_the_upgrade(settings: S
         assert migrate(client, settings.database) == []  # recorded: not run again
     finally:
         client.close()
-
-
-def test_records_stored_before_the_prompt_index_are_listed_after_the_upgrade(
-    settings: Settings,
-) -> None:
-    rows = [
-        RequestRow(
-            id=f"req_old{i:03d}", created_at=START + timedelta(hours=i), prompt_name=f"p{i % 3}"
-        )
-        for i in range(30)
-    ]
-    store_before(settings, 8, rows)
-
-    app = create_app(settings)  # start-up applies the index's migration and its backfill
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
-        assert walk(api, 4, prompt_name="p1") == [
-            f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1
-        ]
