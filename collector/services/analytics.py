@@ -14,8 +14,6 @@ from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
 from .rollups import RollupService
 
-_MILLISECOND = timedelta(milliseconds=1)
-
 DEFAULT_PERIOD = timedelta(days=30)
 _FILTER_KEYS = {"prompt_name", "model", "status", "metadata"}
 
@@ -94,7 +92,7 @@ class AnalyticsService:
         by_metadata = (group_by or "").startswith("metadata.")
         other_filters = (filters.prompt_name, filters.model, filters.status) != (None,) * 3
         if filters.metadata or (by_metadata and other_filters):
-            return Plan(raw=[(start, end + _MILLISECOND)])
+            return self._rollups.plan(project, start, end, days=False, hours=False)
         if by_metadata:
             return self._rollups.plan(project, start, end, hours=False)
         return self._rollups.plan(project, start, end, days=group_by != "hour")

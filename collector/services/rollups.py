@@ -51,7 +51,10 @@ class RollupService:
 
         ``days``: whether whole days may be read as days (not when grouping by hour);
         ``hours``: whether hours may be read as hours (not when grouping by metadata).
+        Neither: the whole period is read from the log.
         """
+        if not days and not hours:
+            return Plan(raw=[(start, end + _MILLISECOND)])
         first = start.replace(minute=0, second=0, microsecond=0)
         last = end.replace(minute=0, second=0, microsecond=0)
         states = self._store.states(project, first, last)

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from clickhouse_connect.driver.client import Client
 
+from .prompts import utc
 from .schema import Table, View, quote
 
 # The percentiles a latency group reports; both sides of a read carry them as aggregate states
@@ -74,6 +75,21 @@ REQUEST_TOUCHES_MV = View(
     sharded=True,
 )
 
+# What a rollup row keeps of its records: each column, and the aggregate over the log's rows
+# that fills it when a bucket is sealed.
+_SUMS = (
+    ("records UInt64", "count()"),
+    ("cost Float64", "sum(estimated_cost_usd)"),
+    ("tokens UInt64", "sum(total_tokens)"),
+    ("latency_sum UInt64", "sum(latency_ms)"),
+    (
+        f"latency_quantiles AggregateFunction(quantilesBFloat16({LEVELS}), UInt32)",
+        f"quantilesBFloat16State({LEVELS})(latency_ms)",
+    ),
+)
+_SUM_COLUMNS = tuple(column for column, _ in _SUMS)
+_SUMMED = ", ".join(aggregate for _, aggregate in _SUMS)
+
 REQUEST_ROLLUP = Table(
     name="request_rollup",
     columns=(
@@ -85,11 +101,7 @@ REQUEST_ROLLUP = Table(
         "version UInt32",
         "model LowCardinality(String)",
         "status Enum8('success' = 1, 'error' = 2)",
-        "records UInt64",
-        "cost Float64",
-        "tokens UInt64",
-        "latency_sum UInt64",
-        f"latency_quantiles AggregateFunction(quantilesBFloat16({LEVELS}), UInt32)",
+        *_SUM_COLUMNS,
     ),
     # A re-sealed bucket's rows replace the older ones of the same group at merge time; reads
     # pick one seal's rows by sealed_at, so rows of older seals are never counted either way.
@@ -110,12 +122,8 @@ REQUEST_ROLLUP_METADATA = Table(
         "sealed_at DateTime64(6, 'UTC')",
         "key LowCardinality(String)",
         "value String",
-        "records UInt64",
-        "cost Float64",
-        "tokens UInt64",
-        "latency_sum UInt64",
         "errors UInt64",
-        f"latency_quantiles AggregateFunction(quantilesBFloat16({LEVELS}), UInt32)",
+        *_SUM_COLUMNS,
     ),
     engine="ReplacingMergeTree",
     engine_args=("sealed_at",),
@@ -133,36 +141,6 @@ REQUEST_SEALS = Table(
     engine="ReplacingMergeTree",
     engine_args=("sealed_at",),
     order_by="(project, span, bucket)",
-)
-
-_SEALED_COLUMNS = (
-    "project",
-    "span",
-    "bucket",
-    "sealed_at",
-    "prompt_name",
-    "version",
-    "model",
-    "status",
-    "records",
-    "cost",
-    "tokens",
-    "latency_sum",
-    "latency_quantiles",
-)
-_SEAL_COLUMNS = ["project", "span", "bucket", "sealed_at"]
-_METADATA_COLUMNS = (
-    "project",
-    "bucket",
-    "sealed_at",
-    "key",
-    "value",
-    "records",
-    "cost",
-    "tokens",
-    "latency_sum",
-    "errors",
-    "latency_quantiles",
 )
 
 
@@ -212,7 +190,7 @@ class RollupStore:
         touched: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
         sealed: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
         for kind, bucket, at in rows:
-            bucket, at = _utc(bucket), _utc(at)
+            bucket, at = utc(bucket), utc(at)
             if kind == "touch":
                 touched["hour"][bucket] = at
                 day = bucket.replace(hour=0)
@@ -243,7 +221,7 @@ class RollupStore:
             parameters={"span": span, "settle": _millis(settle), "limit": limit},
             settings={"join_use_nulls": 1},
         ).result_rows
-        return [(str(project), _utc(bucket)) for project, bucket in rows]
+        return [(str(project), utc(bucket)) for project, bucket in rows]
 
     def seal(self, project: str, span: Span, buckets: Sequence[datetime]) -> datetime:
         """Sum ``buckets`` of a project from the log as it is now; return the seal's time.
@@ -252,7 +230,7 @@ class RollupStore:
         the log is read. The sums are written before the seals that make them readable.
         """
         (sealed_at,) = self._client.query("SELECT now64(6)").result_rows[0]
-        sealed_at = _utc(sealed_at)
+        sealed_at = utc(sealed_at)
         ordered = sorted(buckets)
         length, start_of = SPANS[span]
         params: dict[str, Any] = {
@@ -264,11 +242,10 @@ class RollupStore:
             "buckets": ordered,
         }
         self._client.command(
-            f"INSERT INTO {self.table} ({', '.join(_SEALED_COLUMNS)}) "
+            f"INSERT INTO {self.table} ({', '.join(REQUEST_ROLLUP.inserted_columns())}) "
             f"SELECT project, {{span:String}}, {start_of}(created_at) AS b, "
-            "{sealed_at:DateTime64(6, 'UTC')}, prompt_name, version, model, status, count(), "
-            f"sum(estimated_cost_usd), sum(total_tokens), sum(latency_ms), "
-            f"quantilesBFloat16State({LEVELS})(latency_ms) "
+            "{sealed_at:DateTime64(6, 'UTC')}, prompt_name, version, model, status, "
+            f"{_SUMMED} "
             f"FROM {self._requests} FINAL WHERE project = {{project:String}} "
             "AND created_at >= {lo:DateTime64(3, 'UTC')} "
             "AND created_at < {hi:DateTime64(3, 'UTC')} "
@@ -278,11 +255,12 @@ class RollupStore:
         )
         if span == "day":
             self._seal_metadata(params)
+        seal_columns = REQUEST_SEALS.inserted_columns()
         self._client.insert(
             REQUEST_SEALS.name,
             [[project, span, bucket, sealed_at] for bucket in ordered],
-            column_names=_SEAL_COLUMNS,
-            column_type_names=REQUEST_SEALS.column_types(_SEAL_COLUMNS),
+            column_names=seal_columns,
+            column_type_names=REQUEST_SEALS.column_types(seal_columns),
             database=self._database,
         )
         return sealed_at
@@ -296,11 +274,10 @@ class RollupStore:
             "AND toStartOfDay(created_at) IN {buckets:Array(DateTime('UTC'))}"
         )
         self._client.command(
-            f"INSERT INTO {self.metadata} ({', '.join(_METADATA_COLUMNS)}) "
+            f"INSERT INTO {self.metadata} "
+            f"({', '.join(REQUEST_ROLLUP_METADATA.inserted_columns())}) "
             "SELECT project, toStartOfDay(created_at) AS b, {sealed_at:DateTime64(6, 'UTC')}, "
-            "k, metadata_map[k] AS v, count(), sum(estimated_cost_usd), sum(total_tokens), "
-            "sum(latency_ms), countIf(status = 'error'), "
-            f"quantilesBFloat16State({LEVELS})(latency_ms) "
+            f"k, metadata_map[k] AS v, countIf(status = 'error'), {_SUMMED} "
             f"FROM {self._requests} FINAL "
             f"ARRAY JOIN (SELECT groupUniqArrayArray(mapKeys(metadata_map)) "
             f"FROM {self._requests} WHERE {in_days}) AS k "
@@ -311,7 +288,3 @@ class RollupStore:
 
 def _millis(span: timedelta) -> int:
     return max(0, round(span.total_seconds() * 1000))
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
