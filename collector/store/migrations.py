@@ -13,6 +13,8 @@ from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIO
 from .requests import (
     REQUEST_IDS,
     REQUEST_IDS_MV,
+    REQUEST_ITEMS,
+    REQUEST_ITEMS_MV,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
@@ -80,6 +82,29 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_ROLLUP,
             REQUEST_ROLLUP_METADATA,
             REQUEST_SEALS,
+        ),
+    ),
+    # Lists and details read the records from a copy in fine granules (see REQUEST_ITEMS).
+    # Records are wide: the copy goes in 32 MiB blocks on one thread, which holds the
+    # upgrade of a 10M-record store under ~1 GiB (the defaults squash 256 MiB blocks on
+    # every thread: 2.7 GiB at 1M records).
+    Migration(
+        8,
+        "request_items",
+        (
+            REQUEST_ITEMS,
+            REQUEST_ITEMS_MV,
+            Backfill(
+                REQUEST_ITEMS_MV,
+                REQUEST_ITEMS,
+                settings=(
+                    "max_threads = 1",
+                    "max_insert_threads = 1",
+                    "max_block_size = 8192",
+                    "min_insert_block_size_rows = 65536",
+                    "min_insert_block_size_bytes = 33554432",
+                ),
+            ),
         ),
     ),
 )

@@ -82,6 +82,36 @@ REQUESTS = Table(
     settings=("vertical_merge_algorithm_min_rows_to_activate = 8192",),
 )
 
+# The records as lists and details read them: every column of ``requests`` but the search
+# text, in granules of 128 rows instead of ~5,000. A page of a user's records, spread over a
+# month, or one detail reads a granule per record; in ``requests`` that meant decompressing
+# ~5 MB of outputs per record shown (a user's page ~100 ms at 10M records), here ~140 KB.
+# ``requests`` keeps what scans over many records need: search with its text index,
+# exports, deletes and the analytics read from the log. Filled by a view from the same
+# inserts, so retried copies and tombstones arrive here too and resolve as in ``requests``.
+REQUEST_ITEMS = Table(
+    name="request_items",
+    columns=tuple(c for c in REQUESTS.columns if not c.startswith("search_text ")),
+    # List by prompt reads newest first and stops at a page: a common prompt needs no index,
+    # but a rare one would scan every record (~700 ms at 10M); one filter per 8,192 rows
+    # makes that ~10 ms and costs a common one ~2 ms.
+    indexes=("INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 64",),
+    engine=REQUESTS.engine,
+    engine_args=REQUESTS.engine_args,
+    partition_by=REQUESTS.partition_by,
+    order_by=REQUESTS.order_by,
+    sharded=True,
+    sharding_key=REQUESTS.sharding_key,
+    settings=("index_granularity = 128", *REQUESTS.settings),
+)
+
+REQUEST_ITEMS_MV = View(
+    name="request_items_mv",
+    to_table="request_items",
+    select=(f"SELECT {', '.join(REQUEST_ITEMS.inserted_columns())} FROM {{db}}.requests{{local}}"),
+    sharded=True,
+)
+
 # The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
 # it, so that a filter reads one user's (or session's...) entries newest first instead of
 # testing the bloom filters of every granule of ``requests``. The columns the other list
@@ -423,6 +453,7 @@ class RequestStore:
         self._client = client
         db = quote(database)
         self.table = f"{db}.{quote(REQUESTS.name)}"
+        self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
         # A Distributed insert is acknowledged only once it reached the shards.
@@ -468,7 +499,7 @@ class RequestStore:
         """Return one live record.
 
         ``at`` is its created_at when the id tells it (service-made ids); otherwise the id
-        index says where the record sits, and ``requests`` is read on the full key either way.
+        index says where the record sits, and ``request_items`` is read on the full key.
         """
         params: dict[str, Any] = {"project": project, "id": request_id}
         settings: dict[str, Any] = {}
@@ -477,7 +508,7 @@ class RequestStore:
             params["at"] = at
         else:
             # ClickHouse builds the subquery's set first and prunes partitions and granules of
-            # ``requests`` by it. On a cluster a record's id entry lives on its shard.
+            # ``request_items`` by it. On a cluster a record's id entry lives on its shard.
             at_clause = (
                 f"created_at IN (SELECT created_at FROM {self.ids_table} "
                 "WHERE project = {project:String} AND id = {id:String})"
@@ -486,7 +517,7 @@ class RequestStore:
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.table} "
+                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.items_table} "
                 f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
                 "ORDER BY created_at DESC",
                 parameters=params,
@@ -525,7 +556,7 @@ class RequestStore:
         limit: int,
         search: str | None = None,
     ) -> list[RequestRow]:
-        """Return a page read from ``requests`` newest first, skipping granules by index.
+        """Return a page read newest first, from ``request_items`` (``requests`` for a search).
 
         FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
         key backwards and from skipping granules by index, which costs 10-100x on a big log.
@@ -534,17 +565,17 @@ class RequestStore:
         last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
         """
         where, params = self.where(project, filters)
-        columns, build = _LIST_COLUMNS, _list_row
+        table, columns, build = self.items_table, _LIST_COLUMNS, _list_row
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + _like_escape(search.lower()) + "%"
             # A hit's matched fields may be in the input: a search reads whole records.
-            columns, build = _READ_COLUMNS, _row
+            table, columns, build = self.table, _READ_COLUMNS, _row
         found: list[RequestRow] = []
         position = after
         fetch = limit + _SLACK
         while len(found) < limit:
-            rows = self._fetch(columns, where, dict(params), position, fetch)
+            rows = self._fetch(table, columns, where, dict(params), position, fetch)
             runs = _runs(rows)
             complete = len(rows) < fetch
             if not complete:
@@ -574,9 +605,9 @@ class RequestStore:
         of one pair (the rarest-looking, :meth:`_driving_pair`) that also pass the filters the
         index carries (prompt, model, status, dates); runs of copies are resolved and
         tombstoned keys dropped as :meth:`_page_scan` does. The candidates are then read from
-        ``requests`` by key with the whole filter (the other pairs), a few more than the page
-        still lacks at a time, and resolved again: ``requests`` has the last word, so the page
-        and its cursor are exactly those of a scan of ``requests``.
+        ``request_items`` by key with the whole filter (the other pairs), a few more than the
+        page still lacks at a time, and resolved again: the records have the last word, so the
+        page and its cursor are exactly those of a scan of the records.
         """
         where, params = self.where(project, filters)
         driver = self._driving_pair(project, filters)
@@ -715,18 +746,17 @@ class RequestStore:
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {_LIST_COLUMNS}, is_deleted FROM {self.table} WHERE {where} "
+                f"SELECT {_LIST_COLUMNS}, is_deleted FROM {self.items_table} WHERE {where} "
                 "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
                 "ORDER BY created_at DESC, id DESC",
                 parameters={**params, "keys": keys},
-                # The primary key already narrows the read to the candidates' granules.
-                settings={"use_skip_indexes": 0},
             ).result_rows
         ]
         return [_list_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
 
     def _fetch(
         self,
+        table: str,
         columns: str,
         where: str,
         params: dict[str, Any],
@@ -740,7 +770,7 @@ class RequestStore:
         return [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {columns}, is_deleted FROM {self.table} WHERE {where} "
+                f"SELECT {columns}, is_deleted FROM {table} WHERE {where} "
                 "ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
                 parameters=params,
                 settings=_PAGE_READ,

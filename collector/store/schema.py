@@ -83,6 +83,8 @@ class Backfill:
 
     view: View
     into: Table
+    # Query settings of the copy, e.g. smaller insert blocks where rows are wide.
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,9 @@ def _render_backfill(backfill: Backfill, database: str, cluster: str | None) -> 
     select = view.select.format(db=quote(database), local="")
     columns = ", ".join(backfill.into.inserted_columns())
     statement = f"INSERT INTO {quote(database)}.{quote(view.to_table)} ({columns})\n{select}"
+    settings = list(backfill.settings)
     if cluster and view.sharded:
-        statement += "\nSETTINGS parallel_distributed_insert_select = 2"
+        settings.append("parallel_distributed_insert_select = 2")
+    if settings:
+        statement += "\nSETTINGS " + ", ".join(settings)
     return statement

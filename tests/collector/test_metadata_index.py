@@ -139,10 +139,11 @@ def test_pages_where_the_index_filters_leave_one_in_a_hundred(api: TestClient) -
 def no_merges(api: TestClient) -> Iterator[None]:
     """Keep every retried copy and tombstone as its own row, as before a background merge."""
     store = api.app.state.services.store  # type: ignore[attr-defined]
-    for table in (store.requests.table, store.requests.metadata_table):
+    tables = (store.requests.table, store.requests.items_table, store.requests.metadata_table)
+    for table in tables:
         store.client.command(f"SYSTEM STOP MERGES {table}")
     yield
-    for table in (store.requests.table, store.requests.metadata_table):
+    for table in tables:
         store.client.command(f"SYSTEM START MERGES {table}")
 
 

@@ -309,7 +309,8 @@ def test_cursor_pages_are_stable_while_new_records_arrive(api: TestClient) -> No
 def test_pages_never_show_unmerged_duplicates_or_tombstoned_records(api: TestClient) -> None:
     services = api.app.state.services  # type: ignore[attr-defined]
     # Keep every retried copy and tombstone as its own row, as before a background merge.
-    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.table}")
+    for table in (services.store.requests.table, services.store.requests.items_table):
+        services.store.client.command(f"SYSTEM STOP MERGES {table}")
     batch = [
         record(id=f"req_d{i:02d}", created_at=f"2026-08-01T00:00:{i:02d}Z", metadata={"n": str(i)})
         for i in range(25)

@@ -89,9 +89,10 @@ def test_one_id_logged_at_two_times_shows_the_newest_live_one(api: TestClient) -
 
 def test_retried_and_deleted_client_ids(api: TestClient) -> None:
     services = api.app.state.services  # type: ignore[attr-defined]
-    # Copies of one record stay separate rows in both tables, as before a merge.
-    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.table}")
-    services.store.client.command(f"SYSTEM STOP MERGES {services.store.requests.ids_table}")
+    # Copies of one record stay separate rows in every table, as before a merge.
+    requests = services.store.requests
+    for table in (requests.table, requests.items_table, requests.ids_table):
+        services.store.client.command(f"SYSTEM STOP MERGES {table}")
     records = [full_record(f"req_client-{i}", i) for i in range(4)]
     for _ in range(3):
         post_batch(api, records)
@@ -178,3 +179,55 @@ def test_records_stored_before_the_id_index_are_found_after_the_upgrade(settings
         # A start-up that ran the backfill but stopped before recording it runs it again.
         store.client.command(backfill(settings, "request_id_index"))
         assert api.get("/v1/requests/req_legacy-17").json()["data"]["id"] == "req_legacy-17"
+
+
+def test_records_stored_before_the_items_copy_are_listed_after_the_upgrade(
+    settings: Settings,
+) -> None:
+    rows = [
+        RequestRow(
+            id=f"req_before-items-{i:02d}",
+            created_at=START + timedelta(hours=i),
+            prompt_name="old" if i % 2 else "older",
+            status="error" if i % 5 == 0 else "success",
+            input_variables={"q": f"question {i}"},
+            output={"content": f"old answer {i}"},
+            metadata={"user_id": f"u{i % 3}"},
+            latency_ms=100 + i,
+        )
+        for i in range(30)
+    ]
+    store_before(settings, 8, rows)
+
+    app = create_app(settings)  # start-up applies migration 8 and copies the records
+    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+        post_batch(api, [full_record("req_after-items", 0)])
+        api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u1"}})
+
+        def listed(**params: str) -> list[str]:
+            return [r["id"] for r in api.get("/v1/requests", params=params).json()["data"]]
+
+        def expected(keep: Any) -> list[str]:
+            kept = [r for r in rows if r.metadata["user_id"] != "u1" and keep(r)]
+            return [r.id for r in sorted(kept, key=lambda r: r.created_at, reverse=True)]
+
+        assert listed(limit="100") == [*expected(lambda r: True), "req_after-items"]
+        assert listed(limit="100", prompt_name="old") == expected(lambda r: r.prompt_name == "old")
+        assert listed(limit="100", status="error") == expected(lambda r: r.status == "error")
+        assert listed(limit="100", **{"metadata.user_id": "u2"}) == expected(
+            lambda r: r.metadata["user_id"] == "u2"
+        )
+        item = api.get("/v1/requests", params={"prompt_name": "older", "limit": "1"}).json()
+        assert item["data"][0]["output"] == {"content": "old answer 26"}  # 28: deleted
+        assert item["data"][0]["latency_ms"] == 126
+        detail = api.get("/v1/requests/req_before-items-08").json()["data"]
+        assert detail["input_variables"] == {"q": "question 8"}
+        assert api.get("/v1/requests/req_before-items-04").status_code == 404  # u1: deleted
+
+        # A start-up that ran the copy but stopped before recording it runs it again:
+        # the copies collapse like retried records, in every read.
+        store = app.state.services.store
+        store.client.command(backfill(settings, "request_items"))
+        assert listed(limit="100") == [*expected(lambda r: True), "req_after-items"]
+        u0 = expected(lambda r: r.metadata["user_id"] == "u0")
+        assert listed(limit="100", **{"metadata.user_id": "u0"}) == [*u0, "req_after-items"]

@@ -11,6 +11,8 @@ from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS,
 from promptrail.collector.store.requests import (
     REQUEST_IDS,
     REQUEST_IDS_MV,
+    REQUEST_ITEMS,
+    REQUEST_ITEMS_MV,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
@@ -179,6 +181,30 @@ def test_the_id_index_lives_on_the_record_s_shard_and_replaces_the_bloom_filter(
     )
     assert single_drop == "ALTER TABLE `promptrail`.`requests` DROP INDEX IF EXISTS `idx_id`"
     assert all("idx_id" not in index for index in REQUESTS.indexes)
+
+
+def test_the_items_copy_holds_every_column_but_the_search_text_in_fine_granules() -> None:
+    local, distributed = render(REQUEST_ITEMS, "promptrail", "main")
+    (view,) = render(REQUEST_ITEMS_MV, "promptrail", "main")
+    (single_view,) = render(REQUEST_ITEMS_MV, "promptrail", None)
+    (migration,) = [m for m in MIGRATIONS if m.name == "request_items"]
+    (backfill,) = [
+        s for s in migration_statements(migration, "promptrail", "main") if s.startswith("INSERT")
+    ]
+
+    assert REQUEST_ITEMS.inserted_columns() == [
+        c for c in REQUESTS.inserted_columns() if c != "search_text"
+    ]
+    assert REQUEST_ITEMS.order_by == REQUESTS.order_by == "(project, created_at, id)"
+    assert "ReplicatedReplacingMergeTree(" in local and "row_version, is_deleted)" in local
+    assert "SETTINGS index_granularity = 128, vertical_merge" in local
+    assert distributed.endswith("`request_items_local`, cityHash64(project, id))")
+    assert "TO `promptrail`.`request_items_local`\n" in view
+    assert view.endswith("FROM `promptrail`.requests_local")
+    assert single_view.endswith("FROM `promptrail`.requests")
+    # Wide rows are copied in small blocks, and on a cluster shard by shard.
+    assert "min_insert_block_size_bytes = 33554432" in backfill
+    assert backfill.endswith("parallel_distributed_insert_select = 2")
 
 
 def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
