@@ -263,7 +263,8 @@ def collector(data_dir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
         env=env,
     )
     try:
-        deadline = time.monotonic() + 120
+        # Start-up applies pending migrations first: copying a 10M-record store takes minutes.
+        deadline = time.monotonic() + 900
         while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:

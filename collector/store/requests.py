@@ -12,7 +12,7 @@ Records are written as JSONEachRow (:func:`encode_rows`), parsed by ClickHouse i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -82,16 +82,88 @@ REQUESTS = Table(
     settings=("vertical_merge_algorithm_min_rows_to_activate = 8192",),
 )
 
-# The records as lists and details read them: every column of ``requests`` but the search
-# text, in granules of 128 rows instead of ~5,000. A page of a user's records, spread over a
-# month, or one detail reads a granule per record; in ``requests`` that meant decompressing
-# ~5 MB of outputs per record shown (a user's page ~100 ms at 10M records), here ~140 KB.
-# ``requests`` keeps what scans over many records need: search with its text index,
-# exports, deletes and the analytics read from the log. Filled by a view from the same
-# inserts, so retried copies and tombstones arrive here too and resolve as in ``requests``.
+# What the list item and the detail show beyond the key, packed into one JSON array each (see
+# REQUEST_ITEMS), as (column, kind): the kind says how SQL writes the value and Python reads it.
+_ITEM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("version", "number"),
+    ("status", "text"),
+    ("input_variables", "json"),
+    ("output", "json"),
+    ("metadata", "json"),
+    ("total_tokens", "number"),
+    ("estimated_cost_usd", "number"),
+    ("latency_ms", "number"),
+)
+_DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("model", "text"),
+    ("provider", "text"),
+    ("input", "json"),
+    ("prompt_tokens", "number"),
+    ("completion_tokens", "number"),
+    ("cost_known", "bool"),
+    ("time_to_first_token_ms", "nullable"),
+    ("pre_process_ms", "number"),
+    ("llm_call_ms", "number"),
+    ("post_process_ms", "number"),
+    ("integration", "json"),
+    ("error", "text"),
+    ("trace_id", "text"),
+    ("span_id", "text"),
+    ("parent_span_id", "text"),
+    ("span_name", "text"),
+)
+
+
+_ITEM_NAMES = [name for name, _ in _ITEM_FIELDS]
+_DETAIL_NAMES = [name for name, _ in _DETAIL_FIELDS]
+
+
+def _pack(fields: Sequence[tuple[str, str]]) -> str:
+    """Return the SQL that writes ``fields`` of a ``requests`` row as one JSON array.
+
+    The JSON columns already hold JSON text (empty for none) and go in as they are; strings
+    are escaped by ClickHouse; numbers are written in their shortest exact form.
+    """
+    parts = []
+    for name, kind in fields:
+        if kind == "json":
+            parts.append(f"if({name} = '', 'null', {name})")
+        elif kind == "text":
+            parts.append(f"toJSONString(toString({name}))")
+        elif kind == "bool":
+            parts.append(f"if({name}, 'true', 'false')")
+        elif kind == "nullable":
+            parts.append(f"ifNull(toString({name}), 'null')")
+        else:
+            parts.append(f"toString({name})")
+    return "concat('[', " + ", ',', ".join(parts) + ", ']')"
+
+
+# The records as lists and details read them, in granules of 128 rows instead of ~5,000.
+# ClickHouse reads whole granules, and a granule of ``requests`` holds ~5,000 records (its byte
+# cap counts the search text too): a page of a user's records spread over a month, or one
+# detail, decompressed ~5 MB of outputs per record shown (28 records ~100 ms at 10M). Here a
+# record shown costs ~140 KB. Every column a keyed read touches has its own cost per granule
+# (a seek, a compressed block, marks), so what a list item shows is one packed JSON array
+# (``item``) and what the detail adds another (``detail``): a page reads 5 columns, not 12.
+# The filter columns stay plain. ``requests`` keeps what scans over many records need: search
+# and its text index, exports, deletes, the analytics read from the log. Filled by a view from
+# the same inserts, so retried copies and tombstones arrive here too and resolve as there.
 REQUEST_ITEMS = Table(
     name="request_items",
-    columns=tuple(c for c in REQUESTS.columns if not c.startswith("search_text ")),
+    columns=(
+        "project LowCardinality(String)",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "prompt_name String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "metadata_map Map(LowCardinality(String), String)",
+        "item String",
+        "detail String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
     # List by prompt reads newest first and stops at a page: a common prompt needs no index,
     # but a rare one would scan every record (~700 ms at 10M); one filter per 8,192 rows
     # makes that ~10 ms and costs a common one ~2 ms.
@@ -108,7 +180,11 @@ REQUEST_ITEMS = Table(
 REQUEST_ITEMS_MV = View(
     name="request_items_mv",
     to_table="request_items",
-    select=(f"SELECT {', '.join(REQUEST_ITEMS.inserted_columns())} FROM {{db}}.requests{{local}}"),
+    select=(
+        "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
+        f"{_pack(_ITEM_FIELDS)} AS item, {_pack(_DETAIL_FIELDS)} AS detail, "
+        "row_version, is_deleted FROM {db}.requests{local}"
+    ),
     sharded=True,
 )
 
@@ -240,12 +316,10 @@ _READ_COLUMNS = (
     "span_name"
 )
 
-# What a list item shows (spec 2.5): a list leaves the rest, the prompt input above all (a whole
-# conversation, often the widest column), unread.
-_LIST_COLUMNS = (
-    "id, created_at, prompt_name, version, toString(status), input_variables, output, "
-    "metadata, total_tokens, estimated_cost_usd, latency_ms"
-)
+# What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
+# prompt input above all (a whole conversation, often the widest value), unread.
+_LIST_COLUMNS = "id, created_at, prompt_name, item"
+_DETAIL_COLUMNS = "id, created_at, prompt_name, item, detail"
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from
 # its newest granule; with virtual rows ClickHouse starts a part only once the merge of the
@@ -429,21 +503,20 @@ def _row(values: Sequence[Any]) -> RequestRow:
     )
 
 
-def _list_row(values: Sequence[Any]) -> RequestRow:
-    """Build a row from the columns of _LIST_COLUMNS; the others keep their defaults."""
-    return RequestRow(
-        id=values[0],
-        created_at=utc(values[1]),
-        prompt_name=values[2],
-        version=int(values[3]),
-        status=values[4],
-        input_variables=json.loads(values[5]) if values[5] else {},
-        output=json.loads(values[6]) if values[6] else {},
-        metadata=json.loads(values[7]) if values[7] else {},
-        total_tokens=int(values[8]),
-        estimated_cost_usd=float(values[9]),
-        latency_ms=int(values[10]),
-    )
+def _item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
+    """Build a row from ``request_items`` (_LIST_COLUMNS, or _DETAIL_COLUMNS if ``detail``).
+
+    A list's rows leave the detail's fields at their defaults.
+    """
+    fields: dict[str, Any] = dict(zip(_ITEM_NAMES, json.loads(values[3]), strict=True))
+    if detail:
+        fields.update(zip(_DETAIL_NAMES, json.loads(values[4]), strict=True))
+        fields["integration"] = fields["integration"] or {}
+        fields["cost_known"] = bool(fields["cost_known"])
+    for name in ("input_variables", "output", "metadata"):
+        fields[name] = fields[name] or {}
+    fields["estimated_cost_usd"] = float(fields["estimated_cost_usd"])
+    return RequestRow(id=values[0], created_at=utc(values[1]), prompt_name=values[2], **fields)
 
 
 class RequestStore:
@@ -517,7 +590,7 @@ class RequestStore:
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {_READ_COLUMNS}, is_deleted FROM {self.items_table} "
+                f"SELECT {_DETAIL_COLUMNS}, is_deleted FROM {self.items_table} "
                 f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
                 "ORDER BY created_at DESC",
                 parameters=params,
@@ -527,7 +600,7 @@ class RequestStore:
         # Copies of the record (and its tombstone) share a created_at; an id a client logged
         # at two times names two records, of which the newest live one is shown.
         live = [run[0] for run in _runs(rows) if not any(row[-1] for row in run)]
-        return _row(live[0]) if live else None
+        return _item_row(live[0], detail=True) if live else None
 
     def page(
         self,
@@ -565,7 +638,8 @@ class RequestStore:
         last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
         """
         where, params = self.where(project, filters)
-        table, columns, build = self.items_table, _LIST_COLUMNS, _list_row
+        table, columns = self.items_table, _LIST_COLUMNS
+        build: Callable[[Sequence[Any]], RequestRow] = _item_row
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + _like_escape(search.lower()) + "%"
@@ -752,7 +826,7 @@ class RequestStore:
                 parameters={**params, "keys": keys},
             ).result_rows
         ]
-        return [_list_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
+        return [_item_row(run[0]) for run in _runs(rows) if not any(row[-1] for row in run)]
 
     def _fetch(
         self,

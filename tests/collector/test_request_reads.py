@@ -231,3 +231,72 @@ def test_records_stored_before_the_items_copy_are_listed_after_the_upgrade(
         assert listed(limit="100") == [*expected(lambda r: True), "req_after-items"]
         u0 = expected(lambda r: r.metadata["user_id"] == "u0")
         assert listed(limit="100", **{"metadata.user_id": "u0"}) == [*u0, "req_after-items"]
+
+
+def test_every_field_comes_back_exactly_from_the_packed_items(api: TestClient) -> None:
+    # Values that JSON packing inside ClickHouse could get wrong: quotes, backslashes,
+    # control characters and non-ASCII text in strings, tiny and huge floats, nulls, empty
+    # and nested objects.
+    tricky = 'quote " back \\ slash\nnew line\ttab \u00e9\u4e2d\U0001f600 </em> \u0001'
+    record = {
+        "id": "req_tricky",
+        "created_at": "2026-05-02T10:20:30.456Z",
+        "prompt_name": tricky,
+        "version": 2_147_483_648,
+        "model": tricky,
+        "provider": "anthropic",
+        "status": "error",
+        "input": [{"role": "user", "content": tricky}, {"n": [1, 2.5, None, True]}],
+        "input_variables": {"q": tricky, "nested": {"a": [1, {"b": None}]}, "n": 1.5e-300},
+        "output": {"content": tricky, "empty": {}, "list": []},
+        "metadata": {"user_id": tricky, "n": "7"},
+        "usage": {
+            "prompt_tokens": 4_000_000_000,
+            "completion_tokens": 0,
+            "estimated_cost_usd": 1.2345678901234567e-9,
+        },
+        "latency_ms": 12,
+        "time_to_first_token_ms": 3,
+        "error": tricky,
+        "span_name": tricky,
+        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "span_id": "00f067aa0ba902b7",
+        "parent_span_id": "00f067aa0ba902b6",
+    }
+    bare = {"id": "req_bare", "created_at": "2026-05-02T10:20:29Z", "output": {}}
+    post_batch(api, [record, bare])
+
+    detail = api.get("/v1/requests/req_tricky").json()["data"]
+    assert detail["prompt_name"] == tricky
+    assert detail["version"] == 2_147_483_648
+    assert detail["model"] == tricky
+    assert detail["provider"] == "anthropic"
+    assert detail["status"] == "error"
+    assert detail["input"] == record["input"]
+    assert detail["input_variables"] == record["input_variables"]
+    assert detail["output"] == record["output"]
+    assert detail["metadata"] == record["metadata"]
+    assert detail["usage"]["prompt_tokens"] == 4_000_000_000
+    assert detail["usage"]["completion_tokens"] == 0
+    assert detail["usage"]["estimated_cost_usd"] == 1.2345678901234567e-9
+    assert detail["time_to_first_token_ms"] == 3
+    assert detail["error"] == tricky
+    assert detail["span_name"] == tricky
+    assert detail["parent_span_id"] == "00f067aa0ba902b6"
+    assert detail["cost_known"] is True
+
+    item = api.get("/v1/requests", params={"metadata.user_id": tricky}).json()["data"][0]
+    assert {k: item[k] for k in ("prompt_name", "input_variables", "output", "metadata")} == {
+        k: record[k] for k in ("prompt_name", "input_variables", "output", "metadata")
+    }
+    assert item["usage"]["estimated_cost_usd"] == 1.2345678901234567e-9
+
+    empty = api.get("/v1/requests/req_bare").json()["data"]
+    assert empty["input"] is None
+    assert empty["time_to_first_token_ms"] is None
+    assert (empty["input_variables"], empty["output"], empty["metadata"]) == ({}, {}, {})
+    assert empty["integration"] == {
+        "pre_process_executed": False,
+        "post_process_executed": False,
+        "errors": [],
+    }
