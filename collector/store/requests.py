@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -304,9 +304,20 @@ _JSON_INPUT: dict[str, Any] = {
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 _SLACK = 8
 
-# Index entries read at a time by a metadata-filtered page: they are narrow, and reading 1,000
-# costs about what reading 20 does, so one read serves most pages.
+# Index entries read at a time by a metadata-filtered page. The first read takes a few pages'
+# worth: at 10M records, the newest 1,000 entries of environment=prod with status=error took
+# ~30 ms against ~15 for 100, as the matches are spread thin. Later reads take up to 1,000 (a
+# user's entries sit together: 1,000 cost about what 100 do).
+_CANDIDATES_FIRST_PAGES = 4
 _CANDIDATES = 1000
+
+# The lower bounds on created_at a list page tries in turn below its anchor (the cursor's
+# time, else the filter's end, else now), then none. The log is sorted by time and partitioned
+# by month, and its parts cover disjoint stretches of time: a bound lets ClickHouse skip every
+# part older than it before reading, where reading newest first still sets up a stream per
+# part. At 10M records (16 parts) a page of one prompt took ~35 ms over the whole log and
+# ~14 ms within a day. A page the window cannot fill goes on below it, from where it stopped.
+_WINDOWS = (timedelta(days=1), timedelta(days=8))
 
 _READ_COLUMNS = (
     "id, created_at, prompt_name, version, model, provider, toString(status), "
@@ -640,16 +651,23 @@ class RequestStore:
         where, params = self.where(project, filters)
         table, columns = self.items_table, _LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = _item_row
+        lowers = _windows(filters, after)
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + _like_escape(search.lower()) + "%"
             # A hit's matched fields may be in the input: a search reads whole records.
             table, columns, build = self.table, _READ_COLUMNS, _row
+            lowers = [None]  # a rare word is rarely in the newest day: one pass
         found: list[RequestRow] = []
         position = after
         fetch = limit + _SLACK
         while len(found) < limit:
-            rows = self._fetch(table, columns, where, dict(params), position, fetch)
+            lower = lowers[0]
+            clause, query_params = where, dict(params)
+            if lower is not None:
+                clause += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
+                query_params["lower"] = lower
+            rows = self._fetch(table, columns, clause, query_params, position, fetch)
             runs = _runs(rows)
             complete = len(rows) < fetch
             if not complete:
@@ -660,10 +678,14 @@ class RequestStore:
             for run in runs:
                 if not any(row[-1] for row in run):
                     found.append(build(run[0]))
+            if runs:
+                last = runs[-1][0]
+                position = (utc(last[1]), str(last[0]))
             if complete:
-                break
-            last = runs[-1][0]
-            position = (utc(last[1]), str(last[0]))
+                # A run shares one created_at, so a window never cuts one.
+                if lower is None:
+                    break
+                lowers = lowers[1:]
         return found[:limit]
 
     def _page_by_metadata(
@@ -690,10 +712,12 @@ class RequestStore:
         found: list[RequestRow] = []
         position = after
         check = limit + _SLACK
+        reading = min(_CANDIDATES_FIRST_PAGES * check, _CANDIDATES)
         while len(found) < limit:
             keys, position, complete = self._candidates(
-                index_where, index_params, position, _CANDIDATES
+                index_where, index_params, position, reading
             )
+            reading = _CANDIDATES
             verified: list[tuple[datetime, str]] = []
             while len(found) < limit and (keys or verified):
                 need = limit - len(found)
@@ -908,6 +932,17 @@ class RequestStore:
                 settings={**self._insert_settings, **settings},
             )
         return count
+
+
+def _windows(filters: RequestFilter, after: tuple[datetime, str] | None) -> list[datetime | None]:
+    """Return the lower bounds a list page tries in turn (see _WINDOWS), ending with none."""
+    anchor = after[0] if after is not None else filters.end or datetime.now(UTC)
+    lowers: list[datetime | None] = [
+        anchor - window
+        for window in _WINDOWS
+        if filters.start is None or anchor - window > filters.start
+    ]
+    return [*lowers, None]
 
 
 def _column_clauses(filters: RequestFilter) -> tuple[list[str], dict[str, Any]]:

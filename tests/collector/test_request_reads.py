@@ -300,3 +300,48 @@ def test_every_field_comes_back_exactly_from_the_packed_items(api: TestClient) -
         "post_process_executed": False,
         "errors": [],
     }
+
+
+def test_pages_walk_across_the_time_windows_without_gaps_or_repeats(api: TestClient) -> None:
+    # Records from an hour ahead (a fast client clock) to 40 days back: pages are read a day
+    # below their anchor first, then 8 days, then without bound, and must not notice.
+    now = datetime.now(UTC).replace(microsecond=0)
+    offsets = [timedelta(hours=-1), *(timedelta(hours=h) for h in (1, 5, 23, 25, 47, 100))]
+    offsets += [timedelta(days=d) for d in (7, 8, 9, 15, 39, 40)]
+    records = [
+        {
+            "id": f"req_w{i:02d}",
+            "created_at": (now - offset).isoformat(),
+            "prompt_name": "odd" if i % 2 else "even",
+            "output": {"i": i},
+        }
+        for i, offset in enumerate(offsets)
+    ]
+    post_batch(api, records)
+    newest_first = [r["id"] for r in sorted(records, key=lambda r: r["created_at"], reverse=True)]
+
+    for limit in (1, 2, 3, 5, 100):
+        for filters, expected in (
+            ({}, newest_first),
+            ({"prompt_name": "odd"}, [i for i in newest_first if int(i[5:]) % 2]),
+            (
+                {"start_date": (now - timedelta(days=10)).isoformat()},
+                [i for i in newest_first if int(i[5:]) < 10],
+            ),
+            (
+                {"end_date": (now - timedelta(days=1)).isoformat()},
+                [i for i in newest_first if int(i[5:]) >= 4],
+            ),
+        ):
+            walked: list[str] = []
+            cursor = None
+            while True:
+                params: dict[str, Any] = {"limit": limit, **filters}
+                if cursor:
+                    params["cursor"] = cursor
+                page = api.get("/v1/requests", params=params).json()
+                walked += [r["id"] for r in page["data"]]
+                cursor = page["pagination"].get("next_cursor")
+                if not cursor:
+                    break
+            assert walked == expected, (limit, filters)
