@@ -15,6 +15,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.requests import RequestRow
+from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
 
 START = datetime(2026, 4, 20, tzinfo=UTC)
@@ -47,24 +48,6 @@ def post_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
     response = api.post("/v1/requests/batch", json={"records": records})
     assert response.status_code in (200, 201, 207), response.text
     assert not response.json()["data"].get("rejected"), response.text
-
-
-def walk(api: TestClient, limit: int, **params: Any) -> list[str]:
-    """Every id of a list, page by page through the cursors."""
-    seen: list[str] = []
-    cursor = None
-    while True:
-        query = {"limit": limit, **params}
-        if cursor:
-            query["cursor"] = cursor
-        response = api.get("/v1/requests", params=query)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        seen += [r["id"] for r in body["data"]]
-        assert len(body["data"]) <= limit
-        cursor = body["pagination"].get("next_cursor")
-        if not cursor:
-            return seen
 
 
 def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.collector.pages import walk
+
 
 def record(**fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
@@ -320,17 +322,7 @@ def test_pages_never_show_unmerged_duplicates_or_tombstoned_records(api: TestCli
     for i in (3, 4, 17):
         api.request("DELETE", "/v1/requests", json={"metadata": {"n": str(i)}})
 
-    walked: list[str] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": 4}
-        if cursor:
-            params["cursor"] = cursor
-        page = api.get("/v1/requests", params=params).json()
-        walked += [r["id"] for r in page["data"]]
-        cursor = page["pagination"].get("next_cursor")
-        if not cursor:
-            break
+    walked = walk(api, 4)
     hits = api.get("/v1/requests/search", params={"query": "column store", "limit": 100})
 
     expected = [f"req_d{i:02d}" for i in reversed(range(25)) if i not in (3, 4, 17)]

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.requests import RequestRow
+from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
 
 START = datetime(2026, 4, 28, tzinfo=UTC)
@@ -333,15 +334,4 @@ def test_pages_walk_across_the_time_windows_without_gaps_or_repeats(api: TestCli
                 [i for i in newest_first if int(i[5:]) >= 4],
             ),
         ):
-            walked: list[str] = []
-            cursor = None
-            while True:
-                params: dict[str, Any] = {"limit": limit, **filters}
-                if cursor:
-                    params["cursor"] = cursor
-                page = api.get("/v1/requests", params=params).json()
-                walked += [r["id"] for r in page["data"]]
-                cursor = page["pagination"].get("next_cursor")
-                if not cursor:
-                    break
-            assert walked == expected, (limit, filters)
+            assert walk(api, limit, **filters) == expected, (limit, filters)
