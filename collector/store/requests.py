@@ -317,6 +317,7 @@ _CANDIDATES = 1000
 # part older than it before reading, where reading newest first still sets up a stream per
 # part. At 10M records (16 parts) a page of one prompt took ~35 ms over the whole log and
 # ~14 ms within a day. A page the window cannot fill goes on below it, from where it stopped.
+# Metadata pages read their index entries the same way (a user's: ~24 -> ~11 ms at 10M).
 _WINDOWS = (timedelta(days=1), timedelta(days=8))
 
 _READ_COLUMNS = (
@@ -713,9 +714,10 @@ class RequestStore:
         position = after
         check = limit + _SLACK
         reading = min(_CANDIDATES_FIRST_PAGES * check, _CANDIDATES)
+        lowers = _windows(filters, after)
         while len(found) < limit:
             keys, position, complete = self._candidates(
-                index_where, index_params, position, reading
+                index_where, index_params, position, reading, lowers[0]
             )
             reading = _CANDIDATES
             verified: list[tuple[datetime, str]] = []
@@ -734,8 +736,11 @@ class RequestStore:
                 # requests refuses one only if the index missed its tombstone.
                 wanted, verified = verified[:need], verified[need:]
                 found += self._read_keys(where, params, wanted)
-            if complete or position is None:
-                break
+            if complete:
+                # The index's window is exhausted: go on below it, or stop at the end.
+                if lowers[0] is None:
+                    break
+                lowers = lowers[1:]
         return found[:limit]
 
     def _index_where(
@@ -799,9 +804,10 @@ class RequestStore:
         params: dict[str, Any],
         after: tuple[datetime, str] | None,
         limit: int,
+        lower: datetime | None = None,
     ) -> tuple[list[tuple[datetime, str]], tuple[datetime, str] | None, bool]:
         """Return live-looking candidate keys from the index, the position after them, and
-        whether the index has no more.
+        whether the index has no more (at or above ``lower``, if given).
 
         As in :meth:`_page_scan`, a run of copies cut by LIMIT is left for the next read.
         """
@@ -809,6 +815,9 @@ class RequestStore:
         while True:
             clause = where
             query_params = {**params, "limit": fetch}
+            if lower is not None:
+                clause += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
+                query_params["lower"] = lower
             if after is not None:
                 clause += (
                     " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"

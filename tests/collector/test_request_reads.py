@@ -304,8 +304,9 @@ def test_every_field_comes_back_exactly_from_the_packed_items(api: TestClient) -
 
 
 def test_pages_walk_across_the_time_windows_without_gaps_or_repeats(api: TestClient) -> None:
-    # Records from an hour ahead (a fast client clock) to 40 days back: pages are read a day
-    # below their anchor first, then 8 days, then without bound, and must not notice.
+    # Records from an hour ahead (a fast client clock) to 40 days back: pages (and a metadata
+    # page's index reads) go a day below their anchor first, then 8 days, then without bound,
+    # and must not notice.
     now = datetime.now(UTC).replace(microsecond=0)
     offsets = [timedelta(hours=-1), *(timedelta(hours=h) for h in (1, 5, 23, 25, 47, 100))]
     offsets += [timedelta(days=d) for d in (7, 8, 9, 15, 39, 40)]
@@ -314,6 +315,7 @@ def test_pages_walk_across_the_time_windows_without_gaps_or_repeats(api: TestCli
             "id": f"req_w{i:02d}",
             "created_at": (now - offset).isoformat(),
             "prompt_name": "odd" if i % 2 else "even",
+            "metadata": {"parity": "odd" if i % 2 else "even", "all": "yes"},
             "output": {"i": i},
         }
         for i, offset in enumerate(offsets)
@@ -325,6 +327,16 @@ def test_pages_walk_across_the_time_windows_without_gaps_or_repeats(api: TestCli
         for filters, expected in (
             ({}, newest_first),
             ({"prompt_name": "odd"}, [i for i in newest_first if int(i[5:]) % 2]),
+            ({"metadata.parity": "odd"}, [i for i in newest_first if int(i[5:]) % 2]),
+            ({"metadata.all": "yes"}, newest_first),
+            (
+                {"metadata.parity": "even", "metadata.all": "yes", "prompt_name": "even"},
+                [i for i in newest_first if int(i[5:]) % 2 == 0],
+            ),
+            (
+                {"metadata.all": "yes", "end_date": (now - timedelta(days=1)).isoformat()},
+                [i for i in newest_first if int(i[5:]) >= 4],
+            ),
             (
                 {"start_date": (now - timedelta(days=10)).isoformat()},
                 [i for i in newest_first if int(i[5:]) < 10],
