@@ -664,11 +664,7 @@ class RequestStore:
         fetch = limit + _SLACK
         while len(found) < limit:
             lower = lowers[0]
-            clause, query_params = where, dict(params)
-            if lower is not None:
-                clause += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
-                query_params["lower"] = lower
-            rows = self._fetch(table, columns, clause, query_params, position, fetch)
+            rows = self._fetch(table, columns, where, dict(params), position, fetch, lower)
             runs = _runs(rows)
             complete = len(rows) < fetch
             if not complete:
@@ -733,7 +729,7 @@ class RequestStore:
                     if others:
                         check = min(check * 2, _CANDIDATES)
                 # The candidates are resolved already: read only as many as the page lacks.
-                # requests refuses one only if the index missed its tombstone.
+                # request_items refuses one only if the index missed its tombstone.
                 wanted, verified = verified[:need], verified[need:]
                 found += self._read_keys(where, params, wanted)
             if complete:
@@ -813,16 +809,8 @@ class RequestStore:
         """
         fetch = limit
         while True:
-            clause = where
             query_params = {**params, "limit": fetch}
-            if lower is not None:
-                clause += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
-                query_params["lower"] = lower
-            if after is not None:
-                clause += (
-                    " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
-                )
-                query_params.update(after_at=after[0], after_id=after[1])
+            clause = _keyset(where, query_params, after, lower)
             rows = [
                 tuple(r)
                 for r in self._client.query(
@@ -869,10 +857,9 @@ class RequestStore:
         params: dict[str, Any],
         after: tuple[datetime, str] | None,
         limit: int,
+        lower: datetime | None = None,
     ) -> list[tuple[Any, ...]]:
-        if after is not None:
-            where += " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
-            params.update(after_at=after[0], after_id=after[1])
+        where = _keyset(where, params, after, lower)
         params["limit"] = limit
         return [
             tuple(r)
@@ -941,6 +928,25 @@ class RequestStore:
                 settings={**self._insert_settings, **settings},
             )
         return count
+
+
+def _keyset(
+    where: str,
+    params: dict[str, Any],
+    after: tuple[datetime, str] | None,
+    lower: datetime | None,
+) -> str:
+    """Narrow ``where`` to keys below the position ``after`` and at or above ``lower``.
+
+    ``params`` receives the values.
+    """
+    if lower is not None:
+        where += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
+        params["lower"] = lower
+    if after is not None:
+        where += " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
+        params.update(after_at=after[0], after_id=after[1])
+    return where
 
 
 def _windows(filters: RequestFilter, after: tuple[datetime, str] | None) -> list[datetime | None]:
