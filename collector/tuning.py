@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import logging
+import os
 import sys
+
+logger = logging.getLogger("promptrail.collector")
 
 # glibc's mallopt parameters (malloc.h).
 _M_MMAP_THRESHOLD = -3
@@ -16,9 +20,10 @@ _M_ARENA_MAX = -8
 
 
 def tune_for_ingest() -> None:
-    """Apply both settings below."""
+    """Apply the settings below; call it before the embedded store is first opened."""
     collect_cycles_less_often()
     map_big_buffers_apart()
+    return_engine_memory_sooner()
 
 
 def collect_cycles_less_often() -> None:
@@ -51,3 +56,19 @@ def map_big_buffers_apart() -> None:
         return
     mallopt(_M_MMAP_THRESHOLD, 4 << 20)
     mallopt(_M_ARENA_MAX, 2)
+
+
+def return_engine_memory_sooner() -> None:
+    """Have the embedded engine's allocator hand freed pages back within a second.
+
+    The chDB engine allocates with its own jemalloc, which keeps freed pages for reuse for
+    5 s by default. Inserts and merges free hundreds of MiB at a time, so at full ingest
+    300-500 MiB of the collector's memory were pages already freed. jemalloc reads its
+    options once, when the engine loads, from ``JE_MALLOC_CONF`` (a value already set
+    wins). Returning them at once (0 ms) cost a third more CPU at full ingest; 1 s cost
+    nothing measurable.
+    """
+    if "chdb" in sys.modules:
+        logger.warning("the embedded engine is already loaded: its allocator keeps its options")
+        return
+    os.environ.setdefault("JE_MALLOC_CONF", "dirty_decay_ms:1000")

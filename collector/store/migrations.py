@@ -26,7 +26,17 @@ from .rollups import (
     REQUEST_TOUCHES,
     REQUEST_TOUCHES_MV,
 )
-from .schema import AddColumn, Backfill, DropIndex, Migration, Table, quote, render, render_database
+from .schema import (
+    AddColumn,
+    Backfill,
+    DropIndex,
+    Migration,
+    ModifySetting,
+    Table,
+    quote,
+    render,
+    render_database,
+)
 
 logger = logging.getLogger("promptrail.store")
 
@@ -107,6 +117,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    # New parts of the log in the compact format (see REQUESTS): an insert holds a third of
+    # the memory.
+    Migration(9, "request_compact_parts", (ModifySetting(REQUESTS, "min_bytes_for_wide_part"),)),
 )
 
 

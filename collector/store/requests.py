@@ -23,6 +23,11 @@ from pydantic_core import to_json
 from .prompts import utc
 from .schema import Table, View, quote
 
+# Records are a few KiB wide: a merge reading every column of many parts at once (the
+# horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from one
+# granule's worth of rows up keeps it under 100 MiB, at no more CPU.
+_VERTICAL_MERGES = "vertical_merge_algorithm_min_rows_to_activate = 8192"
+
 REQUESTS = Table(
     name="requests",
     columns=(
@@ -76,10 +81,15 @@ REQUESTS = Table(
     order_by="(project, created_at, id)",
     sharded=True,
     sharding_key="cityHash64(project, id)",
-    # Records are a few KiB wide: a merge reading every column of many parts at once (the
-    # horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from
-    # one granule's worth of rows up keeps it under 100 MiB, at no more CPU.
-    settings=("vertical_merge_algorithm_min_rows_to_activate = 8192",),
+    settings=(
+        _VERTICAL_MERGES,
+        # An insert writing a part in the wide format (a file per column) holds two 1 MiB
+        # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under
+        # 64 MiB (an insert block is at most 32 MiB) go in the compact format, one file for
+        # all columns: ~60 MiB. Merges into bigger parts write the wide format, where a read
+        # of a few columns skips the others.
+        "min_bytes_for_wide_part = 67108864",
+    ),
 )
 
 # What the list item and the detail show beyond the key, packed into one JSON array each (see
@@ -174,7 +184,7 @@ REQUEST_ITEMS = Table(
     order_by=REQUESTS.order_by,
     sharded=True,
     sharding_key=REQUESTS.sharding_key,
-    settings=("index_granularity = 128", *REQUESTS.settings),
+    settings=("index_granularity = 128", _VERTICAL_MERGES),
 )
 
 REQUEST_ITEMS_MV = View(

@@ -108,12 +108,23 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
+class ModifySetting:
+    """Give a table made before it one storage setting of ``table``'s definition.
+
+    ClickHouse applies a changed MergeTree setting to the parts it writes from then on.
+    """
+
+    table: Table
+    setting: str
+
+
+@dataclass(frozen=True)
 class Migration:
     """A numbered, idempotent schema step."""
 
     version: int
     name: str
-    objects: tuple[Table | View | Backfill | DropIndex | AddColumn, ...] = field(
+    objects: tuple[Table | View | Backfill | DropIndex | AddColumn | ModifySetting, ...] = field(
         default_factory=tuple
     )
 
@@ -138,16 +149,23 @@ def render_database(database: str, cluster: str | None) -> str:
 
 
 def render(
-    obj: Table | View | Backfill | DropIndex | AddColumn, database: str, cluster: str | None
+    obj: Table | View | Backfill | DropIndex | AddColumn | ModifySetting,
+    database: str,
+    cluster: str | None,
 ) -> list[str]:
     """Render the statements of a table, a view, a backfill or an alteration."""
-    if isinstance(obj, DropIndex | AddColumn):
+    if isinstance(obj, DropIndex | AddColumn | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
         alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(
             cluster
         )
         if isinstance(obj, DropIndex):
             return [f"{alter} DROP INDEX IF EXISTS {quote(obj.index)}"]
+        if isinstance(obj, ModifySetting):
+            (setting,) = [
+                s for s in obj.table.settings if s.split("=", 1)[0].strip() == obj.setting
+            ]
+            return [f"{alter} MODIFY SETTING {setting}"]
         (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
         return [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",

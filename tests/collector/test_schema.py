@@ -21,6 +21,7 @@ from promptrail.collector.store.schema import (
     AddColumn,
     Backfill,
     DropIndex,
+    ModifySetting,
     render,
     render_database,
 )
@@ -223,6 +224,23 @@ def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
     )
     assert "version_json" not in PROMPT_VERSIONS.inserted_columns()
     assert PROMPT_VERSIONS.inserted_columns()[-1] == "created_at"
+
+
+def test_new_parts_of_the_log_are_compact_below_64_mib_in_new_and_upgraded_stores() -> None:
+    (table,) = render(REQUESTS, "promptrail", None)
+    (alter,) = render(ModifySetting(REQUESTS, "min_bytes_for_wide_part"), "promptrail", "main")
+    (single,) = render(ModifySetting(REQUESTS, "min_bytes_for_wide_part"), "promptrail", None)
+
+    assert "min_bytes_for_wide_part = 67108864" in table
+    assert alter == (
+        "ALTER TABLE `promptrail`.`requests_local` ON CLUSTER `main` "
+        "MODIFY SETTING min_bytes_for_wide_part = 67108864"
+    )
+    assert single == (
+        "ALTER TABLE `promptrail`.`requests` MODIFY SETTING min_bytes_for_wide_part = 67108864"
+    )
+    # The copy's parts are small and read by key: it keeps ClickHouse's threshold.
+    assert not any("min_bytes_for_wide_part" in s for s in REQUEST_ITEMS.settings)
 
 
 @pytest.mark.parametrize("migration", MIGRATIONS, ids=lambda m: m.name)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from promptrail.collector.tuning import collect_cycles_less_often
+from promptrail.collector.tuning import collect_cycles_less_often, return_engine_memory_sooner
 
 
 @pytest.fixture
@@ -32,3 +36,49 @@ def test_cycle_collection_thresholds_are_raised_but_never_lowered(thresholds: No
     gc.set_threshold(100_000, 50, 50)
     collect_cycles_less_often()
     assert gc.get_threshold() == (100_000, 50, 50)
+
+
+# Opens an embedded store after tuning and prints the engine allocator's decay option.
+_ENGINE_DECAY = """
+import sys, clickhouse_connect
+from promptrail.collector.tuning import tune_for_ingest
+tune_for_ingest()
+client = clickhouse_connect.get_client(dsn="chdb://" + sys.argv[1])
+stats = client.query("SELECT * FROM system.jemalloc_stats").result_rows[0][0]
+print([line.strip() for line in stats.splitlines() if "opt.dirty_decay_ms" in line][0])
+"""
+
+
+def engine_decay(data_path: Path, environ: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _ENGINE_DECAY, str(data_path)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_the_engine_returns_freed_memory_within_a_second(tmp_path: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
+    # Left to itself the engine keeps freed pages 5 s: hundreds of MiB at full ingest.
+    assert engine_decay(tmp_path / "a", {**environ, "JE_MALLOC_CONF": ""}).startswith(
+        "opt.dirty_decay_ms: 5000"
+    )
+    assert engine_decay(tmp_path / "b", environ).startswith("opt.dirty_decay_ms: 1000")
+    # An operator's own allocator options win.
+    mine = {**environ, "JE_MALLOC_CONF": "dirty_decay_ms:250"}
+    assert engine_decay(tmp_path / "c", mine).startswith("opt.dirty_decay_ms: 250")
+
+
+def test_allocator_options_are_left_alone_once_the_engine_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import chdb  # noqa: F401  (this process's engine, as any test's store loads it)
+
+    monkeypatch.delenv("JE_MALLOC_CONF", raising=False)
+    return_engine_memory_sooner()
+    # Too late to take effect: setting it would only mislead a later reader of the variable.
+    assert "JE_MALLOC_CONF" not in os.environ
