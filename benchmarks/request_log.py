@@ -287,19 +287,33 @@ def collector(data_dir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
 class MemoryWatch:
     """Samples a process's RSS every half second in a thread."""
 
+    INTERVAL = 0.5
+
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak = 0.0
+        # (seconds since the watch began, RSS in MiB), for rss.csv in the data dir.
+        self.samples: list[tuple[float, float]] = []
+        self._began = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.5):
+        while not self._stop.wait(self.INTERVAL):
             try:
-                self.peak = max(self.peak, rss_mb(self.pid))
+                rss = rss_mb(self.pid)
             except OSError:
                 return
+            self.peak = max(self.peak, rss)
+            self.samples.append((time.monotonic() - self._began, rss))
+
+    def seconds_above(self, mib: float) -> float:
+        """Time the RSS spent above ``mib`` so far (by the half-second samples)."""
+        return self.INTERVAL * sum(1 for _, rss in self.samples if rss > mib)
+
+    def write(self, path: Path) -> None:
+        path.write_text("".join(f"{t:.1f},{rss:.0f}\n" for t, rss in self.samples))
 
     def stop(self) -> float:
         self._stop.set()
@@ -537,6 +551,7 @@ def write_docs(
     result: IngestResult,
     load: str,
     peak: float,
+    above: float | None,
     results: list[dict[str, Any]],
     explain: str,
     settled: float,
@@ -557,7 +572,13 @@ def write_docs(
         f"load average before the run: {load}.",
         "",
         f"- Ingest: {ingest_summary(args, result)}.",
-        f"- Collector memory (RSS) peak during the whole run: **{peak:.0f} MiB**.",
+        f"- Collector memory (RSS) peak during the whole run: **{peak:.0f} MiB**"
+        + (
+            f"; above 1 GiB for {above:.0f} s of the {result.elapsed:.0f} s ingest"
+            " (samples every 0.5 s in `rss-ingest.csv` of the data dir)."
+            if above is not None
+            else "."
+        ),
         f"- Reads were measured once the machine was quiet (CPUs under 15% busy over 5 s), "
         f"{settled:.0f} s after the ingest ended or the collector started, and once the "
         f"analytics rollup had sealed every hour written ({sealing}).",
@@ -611,21 +632,27 @@ def main() -> None:
         if args.reuse:
             loaded = json.loads(saved.read_text())
             result, ingest_peak = IngestResult(**loaded["result"]), loaded["peak"]
+            above = loaded.get("above_1gib")
             args.batch, args.workers = loaded["batch"], loaded["workers"]
         else:
             result = ingest(base, args.records, args.batch, args.workers, process.pid)
             ingest_peak = watch.peak
+            above = watch.seconds_above(1024)
+            watch.write(data_dir / "rss-ingest.csv")
             saved.write_text(
                 json.dumps(
                     {
                         "result": asdict(result),
                         "peak": ingest_peak,
+                        "above_1gib": above,
                         "batch": args.batch,
                         "workers": args.workers,
                     }
                 )
             )
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
+        if above is not None:
+            print(f"ingest: RSS above 1 GiB for {above:.0f} s", flush=True)
         results: list[dict[str, Any]] = []
         settled = 0.0
         sealing = "not measured"
@@ -643,7 +670,7 @@ def main() -> None:
     explain = explain_search(data_dir)
     print(explain)
     if args.write_docs:
-        write_docs(args, result, load, peak, results, explain, settled, sealing)
+        write_docs(args, result, load, peak, above, results, explain, settled, sealing)
         print(f"wrote {DOCS}")
 
 

@@ -63,7 +63,7 @@ def return_engine_memory_sooner() -> None:
 
     The chDB engine allocates with its own jemalloc, which keeps freed pages for reuse for
     5 s by default. Inserts and merges free hundreds of MiB at a time, so at full ingest
-    300-500 MiB of the collector's memory were pages already freed. jemalloc reads its
+    300-700 MiB of the collector's memory were pages already freed. jemalloc reads its
     options once, when the engine loads, from ``JE_MALLOC_CONF`` (a value already set
     wins). Returning them at once (0 ms) cost a third more CPU at full ingest; 1 s cost
     nothing measurable.
