@@ -292,7 +292,7 @@ class MemoryWatch:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak = 0.0
-        # (seconds since the watch began, RSS in MiB), for rss.csv in the data dir.
+        # (seconds since the watch began, RSS in MiB), for rss-ingest.csv in the data dir.
         self.samples: list[tuple[float, float]] = []
         self._began = time.monotonic()
         self._stop = threading.Event()

@@ -118,15 +118,17 @@ class ModifySetting:
     setting: str
 
 
+# What a migration is made of: each renders to its statements (see render).
+SchemaObject = Table | View | Backfill | DropIndex | AddColumn | ModifySetting
+
+
 @dataclass(frozen=True)
 class Migration:
     """A numbered, idempotent schema step."""
 
     version: int
     name: str
-    objects: tuple[Table | View | Backfill | DropIndex | AddColumn | ModifySetting, ...] = field(
-        default_factory=tuple
-    )
+    objects: tuple[SchemaObject, ...] = field(default_factory=tuple)
 
 
 _COMPUTED = re.compile(r"\s(MATERIALIZED|ALIAS)\s")
@@ -148,11 +150,7 @@ def render_database(database: str, cluster: str | None) -> str:
     return f"CREATE DATABASE IF NOT EXISTS {quote(database)}{_on_cluster(cluster)}"
 
 
-def render(
-    obj: Table | View | Backfill | DropIndex | AddColumn | ModifySetting,
-    database: str,
-    cluster: str | None,
-) -> list[str]:
+def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
     """Render the statements of a table, a view, a backfill or an alteration."""
     if isinstance(obj, DropIndex | AddColumn | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
