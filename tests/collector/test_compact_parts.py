@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
-from tests.collector.upgrades import store_before
+from promptrail.collector.store.requests import RequestRow
+from tests.collector.upgrades import insert_rows, store_before
 
 START = datetime(2026, 5, 4, tzinfo=UTC)
 
@@ -52,15 +52,6 @@ def newest_part(settings: Settings) -> tuple[str, int]:
         client.close()
 
 
-def insert(settings: Settings, batch: list[RequestRow]) -> None:
-    values = [{name: getattr(r, name) for name in RequestRow.__dataclass_fields__} for r in batch]
-    client = open_client(settings.store_url)
-    try:
-        RequestStore(client, settings.database).insert([encode_rows("default", values)])
-    finally:
-        client.close()
-
-
 def test_an_upgraded_log_writes_new_parts_compact_and_reads_them(settings: Settings) -> None:
     before = rows("before", 1_000)
     # Migration 3 makes the log from today's definition: put back the old releases' setting.
@@ -72,7 +63,7 @@ def test_an_upgraded_log_writes_new_parts_compact_and_reads_them(settings: Setti
     app = create_app(settings)  # start-up applies migration 9
     with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
         after = rows("after", 1_000)
-        insert(settings, after)
+        insert_rows(settings, after)
         # One file for all columns: the insert holds a third of the memory (see REQUESTS).
         assert newest_part(settings) == ("Compact", 1_000)
 

@@ -31,9 +31,18 @@ def store_before(
             assert migrations.migrate(client, settings.database) == [m.version for m in before]
         for statement in statements:
             client.command(statement)
-        values = [
-            {name: getattr(row, name) for name in RequestRow.__dataclass_fields__} for row in rows
-        ]
+    finally:
+        client.close()
+    insert_rows(settings, rows)
+
+
+def insert_rows(settings: Settings, rows: Iterable[RequestRow]) -> None:
+    """Store ``rows`` for project default straight through the store, in one insert."""
+    values = [
+        {name: getattr(row, name) for name in RequestRow.__dataclass_fields__} for row in rows
+    ]
+    client = open_client(settings.store_url)
+    try:
         RequestStore(client, settings.database).insert([encode_rows("default", values)])
     finally:
         client.close()
