@@ -17,6 +17,16 @@ logger = logging.getLogger("promptrail.store")
 
 _lock = threading.Lock()
 
+# Server settings of the embedded engine, read once, when it loads in this process. Two merges
+# run at a time instead of four (a pool of 2, ClickHouse's ratio of 2): each merge holds
+# 100-270 MiB, and four at once took the collector past 1 GiB at full ingest. With half the
+# merges under way, ingest at 1M records also ran faster (10.5k against 9.1k records/s),
+# the merges catching up after it.
+_ENGINE_OPTIONS = {
+    "background_pool_size": "2",
+    "background_merges_mutations_concurrency_ratio": "1",
+}
+
 
 class StoreLocked(RuntimeError):
     """The embedded store's data directory is held by another process."""
@@ -32,7 +42,7 @@ def open_client(url: str) -> Client:
         try:
             if url.startswith("chdb://"):
                 with _native_stderr_to_log():
-                    return clickhouse_connect.get_client(dsn=url)
+                    return clickhouse_connect.get_client(dsn=url, chdb_options=_ENGINE_OPTIONS)
             return clickhouse_connect.get_client(dsn=url, autogenerate_session_id=False)
         except Exception as exc:
             if url.startswith("chdb://") and _is_lock_error(exc):

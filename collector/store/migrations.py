@@ -120,6 +120,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     # New parts of the log in the compact format (see REQUESTS): an insert holds a third of
     # the memory.
     Migration(9, "request_compact_parts", (ModifySetting(REQUESTS, "min_bytes_for_wide_part"),)),
+    # Merges of the log and its copies take at most 10 parts at once: each holds less memory.
+    Migration(
+        10,
+        "request_merge_width",
+        tuple(
+            ModifySetting(table, "max_parts_to_merge_at_once")
+            for table in (REQUESTS, REQUEST_ITEMS, REQUEST_METADATA)
+        ),
+    ),
 )
 
 

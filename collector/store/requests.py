@@ -28,6 +28,12 @@ from .schema import Table, View, quote
 # granule's worth of rows up keeps it under 100 MiB, at no more CPU.
 _VERTICAL_MERGES = "vertical_merge_algorithm_min_rows_to_activate = 8192"
 
+# A merge holds buffers for every part it reads, so its memory grows with the number of parts
+# (38 small parts of the log: ~260 MiB; 11: ~165 MiB), not with their size. Under full ingest
+# parts pile up while bigger merges run, and ClickHouse merges up to 100 at once: more,
+# narrower merges keep each one near 100-150 MiB.
+_MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
+
 REQUESTS = Table(
     name="requests",
     columns=(
@@ -83,6 +89,7 @@ REQUESTS = Table(
     sharding_key="cityHash64(project, id)",
     settings=(
         _VERTICAL_MERGES,
+        _MERGE_AT_MOST,
         # An insert writing a part in the wide format (a file per column) holds two 1 MiB
         # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under
         # 64 MiB (an insert block is at most 32 MiB) go in the compact format, one file for
@@ -184,7 +191,7 @@ REQUEST_ITEMS = Table(
     order_by=REQUESTS.order_by,
     sharded=True,
     sharding_key=REQUESTS.sharding_key,
-    settings=("index_granularity = 128", _VERTICAL_MERGES),
+    settings=("index_granularity = 128", _VERTICAL_MERGES, _MERGE_AT_MOST),
 )
 
 REQUEST_ITEMS_MV = View(
@@ -225,6 +232,7 @@ REQUEST_METADATA = Table(
     sharded=True,
     # As ``requests``: a record's entries live on the record's shard.
     sharding_key="cityHash64(project, id)",
+    settings=(_MERGE_AT_MOST,),
 )
 
 # Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
