@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import random
+import string
 import threading
 from concurrent.futures import Future
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from promptrail.collector.config import Settings
 from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.store import Store
 
 
 class GatedInsert:
@@ -97,3 +105,35 @@ def test_close_stores_what_is_pending_and_refuses_more() -> None:
     pending.result(timeout=10)
     with pytest.raises(BufferClosed):
         buffer.submit(b"b")
+
+
+def test_batches_inserted_together_are_all_stored_whole(settings: Settings) -> None:
+    # Batches of ~1.5 MiB: the insert streams them in 1 MiB pieces, cut inside records.
+    rng = random.Random(7)
+    batches = [
+        [
+            RequestRow(
+                id=f"req_b{b}-{i:03d}",
+                created_at=datetime(2026, 5, 4, tzinfo=UTC) + timedelta(seconds=b * 100 + i),
+                output={"content": "".join(rng.choices(string.ascii_letters, k=15_000))},
+                metadata={"batch": str(b)},
+            )
+            for i in range(100)
+        ]
+        for b in range(3)
+    ]
+    Store.open(settings.store_url, settings.database).close()
+    client = open_client(settings.store_url)
+    try:
+        log = RequestStore(client, settings.database)
+        log.insert([encode_rows("default", [asdict(r) for r in batch]) for batch in batches])
+        for batch in batches:
+            for row in (batch[0], batch[57], batch[-1]):
+                stored = log.get("default", row.id)
+                assert stored is not None and stored.output == row.output
+        count = client.query(
+            f"SELECT count() FROM `{settings.database}`.requests WHERE project = 'default'"
+        ).result_rows[0][0]
+        assert count == 300
+    finally:
+        client.close()
