@@ -490,6 +490,9 @@ def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+_PIECE = 1 << 20
+
+
 def _joined_rows(arrays: Sequence[bytes]) -> Generator[bytes, None, None]:
     """Yield the rows of several encoded batches as one comma-separated stream, 1 MiB at a time.
 
@@ -502,9 +505,6 @@ def _joined_rows(arrays: Sequence[bytes]) -> Generator[bytes, None, None]:
         rows = memoryview(array)[1:-1]
         for start in range(0, len(rows), _PIECE):
             yield bytes(rows[start : start + _PIECE])
-
-
-_PIECE = 1 << 20
 
 
 def _clickhouse_time(at: datetime) -> float:
