@@ -13,8 +13,7 @@ import pytest
 
 from promptrail.collector.config import Settings
 from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
-from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.requests import RequestRow, encode_rows
 from promptrail.collector.store.store import Store
 
 
@@ -122,18 +121,17 @@ def test_batches_inserted_together_are_all_stored_whole(settings: Settings) -> N
         ]
         for b in range(3)
     ]
-    Store.open(settings.store_url, settings.database).close()
-    client = open_client(settings.store_url)
+    store = Store.open(settings.store_url, settings.database)
     try:
-        log = RequestStore(client, settings.database)
-        log.insert([encode_rows("default", [asdict(r) for r in batch]) for batch in batches])
+        arrays = [encode_rows("default", [asdict(r) for r in batch]) for batch in batches]
+        store.requests.insert(arrays)
         for batch in batches:
             for row in (batch[0], batch[57], batch[-1]):
-                stored = log.get("default", row.id)
+                stored = store.requests.get("default", row.id)
                 assert stored is not None and stored.output == row.output
-        count = client.query(
+        count = store.client.query(
             f"SELECT count() FROM `{settings.database}`.requests WHERE project = 'default'"
         ).result_rows[0][0]
         assert count == 300
     finally:
-        client.close()
+        store.close()
