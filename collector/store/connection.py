@@ -18,7 +18,8 @@ logger = logging.getLogger("promptrail.store")
 _lock = threading.Lock()
 
 # Server settings of the embedded engine, read once, when it loads in this process. Two merges
-# run at a time instead of four (a pool of 2, ClickHouse's ratio of 2): each merge holds
+# run at a time instead of four (chDB's pool of 2 on 2 cores times ClickHouse's ratio of 2;
+# the pool is set too, so that a bigger machine runs two as well): each merge holds
 # 100-270 MiB, and four at once took the collector past 1 GiB at full ingest. With half the
 # merges under way, ingest at 1M records also ran faster (10.5k against 9.1k records/s),
 # the merges catching up after it.

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.store import Store
+from tests.collector.engines import run_script
 from tests.collector.upgrades import store_before
 
 # The tables every logged record is written to.
@@ -27,15 +26,8 @@ print(client.query(
 
 
 def test_the_embedded_engine_runs_two_merges_at_a_time(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _MERGE_SLOTS, str(tmp_path / "clickhouse")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
     # Left to itself the engine runs four on this machine (its pool of 2, ratio 2).
-    assert done.stdout.strip() == "2"
+    assert run_script(_MERGE_SLOTS, str(tmp_path / "clickhouse")) == "2"
 
 
 def merge_widths(settings: Settings) -> dict[str, str | None]:

@@ -6,15 +6,15 @@ import random
 import string
 import threading
 from concurrent.futures import Future
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from promptrail.collector.config import Settings
 from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
-from promptrail.collector.store.requests import RequestRow, encode_rows
+from promptrail.collector.store.requests import RequestRow
 from promptrail.collector.store.store import Store
+from tests.collector.upgrades import encoded
 
 
 class GatedInsert:
@@ -123,8 +123,7 @@ def test_batches_inserted_together_are_all_stored_whole(settings: Settings) -> N
     ]
     store = Store.open(settings.store_url, settings.database)
     try:
-        arrays = [encode_rows("default", [asdict(r) for r in batch]) for batch in batches]
-        store.requests.insert(arrays)
+        store.requests.insert([encoded(batch) for batch in batches])
         for batch in batches:
             for row in (batch[0], batch[57], batch[-1]):
                 stored = store.requests.get("default", row.id)

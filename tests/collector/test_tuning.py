@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from promptrail.collector.tuning import collect_cycles_less_often, return_engine_memory_sooner
+from tests.collector.engines import run_script
 
 
 @pytest.fixture
@@ -50,15 +49,7 @@ print([line.strip() for line in stats.splitlines() if "opt.dirty_decay_ms" in li
 
 
 def engine_decay(data_path: Path, environ: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", _ENGINE_DECAY, str(data_path)],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return done.stdout.strip()
+    return run_script(_ENGINE_DECAY, str(data_path), env=environ)
 
 
 def test_the_engine_returns_freed_memory_within_a_second(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 
 import pytest
 
@@ -36,14 +37,16 @@ def store_before(
     insert_rows(settings, rows)
 
 
+def encoded(rows: Iterable[RequestRow]) -> bytes:
+    """``rows`` of project default, encoded for :meth:`RequestStore.insert`."""
+    return encode_rows("default", [asdict(row) for row in rows])
+
+
 def insert_rows(settings: Settings, rows: Iterable[RequestRow]) -> None:
     """Store ``rows`` for project default straight through the store, in one insert."""
-    values = [
-        {name: getattr(row, name) for name in RequestRow.__dataclass_fields__} for row in rows
-    ]
     client = open_client(settings.store_url)
     try:
-        RequestStore(client, settings.database).insert([encode_rows("default", values)])
+        RequestStore(client, settings.database).insert([encoded(rows)])
     finally:
         client.close()
 
