@@ -129,6 +129,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             for table in (REQUESTS, REQUEST_ITEMS, REQUEST_METADATA)
         ),
     ),
+    # The copies merge column by column too: a merge of the items holds a third of the
+    # memory (see requests._VERTICAL_MERGES).
+    Migration(
+        11,
+        "request_vertical_merges",
+        (
+            ModifySetting(REQUEST_ITEMS, "vertical_merge_algorithm_min_columns_to_activate"),
+            ModifySetting(REQUEST_METADATA, "vertical_merge_algorithm_min_rows_to_activate"),
+            ModifySetting(REQUEST_METADATA, "vertical_merge_algorithm_min_columns_to_activate"),
+        ),
+    ),
 )
 
 

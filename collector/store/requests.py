@@ -26,7 +26,12 @@ from .schema import Table, View, quote
 # Records are a few KiB wide: a merge reading every column of many parts at once (the
 # horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from one
 # granule's worth of rows up keeps it under 100 MiB, at no more CPU.
-_VERTICAL_MERGES = "vertical_merge_algorithm_min_rows_to_activate = 8192"
+# ClickHouse merges column by column only tables with 11 columns or more left to gather
+# (neither copy has): there a merge of 9 parts of the items held 86 MiB, column by column 30.
+_VERTICAL_MERGES = (
+    "vertical_merge_algorithm_min_rows_to_activate = 8192",
+    "vertical_merge_algorithm_min_columns_to_activate = 1",
+)
 
 # A merge holds buffers for every part it reads, so its memory grows with the number of parts
 # (38 small parts of the log: ~260 MiB; 11: ~165 MiB), not with their size. Under full ingest
@@ -88,8 +93,12 @@ REQUESTS = Table(
     sharded=True,
     sharding_key="cityHash64(project, id)",
     settings=(
-        _VERTICAL_MERGES,
+        *_VERTICAL_MERGES,
         _MERGE_AT_MOST,
+        # A merge reads a granule of every part at once, column by column: with ClickHouse's
+        # 10 MiB granules (~5,000 records) a merge of 9 parts held ~140 MiB, with 2 MiB ~55.
+        # Fixed when the table is made: stores made before keep 10 MiB (docs/deploy.md).
+        "index_granularity_bytes = 2097152",
         # An insert writing a part in the wide format (a file per column) holds two 1 MiB
         # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under
         # 64 MiB (an insert block is at most 32 MiB) go in the compact format, one file for
@@ -156,12 +165,13 @@ def _pack(fields: Sequence[tuple[str, str]]) -> str:
     return "concat('[', " + ", ',', ".join(parts) + ", ']')"
 
 
-# The records as lists and details read them, in granules of 128 rows instead of ~5,000.
-# ClickHouse reads whole granules, and a granule of ``requests`` holds ~5,000 records (its byte
-# cap counts the search text too): a page of a user's records spread over a month, or one
-# detail, decompressed ~5 MB of outputs per record shown (28 records ~100 ms at 10M). Here a
-# record shown costs ~140 KB. Every column a keyed read touches has its own cost per granule
-# (a seek, a compressed block, marks), so what a list item shows is one packed JSON array
+# The records as lists and details read them, in granules of 128 rows instead of ~1,000.
+# ClickHouse reads whole granules, and a granule of ``requests`` holds 2 MiB, ~1,000 records
+# (10 MiB in stores made before migration 11; the byte cap counts the search text too): a
+# page of a user's records spread over a month, or one detail, decompressed 2-10 MB of
+# outputs per record shown (28 records ~100 ms at 10M with 10 MiB granules). Here a record
+# shown costs ~140 KB. Every column a keyed read touches has its own cost per granule (a
+# seek, a compressed block, marks), so what a list item shows is one packed JSON array
 # (``item``) and what the detail adds another (``detail``): a page reads 5 columns, not 12.
 # The filter columns stay plain. ``requests`` keeps what scans over many records need: search
 # and its text index, exports, deletes, the analytics read from the log. Filled by a view from
@@ -191,7 +201,7 @@ REQUEST_ITEMS = Table(
     order_by=REQUESTS.order_by,
     sharded=True,
     sharding_key=REQUESTS.sharding_key,
-    settings=("index_granularity = 128", _VERTICAL_MERGES, _MERGE_AT_MOST),
+    settings=("index_granularity = 128", *_VERTICAL_MERGES, _MERGE_AT_MOST),
 )
 
 REQUEST_ITEMS_MV = View(
@@ -232,7 +242,7 @@ REQUEST_METADATA = Table(
     sharded=True,
     # As ``requests``: a record's entries live on the record's shard.
     sharding_key="cityHash64(project, id)",
-    settings=(_MERGE_AT_MOST,),
+    settings=(*_VERTICAL_MERGES, _MERGE_AT_MOST),
 )
 
 # Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
