@@ -97,7 +97,8 @@ REQUESTS = Table(
         _MERGE_AT_MOST,
         # A merge reads a granule of every part at once, column by column: with ClickHouse's
         # 10 MiB granules (~5,000 records) a merge of 9 parts held ~140 MiB, with 2 MiB ~55.
-        # Fixed when the table is made: stores made before keep 10 MiB (docs/deploy.md).
+        # Fixed when the table is made: stores made before migration 11 keep 10 MiB
+        # (docs/deploy.md).
         "index_granularity_bytes = 2097152",
         # An insert writing a part in the wide format (a file per column) holds two 1 MiB
         # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under

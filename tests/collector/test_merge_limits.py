@@ -22,7 +22,6 @@ TABLES = ("requests", "request_items", "request_metadata")
 _MERGE_SLOTS = """
 import sys
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow
 client = open_client("chdb://" + sys.argv[1])
 client.command("CREATE TABLE slots (x UInt8) ENGINE = MergeTree ORDER BY x")
 print(client.query(
@@ -89,7 +88,7 @@ def test_an_upgraded_store_merges_every_table_of_the_log_column_by_column(
     )
     # ClickHouse's defaults: column by column only with 11 columns to gather, which the
     # copies never have, so their merges read every column of every part at once. (The log
-    # itself has 24 to gather.)
+    # itself has more.)
     assert [table_setting(settings, columns)[table] for table in copies] == [None, None]
     assert table_setting(settings, rows)["request_metadata"] is None
 
