@@ -25,9 +25,9 @@ from .schema import Table, View, quote
 
 # Records are a few KiB wide: a merge reading every column of many parts at once (the
 # horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from one
-# granule's worth of rows up keeps it under 100 MiB, at no more CPU.
-# ClickHouse merges column by column only tables with 11 columns or more left to gather
-# (neither copy has): there a merge of 9 parts of the items held 86 MiB, column by column 30.
+# granule's worth of rows up keeps it under 100 MiB, at no more CPU. By default ClickHouse
+# only does so with 11 columns or more to gather beside the key, which neither copy has: a
+# merge of 9 parts of the items held 86 MiB at once, 30 column by column.
 _VERTICAL_MERGES = (
     "vertical_merge_algorithm_min_rows_to_activate = 8192",
     "vertical_merge_algorithm_min_columns_to_activate = 1",
@@ -36,7 +36,7 @@ _VERTICAL_MERGES = (
 # A merge holds buffers for every part it reads, so its memory grows with the number of parts
 # (38 small parts of the log: ~260 MiB; 11: ~165 MiB), not with their size. Under full ingest
 # parts pile up while bigger merges run, and ClickHouse merges up to 100 at once: more,
-# narrower merges keep each one near 100-150 MiB.
+# narrower merges keep each one bounded.
 _MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
 
 REQUESTS = Table(

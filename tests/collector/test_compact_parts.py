@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import random
-import string
-from datetime import UTC, datetime, timedelta
-
 from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow
-from tests.collector.upgrades import insert_rows, store_before
+from tests.collector.upgrades import insert_rows, store_before, wide_rows
 
-START = datetime(2026, 5, 4, tzinfo=UTC)
-
-
-def rows(prefix: str, count: int) -> list[RequestRow]:
-    """``count`` records of ~20 KiB each: a part of ~20 MiB, over ClickHouse's default wide
-    threshold (10 MiB) and under the log's (64 MiB)."""
-    rng = random.Random(prefix)
-    return [
-        RequestRow(
-            id=f"req_{prefix}-{i:04d}",
-            created_at=START + timedelta(minutes=i),
-            prompt_name="support",
-            input_variables={"q": f"question {i}"},
-            # Random letters: compression must not make the part small.
-            output={
-                "content": f"{prefix}marker{i}end "
-                + "".join(rng.choices(string.ascii_letters, k=20_000))
-            },
-            metadata={"batch": prefix},
-        )
-        for i in range(count)
-    ]
+# Records of ~20 KiB: 1,000 make a part of ~20 MiB, over ClickHouse's default wide threshold
+# (10 MiB) and under the log's (64 MiB).
+RECORDS, CHARS = 1_000, 20_000
 
 
 def newest_part(settings: Settings) -> tuple[str, int]:
@@ -53,7 +29,7 @@ def newest_part(settings: Settings) -> tuple[str, int]:
 
 
 def test_an_upgraded_log_writes_new_parts_compact_and_reads_them(settings: Settings) -> None:
-    before = rows("before", 1_000)
+    before = wide_rows("before", RECORDS, CHARS)
     # Migration 3 makes the log from today's definition: put back the old releases' setting.
     reset = f"ALTER TABLE `{settings.database}`.requests RESET SETTING min_bytes_for_wide_part"
     store_before(settings, 9, before, statements=[reset])
@@ -62,7 +38,7 @@ def test_an_upgraded_log_writes_new_parts_compact_and_reads_them(settings: Setti
 
     app = create_app(settings)  # start-up applies migration 9
     with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
-        after = rows("after", 1_000)
+        after = wide_rows("after", RECORDS, CHARS)
         insert_rows(settings, after)
         # One file for all columns: the insert holds a third of the memory (see REQUESTS).
         assert newest_part(settings) == ("Compact", 1_000)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import random
-import string
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow
 from promptrail.collector.store.store import Store
 from tests.collector.engines import run_script
-from tests.collector.upgrades import encoded, store_before
+from tests.collector.upgrades import assert_stored_whole, encoded, store_before, wide_rows
 
 # The tables every logged record is written to.
 TABLES = ("requests", "request_items", "request_metadata")
@@ -100,15 +96,7 @@ def test_an_upgraded_store_merges_every_table_of_the_log_column_by_column(
 def test_new_parts_of_the_log_hold_granules_of_at_most_two_mib(settings: Settings) -> None:
     # ~10 KB stored per record (output and its search text): 2 MiB is ~200 of them, where
     # ClickHouse's 10 MiB granules would take ~1,000 (here all 1,200, or 600).
-    rng = random.Random(3)
-    rows = [
-        RequestRow(
-            id=f"req_g{i:04d}",
-            created_at=datetime(2026, 5, 4, tzinfo=UTC) + timedelta(seconds=i),
-            output={"content": "".join(rng.choices(string.ascii_letters, k=5_000))},
-        )
-        for i in range(1_200)
-    ]
+    rows = wide_rows("g", 1_200, 5_000)
     store = Store.open(settings.store_url, settings.database)
     try:
         store.requests.insert([encoded(rows)])
@@ -120,9 +108,6 @@ def test_new_parts_of_the_log_hold_granules_of_at_most_two_mib(settings: Setting
         assert (parts, records) == (1, 1_200)
         granules = marks - 1  # the last mark closes the part
         assert records / granules < 300
-        # Still whole: the first, a middle and the last record read back exactly.
-        for row in (rows[0], rows[611], rows[-1]):
-            stored = store.requests.get("default", row.id)
-            assert stored is not None and stored.output == row.output
+        assert_stored_whole(store, rows)
     finally:
         store.close()

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import random
-import string
 import threading
 from concurrent.futures import Future
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from promptrail.collector.config import Settings
 from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
-from promptrail.collector.store.requests import RequestRow
 from promptrail.collector.store.store import Store
-from tests.collector.upgrades import encoded
+from tests.collector.upgrades import assert_stored_whole, encoded, wide_rows
 
 
 class GatedInsert:
@@ -108,26 +104,12 @@ def test_close_stores_what_is_pending_and_refuses_more() -> None:
 
 def test_batches_inserted_together_are_all_stored_whole(settings: Settings) -> None:
     # Batches of ~1.5 MiB: the insert streams them in 1 MiB pieces, cut inside records.
-    rng = random.Random(7)
-    batches = [
-        [
-            RequestRow(
-                id=f"req_b{b}-{i:03d}",
-                created_at=datetime(2026, 5, 4, tzinfo=UTC) + timedelta(seconds=b * 100 + i),
-                output={"content": "".join(rng.choices(string.ascii_letters, k=15_000))},
-                metadata={"batch": str(b)},
-            )
-            for i in range(100)
-        ]
-        for b in range(3)
-    ]
+    batches = [wide_rows(f"b{b}", 100, 15_000) for b in range(3)]
     store = Store.open(settings.store_url, settings.database)
     try:
         store.requests.insert([encoded(batch) for batch in batches])
         for batch in batches:
-            for row in (batch[0], batch[57], batch[-1]):
-                stored = store.requests.get("default", row.id)
-                assert stored is not None and stored.output == row.output
+            assert_stored_whole(store, batch)
         count = store.client.query(
             f"SELECT count() FROM `{settings.database}`.requests WHERE project = 'default'"
         ).result_rows[0][0]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+import string
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,6 +14,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.store import Store
 
 
 def store_before(
@@ -35,6 +39,37 @@ def store_before(
     finally:
         client.close()
     insert_rows(settings, rows)
+
+
+def wide_rows(prefix: str, count: int, chars: int) -> list[RequestRow]:
+    """``count`` records a minute apart, each with ``chars`` random letters of output.
+
+    Random letters, so that compression does not make their parts small. An output starts
+    with ``<prefix>marker<i>end``, a word search finds in that record alone; ids are
+    ``req_<prefix>-<i:04d>`` and the metadata is ``{"batch": prefix}``.
+    """
+    rng = random.Random(prefix)
+    return [
+        RequestRow(
+            id=f"req_{prefix}-{i:04d}",
+            created_at=datetime(2026, 5, 4, tzinfo=UTC) + timedelta(minutes=i),
+            prompt_name="support",
+            input_variables={"q": f"question {i}"},
+            output={
+                "content": f"{prefix}marker{i}end "
+                + "".join(rng.choices(string.ascii_letters, k=chars))
+            },
+            metadata={"batch": prefix},
+        )
+        for i in range(count)
+    ]
+
+
+def assert_stored_whole(store: Store, rows: Sequence[RequestRow]) -> None:
+    """The first, a middle and the last of ``rows`` read back with their exact outputs."""
+    for row in (rows[0], rows[len(rows) // 2 + 7], rows[-1]):
+        stored = store.requests.get("default", row.id)
+        assert stored is not None and stored.output == row.output
 
 
 def encoded(rows: Iterable[RequestRow]) -> bytes:
