@@ -7,7 +7,7 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, field_validator
 
 MAX_TEMPLATE_CHARS = 1024 * 1024
 
@@ -119,6 +119,17 @@ class PromptUpdate(_Input):
     tags: Tags | None = None
     folder: Folder = None
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
+
+    @field_validator(
+        "name", "template", "model", "description", "parameters", "tags", mode="before"
+    )
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        # Every version has these: null would make a version that silently keeps the old
+        # value. Only `folder: null` means something (no folder).
+        if value is None:
+            raise ValueError("must not be null; leave the field out to keep its value")
+        return value
 
 
 class RollbackRequest(_Input):

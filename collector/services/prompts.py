@@ -342,8 +342,8 @@ class PromptService:
         return label, row.version, at
 
     def remove_label(self, project: str, ref_text: str, label: str) -> None:
-        """Detach a label; 404 LABEL_NOT_FOUND when it is not attached."""
-        self._check_settable(label)
+        """Detach a label; 404 LABEL_NOT_FOUND when it is not attached (however it is spelt)."""
+        self._check_removable(label)
         prompt_id = self._live_id(project, ref_text)
         if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
             raise LabelNotFound(ref_text, label)
@@ -397,6 +397,12 @@ class PromptService:
             check_label(label)
         except ValueError as exc:
             raise ValidationFailed("label", str(exc)) from None
+        PromptService._check_removable(label)
+
+    @staticmethod
+    def _check_removable(label: str) -> None:
+        # A label a path looks up is only ever not found, whatever its spelling (as a prompt
+        # name is); `latest` is the exception: it always exists and can never be detached.
         if label == LATEST:
             raise ValidationFailed(
                 "label", "'latest' is reserved: it always means the newest version"

@@ -74,6 +74,11 @@ _JSON_LINE = (
     "',\"latency_ms\":', toString(latency_ms), ',\"error\":', toJSONString(error), '}}') AS line"
 )
 
+# The CSV select names its formatted columns (created_at as text, status as text) after the
+# stored ones, so the header reads as the log does; ClickHouse would otherwise resolve the
+# filter's and the sort's `created_at` to the text and compare a string with a date.
+_COLUMNS_BEFORE_ALIASES = {"prefer_column_name_to_alias": 1}
+
 
 @dataclass(frozen=True)
 class ExportJob:
@@ -190,14 +195,16 @@ class ExportStore:
             self._client.command(
                 f"INSERT INTO FUNCTION file({{path:String}}, '{output_format}') {select}",
                 parameters={**params, "path": str(path)},
-                settings={"engine_file_truncate_on_insert": 1},
+                settings={**_COLUMNS_BEFORE_ALIASES, "engine_file_truncate_on_insert": 1},
             )
             if not path.exists():
                 # ClickHouse writes no file for an empty result: a CSV still gets its header.
                 self._write_empty(select, params, fmt, path)
         else:
             # A server streams the formatted bytes over HTTP into the shared export dir.
-            stream = self._client.raw_stream(select, parameters=params, fmt=output_format)
+            stream = self._client.raw_stream(
+                select, parameters=params, settings=_COLUMNS_BEFORE_ALIASES, fmt=output_format
+            )
             with path.open("wb") as handle:
                 for chunk in stream:
                     handle.write(chunk)
@@ -207,5 +214,7 @@ class ExportStore:
         if fmt != "csv":
             path.touch()
             return
-        names = self._client.query(f"{select} LIMIT 0", parameters=params).column_names
+        names = self._client.query(
+            f"{select} LIMIT 0", parameters=params, settings=_COLUMNS_BEFORE_ALIASES
+        ).column_names
         path.write_text(",".join(f'"{name}"' for name in names) + "\n")
