@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi.responses import RedirectResponse
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
@@ -84,21 +86,33 @@ def create_app(
             services.close()
             logger.info("store closed")
 
-    app = FastAPI(
+    # /docs and /redoc load their scripts and styles from the collector itself (the pinned
+    # fastapi-offline package), not from a CDN: they work offline and in air-gapped networks.
+    app = FastAPIOffline(
         title="promptrail collector",
         version=__version__,
         description="Prompt registry and LLM request log. Every route is served under "
         "both /v1 and /api/v1.",
         lifespan=lifespan,
+        static_url="/docs/assets",
+        favicon_url="/docs/assets/favicon.png",
+        # Swagger UI would otherwise send the document to validator.swagger.io for a badge.
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(health.router)
+    app.add_api_route("/", _to_docs, include_in_schema=False)
     api = _api_router()
     app.include_router(api, prefix="/v1")
     app.include_router(api, prefix="/api/v1", include_in_schema=False)
     _document_real_errors(app)
     return app
+
+
+async def _to_docs() -> RedirectResponse:
+    """``GET /``: the API reference, until a console takes the root."""
+    return RedirectResponse("/docs")
 
 
 def _document_real_errors(app: FastAPI) -> None:

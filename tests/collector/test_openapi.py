@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
@@ -31,11 +33,48 @@ def openapi(api: TestClient) -> dict[str, Any]:
     return schema
 
 
-def test_docs_page_is_served(api: TestClient) -> None:
-    response = api.get("/docs")
+class _References(HTMLParser):
+    """Collect every URL a page loads or links to: src and href attributes, script URLs."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [
+            value for name, value in attrs if name in ("src", "href", "spec-url") and value
+        ]
+
+    def handle_data(self, data: str) -> None:
+        # Swagger UI is started by an inline script naming the document and its redirect page.
+        self.urls += [
+            part.split("'")[1]
+            for part in data.split("\n")
+            if part.strip().startswith(("url:", "oauth2RedirectUrl:")) and "'" in part
+        ]
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_api_reference_loads_only_assets_the_collector_serves(api: TestClient, page: str) -> None:
+    response = api.get(page)
     assert response.status_code == 200
-    assert "swagger" in response.text.lower()
+    parser = _References()
+    parser.feed(response.text)
+
+    assert "://" not in response.text, "the page names an absolute URL"
+    assert any(url.endswith(".js") for url in parser.urls), parser.urls
+    assert "/openapi.json" in parser.urls
+    for url in parser.urls:
+        absolute = urljoin(f"http://testserver{page}", url)
+        assert urlsplit(absolute).netloc == "testserver", f"{page} loads {url} from elsewhere"
+        assert api.get(absolute).status_code == 200, url
+
+
+def test_root_leads_to_the_api_reference(api: TestClient) -> None:
+    response = api.get("/", follow_redirects=False)
+
+    assert response.status_code in (302, 307)
+    assert response.headers["location"] == "/docs"
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status"), SPEC_ROUTES)
