@@ -2,13 +2,18 @@
 
 promptrail serve [--host H] [--port P] [--data-dir DIR]
 promptrail keys create --project NAME
+promptrail --version
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shlex
+import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,17 +22,46 @@ import httpx
 import typer
 from rich.console import Console
 
+from .. import __version__
 from .config import Settings
 from .runtime import RuntimeInfo, new_admin_token, read_runtime, remove_runtime, write_runtime
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="promptrail collector")
-keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys")
+# Plain help (click's layout): typer's rich panels print a type after every flag, even
+# "--help <bool>". Options that take a value name it in capitals (--port PORT).
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="promptrail collector: a prompt registry and LLM request log.",
+)
+keys_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Manage API keys.")
 app.add_typer(keys_app, name="keys")
 console = Console(stderr=True, soft_wrap=True)
 
+DEFAULT_DATA_DIR = Settings.model_fields["data_dir"].default
+
 DataDir = Annotated[
-    Path | None, typer.Option("--data-dir", help="Embedded store and export files [./data]")
+    Path | None,
+    typer.Option("--data-dir", metavar="DIR", help="Embedded store and export files [./data]"),
 ]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"promptrail {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """promptrail collector: a prompt registry and LLM request log."""
 
 
 def _settings(data_dir: Path | None, **overrides: object) -> Settings:
@@ -44,11 +78,18 @@ def _fail(message: str) -> typer.Exit:
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Interface to bind [127.0.0.1]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [8000]")] = None,
+    host: Annotated[
+        str | None, typer.Option(metavar="HOST", help="Interface to bind [127.0.0.1]")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(metavar="PORT", help="Port, 0 for any free one [8000]")
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Start the collector (Ctrl-C or SIGTERM stops it after in-flight requests finish)."""
+    """Start the collector.
+
+    Ctrl-C or SIGTERM stops it after in-flight requests finish.
+    """
     import uvicorn
 
     from .app import create_app, open_services
@@ -61,7 +102,11 @@ def serve(
     )
     if settings.is_embedded and read_runtime(settings.data_dir) is not None:
         raise _fail(f"a collector is already running on {settings.data_dir.resolve()}")
-    base_url = f"http://{settings.host}:{settings.port}"
+    # The port first: a port in use must fail before a one-time key is made and shown (it
+    # would be lost), and the banner must not say "listening" before it is true.
+    listener = _listen(settings.host, settings.port)
+    port = listener.getsockname()[1]
+    base_url = f"http://{_url_host(settings.host)}:{port}"
     token = new_admin_token()
 
     def on_ready(services: object, new_key: str | None) -> None:
@@ -73,21 +118,40 @@ def serve(
     try:
         opened = open_services(settings)
     except StoreLocked as exc:
+        listener.close()
         raise _fail(f"{exc}; stop the other process or pass --data-dir") from None
     except Exception as exc:
+        listener.close()
         raise _fail(f"cannot open the store {settings.store_url}: {exc}") from None
     application = create_app(settings, on_ready=on_ready, opened=opened)
     application.state.admin_token = token
     config = uvicorn.Config(
-        application, host=settings.host, port=settings.port, timeout_graceful_shutdown=30
+        application, host=settings.host, port=port, timeout_graceful_shutdown=30
     )
     # uvicorn drains in-flight requests on SIGTERM, runs the lifespan shutdown (the store
     # closes), then re-raises the signal: make that last step a clean exit, status 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[listener])
     finally:
         remove_runtime(settings.data_dir, os.getpid())
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind and listen on ``host:port`` now; connections wait in the backlog until served."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise _fail(
+            f"cannot listen on {host}:{port}: {reason.lower()}; stop what uses it or pass "
+            "--port (no key was made)"
+        ) from None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -95,7 +159,7 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> None:
-    out = Console()
+    out = Console(soft_wrap=True)  # no line breaks inside a key or a command to copy
     out.print(f"\n[bold]promptrail collector[/bold] listening on {base_url}")
     out.print(f"  store: {settings.store_url} (database {settings.database})")
     out.print(f"  API docs: {base_url}/docs")
@@ -105,18 +169,34 @@ def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> Non
         )
     elif settings.init_api_key:
         out.print("  API key: the one in PROMPTRAIL_INIT_API_KEY (project 'default')")
-    else:
-        out.print("  new API key: promptrail keys create --project default")
+    keys = f"{_this_command()} keys create --project NAME"
+    if settings.data_dir != DEFAULT_DATA_DIR:
+        keys += f" --data-dir {shlex.quote(str(settings.data_dir))}"
+    out.print(f"  new API key: {keys}", highlight=False, markup=False)
     key = new_key or "$PROMPTRAIL_API_KEY"
-    out.print(
-        f"  try: curl -s -H 'Authorization: Bearer {key}' {base_url}/v1/prompts\n",
-        soft_wrap=True,
-    )
+    out.print(f"  try: curl -s -H 'Authorization: Bearer {key}' {base_url}/v1/prompts\n")
+
+
+def _this_command() -> str:
+    """Return this console script as a user types it from the current directory.
+
+    A fresh clone has ``promptrail`` in ``.venv/bin``, not on PATH: the banner names the path.
+    """
+    script = Path(sys.argv[0])
+    if script.name != "promptrail":
+        script = Path(sys.executable).parent / "promptrail"
+    found = shutil.which("promptrail")
+    if found and Path(found).resolve() == script.resolve():
+        return "promptrail"
+    with contextlib.suppress(ValueError):
+        relative = script.resolve().relative_to(Path.cwd().resolve())
+        return shlex.quote(str(relative) if len(relative.parts) > 1 else f"./{relative}")
+    return shlex.quote(str(script.resolve()))
 
 
 @keys_app.command("create")
 def create_key(
-    project: Annotated[str, typer.Option(help="Project the key belongs to")],
+    project: Annotated[str, typer.Option(metavar="NAME", help="Project the key belongs to")],
     data_dir: DataDir = None,
 ) -> None:
     """Create an API key and print it once (it is stored hashed)."""

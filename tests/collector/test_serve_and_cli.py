@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+import promptrail
 
 CLI = Path(sys.executable).parent / "promptrail"
 KEY = "pr-serve-test-key"
@@ -102,32 +105,103 @@ def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> 
     assert gone == 404
 
 
-def test_first_start_prints_a_development_key_that_works(tmp_path: Path) -> None:
+def without_init_key() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PROMPTRAIL_INIT_API_KEY"}
+
+
+@contextmanager
+def first_start(data_dir: Path) -> Iterator[tuple[int, list[str]]]:
+    """Start ``promptrail serve`` with no initial key; yield its port and banner lines."""
     port = free_port()
     process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+        [str(CLI), "serve", "--port", str(port), "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "PROMPTRAIL_INIT_API_KEY"},
+        env=without_init_key(),
     )
     try:
         assert process.stdout is not None
         lines: list[str] = []
-        # uvicorn binds its socket after the application's start-up, then says so.
-        while not any("Uvicorn running on" in line for line in lines):
+        while not any(line.lstrip().startswith("try:") for line in lines):
             line = process.stdout.readline()
             assert line, "".join(lines)
             lines.append(line)
-        keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
-        assert keys, "".join(lines)
-        response = httpx.get(
-            f"http://127.0.0.1:{port}/v1/prompts", headers={"Authorization": f"Bearer {keys[0]}"}
-        )
-        assert response.status_code == 200
+        yield port, lines
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
+
+
+def works(port: int, key: str) -> bool:
+    response = httpx.get(
+        f"http://127.0.0.1:{port}/v1/prompts", headers={"Authorization": f"Bearer {key}"}
+    )
+    return response.status_code == 200
+
+
+def test_first_start_prints_a_development_key_and_a_keys_command_that_work(
+    tmp_path: Path,
+) -> None:
+    with first_start(tmp_path) as (port, lines):
+        # The banner says "listening" once it is true: the port answers by now.
+        assert any(f"listening on http://127.0.0.1:{port}" in line for line in lines)
+        keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
+        assert keys, "".join(lines)
+        assert works(port, keys[0])
+
+        # The banner's command, run as printed (from the same directory), makes a key.
+        command = next(line for line in lines if "keys create" in line).split(": ", 1)[1]
+        made = subprocess.run(
+            shlex.split(command.replace("NAME", "team-b")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert made.returncode == 0, made.stderr
+        assert works(port, made.stdout.strip())
+
+
+def test_a_busy_port_fails_before_a_key_is_made_or_listening_is_claimed(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = subprocess.run(
+            [str(CLI), "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=without_init_key(),
+        )
+
+    output = refused.stdout + refused.stderr
+    assert refused.returncode == 1
+    assert "listening" not in output
+    assert "pr-" not in output
+    assert "Traceback" not in output
+    assert f"127.0.0.1:{port}" in refused.stderr and "in use" in refused.stderr
+    # The one-time key was not made and lost: the next start shows it.
+    with first_start(tmp_path) as (port, lines):
+        keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
+        assert keys, "".join(lines)
+        assert works(port, keys[0])
+
+
+def test_version_and_help_read_as_a_user_expects() -> None:
+    version = cli("--version")
+    helps = [cli(*command, "--help") for command in ([], ["serve"], ["keys", "create"])]
+
+    assert version.returncode == 0
+    assert version.stdout.strip() == f"promptrail {promptrail.__version__}"
+    for shown in helps:
+        assert shown.returncode == 0, shown.stderr
+        assert "--help " in shown.stdout
+        assert "<bool>" not in shown.stdout and "<str>" not in shown.stdout, shown.stdout
+    assert "--port PORT" in helps[1].stdout
+    assert "--project NAME" in helps[2].stdout
 
 
 def test_keys_create_works_with_and_without_a_running_collector(tmp_path: Path) -> None:
