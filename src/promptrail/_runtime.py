@@ -31,7 +31,7 @@ from ._process import Sampler
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer
 from ._stats import CaptureStats
-from .otel import Mask, PromptrailSpanExporter
+from .otel import DEFAULT_MAX_PENDING_BYTES, Mask, PromptrailSpanExporter
 
 logger = logging.getLogger("promptrail")
 
@@ -132,6 +132,7 @@ def init(
     enabled: bool = True,
     sample_rate: float = 1.0,
     mask: Mask | None = None,
+    max_queue_bytes: int | None = None,
     max_queue_size: int = 10_000,
     flush_interval: float = 1.0,
     export_timeout: float = 10.0,
@@ -142,7 +143,10 @@ def init(
     ``tracer_provider``: join that SDK provider (promptrail's spans then reach its other
     processors too) instead of using promptrail's own light spans. ``sample_rate``: the
     share of traces kept. ``mask``: applied to every record before it leaves the process.
-    ``enabled=False`` captures nothing. ``transport``: an httpx transport for shipping
+    ``enabled=False`` captures nothing. ``max_queue_bytes``: the memory records may take
+    while they wait to be shipped (``PROMPTRAIL_MAX_QUEUE_BYTES``, default 64 MiB); past it,
+    new records are dropped and counted. ``max_queue_size``: with ``tracer_provider``, the
+    length of its BatchSpanProcessor's queue. ``transport``: an httpx transport for shipping
     (proxies, tests, benchmarks). Calling ``init`` again replaces the previous configuration
     (flushing it first).
 
@@ -156,10 +160,12 @@ def init(
         if not enabled:
             _pipeline = _Pipeline(trace.NoOpTracer())
             return
+        budget = _queue_budget(max_queue_bytes)
         exporter = PromptrailSpanExporter(
             api_key,
             base_url,
             export_deadline=export_timeout,
+            max_pending_bytes=budget,
             mask=mask,
             stats=_stats,
             transport=transport,
@@ -169,7 +175,7 @@ def init(
                 exporter,
                 _stats,
                 sample_rate=sample_rate,
-                max_queue_size=max_queue_size,
+                max_bytes=budget,
                 flush_interval=flush_interval,
             )
             _pipeline = _Pipeline(CaptureTracer(shipper.on_end), exporter, shipper=shipper)
@@ -187,6 +193,20 @@ def init(
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
+
+
+def _queue_budget(max_queue_bytes: int | None) -> int:
+    if max_queue_bytes is None:
+        value = os.environ.get("PROMPTRAIL_MAX_QUEUE_BYTES", "").strip()
+        try:
+            max_queue_bytes = int(value) if value else DEFAULT_MAX_PENDING_BYTES
+        except ValueError:
+            raise ValueError(
+                f"PROMPTRAIL_MAX_QUEUE_BYTES must be a number of bytes, not {value!r}"
+            ) from None
+    if max_queue_bytes <= 0:
+        raise ValueError("max_queue_bytes must be more than 0")
+    return max_queue_bytes
 
 
 def _ensure() -> _Pipeline:
@@ -263,11 +283,19 @@ def _at_exit() -> None:
 
 
 def stats() -> dict[str, Any]:
-    """Return capture counters: captured, exported, dropped (by reason), pending."""
+    """Return capture counters: captured, exported, pending, dropped (by reason).
+
+    ``captured == exported + pending + dropped_total`` in every snapshot; ``queued`` is the
+    part of ``pending`` not yet taken by the shipper.
+    """
     pipeline = _pipeline
-    pending = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
-    queued = pipeline.queued if pipeline else 0
-    snapshot = _stats.snapshot(pending=pending, queued=queued)
+    with _stats.lock:
+        queued = pipeline.queued if pipeline else 0
+        waiting = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
+        snapshot = {"captured": 0, "exported": 0, **_stats.snapshot()}
+    in_flight = snapshot.pop("in_flight", 0)
+    snapshot["pending"] = queued + in_flight + waiting
+    snapshot["queued"] = queued
     if pipeline is not None and pipeline.shipper is not None:
         # The shipper counts a span as captured once it leaves its queue.
         snapshot["captured"] = snapshot.get("captured", 0) + queued

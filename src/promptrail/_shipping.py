@@ -16,15 +16,26 @@ from collections import deque
 from ._process import Sampler, forget_after_fork, restart_after_fork
 from ._spans import CaptureSpan
 from ._stats import CaptureStats
-from .otel import PromptrailSpanExporter
+from .otel import DEFAULT_MAX_PENDING_BYTES, PromptrailSpanExporter
 
 logger = logging.getLogger("promptrail")
 
 _BATCH = 512
+# A deep queue is shipped in larger batches: fewer posts, so fewer waits for the GIL per
+# record while the application keeps it busy (docs/benchmarks.md, "Burst").
+_DEEP_BATCH = 4096
+# What a queued span holds in memory, estimated from the records shipped so far: a fixed part
+# (the span, its closures, the provider's response object) and a multiple of the record's
+# JSON (its text as Python objects). Measured on a chat call: ~5 KB held for a 600-byte record.
+_SPAN_FIXED_BYTES = 3072
+_SPAN_TEXT_FACTOR = 3
 
 
 class SpanShipper:
-    """Queue ended spans and ship them as records in the background."""
+    """Queue ended spans and ship them as records in the background.
+
+    What waits (spans in the queue, records for the collector) is bounded by ``max_bytes``.
+    """
 
     def __init__(
         self,
@@ -32,14 +43,14 @@ class SpanShipper:
         stats: CaptureStats,
         *,
         sample_rate: float = 1.0,
-        max_queue_size: int = 10_000,
+        max_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         flush_interval: float = 1.0,
     ) -> None:
         self._exporter = exporter
         self._stats = stats
         self._sampler = Sampler(sample_rate)
-        self._max = max(1, max_queue_size)
-        self._batch = min(_BATCH, self._max)
+        self._budget = max(1, max_bytes)
+        self._learn_size()
         self._interval = flush_interval
         self._warned = False
         self._start()
@@ -64,29 +75,37 @@ class SpanShipper:
         """Spans waiting to become records."""
         return len(self._queue)
 
+    @property
+    def queued_bytes(self) -> int:
+        """The estimated memory of the spans waiting to become records."""
+        return len(self._queue) * self._span_bytes
+
     def on_end(self, span: CaptureSpan) -> None:
         """Take an ended span (runs in the application's thread: keep it cheap)."""
         if not self._sampler.keeps(span.trace_id):
             self._stats.add("sampled_out")
             return
-        # Counted as captured when shipped (or dropped): no lock in the application's thread.
+        # Counted as captured when the shipper takes it (or when dropped): no lock here.
         queue = self._queue
-        if len(queue) >= self._max:
+        if (len(queue) + 1) * self._span_bytes + self._exporter.pending_bytes > self._budget:
             self._drop_full()
             return
         queue.append(span)
-        if len(queue) >= self._batch and not self._wake.is_set():
+        if len(queue) >= _BATCH and not self._wake.is_set():
             self._wake.set()
 
     def _drop_full(self) -> None:
-        self._stats.add("captured")
-        self._stats.drop("queue_full")
+        stats = self._stats
+        with stats.lock:
+            stats.add("captured")
+            stats.drop("queue_full")
         if not self._warned:
             self._warned = True
             logger.warning(
-                "promptrail: capture queue full (%d); dropping new records "
-                "(counted in promptrail.stats())",
-                self._max,
+                "promptrail: capture is over its memory budget (%d MiB); dropping new records "
+                "(counted in promptrail.stats()). Raise it with init(max_queue_bytes=...) or "
+                "PROMPTRAIL_MAX_QUEUE_BYTES",
+                self._budget >> 20,
             )
 
     def _run(self) -> None:
@@ -98,16 +117,29 @@ class SpanShipper:
             except Exception:  # never let the thread die: the next round retries
                 logger.exception("promptrail: shipping failed")
 
+    def _take(self) -> list[CaptureSpan]:
+        """Take the next batch off the queue: captured, and in flight until shipped."""
+        stats = self._stats
+        with stats.lock:
+            queue = self._queue
+            size = len(queue)
+            taken = [queue.popleft() for _ in range(min(size, _DEEP_BATCH))]
+            stats.add("captured", len(taken))
+            stats.add("in_flight", len(taken))
+        return taken
+
     def _drain(self) -> bool:
         """Ship every queued span; False if the collector could not take them all."""
         with self._drain_lock:
-            queue = self._queue
             ok = True
-            while queue:
-                batch = [queue.popleft() for _ in range(min(self._batch, len(queue)))]
-                self._stats.add("captured", len(batch))
+            while batch := self._take():
                 ok = self._exporter.ship([span.to_record() for span in batch]) and ok
+                self._learn_size()
             return ok
+
+    def _learn_size(self) -> None:
+        mean = self._exporter.mean_record_bytes
+        self._span_bytes = _SPAN_FIXED_BYTES + _SPAN_TEXT_FACTOR * mean
 
     def flush(self, timeout: float) -> bool:
         """Ship what is queued and everything pending; False if ``timeout`` ran out first."""
@@ -129,7 +161,10 @@ class SpanShipper:
         closer = threading.Thread(target=finish, name="promptrail-shutdown", daemon=True)
         closer.start()
         closer.join(timeout + 0.5)
-        left = len(self._queue)
-        if left:
+        with self._stats.lock:
+            left = len(self._queue)
+            self._queue.clear()
+            self._stats.add("captured", left)
             self._stats.drop("shutdown_unsent", left)
+        if left:
             logger.warning("promptrail: %d records not sent before shutdown", left)

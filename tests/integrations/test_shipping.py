@@ -56,11 +56,20 @@ def listed(base_url: str) -> list[dict[str, Any]]:
     return data
 
 
+def assert_balanced(stats: dict[str, Any]) -> None:
+    """Every captured record is exported, pending or dropped for a reason: none vanish."""
+    assert stats["captured"] == stats["exported"] + stats["pending"] + stats["dropped_total"], stats
+    assert stats["dropped_total"] == sum(stats["dropped"].values())
+
+
 @pytest.fixture
 def fresh_stats() -> Iterator[None]:
     _runtime.reset_stats()
     yield
+    assert_balanced(promptrail.stats())
     promptrail.shutdown()
+    assert_balanced(promptrail.stats())
+    assert promptrail.stats()["pending"] == 0
 
 
 @promptrail.observe(name="work")
@@ -76,7 +85,7 @@ def test_collector_down_then_back_records_arrive(settings: Settings, fresh_stats
     assert [work(i) for i in range(5)] == list(range(5))
     assert time.perf_counter() - started < 1.0  # the calls never waited for the network
     assert promptrail.flush(timeout=0.5) is False
-    assert promptrail.stats()["pending"] + promptrail.stats()["queued"] == 5
+    assert promptrail.stats()["pending"] == 5
 
     with collector_on(settings, port) as url:
         assert promptrail.flush(timeout=10)
@@ -128,23 +137,114 @@ def test_a_failing_collector_is_retried_until_records_arrive(
     assert promptrail.stats()["export_retries"] >= 2
 
 
-def test_a_full_queue_drops_and_counts(fresh_stats: None) -> None:
-    promptrail.init(
-        api_key=KEY,
-        base_url=f"http://127.0.0.1:{free_port()}",
-        max_queue_size=10,
-        flush_interval=60,
-    )
+def test_a_burst_over_the_budget_counts_exactly_the_records_it_drops(
+    live_url: str, fresh_stats: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A budget for a few dozen waiting records; the shipper waits (long flush interval).
+    promptrail.init(api_key=KEY, base_url=live_url, max_queue_bytes=200_000, flush_interval=60)
 
-    for i in range(50):
+    for i in range(300):
         work(i)
-    promptrail.flush(timeout=1.0)
+    assert promptrail.flush(timeout=10)
+    stored = listed(live_url)
 
     stats = promptrail.stats()
-    assert stats["captured"] == 50
-    assert stats["dropped"]["queue_full"] > 0
-    # Nothing vanishes: every record is either waiting for the collector or counted as dropped.
-    assert stats["dropped_total"] + stats["pending"] + stats["queued"] == 50
+    assert 0 < len(stored) < 100
+    assert stats["captured"] == 300
+    assert stats["exported"] == len(stored)
+    assert stats["dropped"] == {"queue_full": 300 - len(stored)}
+    assert_balanced(stats)
+    # One warning, saying how to make room.
+    warnings = [r.getMessage() for r in caplog.records if "budget" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "max_queue_bytes" in warnings[0] and "PROMPTRAIL_MAX_QUEUE_BYTES" in warnings[0]
+
+
+def test_a_burst_within_the_budget_is_never_dropped(live_url: str, fresh_stats: None) -> None:
+    # The shipper waits for full batches only: most of the burst sits in the queue.
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=60)
+
+    for i in range(5_000):
+        work(i)
+    during = promptrail.stats()
+    assert promptrail.flush(timeout=30)
+
+    assert during["dropped_total"] == 0
+    assert_balanced(during)
+    stats = promptrail.stats()
+    assert (stats["exported"], stats["pending"], stats["dropped_total"]) == (5_000, 0, 0)
+
+
+def test_the_counts_balance_in_every_snapshot_while_threads_capture(
+    live_url: str, fresh_stats: None
+) -> None:
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.01)
+    snapshots: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            snapshots.append(promptrail.stats())
+
+    def burst() -> None:
+        for i in range(500):
+            work(i)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    workers = [threading.Thread(target=burst) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert promptrail.flush(timeout=30)
+    done.set()
+    watcher.join()
+
+    assert len(snapshots) > 10
+    for snapshot in snapshots:
+        assert_balanced(snapshot)
+    assert promptrail.stats()["exported"] == 4_000
+
+
+@pytest.mark.parametrize("key", [None, "", "  "])
+def test_a_missing_api_key_is_one_warning_and_records_count_as_dropped(
+    live_url: str,
+    fresh_stats: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    key: str | None,
+) -> None:
+    if key is None:
+        monkeypatch.delenv("PROMPTRAIL_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("PROMPTRAIL_API_KEY", key)
+    promptrail.init(base_url=live_url, flush_interval=0.01)
+
+    for i in range(3):
+        work(i)
+    assert promptrail.flush(timeout=5)
+
+    stats = promptrail.stats()
+    assert stats["dropped"] == {"no_api_key": 3}
+    assert stats.get("export_retries", 0) == 0
+    assert listed(live_url) == []
+    messages = [r.getMessage() for r in caplog.records if r.name == "promptrail"]
+    assert len(messages) == 1
+    assert "PROMPTRAIL_API_KEY" in messages[0]
+
+
+def test_shutdown_ships_what_is_queued_within_its_timeout(live_url: str, fresh_stats: None) -> None:
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=60)
+    for i in range(2_000):
+        work(i)
+    assert promptrail.stats()["pending"] > 0  # a full batch wakes the shipper; not all went
+
+    promptrail.shutdown(timeout=20)
+
+    stats = promptrail.stats()
+    assert (stats["exported"], stats["dropped_total"]) == (2_000, 0)
+    assert_balanced(stats)
 
 
 def test_flush_and_shutdown_are_bounded_when_the_collector_is_down(fresh_stats: None) -> None:
