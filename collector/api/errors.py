@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -68,22 +70,68 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     refused = await _unauthenticated(request)
     if refused is not None:
         return refused
+    raw = exc.errors()
+    if _body_not_json(request, raw):
+        return _not_json(request)
     errors = [
         {
             "field": _field_path(e.get("loc", ())),
             "message": str(e.get("msg", "")),
             "type": e.get("type"),
         }
-        for e in exc.errors()
+        for e in raw
     ]
     first = errors[0] if errors else {"field": "body", "message": "invalid request"}
     if first.get("type") == "json_invalid":
-        message = "Malformed JSON body"
-        first = {**first, "field": "body"}
-    else:
-        message = f"{first['field']}: {first['message']}"
+        return _malformed_json(raw[0], exc.body)
+    message = f"{first['field']}: {first['message']}"
     return error_response(
         400, "VALIDATION_ERROR", "validation_error", message, field=first["field"], errors=errors
+    )
+
+
+def _body_not_json(request: Request, errors: Sequence[Any]) -> bool:
+    """Whether the body was refused because it was not sent as JSON.
+
+    FastAPI reads a body as JSON only under a JSON Content-Type; any other (or none) leaves the
+    bytes, which then fail as "not a valid dictionary", a message that hides the fix.
+    """
+    if not any(tuple(e.get("loc", ()))[:1] == ("body",) for e in errors):
+        return False
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return not (media == "application/json" or re.fullmatch(r"application/[^/]+\+json", media))
+
+
+def _not_json(request: Request) -> JSONResponse:
+    sent = request.headers.get("content-type")
+    message = (
+        "The body must be JSON sent with the header Content-Type: application/json "
+        f"({f'Content-Type was {sent}' if sent else 'no Content-Type was sent'})"
+    )
+    error = {"field": "body", "message": message, "type": "content_type"}
+    return error_response(
+        400, "VALIDATION_ERROR", "validation_error", message, field="body", errors=[error]
+    )
+
+
+def _malformed_json(error: Any, body: Any) -> JSONResponse:
+    """Name where the JSON broke, as line and column (FastAPI's error gives a char offset)."""
+    reason = str((error.get("ctx") or {}).get("error") or "invalid JSON")
+    loc = tuple(error.get("loc", ()))
+    offset = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+    where: dict[str, int] = {}
+    if isinstance(body, str) and offset is not None:
+        # json's own numbering: lines from 1, columns from 1.
+        where = {
+            "line": body.count("\n", 0, offset) + 1,
+            "column": offset - body.rfind("\n", 0, offset),
+        }
+    message = f"Malformed JSON body: {reason}"
+    if where:
+        message += f" at line {where['line']}, column {where['column']}"
+    detail = {"field": "body", "message": message, "type": "json_invalid", **where}
+    return error_response(
+        400, "VALIDATION_ERROR", "validation_error", message, field="body", errors=[detail], **where
     )
 
 

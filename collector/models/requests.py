@@ -149,6 +149,7 @@ class RequestListItem(BaseModel):
     id: str
     prompt_name: str
     version: int | None
+    model: str
     status: str
     input_variables: dict[str, Any]
     output: dict[str, Any]

@@ -359,8 +359,8 @@ _READ_COLUMNS = (
 
 # What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
 # prompt input above all (a whole conversation, often the widest value), unread.
-_LIST_COLUMNS = "id, created_at, prompt_name, item"
-_DETAIL_COLUMNS = "id, created_at, prompt_name, item, detail"
+_LIST_COLUMNS = "id, created_at, prompt_name, model, item"
+_DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail"
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from
 # its newest granule; with virtual rows ClickHouse starts a part only once the merge of the
@@ -566,9 +566,10 @@ def _item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
 
     A list's rows leave the detail's fields at their defaults.
     """
-    fields: dict[str, Any] = dict(zip(_ITEM_NAMES, json.loads(values[3]), strict=True))
+    fields: dict[str, Any] = dict(zip(_ITEM_NAMES, json.loads(values[4]), strict=True))
+    fields["model"] = values[3]  # a plain column of request_items: lists show it too
     if detail:
-        fields.update(zip(_DETAIL_NAMES, json.loads(values[4]), strict=True))
+        fields.update(zip(_DETAIL_NAMES, json.loads(values[5]), strict=True))
         fields["integration"] = fields["integration"] or {}
         fields["cost_known"] = bool(fields["cost_known"])
     for name in ("input_variables", "output", "metadata"):

@@ -87,6 +87,7 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "id",
         "prompt_name",
         "version",
+        "model",
         "status",
         "input_variables",
         "output",
@@ -95,6 +96,7 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "latency_ms",
         "created_at",
     }
+    assert item["model"] == "gpt-4o-mini"
     assert item["usage"] == {"total_tokens": 37, "estimated_cost_usd": 0.0004}
     assert item["latency_ms"] == 420
 

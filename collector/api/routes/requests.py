@@ -59,6 +59,7 @@ def list_item(row: RequestRow) -> RequestListItem:
         id=row.id,
         prompt_name=row.prompt_name,
         version=row.version or None,
+        model=row.model,
         status=row.status,
         input_variables=row.input_variables,
         output=row.output,
