@@ -10,25 +10,22 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Generic, TypeVar
 
 import httpx
 
-from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, SyncHTTP, resolve_settings
+from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resolve_settings
 from ._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
 from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
 
 __all__ = ["AsyncClient", "Client"]
 
+HTTPClient = TypeVar("HTTPClient", httpx.Client, httpx.AsyncClient)
 
-class Client:
-    """Talk to the collector's REST API: ``client.prompts`` and ``client.requests``.
 
-    ``api_key`` defaults to ``PROMPTRAIL_API_KEY`` and ``base_url`` to ``PROMPTRAIL_BASE_URL``
-    (else ``http://127.0.0.1:8000``; a base URL may end in ``/api``). GETs are retried
-    ``max_retries`` times on connection errors and 502/503/504. Templates are cached for
-    ``template_ttl`` seconds. Pass ``http_client`` to bring your own ``httpx.Client`` (proxies,
-    event hooks); it is left open on :meth:`close`.
-    """
+class _BaseClient(Generic[HTTPClient]):
+    """What :class:`Client` and :class:`AsyncClient` share, as httpx's ``BaseClient`` does:
+    the arguments, the settings they resolve to and the template cache."""
 
     def __init__(
         self,
@@ -38,22 +35,43 @@ class Client:
         timeout: float | httpx.Timeout | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         template_ttl: float = DEFAULT_TEMPLATE_TTL,
-        http_client: httpx.Client | None = None,
+        http_client: HTTPClient | None = None,
     ) -> None:
-        settings = resolve_settings(api_key, base_url, timeout, max_retries)
-        self._http = SyncHTTP(settings, http_client)
+        self._settings = resolve_settings(api_key, base_url, timeout, max_retries)
         self._templates = TemplateCache(template_ttl)
-        self.prompts = Prompts(self._http, self._templates)
-        self.requests = Requests(self._http)
+        self._open(self._settings, http_client)
+
+    def _open(self, settings: HTTPSettings, http_client: HTTPClient | None) -> None:
+        """Build the HTTP plumbing and the resources (``prompts``, ``requests``)."""
+        raise NotImplementedError
 
     @property
     def base_url(self) -> str:
         """Return the collector's base URL."""
-        return self._http.settings.base_url
+        return self._settings.base_url
 
     def clear_template_cache(self) -> None:
         """Forget every cached template, so the next fetch asks the collector."""
         self._templates.clear()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+
+class Client(_BaseClient[httpx.Client]):
+    """Talk to the collector's REST API: ``client.prompts`` and ``client.requests``.
+
+    ``api_key`` defaults to ``PROMPTRAIL_API_KEY`` and ``base_url`` to ``PROMPTRAIL_BASE_URL``
+    (else ``http://127.0.0.1:8000``; a base URL may end in ``/api``). GETs are retried
+    ``max_retries`` times on connection errors and 502/503/504. Templates are cached for
+    ``template_ttl`` seconds. Pass ``http_client`` to bring your own ``httpx.Client`` (proxies,
+    event hooks); it is left open on :meth:`close`.
+    """
+
+    def _open(self, settings: HTTPSettings, http_client: httpx.Client | None) -> None:
+        self._http = SyncHTTP(settings, http_client)
+        self.prompts = Prompts(self._http, self._templates)
+        self.requests = Requests(self._http)
 
     def close(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
@@ -70,11 +88,8 @@ class Client:
     ) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"Client(base_url={self.base_url!r})"
 
-
-class AsyncClient:
+class AsyncClient(_BaseClient[httpx.AsyncClient]):
     """Talk to the collector's REST API with ``await``; the same arguments as :class:`Client`.
 
     >>> async with promptrail.AsyncClient() as client:
@@ -83,30 +98,10 @@ class AsyncClient:
     ...         print(record.id)
     """
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        template_ttl: float = DEFAULT_TEMPLATE_TTL,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        settings = resolve_settings(api_key, base_url, timeout, max_retries)
+    def _open(self, settings: HTTPSettings, http_client: httpx.AsyncClient | None) -> None:
         self._http = AsyncHTTP(settings, http_client)
-        self._templates = TemplateCache(template_ttl)
         self.prompts = AsyncPrompts(self._http, self._templates)
         self.requests = AsyncRequests(self._http)
-
-    @property
-    def base_url(self) -> str:
-        """Return the collector's base URL."""
-        return self._http.settings.base_url
-
-    def clear_template_cache(self) -> None:
-        """Forget every cached template, so the next fetch asks the collector."""
-        self._templates.clear()
 
     async def aclose(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
@@ -122,6 +117,3 @@ class AsyncClient:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"AsyncClient(base_url={self.base_url!r})"

@@ -117,16 +117,22 @@ def template_key(name: str, label: str | None, version: int | None) -> TemplateK
     return (name, label, version)
 
 
+def addressed_path(key: TemplateKey, action: str) -> str:
+    """Return the path of ``action`` (``template``, ``run``) on the version ``key`` names.
+
+    A label, a version number, or neither for the newest version.
+    """
+    name, label, version = template_key(*key)
+    if label is not None:
+        return prompt_path(name, "versions", "by-label", label, action)
+    if version is not None:
+        return prompt_path(name, "versions", version, action)
+    return prompt_path(name, action)
+
+
 def template_call(key: TemplateKey) -> Call[PromptTemplate]:
     """Return the call fetching a template by latest version, number or label."""
-    name, label, version = key
-    if label is not None:
-        path = prompt_path(name, "versions", "by-label", label, "template")
-    elif version is not None:
-        path = prompt_path(name, "versions", version, "template")
-    else:
-        path = prompt_path(name, "template")
-    return Call("GET", path, unwrapped(PromptTemplate))
+    return Call("GET", addressed_path(key, "template"), unwrapped(PromptTemplate))
 
 
 @dataclass
@@ -135,11 +141,25 @@ class _Entry:
     fresh_until: float
 
 
-class TemplateCache:
-    """Keep fetched templates for a TTL; thread-safe.
+@dataclass(frozen=True)
+class Cached:
+    """A copy to serve at once, and whether this caller should refresh it in the background."""
 
-    An expired copy is still served at once while one background refresh replaces it
-    (stale-while-revalidate), so only the very first fetch of a template waits on the network.
+    template: PromptTemplate
+    refresh: bool
+
+
+class TemplateCache:
+    """Keep fetched templates for a TTL and make every decision of ``prompts.template()``.
+
+    Thread-safe and sans I/O, as httpx's ``BaseClient`` is for its two clients: the sync and
+    async ``template()`` only send the requests it asks for, so they cannot drift apart.
+
+    - :meth:`lookup`: a fresh copy is served; an expired one too, while one caller (told by
+      ``refresh``) fetches the new one in the background (stale-while-revalidate), so only
+      the very first fetch of a template waits on the network; nothing cached means fetch now.
+    - :meth:`fetched`: the answer of that fetch, or after a failure the copy or fallback to serve.
+    - :meth:`refreshed`: the answer of a background refresh.
     """
 
     def __init__(self, ttl: float = DEFAULT_TEMPLATE_TTL) -> None:
@@ -148,69 +168,90 @@ class TemplateCache:
         self._refreshing: set[TemplateKey] = set()
         self._lock = threading.Lock()
 
-    def stale(self, key: TemplateKey) -> PromptTemplate | None:
-        """Return the cached template even if it has expired."""
+    def lookup(self, key: TemplateKey) -> Cached | None:
+        """Return the copy to serve without waiting, or None: fetch it now."""
+        now = time.monotonic()
         with self._lock:
             entry = self._entries.get(key)
-        return entry.template if entry is not None else None
-
-    def claim_refresh(self, key: TemplateKey) -> bool:
-        """Return True for the one caller that should refresh ``key`` now."""
-        with self._lock:
-            if key in self._refreshing:
-                return False
+            if entry is None:
+                return None
+            if now < entry.fresh_until:
+                return Cached(entry.template, refresh=False)
+            refresh = key not in self._refreshing
             self._refreshing.add(key)
-            return True
+        return Cached(entry.template, refresh)
 
-    def release_refresh(self, key: TemplateKey) -> None:
-        """Mark the refresh of ``key`` finished."""
-        with self._lock:
-            self._refreshing.discard(key)
+    def fetched(
+        self,
+        key: TemplateKey,
+        outcome: PromptTemplate | PromptrailError,
+        ttl: float | None,
+        fallback: str | PromptTemplate | None,
+    ) -> PromptTemplate:
+        """Keep and return a fetched template; after a failed fetch, return what to serve.
+
+        A copy another caller fetched meanwhile beats the ``fallback``, which is only for a
+        template never fetched; the error is raised when neither may be served.
+        """
+        if isinstance(outcome, PromptTemplate):
+            self._store(key, outcome, ttl)
+            return outcome
+        if fallback is not None and self._copy(key) is None:
+            return fallback_template(key[0], fallback)
+        served = self._last_good(key, outcome, ttl)
+        if served is None:
+            raise outcome
+        return served
 
     def refreshed(
-        self, key: TemplateKey, outcome: PromptTemplate | PromptrailError, ttl: float | None
+        self, key: TemplateKey, outcome: PromptTemplate | Exception, ttl: float | None
     ) -> None:
         """Record a background refresh: a new copy, or a failure (the old copy stays)."""
         try:
             if isinstance(outcome, PromptTemplate):
-                self.store(key, outcome, ttl)
-            else:
-                try:
-                    self.serve_stale(key, outcome, ttl)
-                except PromptrailError:
-                    logger.warning("promptrail: refreshing template %r failed: %s", key[0], outcome)
+                self._store(key, outcome, ttl)
+            elif self._last_good(key, outcome, ttl) is None:
+                # Not an outage (a 404, or the client was closed meanwhile), and nobody to
+                # raise to: the next call asks again.
+                logger.warning("promptrail: refreshing template %r failed: %s", key[0], outcome)
         finally:
-            self.release_refresh(key)
+            with self._lock:
+                self._refreshing.discard(key)
 
-    def fresh(self, key: TemplateKey) -> PromptTemplate | None:
-        """Return the cached template if it has not expired."""
+    def invalidate(self, name: str) -> None:
+        """Forget every cached template of a prompt (after this client changed it)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == name]:
+                del self._entries[key]
+
+    def clear(self) -> None:
+        """Forget every cached template."""
+        with self._lock:
+            self._entries.clear()
+
+    def _copy(self, key: TemplateKey) -> PromptTemplate | None:
         with self._lock:
             entry = self._entries.get(key)
-        if entry is not None and time.monotonic() < entry.fresh_until:
-            return entry.template
-        return None
+        return entry.template if entry is not None else None
 
-    def store(self, key: TemplateKey, template: PromptTemplate, ttl: float | None) -> None:
-        """Keep a freshly fetched template."""
+    def _store(self, key: TemplateKey, template: PromptTemplate, ttl: float | None) -> None:
         fresh_until = time.monotonic() + self._ttl(ttl)
         with self._lock:
             self._entries[key] = _Entry(template, fresh_until)
 
-    def serve_stale(
-        self, key: TemplateKey, error: PromptrailError, ttl: float | None
-    ) -> PromptTemplate:
-        """Return the last good copy after a failed refresh, or raise ``error``.
+    def _last_good(
+        self, key: TemplateKey, error: Exception, ttl: float | None
+    ) -> PromptTemplate | None:
+        """Return the last good copy to serve despite ``error``, or None if none may be.
 
         Only an unreachable or failing collector (connection error, 5xx) falls back; a 404 or
-        401 is an answer, and is raised. The copy is then trusted for another TTL, so an outage
-        costs one failed fetch per TTL rather than one per call.
+        401 is an answer. The copy is then trusted for another TTL, so an outage costs one
+        failed fetch per TTL rather than one per call.
         """
-        if not _is_outage(error):
-            raise error
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None:
-                raise error
+            if entry is None or not _is_outage(error):
+                return None
             entry.fresh_until = time.monotonic() + self._ttl(ttl)
         name, label, version = key
         logger.warning(
@@ -223,17 +264,6 @@ class TemplateCache:
             error,
         )
         return entry.template
-
-    def invalidate(self, name: str) -> None:
-        """Forget every cached template of a prompt (after this client changed it)."""
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == name]:
-                del self._entries[key]
-
-    def clear(self) -> None:
-        """Forget every cached template."""
-        with self._lock:
-            self._entries.clear()
 
     def _ttl(self, ttl: float | None) -> float:
         return self.ttl if ttl is None else _checked_ttl(ttl)
@@ -266,5 +296,7 @@ def _checked_ttl(ttl: float) -> float:
     return float(ttl)
 
 
-def _is_outage(error: PromptrailError) -> bool:
-    return isinstance(error, APIConnectionError) or (error.status or 0) >= 500
+def _is_outage(error: Exception) -> bool:
+    if isinstance(error, APIConnectionError):
+        return True
+    return isinstance(error, PromptrailError) and (error.status or 0) >= 500

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .._call import Call, Page, body_of, data_list_of, data_of, page_of, params, prompt_path
 from .._errors import PromptrailError
@@ -21,7 +20,7 @@ from .._templates import (
     PromptTemplate,
     TemplateCache,
     TemplateKey,
-    fallback_template,
+    addressed_path,
     template_call,
     template_key,
 )
@@ -97,17 +96,16 @@ def _remove_label(name: str, label: str) -> Call[LabelRemoved]:
 
 
 def _run(
-    name: str, label: str | None, version: int | None, body: dict[str, Any]
+    key: TemplateKey,
+    user_input: str | None,
+    variables: Mapping[str, Any] | None,
+    metadata: Mapping[str, Any] | None,
+    stream: bool,
 ) -> Call[RunResult]:
-    if label is not None and version is not None:
-        raise ValueError("give a label or a version, not both")
-    if label is not None:
-        path = prompt_path(name, "versions", "by-label", label, "run")
-    elif version is not None:
-        path = prompt_path(name, "versions", version, "run")
-    else:
-        path = prompt_path(name, "run")
-    return Call("POST", path, data_of(RunResult), body=body_of(**body))
+    body = body_of(
+        user_input=user_input, variables=variables, metadata=metadata, stream=stream or None
+    )
+    return Call("POST", addressed_path(key, "run"), data_of(RunResult), body=body)
 
 
 def _prompt_fields(
@@ -130,10 +128,9 @@ def _prompt_fields(
     }
 
 
+T = TypeVar("T")
+
 # -- sync --------------------------------------------------------------------------------------
-
-
-logger = logging.getLogger("promptrail")
 
 
 class Prompts:
@@ -194,15 +191,11 @@ class Prompts:
     ) -> Prompt:
         """Make a new version with the given fields changed (``labels`` move to it)."""
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        changed = self._http.call(_update(name, fields))
-        self._cache.invalidate(name)
-        return changed
+        return self._change(name, _update(name, fields))
 
     def delete(self, name: str) -> PromptDeleted:
         """Soft-delete a prompt: it vanishes from get, list, template and run."""
-        changed = self._http.call(_delete(name))
-        self._cache.invalidate(name)
-        return changed
+        return self._change(name, _delete(name))
 
     def versions(self, name: str) -> builtins.list[PromptVersion]:
         """Return every version of a prompt, newest first."""
@@ -214,9 +207,7 @@ class Prompts:
 
     def rollback(self, name: str, version: int, *, labels: Sequence[str] | None = None) -> Rollback:
         """Make a new version restoring an earlier version's template, model and parameters."""
-        changed = self._http.call(_rollback(name, version, labels))
-        self._cache.invalidate(name)
-        return changed
+        return self._change(name, _rollback(name, version, labels))
 
     def labels(self, name: str) -> builtins.list[Label]:
         """Return a prompt's labels and the versions they point at, sorted by label."""
@@ -224,15 +215,11 @@ class Prompts:
 
     def set_label(self, name: str, label: str, version: int) -> Label:
         """Attach a label to a version, moving it off any other version."""
-        changed = self._http.call(_set_label(name, label, version))
-        self._cache.invalidate(name)
-        return changed
+        return self._change(name, _set_label(name, label, version))
 
     def remove_label(self, name: str, label: str) -> LabelRemoved:
         """Detach a label from the prompt."""
-        changed = self._http.call(_remove_label(name, label))
-        self._cache.invalidate(name)
-        return changed
+        return self._change(name, _remove_label(name, label))
 
     def template(
         self,
@@ -253,35 +240,35 @@ class Prompts:
         >>> client.prompts.template("greet", label="production").render(name="Ada")
         """
         key = template_key(name, label, version)
-        cached = self._cache.fresh(key)
+        cached = self._cache.lookup(key)
         if cached is not None:
-            return cached
-        stale = self._cache.stale(key)
-        if stale is not None:
-            if self._cache.claim_refresh(key):
-                threading.Thread(
-                    target=self._refresh, args=(key, ttl), name="promptrail-template", daemon=True
-                ).start()
-            return stale
-        try:
-            fetched = self._http.call(template_call(key))
-        except PromptrailError as exc:
-            if fallback is not None and self._cache.stale(key) is None:
-                return fallback_template(name, fallback)
-            return self._cache.serve_stale(key, exc, ttl)
-        self._cache.store(key, fetched, ttl)
-        return fetched
-
-    def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+            if cached.refresh:
+                self._refresh_in_background(key, ttl)
+            return cached.template
         try:
             outcome: PromptTemplate | PromptrailError = self._http.call(template_call(key))
         except PromptrailError as exc:
             outcome = exc
-        except Exception as exc:  # e.g. the client was closed meanwhile: keep the old copy
-            logger.warning("promptrail: refreshing template %r failed: %s", key[0], exc)
-            self._cache.release_refresh(key)
-            return
+        return self._cache.fetched(key, outcome, ttl, fallback)
+
+    def _refresh_in_background(self, key: TemplateKey, ttl: float | None) -> None:
+        thread = threading.Thread(
+            target=self._refresh, args=(key, ttl), name="promptrail-template", daemon=True
+        )
+        thread.start()
+
+    def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+        try:
+            outcome: PromptTemplate | Exception = self._http.call(template_call(key))
+        except Exception as exc:  # e.g. the client was closed meanwhile: the cache decides
+            outcome = exc
         self._cache.refreshed(key, outcome, ttl)
+
+    def _change(self, name: str, call: Call[T]) -> T:
+        """Send a call that changes prompt ``name``; its cached templates are then dropped."""
+        changed = self._http.call(call)
+        self._cache.invalidate(name)
+        return changed
 
     @overload
     def run(
@@ -326,10 +313,9 @@ class Prompts:
         dicts (``start``, ``chunk``..., ``end`` or ``error``). Errors found before the stream
         starts (unknown prompt, missing variables) are raised either way.
         """
-        body = {"user_input": user_input, "variables": variables, "metadata": metadata}
+        call = _run((name, label, version), user_input, variables, metadata, stream)
         if not stream:
-            return self._http.call(_run(name, label, version, body))
-        call = _run(name, label, version, {**body, "stream": True})
+            return self._http.call(call)
         return RunStream(self._http.send(call, stream=True))
 
 
@@ -389,15 +375,11 @@ class AsyncPrompts:
     ) -> Prompt:
         """Make a new version with the given fields changed (see :meth:`Prompts.update`)."""
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        changed = await self._http.call(_update(name, fields))
-        self._cache.invalidate(name)
-        return changed
+        return await self._change(name, _update(name, fields))
 
     async def delete(self, name: str) -> PromptDeleted:
         """Soft-delete a prompt."""
-        changed = await self._http.call(_delete(name))
-        self._cache.invalidate(name)
-        return changed
+        return await self._change(name, _delete(name))
 
     async def versions(self, name: str) -> builtins.list[PromptVersion]:
         """Return every version of a prompt, newest first."""
@@ -411,9 +393,7 @@ class AsyncPrompts:
         self, name: str, version: int, *, labels: Sequence[str] | None = None
     ) -> Rollback:
         """Make a new version restoring an earlier one (see :meth:`Prompts.rollback`)."""
-        changed = await self._http.call(_rollback(name, version, labels))
-        self._cache.invalidate(name)
-        return changed
+        return await self._change(name, _rollback(name, version, labels))
 
     async def labels(self, name: str) -> builtins.list[Label]:
         """Return a prompt's labels and the versions they point at, sorted by label."""
@@ -421,15 +401,11 @@ class AsyncPrompts:
 
     async def set_label(self, name: str, label: str, version: int) -> Label:
         """Attach a label to a version, moving it off any other version."""
-        changed = await self._http.call(_set_label(name, label, version))
-        self._cache.invalidate(name)
-        return changed
+        return await self._change(name, _set_label(name, label, version))
 
     async def remove_label(self, name: str, label: str) -> LabelRemoved:
         """Detach a label from the prompt."""
-        changed = await self._http.call(_remove_label(name, label))
-        self._cache.invalidate(name)
-        return changed
+        return await self._change(name, _remove_label(name, label))
 
     async def template(
         self,
@@ -442,35 +418,35 @@ class AsyncPrompts:
     ) -> PromptTemplate:
         """Return a cached template to run locally (see :meth:`Prompts.template`)."""
         key = template_key(name, label, version)
-        cached = self._cache.fresh(key)
+        cached = self._cache.lookup(key)
         if cached is not None:
-            return cached
-        stale = self._cache.stale(key)
-        if stale is not None:
-            if self._cache.claim_refresh(key):
-                task = asyncio.get_running_loop().create_task(self._refresh(key, ttl))
-                self._refreshes.add(task)
-                task.add_done_callback(self._refreshes.discard)
-            return stale
-        try:
-            fetched = await self._http.call(template_call(key))
-        except PromptrailError as exc:
-            if fallback is not None:
-                return fallback_template(name, fallback)
-            return self._cache.serve_stale(key, exc, ttl)
-        self._cache.store(key, fetched, ttl)
-        return fetched
-
-    async def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+            if cached.refresh:
+                self._refresh_in_background(key, ttl)
+            return cached.template
         try:
             outcome: PromptTemplate | PromptrailError = await self._http.call(template_call(key))
         except PromptrailError as exc:
             outcome = exc
-        except Exception as exc:  # e.g. the client was closed meanwhile: keep the old copy
-            logger.warning("promptrail: refreshing template %r failed: %s", key[0], exc)
-            self._cache.release_refresh(key)
-            return
+        return self._cache.fetched(key, outcome, ttl, fallback)
+
+    def _refresh_in_background(self, key: TemplateKey, ttl: float | None) -> None:
+        refresh = self._refresh(key, ttl)
+        task = asyncio.get_running_loop().create_task(refresh, name="promptrail-template")
+        self._refreshes.add(task)  # the loop keeps only a weak reference to its tasks
+        task.add_done_callback(self._refreshes.discard)
+
+    async def _refresh(self, key: TemplateKey, ttl: float | None) -> None:
+        try:
+            outcome: PromptTemplate | Exception = await self._http.call(template_call(key))
+        except Exception as exc:  # e.g. the client was closed meanwhile: the cache decides
+            outcome = exc
         self._cache.refreshed(key, outcome, ttl)
+
+    async def _change(self, name: str, call: Call[T]) -> T:
+        """Send a call that changes prompt ``name``; its cached templates are then dropped."""
+        changed = await self._http.call(call)
+        self._cache.invalidate(name)
+        return changed
 
     @overload
     async def run(
@@ -513,8 +489,7 @@ class AsyncPrompts:
 
         With ``stream=True`` return an :class:`AsyncRunStream` to read with ``async for``.
         """
-        body = {"user_input": user_input, "variables": variables, "metadata": metadata}
+        call = _run((name, label, version), user_input, variables, metadata, stream)
         if not stream:
-            return await self._http.call(_run(name, label, version, body))
-        call = _run(name, label, version, {**body, "stream": True})
+            return await self._http.call(call)
         return AsyncRunStream(await self._http.send(call, stream=True))

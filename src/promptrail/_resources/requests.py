@@ -124,12 +124,21 @@ def _analytics(
     return Call("GET", "/v1/requests/analytics", data_of(AnalyticsResult), params=query)
 
 
-def _export_done(export: Export) -> bool:
-    return export.status != "processing"
+class _ExportWait:
+    """Decide, poll by poll, whether waiting for an export is over (the twins only sleep)."""
 
+    def __init__(self, export_id: str, timeout: float) -> None:
+        self._export_id = export_id
+        self._timeout = timeout
+        self._deadline = time.monotonic() + timeout
 
-def _export_timeout(export_id: str, timeout: float) -> TimeoutError:
-    return TimeoutError(f"export {export_id} still processing after {timeout} s")
+    def over(self, export: Export) -> bool:
+        """Return True once ``export`` is no longer processing; past the deadline, raise."""
+        if export.status != "processing":
+            return True
+        if time.monotonic() >= self._deadline:
+            raise TimeoutError(f"export {self._export_id} still processing after {self._timeout} s")
+        return False
 
 
 # -- sync --------------------------------------------------------------------------------------
@@ -198,10 +207,8 @@ class Requests:
         self, export_id: str, *, timeout: float = 60.0, poll_interval: float = 0.5
     ) -> Export:
         """Poll an export until it is no longer processing; raise TimeoutError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while not _export_done(export := self.export_status(export_id)):
-            if time.monotonic() >= deadline:
-                raise _export_timeout(export_id, timeout)
+        wait = _ExportWait(export_id, timeout)
+        while not wait.over(export := self.export_status(export_id)):
             time.sleep(poll_interval)
         return export
 
@@ -287,10 +294,8 @@ class AsyncRequests:
         self, export_id: str, *, timeout: float = 60.0, poll_interval: float = 0.5
     ) -> Export:
         """Poll an export until it is no longer processing; raise TimeoutError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while not _export_done(export := await self.export_status(export_id)):
-            if time.monotonic() >= deadline:
-                raise _export_timeout(export_id, timeout)
+        wait = _ExportWait(export_id, timeout)
+        while not wait.over(export := await self.export_status(export_id)):
             await asyncio.sleep(poll_interval)
         return export
 
