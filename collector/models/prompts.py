@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, field_validator
 
+from .json_values import check_json
+
 MAX_TEMPLATE_CHARS = 1024 * 1024
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
@@ -88,7 +90,9 @@ ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 Description = Annotated[str, Field(max_length=10_000)]
 Tags = Annotated[list[str], Field(max_length=50), AfterValidator(_check_tags)]
 Folder = Annotated[str | None, AfterValidator(_check_folder)]
-Parameters = Annotated[dict[str, Any], AfterValidator(_check_parameters)]
+Parameters = Annotated[
+    dict[str, Any], AfterValidator(check_json), AfterValidator(_check_parameters)
+]
 
 
 class _Input(BaseModel):

@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from .common import Pagination
+from .json_values import check_json
 
+# Filters by metadata: any JSON values, compared as text (checked: they become query parameters).
+MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
 RequestId = Annotated[str, Field(pattern=r"^req_[A-Za-z0-9_\-]{1,64}$")]
 Count = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
@@ -229,7 +232,7 @@ class ExportFilters(_Input):
     model: str | None = None
     start_date: str | None = None
     end_date: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: MetadataFilter = Field(default_factory=dict)
 
 
 class ExportCreate(_Input):
@@ -261,7 +264,7 @@ class ExportData(BaseModel):
 class DeleteRequestsIn(BaseModel):
     """``DELETE /v1/requests``."""
 
-    metadata: dict[str, Any] | None = None
+    metadata: MetadataFilter | None = None
 
 
 class DeleteResult(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +15,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ..errors import PayloadTooLarge, PromptrailError
+from ..errors import PayloadTooLarge, PromptrailError, ValidationFailed
+from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
 from ..store.requests import RequestRow, RequestStore, encode_rows
 from .dates import utc_now_ms
@@ -23,7 +25,13 @@ from .insert_buffer import InsertBuffer
 _RECORDS = TypeAdapter(list[RequestRecordIn])
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _ENVELOPE = TypeAdapter(RequestBatchIn)
-_UNENCODABLE = {"field": "record", "message": "Text must be valid Unicode (no lone surrogates)"}
+_UNENCODABLE = {"field": "record", "message": "The record cannot be written as UTF-8 JSON"}
+_TOO_DEEP = {"field": "record", "message": f"JSON values may nest at most {MAX_DEPTH} levels"}
+# The record fields that hold any JSON (text fields are checked by their models).
+_JSON_FIELDS = ("input_variables", "input", "output", "metadata", "integration")
+# A JSON string or one structural character: enough to find the records of a batch body
+# without parsing it (see _split_records).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
 _ACK_TIMEOUT = 60.0
 # How far back a retry of an unstamped, client-identified record is recognised.
 RETRY_LOOKBACK = timedelta(days=1)
@@ -143,7 +151,11 @@ class IngestService:
             self._buffer.close()
 
     def log_one(self, project: str, record: RequestRecordIn) -> RequestRow:
-        """Store one record and return it as stored."""
+        """Store one record and return it as stored (400 naming a value it cannot store)."""
+        problem = record_problem(record)
+        if problem is not None:
+            field, message = problem
+            raise ValidationFailed(field, f"{field}: {message}")
         values = self._prepare(project, [record], utc_now_ms())
         self._write(project, values)
         return RequestRow(**values[0])
@@ -161,7 +173,11 @@ class IngestService:
             prepared = self._prepare_valid_body(project, body)
         if prepared is None:
             # Read as the framework reads a JSON body (stdlib json, objects or attributes).
-            envelope = _ENVELOPE.validate_python(json.loads(body), from_attributes=True)
+            try:
+                document = json.loads(body)
+            except RecursionError:
+                return self.log_batch(project, _records_of_deep_body(body))
+            envelope = _ENVELOPE.validate_python(document, from_attributes=True)
             return self.log_batch(project, envelope.records)
         encoded, ids = prepared
         self._store_encoded(encoded, len(ids))
@@ -172,17 +188,22 @@ class IngestService:
         self._check_size(len(records))
         rejected: list[tuple[int, dict[str, Any]]] = []
         with self._preparing:
-            try:
-                valid = _RECORDS.validate_python(records)
-                positions = None
-            except ValidationError:
-                valid, positions = [], []
-                for index, raw in enumerate(records):
-                    try:
-                        valid.append(RequestRecordIn.model_validate(raw))
-                        positions.append(index)
-                    except ValidationError as exc:
-                        rejected.append((index, _error_body(exc)))
+            valid, positions = [], []
+            for index, raw in enumerate(records):
+                if raw is _UNREADABLE:
+                    rejected.append((index, _rejection([_TOO_DEEP])))
+                    continue
+                try:
+                    record = RequestRecordIn.model_validate(raw)
+                except ValidationError as exc:
+                    rejected.append((index, _error_body(exc)))
+                    continue
+                problem = record_problem(record)
+                if problem is None:
+                    valid.append(record)
+                    positions.append(index)
+                else:
+                    rejected.append((index, _rejection([_field_error(*problem)])))
             values = self._prepare(project, valid, utc_now_ms())
             del valid
             encoded, ids = self._encode(project, values, rejected, positions)
@@ -231,7 +252,9 @@ class IngestService:
                     encode_rows(project, [row])
                     kept.append(row)
                 except PydanticSerializationError:
-                    rejected.append((index, _rejection([_UNENCODABLE])))
+                    problem = _values_problem(row)
+                    error = _UNENCODABLE if problem is None else _field_error(*problem)
+                    rejected.append((index, _rejection([error])))
             values, encoded = kept, encode_rows(project, kept)
             rejected.sort(key=lambda item: item[0])
         return encoded, [row["id"] for row in values]
@@ -272,6 +295,80 @@ class IngestService:
                 if first is not None:
                     row["created_at"] = first
         return values
+
+
+def record_problem(record: RequestRecordIn) -> tuple[str, str] | None:
+    """Return (field, message) of a JSON value of the record that cannot be stored."""
+    for field in _JSON_FIELDS:
+        value = getattr(record, field)
+        if field == "integration":
+            value = value.errors if value is not None else None
+            field = "integration.errors"
+        if value is not None and not isinstance(value, int | float | bool):
+            problem = json_problem(value, field)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _values_problem(values: dict[str, Any]) -> tuple[str, str] | None:
+    for field in (*_JSON_FIELDS, "model", "provider", "prompt_name", "error", "span_name"):
+        problem = json_problem(values[field], field)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _field_error(field: str, message: str) -> dict[str, str]:
+    return {"field": field, "message": message}
+
+
+# Stands for a record of a batch nested too deeply to be read at all.
+_UNREADABLE = object()
+
+
+def _records_of_deep_body(body: bytes) -> list[Any]:
+    """Read the records of a batch body nested too deeply for the JSON parser, one by one.
+
+    Each record's text is found by a scan of the body's strings and brackets (no parser
+    reads past its nesting limit) and parsed alone: the records that can be read are
+    validated as usual, the others become ``_UNREADABLE`` and are refused by index.
+    Raises ``ValueError`` when the body is not a batch.
+    """
+    text = body.decode(json.detect_encoding(body))
+    records: list[Any] = []
+    for piece in _split_records(text):
+        try:
+            records.append(json.loads(piece))
+        except RecursionError:
+            records.append(_UNREADABLE)
+    return records
+
+
+def _split_records(text: str) -> list[str]:
+    """Return the JSON text of each item of the top-level ``records`` array of ``text``."""
+    depth, key, start = 0, "", -1
+    pieces: list[str] = []
+    for token in _JSON_TOKEN.finditer(text):
+        char = token.group()[0]
+        if char == '"':
+            if depth == 1 and start < 0:
+                key = token.group()
+        elif char in "[{":
+            depth += 1
+            if depth == 2 and char == "[" and key == '"records"':
+                pieces, start = [], token.end()
+        elif char in "]}":
+            depth -= 1
+            if depth == 1 and start >= 0:
+                pieces.append(text[start : token.start()])
+                start = -1
+        elif char == "," and depth == 2 and start >= 0:
+            pieces.append(text[start : token.start()])
+            start = token.end()
+    if depth != 0:
+        raise ValueError("not a JSON document")
+    return [piece for piece in pieces if piece.strip()]
 
 
 class StoreWriteFailed(PromptrailError):
