@@ -181,6 +181,10 @@ class RequestRecord(_Shape):
     error: str | None = None
     time_to_first_token_ms: int | None = None
     cost_known: bool | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    span_name: str | None = None
 
 
 class RejectedRecord(_Shape):
@@ -257,7 +261,9 @@ class RequestLog(TypedDict, total=False):
     """Name the fields of a record to log (``client.requests.log(**fields)``); all optional.
 
     ``id`` (``req_...``) makes a retry idempotent; ``created_at`` keeps the call's own time;
-    ``output`` is a JSON object or a string (stored as ``{"content": ...}``).
+    ``output`` is a JSON object or a string (stored as ``{"content": ...}``); ``trace_id``
+    (32 hex), ``span_id`` and ``parent_span_id`` (16 hex) and ``span_name`` place the call in a
+    trace.
     """
 
     id: str
@@ -277,3 +283,7 @@ class RequestLog(TypedDict, total=False):
     timing: Mapping[str, Any]
     integration: Mapping[str, Any]
     error: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    span_name: str

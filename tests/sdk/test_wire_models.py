@@ -1,0 +1,207 @@
+"""The SDK's wire models agree with the collector's: the same fields, types and defaults.
+
+The collector (``collector/models/``) and the SDK (``promptrail._types``) each describe the
+JSON they exchange, in classes of their own: the SDK must install without the collector, and
+reads leniently (extra fields allowed, one model for a list item and the detail) where the
+collector describes each answer exactly. So nothing but this test keeps them in step.
+
+- What the collector answers, the SDK reads: the same field names (a field the collector adds
+  must be declared by the SDK too, and the SDK declares none it never gets); every kind of
+  value the collector may send, the SDK's type takes; where the collector's model has a
+  default, the SDK's is the same.
+- What a client logs (``RequestLog``, the keywords of ``client.requests.log``), the collector
+  takes (``RequestRecordIn``): the same field names, and every kind of value the SDK lets a
+  caller pass, the collector's type takes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
+import pytest
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from promptrail import _types as sdk
+from promptrail.collector.models import prompts, requests, runs
+
+# (the models of what the collector answers, the SDK model that reads all of them)
+ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
+    ((requests.RequestDetail, requests.RequestListItem), sdk.RequestRecord),
+    ((requests.UsageDetailOut, requests.UsageOut), sdk.Usage),
+    ((requests.TimingOut,), sdk.Timing),
+    ((requests.IntegrationOut,), sdk.Integration),
+    ((requests.BatchResult,), sdk.BatchResult),
+    ((requests.RejectedRecord,), sdk.RejectedRecord),
+    ((requests.SearchHit,), sdk.SearchHit),
+    ((requests.ExportOut,), sdk.Export),
+    ((requests.DeleteResult,), sdk.RequestsDeleted),
+    ((requests.AnalyticsResult,), sdk.AnalyticsResult),
+    ((requests.AnalyticsGroup,), sdk.AnalyticsGroup),
+    ((requests.Period,), sdk.AnalyticsPeriod),
+    (
+        (prompts.PromptOut, prompts.PromptGetOut, prompts.PromptListItem, prompts.PromptUpdateOut),
+        sdk.Prompt,
+    ),
+    ((prompts.PromptDeleted,), sdk.PromptDeleted),
+    ((prompts.VersionDetailOut, prompts.VersionOut), sdk.PromptVersion),
+    ((prompts.RollbackOut,), sdk.Rollback),
+    ((prompts.LabelOut,), sdk.Label),
+    ((prompts.LabelRemoved,), sdk.LabelRemoved),
+    ((prompts.TemplateOut,), sdk.TemplatePayload),
+    ((prompts.VariableSpec,), sdk.TemplateVariable),
+    ((runs.RunResult,), sdk.RunResult),
+    ((runs.RunUsage,), sdk.Usage),
+]
+
+# A receiving kind also takes these: JSON numbers take integers; a datetime field takes its
+# ISO 8601 text.
+WIDER = {"number": {"integer"}, "date-time": {"string"}}
+
+Fields = dict[str, tuple[Any, FieldInfo | None]]  # name -> (type, pydantic field if a model)
+
+
+def kinds(annotation: Any) -> set[str]:
+    """Return the kinds of JSON value a type stands for (``date-time``: ISO 8601 text)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return kinds(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return set().union(*(kinds(arm) for arm in get_args(annotation)))
+    if origin is Literal:
+        return set().union(*(kinds(type(value)) for value in get_args(annotation)))
+    if annotation is Any:
+        return {"any"}
+    if annotation is type(None):
+        return {"null"}
+    cls = origin or annotation
+    if is_typeddict(cls):
+        return {"object"}
+    for kind, classes in KINDS:
+        if isinstance(cls, type) and issubclass(cls, classes):
+            return {kind}
+    raise TypeError(f"no JSON kind for {annotation!r}")
+
+
+# In order: bool before int, str before Sequence.
+KINDS: list[tuple[str, type | tuple[type, ...]]] = [
+    ("boolean", bool),
+    ("integer", int),
+    ("number", float),
+    ("string", str),
+    ("date-time", datetime),
+    ("object", (Mapping, BaseModel)),
+    ("array", Sequence),
+]
+
+
+def untaken(receiver: Any, sent: Any) -> set[str]:
+    """Return the kinds of value the sender's type allows that the receiver's refuses."""
+    takes = kinds(receiver)
+    if "any" in takes:
+        return set()
+    takes |= set().union(*(WIDER.get(kind, set()) for kind in takes))
+    return kinds(sent) - takes
+
+
+def model_fields(*models: type[BaseModel]) -> Fields:
+    """Return the fields of the models (a name in several keeps the first one's)."""
+    fields: Fields = {}
+    for model in reversed(models):
+        fields.update({name: (f.annotation, f) for name, f in model.model_fields.items()})
+    return fields
+
+
+def name_differences(collector: Fields, client: Fields) -> list[str]:
+    """Return the fields only one side declares."""
+    return [f"{name}: only the collector has it" for name in sorted(collector.keys() - client)] + [
+        f"{name}: only the SDK has it" for name in sorted(client.keys() - collector)
+    ]
+
+
+def default_of(field: FieldInfo) -> Any:
+    return field.get_default(call_default_factory=True)
+
+
+def answer_differences(sent: tuple[type[BaseModel], ...], read: type[BaseModel]) -> list[str]:
+    """Return every way ``read`` (the SDK's) disagrees with what the collector sends."""
+    collector, client = model_fields(*sent), model_fields(read)
+    found = name_differences(collector, client)
+    for name in sorted(collector.keys() & client.keys()):
+        (sent_type, sent_field), (read_type, read_field) = collector[name], client[name]
+        if refused := untaken(read_type, sent_type):
+            found.append(f"{name}: the SDK's {read_type} refuses {sorted(refused)}")
+        assert sent_field is not None and read_field is not None
+        if not sent_field.is_required() and (
+            read_field.is_required() or default_of(read_field) != default_of(sent_field)
+        ):
+            found.append(
+                f"{name}: default {default_of(sent_field)!r} in the collector, "
+                f"{'none' if read_field.is_required() else repr(default_of(read_field))} in the SDK"
+            )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    ANSWERS,
+    ids=[read.__name__ + "-" + sent[0].__name__ for sent, read in ANSWERS],
+)
+def test_the_sdk_reads_every_field_of_the_collectors_answers(
+    sent: tuple[type[BaseModel], ...], read: type[BaseModel]
+) -> None:
+    assert answer_differences(sent, read) == []
+
+
+def test_the_collector_takes_every_field_the_sdk_logs() -> None:
+    client: Fields = {
+        name: (annotation, None)
+        for name, annotation in get_type_hints(sdk.RequestLog, include_extras=True).items()
+    }
+    collector = model_fields(requests.RequestRecordIn)
+
+    found = name_differences(collector, client)
+    for name in sorted(collector.keys() & client.keys()):
+        if refused := untaken(collector[name][0], client[name][0]):
+            found.append(f"{name}: the collector's {collector[name][0]} refuses {sorted(refused)}")
+
+    assert found == []
+
+
+def test_every_answer_model_the_sdk_exports_is_compared() -> None:
+    compared = {read for _, read in ANSWERS}
+    readers = {
+        model
+        for model in vars(sdk).values()
+        if isinstance(model, type) and issubclass(model, sdk._Shape) and model is not sdk._Shape
+    }
+
+    assert readers - compared == set()
+
+
+def test_the_sdk_loads_without_the_collector() -> None:
+    # Why the models are defined twice: the SDK installs without the collector's extra.
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, promptrail; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert "promptrail._types" in loaded
+    assert "promptrail.collector" not in loaded
+    assert "fastapi" not in loaded
