@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: run test lint bench install clean
+.PHONY: run demo test examples lint bench install clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
 $(STAMP): pyproject.toml
@@ -18,14 +18,30 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/promptrail serve
 
+# No provider access needed: the provider stub on :8100 (in the background, stopped with the
+# collector) and a collector whose runs go to it. The stub prints what to export for examples.
+STUB_URL := http://127.0.0.1:8100
+demo: $(STAMP)
+	$(VENV)/bin/promptrail stub-provider --port 8100 & \
+	trap 'kill $$! 2>/dev/null' EXIT INT TERM; \
+	OPENAI_BASE_URL=$(STUB_URL)/v1 OPENAI_API_KEY=sk-stub \
+	ANTHROPIC_BASE_URL=$(STUB_URL) ANTHROPIC_API_KEY=sk-ant-stub \
+	$(VENV)/bin/promptrail serve
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	$(VENV)/bin/mypy
 
-# Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores.
-test: lint
-	$(VENV)/bin/pytest -n 2
+# Every script of examples/ against the provider stub and a live collector; each one's records
+# must arrive (tests/integrations/test_examples.py).
+examples: $(STAMP)
+	$(VENV)/bin/pytest tests/integrations/test_examples.py
+
+# Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores. The
+# examples ran just before (a failing example stops here early), so they are not run twice.
+test: lint examples
+	$(VENV)/bin/pytest -n 2 --ignore=tests/integrations/test_examples.py
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)

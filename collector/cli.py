@@ -2,6 +2,7 @@
 
 promptrail serve [--host H] [--port P] [--data-dir DIR]
 promptrail keys create --project NAME
+promptrail stub-provider [--host H] [--port P]
 promptrail --version
 """
 
@@ -143,7 +144,8 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port), family=family, backlog=2048)
     except OSError as exc:
-        reason = exc.strerror or str(exc)
+        # create_server's own message repeats the address: the errno's text reads better.
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise _fail(
             f"cannot listen on {host}:{port}: {reason.lower()}; stop what uses it or pass "
             "--port (no key was made)"
@@ -152,6 +154,49 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+# What a client needs to reach the stub: the base URLs as the providers' SDKs read them, and a
+# key (the stub accepts any; the openai SDK refuses to start without one).
+STUB_KEYS = {"OPENAI_API_KEY": "sk-stub", "ANTHROPIC_API_KEY": "sk-ant-stub"}
+
+
+def stub_environment(base_url: str) -> dict[str, str]:
+    """Return the variables that point the OpenAI and Anthropic SDKs at a stub provider."""
+    return {
+        "OPENAI_BASE_URL": f"{base_url}/v1",
+        "OPENAI_API_KEY": STUB_KEYS["OPENAI_API_KEY"],
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": STUB_KEYS["ANTHROPIC_API_KEY"],
+    }
+
+
+@app.command("stub-provider")
+def stub_provider(
+    host: Annotated[str, typer.Option(metavar="HOST", help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port, 0 for any free one")] = 8100,
+) -> None:
+    """Serve a local stand-in for OpenAI and Anthropic, for examples and demos.
+
+    It speaks both wire formats (chat completions and messages, whole or streamed), answers
+    every call with the same short reply, counts words as tokens and accepts any key. It prints
+    the variables to export, for the examples and for a collector's runs. Not a model: for
+    trying promptrail without provider access.
+    """
+    import uvicorn
+
+    from .stub_provider import AnthropicStub, OpenAIStub, both
+
+    listener = _listen(host, port)
+    base_url = f"http://{_url_host(host)}:{listener.getsockname()[1]}"
+    print(f"promptrail stub provider (OpenAI and Anthropic wire formats) on {base_url}")
+    print("point the examples and the collector at it with:")
+    for name, value in stub_environment(base_url).items():
+        print(f"export {name}={value}")
+    sys.stdout.flush()
+    config = uvicorn.Config(both(OpenAIStub(), AnthropicStub()), log_level="warning")
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -188,10 +233,12 @@ def _this_command() -> str:
     found = shutil.which("promptrail")
     if found and Path(found).resolve() == script.resolve():
         return "promptrail"
+    # abspath, not resolve: a .venv that is a symlink stays .venv/bin/promptrail.
+    absolute = Path(os.path.abspath(script))
     with contextlib.suppress(ValueError):
-        relative = script.resolve().relative_to(Path.cwd().resolve())
+        relative = absolute.relative_to(os.getcwd())
         return shlex.quote(str(relative) if len(relative.parts) > 1 else f"./{relative}")
-    return shlex.quote(str(script.resolve()))
+    return shlex.quote(str(absolute))
 
 
 @keys_app.command("create")

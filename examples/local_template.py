@@ -1,12 +1,14 @@
 """Run a managed prompt locally: fetch its template by label, call the model, log the result.
 
-Against a local collector (``make run`` prints a development key)::
+    export PROMPTRAIL_API_KEY=pr-...           # the key `make run` printed
+    export OPENAI_API_KEY=sk-...               # a real provider (OPENAI_BASE_URL: any compatible)
+    .venv/bin/promptrail stub-provider         # or, without provider access: a local stub
+    export OPENAI_BASE_URL=http://127.0.0.1:8100/v1 OPENAI_API_KEY=sk-stub   # (what it prints)
+    .venv/bin/python examples/local_template.py
 
-    PROMPTRAIL_API_KEY=<key> .venv/bin/python examples/local_template.py
-
-With ``OPENAI_API_KEY`` (and ``OPENAI_BASE_URL`` for any OpenAI-compatible server) set, the
-rendered prompt goes to the model with your own key; without them the prompt is printed and a
-placeholder answer is logged. Either way the call shows up in ``GET /v1/requests``.
+PROMPTRAIL_EXAMPLE_MODEL picks the model of the prompt it creates (default gpt-4o-mini). With no
+OPENAI_API_KEY the rendered prompt is printed and a placeholder answer is logged. Either way the
+call shows up in ``GET /v1/requests``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def ensure_prompt(client: promptrail.Client) -> None:
         client.prompts.create(
             PROMPT,
             "You are a friendly support agent for {product}. Answer in {language}.",
-            os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini"),
+            os.environ.get("PROMPTRAIL_EXAMPLE_MODEL", "gpt-4o-mini"),
             parameters={"temperature": 0.2, "max_tokens": 200},
             labels=[LABEL],
         )
@@ -36,8 +38,9 @@ def ensure_prompt(client: promptrail.Client) -> None:
 
 def call_model(tpl: promptrail.PromptTemplate, messages: list[dict[str, str]]) -> dict[str, Any]:
     """Call OpenAI (or a compatible server) if configured; return output, usage, latency."""
-    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-        print("No OPENAI_API_KEY / OPENAI_BASE_URL: the rendered prompt would be sent as")
+    # The openai SDK needs a key even for a server that ignores it (the stub, Ollama).
+    if not os.environ.get("OPENAI_API_KEY"):
+        print("No OPENAI_API_KEY: the rendered prompt would be sent as")
         for message in messages:
             print(f"  {message['role']}: {message['content']}")
         return {"output": "(not run: no model configured)", "usage": {}, "latency_ms": 0}

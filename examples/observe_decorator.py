@@ -1,10 +1,14 @@
 """``@promptrail.observe``: one trace per request, records for each step and model call.
 
-    export PROMPTRAIL_API_KEY=pr-... OPENAI_API_KEY=sk-...   # or OPENAI_BASE_URL
+    export PROMPTRAIL_API_KEY=pr-...           # the key `make run` printed
+    export OPENAI_API_KEY=sk-...               # a real provider (OPENAI_BASE_URL: any compatible)
+    .venv/bin/promptrail stub-provider         # or, without provider access: a local stub
+    export OPENAI_BASE_URL=http://127.0.0.1:8100/v1 OPENAI_API_KEY=sk-stub   # (what it prints)
     .venv/bin/python examples/observe_decorator.py
 
-The model call inside ``answer`` is logged against the prompt name and metadata given to the
-outer function; every record carries the same trace_id, and parent_span_id links the steps.
+PROMPTRAIL_EXAMPLE_MODEL picks the model (default gpt-4o-mini). The model call inside ``answer``
+is logged against the prompt name and metadata given to the outer function; every record carries
+the same trace_id, and parent_span_id links the steps.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ def retrieve(question: str) -> list[str]:
 def answer(question: str, api_token: str) -> str:
     context = "\n".join(retrieve(question))
     reply = client.chat.completions.create(
-        model=os.environ.get("MODEL", "gpt-4o-mini"),
+        model=os.environ.get("PROMPTRAIL_EXAMPLE_MODEL", "gpt-4o-mini"),
         messages=[
             {"role": "system", "content": f"Answer from this context:\n{context}"},
             {"role": "user", "content": question},

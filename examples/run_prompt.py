@@ -1,10 +1,11 @@
 """Create a prompt through the REST API, run it on the collector, then stream it.
 
-The collector calls the model itself, with its own provider settings: start it with
-``OPENAI_API_KEY`` set (or ``OPENAI_BASE_URL`` pointing at any OpenAI-compatible server, such
-as vLLM, Ollama or llama.cpp). This script only needs the collector's address and a key::
+The collector calls the model itself, with its own provider settings; this script only needs
+the collector's address and a key::
 
-    export PROMPTRAIL_API_KEY=pr-...                 # the key `make run` printed
+    OPENAI_API_KEY=sk-... make run             # a real provider (OPENAI_BASE_URL: any compatible)
+    make demo                                  # or, without provider access: stub + collector
+    export PROMPTRAIL_API_KEY=pr-...           # the key it printed
     .venv/bin/python examples/run_prompt.py
 
 Environment: ``PROMPTRAIL_BASE_URL`` (default http://127.0.0.1:8000), ``PROMPTRAIL_API_KEY``

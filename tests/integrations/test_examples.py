@@ -1,39 +1,117 @@
-"""The capture examples run as a user runs them, against the OpenAI stub and a live collector."""
+"""Every example runs as a user runs it: ``promptrail stub-provider`` and a live collector.
+
+This is ``make examples``. The stub is the real command, in its own process, and the examples
+get the variables it prints, as the README says to export them; the collector runs prompts
+against the same stub. Each example's records must arrive, with the model the examples' one
+model variable names.
+"""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.stub_provider import Script
 from tests.integrations.conftest import KEY
-from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLI = Path(sys.executable).parent / "promptrail"
+MODEL = "gpt-4.1-nano"  # not any example's default: proves each reads the one variable
+REPLY = Script().reply
 
 
-@pytest.mark.parametrize(
-    ("script", "expected_spans"),
-    [
-        ("quickstart_openai.py", {"chat gpt-4o-mini"}),
-        ("observe_decorator.py", {"handle", "answer", "retrieve", "chat gpt-4o-mini"}),
-        ("otel_exporter.py", {"openai.chat"}),
-    ],
-)
-def test_example_lands_records(
-    live_url: str, openai_stub: OpenAIStub, script: str, expected_spans: set[str]
+@dataclass(frozen=True)
+class Expect:
+    """What an example leaves in the log."""
+
+    spans: set[str] = field(default_factory=set)
+    prompts: set[str] = field(default_factory=set)
+    records: int = 1
+
+
+RUNS = {
+    "quickstart_openai.py": Expect(spans={f"chat {MODEL}"}),
+    "observe_decorator.py": Expect(spans={"handle", "answer", "retrieve", f"chat {MODEL}"}),
+    "otel_exporter.py": Expect(spans={"openai.chat"}),
+    "local_template.py": Expect(prompts={"support-reply"}),
+    "run_prompt.py": Expect(prompts={"example-greeting"}, records=2),
+}
+
+
+@pytest.fixture(scope="module")
+def stub_env() -> Iterator[dict[str, str]]:
+    """Run ``promptrail stub-provider`` on a free port; yield the variables it says to export."""
+    process = subprocess.Popen(
+        [str(CLI), "stub-provider", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        exports: dict[str, str] = {}
+        while len(exports) < 4:
+            line = process.stdout.readline()
+            assert line, f"the stub stopped: {exports}"
+            if line.startswith("export "):
+                name, value = line.removeprefix("export ").strip().split("=", 1)
+                exports[name] = value
+        yield exports
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+@pytest.fixture
+def collector(settings: Settings, stub_env: dict[str, str]) -> Iterator[str]:
+    """A live collector whose prompt runs go to the stub, as the README's ``make demo``."""
+    provider = settings.model_copy(
+        update={
+            "openai_base_url": stub_env["OPENAI_BASE_URL"],
+            "openai_api_key": SecretStr(stub_env["OPENAI_API_KEY"]),
+            "anthropic_base_url": stub_env["ANTHROPIC_BASE_URL"],
+            "anthropic_api_key": SecretStr(stub_env["ANTHROPIC_API_KEY"]),
+        }
+    )
+    with serve(create_app(provider)) as url:
+        yield url
+
+
+def test_every_example_is_run_here_and_says_how_to_run_it() -> None:
+    scripts = sorted(path.name for path in EXAMPLES.glob("*.py"))
+
+    assert scripts == sorted(RUNS)
+    for script in scripts:
+        source = (EXAMPLES / script).read_text()
+        doc = ast.get_docstring(ast.parse(source)) or ""
+        assert "sk-..." in doc and ("stub-provider" in doc or "make demo" in doc), script
+        assert set(re.findall(r"[A-Z_]*MODEL[A-Z_]*", source)) == {"PROMPTRAIL_EXAMPLE_MODEL"}
+
+
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_example_runs_against_the_stub_and_its_records_arrive(
+    collector: str, stub_env: dict[str, str], script: str
 ) -> None:
-    openai_stub.reset()
+    expect = RUNS[script]
     env = {
         **os.environ,
+        **stub_env,
         "PROMPTRAIL_API_KEY": KEY,
-        "PROMPTRAIL_BASE_URL": live_url,
-        "OPENAI_API_KEY": "sk-stub",
-        "OPENAI_BASE_URL": f"{openai_stub.url}/v1",
+        "PROMPTRAIL_BASE_URL": collector,
+        "PROMPTRAIL_EXAMPLE_MODEL": MODEL,
     }
 
     done = subprocess.run(
@@ -41,18 +119,16 @@ def test_example_lands_records(
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
 
     assert done.returncode == 0, done.stderr
-    assert openai_stub.script.reply in done.stdout
-    records = httpx.get(
-        f"{live_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": KEY}
-    ).json()["data"]
-    names = {
-        httpx.get(f"{live_url}/v1/requests/{r['id']}", headers={"X-API-Key": KEY}).json()["data"][
-            "span_name"
-        ]
-        for r in records
-    }
-    assert names >= expected_spans, names
+    assert REPLY in done.stdout
+    with httpx.Client(base_url=collector, headers={"X-API-Key": KEY}) as api:
+        listed = api.get("/v1/requests", params={"limit": 100}).json()["data"]
+        details = [api.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
+    assert len(listed) >= expect.records, listed
+    assert {r["span_name"] for r in details} >= expect.spans
+    assert {r["prompt_name"] for r in listed} >= expect.prompts
+    models = {r["model"] for r in listed if r["model"]}
+    assert models == {MODEL}, models

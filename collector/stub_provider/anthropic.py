@@ -1,0 +1,128 @@
+"""An Anthropic Messages server: ``POST /v1/messages``, whole or streamed.
+
+Point a client at ``<url>`` (the Anthropic SDK's ``base_url`` and ``ANTHROPIC_BASE_URL`` leave
+out the version path). Like the real API it insists on ``anthropic-version``, ``max_tokens``
+and messages of the roles user and assistant only (system text goes in ``system``). Streams
+send message_start, content_block_start, a ping, one content_block_delta per word,
+content_block_stop, message_delta (stop reason, output tokens) and message_stop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .base import StreamBroken, StubProvider
+
+_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class AnthropicStub(StubProvider):
+    """A scriptable Anthropic Messages stub (see :class:`.base.Script`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+
+    async def _messages(self, request: Request) -> Response:
+        body = await request.json()
+        self.record(request.url.path, dict(request.headers), body)
+        status = self.next_failure()
+        if status is not None:
+            return self._error(status)
+        problem = _invalid(request, body)
+        if problem:
+            return self._error(400, problem)
+        await self.pause(self.script.first_byte_delay)
+        input_tokens = self.count_words(body["messages"], body.get("system") or "")
+        if body.get("stream"):
+            events = self._events(body["model"], input_tokens)
+            return StreamingResponse(self.tracked(events), media_type="text/event-stream")
+        return JSONResponse(
+            {
+                "id": "msg_stub1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": self.script.reply}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": len(self.pieces())},
+            }
+        )
+
+    def _error(self, status: int, message: str | None = None) -> Response:
+        headers = {"retry-after": self.script.retry_after} if self.script.retry_after else {}
+        error = {
+            "type": _ERRORS.get(status, "api_error"),
+            "message": message or f"The stub failed this request with {status}.",
+        }
+        return JSONResponse({"type": "error", "error": error}, status_code=status, headers=headers)
+
+    async def _events(self, model: str, input_tokens: int) -> AsyncIterator[bytes]:
+        message: dict[str, Any] = {
+            "id": "msg_stub1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        }
+        yield _event("message_start", {"type": "message_start", "message": message})
+        block = {"type": "text", "text": ""}
+        start = {"type": "content_block_start", "index": 0, "content_block": block}
+        yield _event("content_block_start", start)
+        yield _event("ping", {"type": "ping"})
+        for number, piece in enumerate(self.pieces()):
+            if number == self.script.break_after_chunks:
+                if self.script.break_with == "drop":
+                    raise StreamBroken("the stub drops the connection mid-stream")
+                error = {"type": "overloaded_error", "message": "Overloaded"}
+                yield _event("error", {"type": "error", "error": error})
+                return
+            await self.pause(self.script.chunk_delay)
+            delta = {"type": "text_delta", "text": piece}
+            yield _event(
+                "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+            )
+        yield _event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        yield _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": len(self.pieces())},
+            },
+        )
+        yield _event("message_stop", {"type": "message_stop"})
+
+
+def _invalid(request: Request, body: dict[str, Any]) -> str | None:
+    if not request.headers.get("anthropic-version"):
+        return "anthropic-version: header is required"
+    if not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    messages = body.get("messages")
+    if not body.get("model") or not isinstance(messages, list) or not messages:
+        return "model and messages are required"
+    if any(m.get("role") not in ("user", "assistant") for m in messages):
+        return "messages: roles must be user or assistant; use the system parameter"
+    return None
+
+
+def _event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()

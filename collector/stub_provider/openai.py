@@ -1,0 +1,132 @@
+"""An OpenAI chat-completions server: ``POST /v1/chat/completions``, whole or streamed.
+
+Point a client at ``<url>/v1`` (the OpenAI SDK's ``base_url`` and ``OPENAI_BASE_URL`` include
+the version path). Streams send a role chunk, one chunk per word of the reply, a chunk with
+``finish_reason``, a usage chunk (only when ``stream_options.include_usage`` asks for it, as
+OpenAI does) and ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .base import StreamBroken, StubProvider
+
+_ERRORS = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    503: "server_error",
+}
+
+
+class OpenAIStub(StubProvider):
+    """A scriptable OpenAI chat-completions stub (see :class:`.base.Script`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.record(request.url.path, dict(request.headers), body)
+        status = self.next_failure()
+        if status is not None:
+            return self._error(status)
+        if not body.get("model") or not isinstance(body.get("messages"), list):
+            return self._error(400, "model and messages are required")
+        await self.pause(self.script.first_byte_delay)
+        usage = self._usage(body)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = self._chunks(body["model"], usage if include_usage else None)
+            return StreamingResponse(self.tracked(events), media_type="text/event-stream")
+        return JSONResponse(self._completion(body["model"], usage))
+
+    def _error(self, status: int, message: str | None = None) -> Response:
+        headers = {"retry-after": self.script.retry_after} if self.script.retry_after else {}
+        error = {
+            "message": message or f"The stub failed this request with {status}.",
+            "type": _ERRORS.get(status, "server_error"),
+            "param": None,
+            "code": None,
+        }
+        return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        prompt = self.count_words(body["messages"])
+        completion = len(self.pieces())
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+
+    def _completion(self, model: str, usage: dict[str, int]) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-stub1",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": self.script.reply,
+                        "refusal": None,
+                        "annotations": [],
+                    },
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": usage,
+            "system_fingerprint": "fp_stub",
+        }
+
+    async def _chunks(self, model: str, usage: dict[str, int] | None) -> AsyncIterator[bytes]:
+        def envelope(choices: list[dict[str, Any]]) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-stub1",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "system_fingerprint": "fp_stub",
+                "choices": choices,
+            }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            payload = envelope(
+                [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+            )
+            if usage is not None:
+                payload["usage"] = None
+            return _data(payload)
+
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
+        for number, piece in enumerate(self.pieces()):
+            if number == self.script.break_after_chunks:
+                if self.script.break_with == "drop":
+                    raise StreamBroken("the stub drops the connection mid-stream")
+                yield _data({"error": {"message": "The stub broke off.", "type": "server_error"}})
+                return
+            await self.pause(self.script.chunk_delay)
+            yield chunk({"content": piece})
+        yield chunk({}, finish="stop")
+        if usage is not None:
+            yield _data({**envelope([]), "usage": usage})
+        yield b"data: [DONE]\n\n"
+
+
+def _data(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
