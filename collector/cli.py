@@ -105,7 +105,7 @@ def serve(
         raise _fail(f"a collector is already running on {settings.data_dir.resolve()}")
     # The port first: a port in use must fail before a one-time key is made and shown (it
     # would be lost), and the banner must not say "listening" before it is true.
-    listener = _listen(settings.host, settings.port)
+    listener = _listen(settings.host, settings.port, " (no key was made)")
     port = listener.getsockname()[1]
     base_url = f"http://{_url_host(settings.host)}:{port}"
     token = new_admin_token()
@@ -138,7 +138,7 @@ def serve(
         remove_runtime(settings.data_dir, os.getpid())
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, note: str = "") -> socket.socket:
     """Bind and listen on ``host:port`` now; connections wait in the backlog until served."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
@@ -148,7 +148,7 @@ def _listen(host: str, port: int) -> socket.socket:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise _fail(
             f"cannot listen on {host}:{port}: {reason.lower()}; stop what uses it or pass "
-            "--port (no key was made)"
+            f"--port{note}"
         ) from None
 
 

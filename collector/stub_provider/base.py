@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+KEPT_CALLS = 10_000
+
 
 @dataclass
 class Script:
@@ -66,8 +68,10 @@ class StubProvider:
         return words
 
     def record(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
-        """Log a received request."""
+        """Log a received request (the newest ``KEPT_CALLS``: a demo stub runs for days)."""
         self.calls.append(Call(path, headers, body))
+        if len(self.calls) > 2 * KEPT_CALLS:
+            del self.calls[:-KEPT_CALLS]
 
     def next_failure(self) -> int | None:
         """Return the status to fail this request with, if the script says so."""
