@@ -11,3 +11,11 @@ def test_all_names_are_exported_and_documented() -> None:
     assert set(promptrail.__all__) - {"__version__"} <= public
     assert promptrail.__version__
     assert promptrail.__doc__
+
+
+def test_capture_api_is_exported() -> None:
+    capture = {"init", "instrument", "uninstrument", "observe", "context", "Context", "flush"}
+
+    assert capture <= set(promptrail.__all__)
+    assert isinstance(promptrail.context(user_id="u1"), promptrail.Context)
+    assert promptrail.context.__doc__

@@ -5,6 +5,9 @@ import promptrail
 promptrail.init()            # PROMPTRAIL_API_KEY / PROMPTRAIL_BASE_URL
 promptrail.instrument()      # capture every openai / anthropic call
 
+with promptrail.context(user_id="u1", session_id="s9"):
+    ...                      # every record captured here carries both
+
 @promptrail.observe(prompt_name="support-reply")
 def answer(question: str) -> str: ...
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 # -- capture (begin)
+from ._context import Context, context
 from ._observe import observe
 from ._runtime import flush, init, shutdown, stats
 from .integrations import instrument, uninstrument
@@ -21,7 +25,9 @@ from .integrations import instrument, uninstrument
 # -- capture (end)
 
 __all__ = [
+    "Context",
     "__version__",
+    "context",
     "flush",
     "init",
     "instrument",

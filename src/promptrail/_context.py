@@ -1,19 +1,22 @@
-"""What an observed function passes down to the model calls made inside it.
+"""What an observed function or a ``promptrail.context`` passes down to the calls inside it.
 
-``@observe(prompt_name=..., metadata=...)`` and rendered templates set it; the provider
-patches read it, so each captured call is logged against the right prompt, version and
-metadata without the user threading them through.
+``@observe(prompt_name=..., metadata=...)``, ``promptrail.context(user_id=..., ...)`` and
+rendered templates set it; the provider patches read it, so each captured call is logged
+against the right prompt, version, user, session and metadata without the user threading
+them through.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from . import _genai
 
@@ -92,6 +95,13 @@ def nested(outer: Observation, options: _HasLinkage) -> Observation:
     )
 
 
+def with_metadata(outer: Observation, metadata: Mapping[str, Any]) -> Observation:
+    """Return the observation inside ``outer`` with ``metadata`` merged in (its keys win)."""
+    if not metadata:
+        return outer
+    return Observation(outer.prompt_name, outer.version, {**outer.metadata, **metadata})
+
+
 def set_current(observation: Observation) -> contextvars.Token[Observation]:
     """Make ``observation`` current; reset with :func:`reset_current`."""
     return _current.set(observation)
@@ -100,6 +110,96 @@ def set_current(observation: Observation) -> contextvars.Token[Observation]:
 def reset_current(token: contextvars.Token[Observation]) -> None:
     """Undo :func:`set_current`."""
     _current.reset(token)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Context:
+    """The user, session and metadata of a block of work; see :func:`context`."""
+
+    __slots__ = ("_tokens", "metadata")
+
+    def __init__(self, metadata: Mapping[str, Any]) -> None:
+        self.metadata: Mapping[str, Any] = metadata
+        # A stack, so one Context can be re-entered in nested blocks of the same thread.
+        self._tokens: list[contextvars.Token[Observation]] = []
+
+    def _enter(self) -> contextvars.Token[Observation]:
+        return _current.set(with_metadata(_current.get(), self.metadata))
+
+    def __enter__(self) -> Context:
+        self._tokens.append(self._enter())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> Context:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__()
+
+    def __call__(self, function: Callable[P, R]) -> Callable[P, R]:
+        """Decorate a function or coroutine function: each call runs in this context."""
+        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+            # A generator runs its steps in its consumer's context: a context set around it
+            # would either leak into the consumer or be gone before the first step.
+            raise TypeError(
+                "promptrail.context cannot decorate a generator function; "
+                "use `with promptrail.context(...)` inside it instead"
+            )
+        enter = self._enter
+        if inspect.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def run_coroutine(*args: P.args, **kwargs: P.kwargs) -> Any:
+                token = enter()  # a local token: concurrent calls never share one
+                try:
+                    return await function(*args, **kwargs)
+                finally:
+                    _current.reset(token)
+
+            return cast("Callable[P, R]", run_coroutine)
+
+        @functools.wraps(function)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            token = enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _current.reset(token)
+
+        return run
+
+
+def context(
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Context:
+    """Attach a user, a session and metadata to every record captured inside.
+
+    A context manager (``with`` and ``async with``) and a decorator of functions and
+    coroutine functions. ``user_id`` and ``session_id`` become the metadata keys of the same
+    names (``GET /v1/requests?metadata.user_id=u1`` finds the records); they win over those
+    keys in ``metadata``. Contexts nest: metadata merges, the innermost value wins, and
+    ``@observe(metadata=...)`` inside merges the same way. Built on :mod:`contextvars`:
+    asyncio tasks and threads run in a copied context (``asyncio.to_thread``,
+    ``contextvars.copy_context().run``) inherit it; other threads do not.
+
+    >>> with promptrail.context(user_id="u1", session_id="s9", metadata={"plan": "pro"}):
+    ...     client.chat.completions.create(...)  # recorded with all three keys
+    """
+    merged = dict(metadata or {})
+    if user_id is not None:
+        merged["user_id"] = user_id
+    if session_id is not None:
+        merged["session_id"] = session_id
+    return Context(merged)
 
 
 class _RenderedTexts:
