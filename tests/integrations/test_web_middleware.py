@@ -1,0 +1,207 @@
+"""Web middleware: FastAPI and Flask apps on real sockets, called by concurrent users."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import flask
+import httpx
+import openai
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
+from werkzeug.serving import make_server
+
+from promptrail.integrations.web import ASGIContextMiddleware, WSGIContextMiddleware
+from tests.integrations.conftest import Records
+from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
+
+USERS = 10
+RELEASE_WAIT = 10.0  # how long a stream waits for the test before giving up
+
+
+def ask_message(topic: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"about {topic}"}]
+
+
+def fastapi_app(api_url: str, release: threading.Event, **options: Any) -> FastAPI:
+    clients: dict[str, openai.AsyncOpenAI] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        clients["api"] = openai.AsyncOpenAI(api_key="k", base_url=api_url, max_retries=0)
+        yield
+        await clients["api"].close()
+
+    app = FastAPI(lifespan=lifespan)
+    app.add_middleware(ASGIContextMiddleware, **options)
+    sync_api = openai.OpenAI(api_key="k", base_url=api_url, max_retries=0)
+
+    @app.get("/ask/{topic}")
+    async def ask(topic: str) -> dict[str, str]:
+        await clients["api"].chat.completions.create(model="gpt-4o", messages=ask_message(topic))
+        return {"ok": topic}
+
+    @app.get("/ask-sync/{topic}")
+    def ask_sync(topic: str) -> dict[str, str]:  # FastAPI runs it in its thread pool
+        sync_api.chat.completions.create(model="gpt-4o", messages=ask_message(topic))
+        return {"ok": topic}
+
+    @app.get("/events")
+    async def events() -> StreamingResponse:
+        async def stream() -> AsyncIterator[str]:
+            yield "data: first\n\n"
+            released = await asyncio.to_thread(release.wait, RELEASE_WAIT)
+            await clients["api"].chat.completions.create(
+                model="gpt-4o", messages=ask_message("stream")
+            )
+            yield "data: second\n\n" if released else "data: timed out\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return app
+
+
+def flask_app(api_url: str, release: threading.Event, **options: Any) -> flask.Flask:
+    app = flask.Flask(__name__)
+    api = openai.OpenAI(api_key="k", base_url=api_url, max_retries=0)
+
+    @app.get("/ask/<topic>")
+    @app.get("/ask-sync/<topic>")
+    def ask(topic: str) -> dict[str, str]:
+        api.chat.completions.create(model="gpt-4o", messages=ask_message(topic))
+        return {"ok": topic}
+
+    @app.get("/events")
+    def events() -> flask.Response:
+        def stream() -> Iterator[str]:
+            yield "data: first\n\n"
+            released = release.wait(RELEASE_WAIT)
+            # Runs after the view returned, while the server sends the body.
+            api.chat.completions.create(model="gpt-4o", messages=ask_message("stream"))
+            yield "data: second\n\n" if released else "data: timed out\n\n"
+
+        return flask.Response(stream(), mimetype="text/event-stream")
+
+    app.wsgi_app = WSGIContextMiddleware(app.wsgi_app, **options)  # type: ignore[method-assign]
+    return app
+
+
+@contextmanager
+def serve_wsgi(app: Any) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=15)
+
+
+ROUTES = {"fastapi": "/ask/{topic}", "flask": "/ask/<topic>"}
+
+
+@pytest.fixture
+def run_app(openai_stub: OpenAIStub) -> Iterator[Callable[..., Any]]:
+    """Start the named app under its middleware; yields (base URL, release event) per call."""
+    release = threading.Event()
+    opened: list[Any] = []
+
+    def start(kind: str, **options: Any) -> tuple[str, threading.Event]:
+        api_url = f"{openai_stub.url}/v1"
+        if kind == "fastapi":
+            server = serve(fastapi_app(api_url, release, **options), lifespan="on")
+        else:
+            server = serve_wsgi(flask_app(api_url, release, **options))
+        opened.append(server)
+        return server.__enter__(), release
+
+    yield start
+    release.set()
+    for server in opened:
+        server.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("kind", ["fastapi", "flask"])
+def test_ten_concurrent_users_each_see_only_their_own_id_on_their_records(
+    kind: str, run_app: Callable[..., Any], openai_stub: OpenAIStub, records: Records
+) -> None:
+    base_url, _ = run_app(kind)
+    openai_stub.script.first_byte_delay = 0.05  # requests overlap in the app
+
+    def user(i: int) -> None:
+        with httpx.Client(base_url=base_url) as client:
+            for n, path in enumerate(("ask", "ask-sync")):
+                headers = {
+                    "X-User-Id": f"user-{i}",
+                    "X-Session-Id": f"session-{i}",
+                    "X-Request-Id": f"req-{i}-{n}",
+                }
+                response = client.get(f"/{path}/topic-{i}-{n}", headers=headers)
+                assert response.status_code == 200
+
+    with ThreadPoolExecutor(USERS) as pool:
+        list(pool.map(user, range(USERS)))
+
+    recorded = records(expected=2 * USERS)
+    assert len(recorded) == 2 * USERS
+    for record in recorded:
+        i, n = record["input"][0]["content"].removeprefix("about topic-").split("-")
+        route = ROUTES[kind] if n == "0" else ROUTES[kind].replace("/ask/", "/ask-sync/")
+        assert record["metadata"] == {
+            "user_id": f"user-{i}",
+            "session_id": f"session-{i}",
+            "request_id": f"req-{i}-{n}",
+            "route": route,
+        }
+
+
+@pytest.mark.parametrize("kind", ["fastapi", "flask"])
+def test_a_streamed_response_passes_through_unbuffered_inside_the_context(
+    kind: str, run_app: Callable[..., Any], records: Records
+) -> None:
+    base_url, release = run_app(kind)
+
+    with (
+        httpx.Client(base_url=base_url) as client,
+        client.stream("GET", "/events", headers={"X-User-Id": "u-sse"}) as response,
+    ):
+        chunks = response.iter_text()
+        # The stream holds back its second event until the first has reached the client.
+        assert next(chunks) == "data: first\n\n"
+        release.set()
+        assert "".join(chunks) == "data: second\n\n"
+        assert response.headers["content-type"].startswith("text/event-stream")
+
+    (record,) = records()
+    assert record["metadata"]["user_id"] == "u-sse"
+    assert record["metadata"]["route"] == "/events"
+
+
+@pytest.mark.parametrize("kind", ["fastapi", "flask"])
+def test_an_identify_callable_sets_the_user_and_a_failing_one_never_fails_the_request(
+    kind: str, run_app: Callable[..., Any], records: Records
+) -> None:
+    def identify(request: Any) -> dict[str, str]:
+        path = request["path"] if kind == "fastapi" else request["PATH_INFO"]
+        if "broken" in path:
+            raise RuntimeError("identity service down")
+        return {"user_id": "from-callable", "tenant": "acme"}
+
+    base_url, _ = run_app(kind, identify=identify, user_header=None)
+    with httpx.Client(base_url=base_url) as client:
+        assert client.get("/ask/fine", headers={"X-User-Id": "ignored"}).status_code == 200
+        assert client.get("/ask/broken").status_code == 200
+
+    calls = {r["input"][0]["content"]: r for r in records(expected=2)}
+    fine = calls["about fine"]["metadata"]
+    assert (fine["user_id"], fine["tenant"]) == ("from-callable", "acme")
+    assert len(fine["request_id"]) == 32  # none was sent: a fresh one
+    assert calls["about broken"]["metadata"] == {}
