@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: run demo test examples lint bench install clean
+.PHONY: run demo test examples lint bench install chromium clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
 $(STAMP): pyproject.toml
@@ -13,7 +13,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) chromium
+
+# The console's browser tests drive Debian's Chromium through Playwright (no browser download).
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 run: $(STAMP)
 	$(VENV)/bin/promptrail serve
@@ -40,7 +44,7 @@ examples: $(STAMP)
 
 # Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores. The
 # examples ran just before (a failing example stops here early), so they are not run twice.
-test: lint examples
+test: lint chromium examples
 	$(VENV)/bin/pytest -n 2 --ignore=tests/integrations/test_examples.py
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import RedirectResponse
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +28,7 @@ from .api.routes import (
     versions,
 )
 from .config import Settings
+from .console import install_console
 from .models.common import ERROR_RESPONSES
 from .store.store import Store
 
@@ -102,17 +102,12 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(health.router)
-    app.add_api_route("/", _to_docs, include_in_schema=False)
+    install_console(app)
     api = _api_router()
     app.include_router(api, prefix="/v1")
     app.include_router(api, prefix="/api/v1", include_in_schema=False)
     _document_real_errors(app)
     return app
-
-
-async def _to_docs() -> RedirectResponse:
-    """``GET /``: the API reference, until a console takes the root."""
-    return RedirectResponse("/docs")
 
 
 def _document_real_errors(app: FastAPI) -> None:

@@ -70,13 +70,6 @@ def test_api_reference_loads_only_assets_the_collector_serves(api: TestClient, p
         assert api.get(absolute).status_code == 200, url
 
 
-def test_root_leads_to_the_api_reference(api: TestClient) -> None:
-    response = api.get("/", follow_redirects=False)
-
-    assert response.status_code in (302, 307)
-    assert response.headers["location"] == "/docs"
-
-
 @pytest.mark.parametrize(("method", "path", "body", "status"), SPEC_ROUTES)
 def test_every_route_documents_its_models_and_real_statuses(
     openapi: dict[str, Any], method: str, path: str, body: str | None, status: str

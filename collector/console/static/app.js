@@ -1,0 +1,122 @@
+// The console's shell: sign-in, navigation and the hash router (#/requests, #/requests/<id>).
+// Hash routes keep the collector's own paths free for the API and need no server routes.
+
+import { ApiError, api, messageOf, session } from "./api.js";
+import { h, replace } from "./dom.js";
+import { showRequest, showRequests } from "./requests.js";
+
+const view = document.getElementById("view");
+const nav = document.getElementById("nav");
+const account = document.getElementById("account");
+
+const SECTIONS = [["#/requests", "Requests"]];
+
+const ROUTES = [
+  [
+    /^#\/requests\/([^/?]+)(?:\?(.*))?$/,
+    (id, query) =>
+      showRequest(view, decodeURIComponent(id), new URLSearchParams(query || "").get("from") || ""),
+  ],
+  [/^#\/requests(?:\?(.*))?$/, (query) => showRequests(view, new URLSearchParams(query || ""))],
+];
+
+function route() {
+  if (!session.key) return showSignIn();
+  const hash = window.location.hash || "#/requests";
+  showChrome(hash);
+  for (const [pattern, show] of ROUTES) {
+    const match = pattern.exec(hash);
+    if (match) return run(() => show(...match.slice(1)));
+  }
+  window.location.hash = "#/requests";
+}
+
+async function run(show) {
+  // aria-busy tells assistive technology (and the browser tests) that the view is loading.
+  view.setAttribute("aria-busy", "true");
+  try {
+    await show();
+  } catch (error) {
+    failed(error);
+  } finally {
+    view.removeAttribute("aria-busy");
+  }
+}
+
+function failed(error) {
+  // A key the API stopped accepting has already led back to the sign-in form.
+  if (error instanceof ApiError && error.status === 401) return;
+  replace(view, h("p", { class: "error", role: "alert" }, messageOf(error)));
+}
+
+function showChrome(hash) {
+  replace(
+    nav,
+    SECTIONS.map(([href, label]) =>
+      h("a", { href, "aria-current": hash.startsWith(href) ? "page" : null }, label),
+    ),
+  );
+  replace(account, h("button", { type: "button", class: "quiet", onclick: signOut }, "Sign out"));
+}
+
+function signOut() {
+  session.signOut();
+  showSignIn("Signed out.");
+}
+
+function showSignIn(message = "") {
+  replace(nav);
+  replace(account);
+  const input = h("input", {
+    id: "api-key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    required: true,
+  });
+  const note = h("p", { class: message ? "note" : "note hidden", role: "status" }, message);
+  const form = h(
+    "form",
+    { class: "sign-in", onsubmit: (event) => signIn(event, input, note) },
+    h("h1", {}, "Sign in"),
+    h(
+      "p",
+      {},
+      "Paste an API key of your project. It stays in this browser tab (session storage) and is " +
+        "sent only to this collector, in a request header.",
+    ),
+    h("label", { for: "api-key" }, "API key"),
+    input,
+    h("button", { type: "submit" }, "Sign in"),
+    note,
+  );
+  replace(view, form);
+  input.focus();
+}
+
+async function signIn(event, input, note) {
+  event.preventDefault();
+  const key = input.value.trim();
+  note.className = "note";
+  replace(note, "Checking the key…");
+  view.setAttribute("aria-busy", "true");
+  try {
+    await api("/requests", { query: { limit: 1 }, key });
+  } catch (error) {
+    view.removeAttribute("aria-busy");
+    note.className = "note error";
+    note.setAttribute("role", "alert");
+    if (error instanceof ApiError && error.status === 401) {
+      return replace(note, "This API key was not accepted. Check it and paste it again.");
+    }
+    return replace(note, messageOf(error));
+  }
+  session.signIn(key);
+  if (!window.location.hash.startsWith("#/")) window.location.hash = "#/requests";
+  else route();
+}
+
+session.onExpired = () =>
+  showSignIn("This API key is no longer accepted. Paste a valid key to sign in again.");
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,293 @@
+// The request log: the filtered list (one API page at a time, "Load more" follows the cursor)
+// and the detail of one record.
+
+import { api, messageOf } from "./api.js";
+import { asText, facts, h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+
+const PAGE_SIZE = 50;
+const FILTERS = ["prompt_name", "status", "start_date", "end_date", "meta_key", "meta_value"];
+
+/** The list's query for the API from the route's filters (metadata as metadata.<key>). */
+function listQuery(filters) {
+  const query = {
+    limit: PAGE_SIZE,
+    prompt_name: filters.get("prompt_name"),
+    status: filters.get("status"),
+    start_date: filters.get("start_date"),
+    end_date: filters.get("end_date"),
+  };
+  const key = filters.get("meta_key");
+  if (key) query[`metadata.${key}`] = filters.get("meta_value") || "";
+  return query;
+}
+
+/** #/requests?<filters>: the filter form, the table, and "Load more". */
+export async function showRequests(view, filters) {
+  const body = h("tbody");
+  const summary = h("p", { class: "summary", role: "status" }, "Loading…");
+  const more = h("button", { type: "button", class: "more hidden" }, "Load more");
+  replace(
+    view,
+    h("h1", {}, "Requests"),
+    filterForm(filters),
+    summary,
+    h("div", { class: "table-wrap" }, recordTable(body)),
+    more,
+  );
+  const query = listQuery(filters);
+  let shown = 0;
+  const load = async (cursor) => {
+    more.disabled = true;
+    const page = await api("/requests", { query: { ...query, cursor } });
+    body.append(...page.data.map((record) => recordRow(record, filters)));
+    shown += page.data.length;
+    const next = page.pagination.has_more ? page.pagination.next_cursor : null;
+    replace(summary, summaryText(shown, next !== null, filters));
+    more.classList.toggle("hidden", next === null);
+    more.disabled = false;
+    more.onclick = () =>
+      load(next).catch((error) => replace(summary, h("span", { class: "error" }, messageOf(error))));
+  };
+  await load(undefined);
+}
+
+function summaryText(shown, hasMore, filters) {
+  const filtered = FILTERS.some((name) => filters.get(name));
+  const noun = shown === 1 ? "request" : "requests";
+  if (shown === 0) return filtered ? "No requests match these filters." : "No requests logged yet.";
+  return `${fmt.count(shown)} ${noun} shown${hasMore ? ", more to load" : ""}.`;
+}
+
+function field(label, name, control) {
+  control.id = `filter-${name}`;
+  control.name = name;
+  return h("div", { class: "field" }, h("label", { for: control.id }, label), control);
+}
+
+function filterForm(filters) {
+  const value = (name) => filters.get(name) || "";
+  const text = (name, placeholder) => h("input", { type: "text", value: value(name), placeholder });
+  const date = (name) => h("input", { type: "date", value: value(name) });
+  const status = h(
+    "select",
+    {},
+    [
+      ["", "Any"],
+      ["success", "success"],
+      ["error", "error"],
+    ].map(([option, label]) =>
+      h("option", { value: option, selected: value("status") === option }, label),
+    ),
+  );
+  const form = h(
+    "form",
+    { class: "filters", role: "search", "aria-label": "Filter requests" },
+    field("Prompt", "prompt_name", text("prompt_name", "any prompt")),
+    field("Status", "status", status),
+    field("From", "start_date", date("start_date")),
+    field("To", "end_date", date("end_date")),
+    field("Metadata key", "meta_key", text("meta_key", "e.g. user_id")),
+    field("Metadata value", "meta_value", text("meta_value", "")),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit" }, "Apply"),
+      h("a", { class: "button quiet", href: "#/requests" }, "Clear"),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const name of FILTERS) {
+      const entered = form.elements[name].value.trim();
+      if (entered) chosen.set(name, entered);
+    }
+    const query = chosen.toString();
+    const target = query ? `#/requests?${query}` : "#/requests";
+    form.closest("main")?.setAttribute("aria-busy", "true");
+    // Applying the filters already shown reloads the list (new records may have arrived).
+    if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else window.location.hash = target;
+  });
+  return form;
+}
+
+const COLUMNS = [
+  ["Time (UTC)", ""],
+  ["Prompt", ""],
+  ["Version", "num"],
+  ["Model", ""],
+  ["Status", ""],
+  ["Tokens", "num"],
+  ["Cost", "num"],
+  ["Latency", "num"],
+];
+
+function recordTable(body) {
+  return h(
+    "table",
+    { class: "records" },
+    h("thead", {}, h("tr", {}, COLUMNS.map(([label, kind]) => h("th", { class: kind, scope: "col" }, label)))),
+    body,
+  );
+}
+
+function recordRow(record, filters) {
+  const href = detailHref(record.id, filters);
+  const row = h(
+    "tr",
+    {},
+    h("td", { class: "time" }, h("a", { href }, fmt.time(record.created_at))),
+    h("td", {}, record.prompt_name || h("span", { class: "muted" }, "—")),
+    h("td", { class: "num" }, record.version ?? ""),
+    h("td", {}, record.model),
+    h("td", {}, statusBadge(record.status)),
+    h("td", { class: "num" }, fmt.count(record.usage.total_tokens)),
+    h("td", { class: "num" }, fmt.cost(record.usage.estimated_cost_usd)),
+    h("td", { class: "num" }, fmt.duration(record.latency_ms)),
+  );
+  // The link in the first cell is what the keyboard reaches; a click anywhere on the row works.
+  row.addEventListener("click", (event) => {
+    if (event.target.closest("a") === null) window.location.hash = href;
+  });
+  return row;
+}
+
+function detailHref(id, filters) {
+  const back = filters.toString();
+  return `#/requests/${encodeURIComponent(id)}${back ? `?from=${encodeURIComponent(back)}` : ""}`;
+}
+
+function statusBadge(status) {
+  return h("span", { class: `badge ${status === "error" ? "bad" : "good"}` }, status);
+}
+
+/** #/requests/<id>: everything the API knows of one record. */
+export async function showRequest(view, id, back = "") {
+  const { data: record } = await api(`/requests/${encodeURIComponent(id)}`);
+  replace(
+    view,
+    h("a", { class: "back", href: back ? `#/requests?${back}` : "#/requests" }, "← Requests"),
+    h(
+      "h1",
+      {},
+      record.prompt_name || record.span_name || "Unnamed call",
+      " ",
+      statusBadge(record.status),
+    ),
+    h("p", { class: "muted mono" }, record.id),
+    h("div", { class: "detail" }, detailSections(record)),
+  );
+}
+
+function detailSections(record) {
+  const usage = record.usage;
+  const timing = record.timing;
+  const integration = record.integration;
+  return [
+    section("Summary", summaryFacts(record)),
+    record.error ? section("Error", h("pre", { class: "error" }, record.error)) : null,
+    section("Input variables", keyValues(record.input_variables)),
+    record.input === null || record.input === undefined
+      ? null
+      : section("Input", inputView(record.input)),
+    section("Output", outputView(record.output)),
+    section("Metadata", keyValues(record.metadata)),
+    section(
+      "Usage and cost",
+      facts([
+        ["Prompt tokens", fmt.count(usage.prompt_tokens)],
+        ["Completion tokens", fmt.count(usage.completion_tokens)],
+        ["Total tokens", fmt.count(usage.total_tokens)],
+        [
+          "Estimated cost",
+          record.cost_known ? fmt.cost(usage.estimated_cost_usd) : "unknown (no price for this model)",
+        ],
+      ]),
+    ),
+    section(
+      "Timing",
+      facts([
+        ["Total latency", fmt.duration(timing.total_latency_ms)],
+        ["Time to first token", fmt.duration(record.time_to_first_token_ms)],
+        ["Pre-processing", fmt.duration(timing.pre_process_ms)],
+        ["LLM call", fmt.duration(timing.llm_call_ms)],
+        ["Post-processing", fmt.duration(timing.post_process_ms)],
+      ]),
+    ),
+    section(
+      "Integration",
+      facts([
+        ["Pre-process ran", integration.pre_process_executed ? "yes" : "no"],
+        ["Post-process ran", integration.post_process_executed ? "yes" : "no"],
+        ["Errors", integration.errors.length ? h("pre", {}, asText(integration.errors)) : "none"],
+      ]),
+    ),
+  ];
+}
+
+function summaryFacts(record) {
+  return facts([
+    ["Time (UTC)", fmt.time(record.created_at)],
+    ["Status", record.status],
+    ["Prompt", record.prompt_name],
+    ["Version", record.version ?? ""],
+    ["Model", record.model],
+    ["Provider", record.provider],
+    ["Latency", fmt.duration(record.timing.total_latency_ms)],
+    ["Span", record.span_name],
+    ["Trace id", record.trace_id && h("span", { class: "mono" }, record.trace_id)],
+    ["Span id", record.span_id && h("span", { class: "mono" }, record.span_id)],
+    ["Parent span id", record.parent_span_id && h("span", { class: "mono" }, record.parent_span_id)],
+  ]);
+}
+
+function section(title, ...content) {
+  return h("section", { class: "card" }, h("h2", {}, title), content);
+}
+
+/** A table of an object's keys and values (values as text or JSON). */
+function keyValues(object) {
+  const entries = Object.entries(object || {});
+  if (entries.length === 0) return h("p", { class: "muted" }, "none");
+  return h(
+    "table",
+    { class: "kv" },
+    h(
+      "tbody",
+      {},
+      entries.map(([key, value]) =>
+        h("tr", {}, h("th", { scope: "row" }, key), h("td", {}, h("pre", {}, asText(value)))),
+      ),
+    ),
+  );
+}
+
+function outputView(output) {
+  const { content, ...rest } = output || {};
+  return [
+    content === undefined ? null : h("pre", { class: "output" }, asText(content)),
+    Object.keys(rest).length ? keyValues(rest) : null,
+    content === undefined && !Object.keys(rest).length ? h("p", { class: "muted" }, "none") : null,
+  ];
+}
+
+/** Messages as role + content; any other input (Responses, embeddings) as JSON. */
+function inputView(input) {
+  const isMessages =
+    Array.isArray(input) && input.every((m) => m && typeof m === "object" && "role" in m);
+  if (!isMessages) return h("pre", {}, asText(input));
+  return h(
+    "ol",
+    { class: "messages" },
+    input.map((message) =>
+      h(
+        "li",
+        {},
+        h("span", { class: "role" }, String(message.role)),
+        h("pre", {}, asText(message.content ?? "")),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,92 @@
+"""Browser fixtures: one headless Chromium per session (Debian's), a fresh page per test.
+
+The console is driven against a live collector (``live_url``) with records logged through the
+public API, as a user's application would log them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+KEY = "pr-test-default-key"
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """The system's Chromium, started once for the session (no browser download)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Console:
+    """A browser tab on the live collector, with what the page complained about."""
+
+    page: Page
+    url: str
+    errors: list[str] = field(default_factory=list)
+
+    def open(self, route: str = "") -> Page:
+        """Load the console (``route`` is a hash route such as ``#/requests``)."""
+        self.page.goto(f"{self.url}/{route}")
+        return self.page
+
+    def sign_in(self, key: str = KEY, route: str = "") -> Page:
+        """Load the console and sign in with ``key`` through the form."""
+        page = self.open(route)
+        page.get_by_label("API key").fill(key)
+        page.get_by_role("button", name="Sign in").click()
+        return page
+
+    def screenshot(self, name: str) -> None:
+        """Write docs/screenshots/<name>.png of the whole page."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.mouse.move(0, 0)  # no row left highlighted by the pointer
+        self.page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def _new_console(browser: Browser, url: str, **context: Any) -> Iterator[Console]:
+    page_context = browser.new_context(viewport=LAPTOP, **context)
+    page = page_context.new_page()
+    console = Console(page, url)
+
+    def on_message(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            console.errors.append(message.text)
+
+    page.on("console", on_message)
+    page.on("pageerror", lambda error: console.errors.append(f"uncaught: {error}"))
+    yield console
+    page_context.close()
+
+
+@pytest.fixture
+def console(browser: Browser, live_url: str) -> Iterator[Console]:
+    """A fresh tab (its own session storage) on a live collector with its own database."""
+    yield from _new_console(browser, live_url)
+
+
+@pytest.fixture
+def log(live_url: str) -> Iterator[Any]:
+    """Log records through ``POST /v1/requests/batch``, as a client application does."""
+    with httpx.Client(base_url=live_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+
+        def log_records(*records: dict[str, Any]) -> None:
+            response = client.post("/v1/requests/batch", json={"records": list(records)})
+            assert response.status_code == 201, response.text
+            assert response.json()["data"]["rejected"] == []
+
+        yield log_records
