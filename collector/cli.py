@@ -207,6 +207,7 @@ def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> Non
     out = Console(soft_wrap=True)  # no line breaks inside a key or a command to copy
     out.print(f"\n[bold]promptrail collector[/bold] listening on {base_url}")
     out.print(f"  store: {settings.store_url} (database {settings.database})")
+    out.print(f"  console: {base_url} (sign in with an API key)")
     out.print(f"  API docs: {base_url}/docs")
     if new_key:
         out.print(

@@ -149,6 +149,10 @@ def test_first_start_prints_a_development_key_and_a_keys_command_that_work(
         keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
         assert keys, "".join(lines)
         assert works(port, keys[0])
+        # The banner names the console's address, and the console answers there.
+        address = next(line for line in lines if "console:" in line).split()[1]
+        assert address == f"http://127.0.0.1:{port}"
+        assert "<title>promptrail</title>" in httpx.get(address).text
 
         # The banner's command, run as printed (from the same directory), makes a key.
         command = next(line for line in lines if "keys create" in line).split(": ", 1)[1]
