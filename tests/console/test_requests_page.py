@@ -84,6 +84,7 @@ def test_a_key_the_api_stops_accepting_leads_back_to_sign_in(console: Console) -
 
     page.reload()
 
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     expect(page.get_by_role("status")).to_have_text(
         "This API key is no longer accepted. Paste a valid key to sign in again."
     )

@@ -1,9 +1,12 @@
 // The request log: the filtered list (one API page at a time, "Load more" follows the cursor)
 // and the detail of one record.
 
-import { api, messageOf } from "./api.js";
+import { api } from "./api.js";
 import { asText, facts, h, replace } from "./dom.js";
+import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
+import { paged } from "./paging.js";
+import { searchForm, showHits } from "./search.js";
 
 const PAGE_SIZE = 50;
 const FILTERS = ["prompt_name", "status", "start_date", "end_date", "meta_key", "meta_value"];
@@ -22,34 +25,46 @@ function listQuery(filters) {
   return query;
 }
 
-/** #/requests?<filters>: the filter form, the table, and "Load more". */
+/** The export's filters from the route's: the same records the table lists. */
+function exportFilters(filters) {
+  const chosen = {};
+  for (const name of ["prompt_name", "status", "start_date", "end_date"]) {
+    if (filters.get(name)) chosen[name] = filters.get(name);
+  }
+  const key = filters.get("meta_key");
+  if (key) chosen.metadata = { [key]: filters.get("meta_value") || "" };
+  return chosen;
+}
+
+/** #/requests?<filters>: search, filters, the table and "Load more"; ?q=<text> searches. */
 export async function showRequests(view, filters) {
-  const body = h("tbody");
-  const summary = h("p", { class: "summary", role: "status" }, "Loading…");
-  const more = h("button", { type: "button", class: "more hidden" }, "Load more");
+  const query = filters.get("q") || "";
+  const results = h("div", { class: "results" });
   replace(
     view,
-    h("h1", {}, "Requests"),
-    filterForm(filters),
-    summary,
-    h("div", { class: "table-wrap" }, recordTable(body)),
-    more,
+    h(
+      "div",
+      { class: "page-head" },
+      h("h1", {}, "Requests"),
+      query ? null : exportButtons(exportFilters(filters)),
+    ),
+    searchForm(query),
+    query ? h("a", { class: "back", href: "#/requests" }, "← All requests") : filterForm(filters),
+    results,
   );
+  if (query) await showHits(results, query);
+  else await showTable(results, filters);
+}
+
+async function showTable(container, filters) {
+  const body = h("tbody");
   const query = listQuery(filters);
-  let shown = 0;
-  const load = async (cursor) => {
-    more.disabled = true;
-    const page = await api("/requests", { query: { ...query, cursor } });
-    body.append(...page.data.map((record) => recordRow(record, filters)));
-    shown += page.data.length;
-    const next = page.pagination.has_more ? page.pagination.next_cursor : null;
-    replace(summary, summaryText(shown, next !== null, filters));
-    more.classList.toggle("hidden", next === null);
-    more.disabled = false;
-    more.onclick = () =>
-      load(next).catch((error) => replace(summary, h("span", { class: "error" }, messageOf(error))));
-  };
-  await load(undefined);
+  await paged(container, h("div", { class: "table-wrap" }, recordTable(body)), {
+    loading: "Loading…",
+    fetchPage: (cursor) => api("/requests", { query: { ...query, cursor } }),
+    add: (records) => body.append(...records.map((record) => recordRow(record, filters))),
+    describe: (shown, hasMore) => summaryText(shown, hasMore, filters),
+  });
 }
 
 function summaryText(shown, hasMore, filters) {

@@ -1,0 +1,97 @@
+// Full-text search of the request log: hits with the API's highlights, built as text nodes.
+
+import { api } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { paged } from "./paging.js";
+
+const PAGE_SIZE = 50;
+
+// The API's highlights are HTML-escaped text with every match in <em>…</em>
+// (docs/api-notes.md). They are split on those two tags and unescaped here; each piece becomes
+// a text node, and each match a <mark> made by the console, so no part of a record is parsed.
+const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'" };
+
+function unescape(text) {
+  return text.replace(/&(?:amp|lt|gt|quot|#x27);/g, (entity) => ENTITIES[entity]);
+}
+
+/** The nodes of one highlighted snippet: text, with each match in a <mark>. */
+export function highlighted(snippet) {
+  const nodes = [];
+  let marked = false;
+  for (const piece of snippet.split(/<\/?em>/)) {
+    if (piece) nodes.push(marked ? h("mark", {}, unescape(piece)) : unescape(piece));
+    marked = !marked;
+  }
+  return nodes;
+}
+
+/** The search box; submitting it routes to #/requests?q=<text>. */
+export function searchForm(query) {
+  const input = h("input", {
+    id: "search-text",
+    type: "search",
+    name: "q",
+    value: query,
+    placeholder: "Search variables, input, output and metadata",
+  });
+  const form = h(
+    "form",
+    { class: "search", role: "search", "aria-label": "Search requests" },
+    h("label", { for: "search-text", class: "visually-hidden" }, "Search text"),
+    input,
+    h("button", { type: "submit" }, "Search"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    form.closest("main")?.setAttribute("aria-busy", "true");
+    const target = text ? `#/requests?${new URLSearchParams({ q: text })}` : "#/requests";
+    if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else window.location.hash = target;
+  });
+  return form;
+}
+
+/** The hits of `query`, a page at a time ("Load more" follows the cursor). */
+export async function showHits(container, query) {
+  const list = h("ol", { class: "hits" });
+  const back = new URLSearchParams({ q: query }).toString();
+  await paged(container, list, {
+    loading: "Searching…",
+    fetchPage: (cursor) =>
+      api("/requests/search", { query: { query, limit: PAGE_SIZE, cursor } }),
+    add: (hits) => list.append(...hits.map((hit) => hitItem(hit, back))),
+    describe: (shown, hasMore) => hitSummary(shown, hasMore, query),
+  });
+}
+
+function hitSummary(shown, hasMore, query) {
+  if (shown === 0) return `No requests contain “${query}”.`;
+  const noun = shown === 1 ? "request contains" : "requests contain";
+  return `${fmt.count(shown)} ${noun} “${query}”${hasMore ? " (more to load)" : ""}.`;
+}
+
+function hitItem(hit, back) {
+  const href = `#/requests/${encodeURIComponent(hit.id)}?from=${encodeURIComponent(back)}`;
+  return h(
+    "li",
+    { class: "card hit" },
+    h(
+      "p",
+      { class: "hit-head" },
+      h("a", { href, class: "mono" }, fmt.time(hit.created_at)),
+      " ",
+      h("span", {}, hit.prompt_name || "Unnamed call"),
+    ),
+    h(
+      "dl",
+      { class: "facts" },
+      Object.entries(hit.highlights).map(([fieldName, snippet]) => [
+        h("dt", { class: "mono" }, fieldName),
+        h("dd", { class: "snippet" }, highlighted(snippet)),
+      ]),
+    ),
+  );
+}
