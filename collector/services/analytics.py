@@ -9,7 +9,8 @@ from typing import Any
 
 from ..errors import ValidationFailed
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
-from ..store.requests import RequestFilter, metadata_text
+from ..store.request_filters import RequestFilter
+from ..store.request_rows import metadata_text
 from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
 from .rollups import RollupService

@@ -25,5 +25,9 @@ def parse_date(value: str, field: str, end_of_day: bool = False) -> datetime:
 
 def utc_now_ms() -> datetime:
     """Return now, in UTC, at the millisecond precision the tables store."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+    return to_ms(datetime.now(UTC))
+
+
+def to_ms(at: datetime) -> datetime:
+    """Return ``at`` cut to the millisecond precision the tables store (DateTime64(3))."""
+    return at.replace(microsecond=at.microsecond // 1000 * 1000)

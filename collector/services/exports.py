@@ -13,7 +13,8 @@ from pathlib import Path
 from ..errors import ExportNotFound
 from ..models.requests import ExportCreate
 from ..store.exports import ExportJob, ExportStore
-from ..store.requests import RequestFilter, metadata_text
+from ..store.request_filters import RequestFilter
+from ..store.request_rows import metadata_text
 from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
 

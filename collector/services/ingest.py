@@ -18,8 +18,9 @@ from pydantic_core import PydanticSerializationError
 from ..errors import PayloadTooLarge, PromptrailError, ValidationFailed
 from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
-from ..store.requests import RequestRow, RequestStore, encode_rows
-from .dates import utc_now_ms
+from ..store.request_rows import RequestRow, encode_rows
+from ..store.requests import RequestStore
+from .dates import to_ms, utc_now_ms
 from .insert_buffer import InsertBuffer
 
 _RECORDS = TypeAdapter(list[RequestRecordIn])
@@ -59,7 +60,7 @@ def record_values(record: RequestRecordIn, now: datetime) -> dict[str, Any]:
     created_at = record.created_at or now
     if created_at.tzinfo is None:
         created_at = created_at.replace(tzinfo=UTC)
-    created_at = created_at.replace(microsecond=created_at.microsecond // 1000 * 1000)
+    created_at = to_ms(created_at)
     output = record.output
     if output is None:
         output = {}

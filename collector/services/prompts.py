@@ -21,6 +21,7 @@ from ..errors import (
 from ..models.prompts import PromptCreate, PromptUpdate, check_label
 from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
 from .cursors import CursorCodec
+from .dates import utc_now_ms
 from .live_ids import LiveIdIndex
 from .templating import parse_template
 from .version_cache import VersionCache
@@ -38,12 +39,6 @@ class VersionContention(PromptrailError):
     status = 503
     code = "VERSION_CONFLICT"
     type = "conflict_error"
-
-
-def _now_ms() -> datetime:
-    """Return now at the millisecond precision the version tables store."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def prompt_ref(value: str) -> PromptRef:
@@ -102,7 +97,7 @@ class PromptService:
         generation, live = self._store.name_state(project, body.name)
         if live:
             raise PromptAlreadyExists(body.name)
-        now = _now_ms()
+        now = utc_now_ms()
         row = PromptVersionRow(
             prompt_id=uuid.uuid4().hex,
             version=1,
@@ -290,7 +285,7 @@ class PromptService:
                 candidate,
                 version=head.version + 1,
                 version_id=str(uuid.uuid4()),
-                created_at=_now_ms(),
+                created_at=utc_now_ms(),
             )
             try:
                 winner = self._store.insert_version(project, candidate)

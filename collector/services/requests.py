@@ -7,7 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import RequestNotFound, ValidationFailed
-from ..store.requests import RequestFilter, RequestRow, RequestStore, metadata_text
+from ..store.request_filters import RequestFilter
+from ..store.request_rows import RequestRow, metadata_text
+from ..store.requests import RequestStore
 from .cursors import CursorCodec
 from .dates import utc_now_ms
 from .highlights import matched_fields

@@ -41,7 +41,7 @@ from ..providers import (
     TokenUsage,
 )
 from ..store.prompts import PromptVersionRow
-from ..store.requests import RequestRow
+from ..store.request_rows import RequestRow
 from .dates import utc_now_ms
 from .ingest import IngestService, new_request_id
 from .model_routing import provider_for

@@ -15,7 +15,8 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .requests import RequestFilter, RequestStore
+from .request_filters import RequestFilter, filter_where
+from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
@@ -146,7 +147,7 @@ class AnalyticsStore:
     def _raw_part(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> str:
         params, group_by = query.params, query.group_by
         untimed = replace(query.filters, start=None, end=None)
-        where, raw_params = self._requests.where(query.project, untimed)
+        where, raw_params = filter_where(query.project, untimed)
         params.update(raw_params)
         if group_by is None:
             name = "''"

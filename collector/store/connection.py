@@ -8,6 +8,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import clickhouse_connect
@@ -79,6 +80,11 @@ def _native_stderr_to_log() -> Iterator[None]:
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc)
     return "EmbeddedServer" in text or "Code: 36" in text or "lock" in text.lower()
+
+
+def utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime (chDB may hand back naive ones)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def close_client(client: Any) -> None:

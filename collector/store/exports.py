@@ -10,8 +10,9 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .prompts import utc
-from .requests import RequestFilter, RequestStore
+from .connection import utc
+from .request_filters import RequestFilter, filter_where
+from .requests import RequestStore
 from .schema import Table, quote
 
 # Job state survives restarts; the newest row of an export wins (FINAL).
@@ -173,7 +174,7 @@ class ExportStore:
         self, project: str, filters: RequestFilter, fmt: str, include_metadata: bool, path: Path
     ) -> int:
         """Write matching records to ``path`` (CSVWithNames or JSON lines); return the count."""
-        where, params = self._requests.where(project, filters)
+        where, params = filter_where(project, filters)
         if fmt == "csv":
             columns = _CSV_COLUMNS.format(metadata="metadata, " if include_metadata else "")
             output_format = "CSVWithNames"

@@ -10,7 +10,7 @@ from clickhouse_connect.driver.client import Client
 from .exports import EXPORTS
 from .keys import API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
-from .requests import (
+from .request_tables import (
     REQUEST_IDS,
     REQUEST_IDS_MV,
     REQUEST_ITEMS,
@@ -130,7 +130,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     # The copies merge column by column too: a merge of the items holds a third of the
-    # memory (see requests._VERTICAL_MERGES).
+    # memory (see request_tables._VERTICAL_MERGES).
     Migration(
         11,
         "request_vertical_merges",

@@ -16,6 +16,7 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from .connection import utc
 from .schema import Table, View, quote
 
 # Name claims and soft deletes. Sorted by name because every route addresses a prompt by
@@ -181,11 +182,6 @@ class ListFilter:
     tags: list[str]
     folder: str | None
     search: str | None
-
-
-def utc(value: datetime) -> datetime:
-    """Return ``value`` as an aware UTC datetime (chDB may hand back naive ones)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

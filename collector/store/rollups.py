@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from clickhouse_connect.driver.client import Client
 
-from .prompts import utc
+from .connection import utc
 from .schema import Table, View, quote
 
 # The percentiles a latency group reports; both sides of a read carry them as aggregate states

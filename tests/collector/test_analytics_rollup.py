@@ -20,7 +20,8 @@ from promptrail.collector.api.deps import Services
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.rollups import plan_period
-from promptrail.collector.store.requests import RequestFilter, RequestRow
+from promptrail.collector.store.request_filters import RequestFilter
+from promptrail.collector.store.request_rows import RequestRow
 from promptrail.collector.store.rollups import BucketState
 from tests.collector.test_delete_and_analytics import DATA, PERIOD, batch
 from tests.collector.upgrades import store_before

@@ -14,7 +14,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import migrate
-from promptrail.collector.store.requests import RequestRow
+from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
 

@@ -8,7 +8,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import MIGRATIONS, migrate, migration_statements
 from promptrail.collector.store.prompts import PROMPT_HEADS_MV, PROMPT_VERSIONS, PROMPTS
-from promptrail.collector.store.requests import (
+from promptrail.collector.store.request_tables import (
     REQUEST_IDS,
     REQUEST_IDS_MV,
     REQUEST_ITEMS,

@@ -13,7 +13,8 @@ import pytest
 from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.requests import RequestRow, RequestStore, encode_rows
+from promptrail.collector.store.request_rows import RequestRow, encode_rows
+from promptrail.collector.store.requests import RequestStore
 from promptrail.collector.store.store import Store
 
 

@@ -38,7 +38,8 @@ from ...models.requests import (
     UsageOut,
 )
 from ...services.dates import parse_date
-from ...store.requests import RequestFilter, RequestRow
+from ...store.request_filters import RequestFilter
+from ...store.request_rows import RequestRow
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["requests"])

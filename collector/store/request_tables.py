@@ -1,0 +1,311 @@
+"""The request log's tables and views in ClickHouse: the log, its list copy and its indexes.
+
+``requests`` is the log itself; ``request_items`` (what lists and details show),
+``request_metadata`` (one row per metadata pair) and ``request_ids`` (where an id sits) are filled
+from the same inserts by materialised views. Reads and writes are in :mod:`.requests`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .schema import Table, View
+
+# Records are a few KiB wide: a merge reading every column of many parts at once (the
+# horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from one
+# granule's worth of rows up keeps it under 100 MiB, at no more CPU. By default ClickHouse
+# only does so with 11 columns or more to gather beside the key, which neither copy has: a
+# merge of 9 parts of the items held 86 MiB at once, 30 column by column.
+_VERTICAL_MERGES = (
+    "vertical_merge_algorithm_min_rows_to_activate = 8192",
+    "vertical_merge_algorithm_min_columns_to_activate = 1",
+)
+
+# A merge holds buffers for every part it reads, so its memory grows with the number of parts
+# (38 small parts of the log: ~260 MiB; 11: ~165 MiB), not with their size. Under full ingest
+# parts pile up while bigger merges run, and ClickHouse merges up to 100 at once: more,
+# narrower merges keep each one bounded.
+_MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
+
+REQUESTS = Table(
+    name="requests",
+    columns=(
+        "project LowCardinality(String)",
+        "id String",
+        "created_at DateTime64(3, 'UTC')",
+        "prompt_name String",
+        "version UInt32",
+        "model LowCardinality(String)",
+        "provider LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "input_variables String",
+        "input String",
+        "output String",
+        "metadata String",
+        "metadata_map Map(LowCardinality(String), String)",
+        "prompt_tokens UInt32",
+        "completion_tokens UInt32",
+        "total_tokens UInt32",
+        "estimated_cost_usd Float64",
+        "cost_known Bool",
+        "latency_ms UInt32",
+        "time_to_first_token_ms Nullable(UInt32)",
+        "pre_process_ms UInt32",
+        "llm_call_ms UInt32",
+        "post_process_ms UInt32",
+        "integration String",
+        "error String",
+        "trace_id String",
+        "span_id String",
+        "parent_span_id String",
+        "span_name String",
+        "search_text String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    indexes=(
+        # (Stores made before migration 5 also had a bloom filter on id, dropped by it: ids
+        # are found through REQUEST_IDS.)
+        "INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_meta_keys mapKeys(metadata_map) TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_meta_values mapValues(metadata_map) TYPE bloom_filter GRANULARITY 1",
+        # Case-insensitive substring search: search_text is lower-cased at ingest. For
+        # LIKE '%needle%' ClickHouse scans this inverted index's dictionary of words for
+        # those containing the needle and reads only the granules their postings name.
+        "INDEX idx_search search_text TYPE text(tokenizer = splitByNonAlpha)",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, created_at, id)",
+    sharded=True,
+    sharding_key="cityHash64(project, id)",
+    settings=(
+        *_VERTICAL_MERGES,
+        _MERGE_AT_MOST,
+        # A merge reads a granule of every part at once, column by column: with ClickHouse's
+        # 10 MiB granules (~5,000 records) a merge of 9 parts held ~140 MiB, with 2 MiB ~55.
+        # Fixed when the table is made: stores made before migration 11 keep 10 MiB
+        # (docs/deploy.md).
+        "index_granularity_bytes = 2097152",
+        # An insert writing a part in the wide format (a file per column) holds two 1 MiB
+        # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under
+        # 64 MiB (an insert block is at most 32 MiB) go in the compact format, one file for
+        # all columns: ~60 MiB. Merges into bigger parts write the wide format, where a read
+        # of a few columns skips the others.
+        "min_bytes_for_wide_part = 67108864",
+    ),
+)
+
+# What the list item and the detail show beyond the key, packed into one JSON array each (see
+# REQUEST_ITEMS), as (column, kind): the kind says how SQL writes the value and Python reads it.
+_ITEM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("version", "number"),
+    ("status", "text"),
+    ("input_variables", "json"),
+    ("output", "json"),
+    ("metadata", "json"),
+    ("total_tokens", "number"),
+    ("estimated_cost_usd", "number"),
+    ("latency_ms", "number"),
+)
+_DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("model", "text"),
+    ("provider", "text"),
+    ("input", "json"),
+    ("prompt_tokens", "number"),
+    ("completion_tokens", "number"),
+    ("cost_known", "bool"),
+    ("time_to_first_token_ms", "nullable"),
+    ("pre_process_ms", "number"),
+    ("llm_call_ms", "number"),
+    ("post_process_ms", "number"),
+    ("integration", "json"),
+    ("error", "text"),
+    ("trace_id", "text"),
+    ("span_id", "text"),
+    ("parent_span_id", "text"),
+    ("span_name", "text"),
+)
+
+
+ITEM_NAMES = [name for name, _ in _ITEM_FIELDS]
+DETAIL_NAMES = [name for name, _ in _DETAIL_FIELDS]
+
+
+def _pack(fields: Sequence[tuple[str, str]]) -> str:
+    """Return the SQL that writes ``fields`` of a ``requests`` row as one JSON array.
+
+    The JSON columns already hold JSON text (empty for none) and go in as they are; strings
+    are escaped by ClickHouse; numbers are written in their shortest exact form.
+    """
+    parts = []
+    for name, kind in fields:
+        if kind == "json":
+            parts.append(f"if({name} = '', 'null', {name})")
+        elif kind == "text":
+            parts.append(f"toJSONString(toString({name}))")
+        elif kind == "bool":
+            parts.append(f"if({name}, 'true', 'false')")
+        elif kind == "nullable":
+            parts.append(f"ifNull(toString({name}), 'null')")
+        else:
+            parts.append(f"toString({name})")
+    return "concat('[', " + ", ',', ".join(parts) + ", ']')"
+
+
+# The records as lists and details read them, in granules of 128 rows instead of ~1,000.
+# ClickHouse reads whole granules, and a granule of ``requests`` holds 2 MiB, ~1,000 records
+# (10 MiB in stores made before migration 11; the byte cap counts the search text too): a
+# page of a user's records spread over a month, or one detail, decompressed 2-10 MB of
+# outputs per record shown (28 records ~100 ms at 10M with 10 MiB granules). Here a record
+# shown costs ~140 KB. Every column a keyed read touches has its own cost per granule (a
+# seek, a compressed block, marks), so what a list item shows is one packed JSON array
+# (``item``) and what the detail adds another (``detail``): a page reads 5 columns, not 12.
+# The filter columns stay plain. ``requests`` keeps what scans over many records need: search
+# and its text index, exports, deletes, the analytics read from the log. Filled by a view from
+# the same inserts, so retried copies and tombstones arrive here too and resolve as there.
+REQUEST_ITEMS = Table(
+    name="request_items",
+    columns=(
+        "project LowCardinality(String)",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "prompt_name String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "metadata_map Map(LowCardinality(String), String)",
+        "item String",
+        "detail String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    # List by prompt reads newest first and stops at a page: a common prompt needs no index,
+    # but a rare one would scan every record (~700 ms at 10M); one filter per 8,192 rows
+    # makes that ~10 ms and costs a common one ~2 ms.
+    indexes=("INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 64",),
+    engine=REQUESTS.engine,
+    engine_args=REQUESTS.engine_args,
+    partition_by=REQUESTS.partition_by,
+    order_by=REQUESTS.order_by,
+    sharded=True,
+    sharding_key=REQUESTS.sharding_key,
+    settings=("index_granularity = 128", *_VERTICAL_MERGES, _MERGE_AT_MOST),
+)
+
+REQUEST_ITEMS_MV = View(
+    name="request_items_mv",
+    to_table="request_items",
+    select=(
+        "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
+        f"{_pack(_ITEM_FIELDS)} AS item, {_pack(_DETAIL_FIELDS)} AS detail, "
+        "row_version, is_deleted FROM {db}.requests{local}"
+    ),
+    sharded=True,
+)
+
+# The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
+# it, so that a filter reads one user's (or session's...) entries newest first instead of
+# testing the bloom filters of every granule of ``requests``. The columns the other list
+# filters test are copied in, so that a page reads from ``requests`` only records it shows.
+# Retried copies and tombstones of a record arrive here too (the view sees every insert into
+# ``requests``) and collapse as they do there; until then reads resolve them as pages do.
+REQUEST_METADATA = Table(
+    name="request_metadata",
+    columns=(
+        "project LowCardinality(String)",
+        "key LowCardinality(String)",
+        "value String",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "prompt_name String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, key, value, created_at, id)",
+    sharded=True,
+    # As ``requests``: a record's entries live on the record's shard.
+    sharding_key="cityHash64(project, id)",
+    settings=(*_VERTICAL_MERGES, _MERGE_AT_MOST),
+)
+
+# Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
+# shard's view reads ``requests_local`` into ``request_metadata_local``.
+REQUEST_METADATA_MV = View(
+    name="request_metadata_mv",
+    to_table="request_metadata",
+    select=(
+        "SELECT project, key, value, created_at, id, prompt_name, model, status, "
+        "row_version, is_deleted FROM {db}.requests{local} "
+        "ARRAY JOIN mapKeys(metadata_map) AS key, mapValues(metadata_map) AS value"
+    ),
+    sharded=True,
+)
+
+# The id index: where each record sits in ``requests``' sort key. A record's id alone does not
+# say (client-chosen ids carry no time), and ``requests`` is sorted by time: without this,
+# finding one id meant testing a bloom filter in every granule of the log (~70 ms at 10M
+# records). Here it is one primary-key lookup. Retried copies collapse on the key; tombstones
+# are not tracked: the read of ``requests`` by full key resolves them.
+REQUEST_IDS = Table(
+    name="request_ids",
+    columns=(
+        "project LowCardinality(String)",
+        "id String",
+        "created_at DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, id, created_at)",
+    sharded=True,
+    sharding_key="cityHash64(project, id)",
+    # A lookup decompresses one granule per part: keep granules small.
+    settings=("index_granularity = 1024",),
+)
+
+REQUEST_IDS_MV = View(
+    name="request_ids_mv",
+    to_table="request_ids",
+    select="SELECT project, id, created_at FROM {db}.requests{local} WHERE row_version = 1",
+    sharded=True,
+)
+
+COLUMNS = (
+    "project",
+    "id",
+    "created_at",
+    "prompt_name",
+    "version",
+    "model",
+    "provider",
+    "status",
+    "input_variables",
+    "input",
+    "output",
+    "metadata",
+    "metadata_map",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "estimated_cost_usd",
+    "cost_known",
+    "latency_ms",
+    "time_to_first_token_ms",
+    "pre_process_ms",
+    "llm_call_ms",
+    "post_process_ms",
+    "integration",
+    "error",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "span_name",
+    "search_text",
+    "row_version",
+    "is_deleted",
+)
