@@ -29,16 +29,17 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
         return self
 
     def __next__(self) -> Any:
+        record = self._self_record  # per event: one lookup through the proxy, not three
         try:
             item = self.__wrapped__.__next__()
         except StopIteration:
-            self._self_record.finish()
+            record.finish()
             raise
         except BaseException as exc:
-            self._self_record.fail(exc)
+            record.fail(exc)
             raise
-        self._self_record.first_token()
-        self._self_on_item(self._self_record, item)
+        record.first_token()
+        self._self_on_item(record, item)
         return item
 
     def __enter__(self) -> SyncStreamProxy:
@@ -74,16 +75,17 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
         return self
 
     async def __anext__(self) -> Any:
+        record = self._self_record
         try:
             item = await self.__wrapped__.__anext__()
         except StopAsyncIteration:
-            self._self_record.finish()
+            record.finish()
             raise
         except BaseException as exc:
-            self._self_record.fail(exc)
+            record.fail(exc)
             raise
-        self._self_record.first_token()
-        self._self_on_item(self._self_record, item)
+        record.first_token()
+        self._self_on_item(record, item)
         return item
 
     async def __aenter__(self) -> AsyncStreamProxy:

@@ -24,13 +24,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import msgspec
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes, AttributeValue
 
-from ._context import to_json
+from ._context import MAX_ATTRIBUTE_CHARS, to_json
 from ._genai import build_record
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -41,6 +42,28 @@ _get_current_span = trace.get_current_span
 OnEnd = Callable[["CaptureSpan"], None]
 Describe = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 logger = logging.getLogger("promptrail")
+
+
+_encode = msgspec.json.Encoder(enc_hook=repr).encode
+_decode = msgspec.json.Decoder().decode
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as the record will hold it: what ``json.loads(to_json(value))`` gives.
+
+    The record is built from JSON values, and a JSON attribute's text would only be parsed
+    back: two compiled calls (a copy the mask may change freely) instead of the standard
+    library's encoder and decoder (a third of building a chat call's record).
+    """
+    if isinstance(value, str):  # text stays text, even text that reads as JSON
+        return to_json(value)
+    try:
+        data = _encode(value)
+    except (TypeError, ValueError):  # keys msgspec does not take: the general path
+        return to_json(value)
+    if len(data) > MAX_ATTRIBUTE_CHARS:  # maybe too long: to_json cuts it by characters
+        return to_json(value)
+    return _decode(data)
 
 
 class CaptureSpan(trace.Span):
@@ -161,7 +184,7 @@ class CaptureSpan(trace.Span):
                 logger.debug("promptrail: could not describe a span", exc_info=True)
             else:
                 attributes = {**attributes, **extra}
-                attributes.update((k, to_json(v)) for k, v in extra_json.items())
+                attributes.update((k, _as_json(v)) for k, v in extra_json.items())
         return build_record(
             self.name,
             self.trace_id,
