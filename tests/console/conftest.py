@@ -1,6 +1,6 @@
 """Browser fixtures: one headless Chromium per session (Debian's), a fresh page per test.
 
-The console is driven against a live collector (``live_url``) with records logged through the
+The console is driven against a live collector (``console_url``) with records logged through the
 public API, as a user's application would log them.
 """
 
@@ -14,6 +14,12 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from pydantic import SecretStr
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from tests.stubs.openai_stub import OpenAIStub
+from tests.stubs.server import serve
 
 KEY = "pr-test-default-key"
 CHROMIUM = "/usr/bin/chromium"
@@ -74,19 +80,35 @@ def _new_console(browser: Browser, url: str, **context: Any) -> Iterator[Console
 
 
 @pytest.fixture
-def console(browser: Browser, live_url: str) -> Iterator[Console]:
-    """A fresh tab (its own session storage) on a live collector with its own database."""
-    yield from _new_console(browser, live_url)
+def console_url(settings: Settings, openai_stub: OpenAIStub) -> Iterator[str]:
+    """A collector on a real socket, its own database, its OpenAI runs going to the stub."""
+    run_settings = settings.model_copy(
+        update={"openai_base_url": f"{openai_stub.url}/v1", "openai_api_key": SecretStr("sk-stub")}
+    )
+    with serve(create_app(run_settings)) as url:
+        yield url
 
 
 @pytest.fixture
-def log(live_url: str) -> Iterator[Any]:
+def console(browser: Browser, console_url: str) -> Iterator[Console]:
+    """A fresh tab (its own session storage) on the collector of ``console_url``."""
+    yield from _new_console(browser, console_url)
+
+
+@pytest.fixture
+def client(console_url: str) -> Iterator[httpx.Client]:
+    """The public API of the console's collector, as project default."""
+    with httpx.Client(base_url=console_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+        yield client
+
+
+@pytest.fixture
+def log(client: httpx.Client) -> Any:
     """Log records through ``POST /v1/requests/batch``, as a client application does."""
-    with httpx.Client(base_url=live_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
 
-        def log_records(*records: dict[str, Any]) -> None:
-            response = client.post("/v1/requests/batch", json={"records": list(records)})
-            assert response.status_code == 201, response.text
-            assert response.json()["data"]["rejected"] == []
+    def log_records(*records: dict[str, Any]) -> None:
+        response = client.post("/v1/requests/batch", json={"records": list(records)})
+        assert response.status_code == 201, response.text
+        assert response.json()["data"]["rejected"] == []
 
-        yield log_records
+    return log_records

@@ -1,23 +1,35 @@
-// The console's shell: sign-in, navigation and the hash router (#/requests, #/requests/<id>).
+// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…).
 // Hash routes keep the collector's own paths free for the API and need no server routes.
 
 import { ApiError, api, messageOf, session } from "./api.js";
 import { h, replace } from "./dom.js";
+import { showDiff, showPrompt } from "./prompt.js";
+import { showEditPrompt, showNewPrompt, showPrompts } from "./prompts.js";
 import { showRequest, showRequests } from "./requests.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
 const account = document.getElementById("account");
 
-const SECTIONS = [["#/requests", "Requests"]];
+const SECTIONS = [
+  ["#/requests", "Requests"],
+  ["#/prompts", "Prompts"],
+];
+const name = (encoded) => decodeURIComponent(encoded);
+const params = (query) => new URLSearchParams(query || "");
 
 const ROUTES = [
   [
     /^#\/requests\/([^/?]+)(?:\?(.*))?$/,
-    (id, query) =>
-      showRequest(view, decodeURIComponent(id), new URLSearchParams(query || "").get("from") || ""),
+    (id, query) => showRequest(view, decodeURIComponent(id), params(query).get("from") || ""),
   ],
-  [/^#\/requests(?:\?(.*))?$/, (query) => showRequests(view, new URLSearchParams(query || ""))],
+  [/^#\/requests(?:\?(.*))?$/, (query) => showRequests(view, params(query))],
+  // "+new" is no prompt name: names start with a letter, a digit or "_".
+  [/^#\/prompts\/\+new$/, () => showNewPrompt(view)],
+  [/^#\/prompts\/([^/?]+)\/edit$/, (encoded) => showEditPrompt(view, name(encoded))],
+  [/^#\/prompts\/([^/?]+)\/diff(?:\?(.*))?$/, (encoded, q) => showDiff(view, name(encoded), params(q))],
+  [/^#\/prompts\/([^/?]+)$/, (encoded) => showPrompt(view, name(encoded))],
+  [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
 ];
 
 function route() {

@@ -55,3 +55,10 @@ export function facts(pairs) {
   }
   return dl;
 }
+
+/** Go to route `target` (reloading it when it is the one shown); `from`'s view is busy till then. */
+export function goTo(target, from = null) {
+  from?.closest("main")?.setAttribute("aria-busy", "true");
+  if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  else window.location.hash = target;
+}

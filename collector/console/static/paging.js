@@ -2,7 +2,7 @@
 // the cursor, so a page costs the same at 10M records as at 100.
 
 import { messageOf } from "./api.js";
-import { h, replace } from "./dom.js";
+import { goTo, h, replace } from "./dom.js";
 
 /**
  * Fill `container` with a status line, `content` and a "Load more" button.
@@ -27,4 +27,32 @@ export async function paged(container, content, { loading, fetchPage, add, descr
       load(next).catch((error) => replace(summary, h("span", { class: "error" }, messageOf(error))));
   };
   await load(undefined);
+}
+
+/**
+ * The filter form of the list at `route` (e.g. "#/requests"): `fields`, then Apply and Clear.
+ * Applying routes to `route?<each named control that is filled>`, so filters live in the address.
+ */
+export function filterForm(route, label, fields, className = "filters") {
+  const form = h(
+    "form",
+    { class: className, role: "search", "aria-label": label },
+    fields,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit" }, "Apply"),
+      h("a", { class: "button quiet", href: route }, "Clear"),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const control of form.querySelectorAll("input[name], select[name]")) {
+      if (control.value.trim()) chosen.set(control.name, control.value.trim());
+    }
+    // Applying the filters already shown reloads the list (new records may have arrived).
+    goTo(chosen.size ? `${route}?${chosen}` : route, form);
+  });
+  return form;
 }

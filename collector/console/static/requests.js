@@ -5,7 +5,7 @@ import { api } from "./api.js";
 import { asText, facts, h, replace } from "./dom.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
-import { paged } from "./paging.js";
+import { filterForm, paged } from "./paging.js";
 import { searchForm, showHits } from "./search.js";
 
 const PAGE_SIZE = 50;
@@ -49,7 +49,7 @@ export async function showRequests(view, filters) {
       query ? null : exportButtons(exportFilters(filters)),
     ),
     searchForm(query),
-    query ? h("a", { class: "back", href: "#/requests" }, "← All requests") : filterForm(filters),
+    query ? h("a", { class: "back", href: "#/requests" }, "← All requests") : requestFilters(filters),
     results,
   );
   if (query) await showHits(results, query);
@@ -80,7 +80,7 @@ function field(label, name, control) {
   return h("div", { class: "field" }, h("label", { for: control.id }, label), control);
 }
 
-function filterForm(filters) {
+function requestFilters(filters) {
   const value = (name) => filters.get(name) || "";
   const text = (name, placeholder) => h("input", { type: "text", value: value(name), placeholder });
   const date = (name) => h("input", { type: "date", value: value(name) });
@@ -95,37 +95,14 @@ function filterForm(filters) {
       h("option", { value: option, selected: value("status") === option }, label),
     ),
   );
-  const form = h(
-    "form",
-    { class: "filters", role: "search", "aria-label": "Filter requests" },
+  return filterForm("#/requests", "Filter requests", [
     field("Prompt", "prompt_name", text("prompt_name", "any prompt")),
     field("Status", "status", status),
     field("From", "start_date", date("start_date")),
     field("To", "end_date", date("end_date")),
     field("Metadata key", "meta_key", text("meta_key", "e.g. user_id")),
     field("Metadata value", "meta_value", text("meta_value", "")),
-    h(
-      "div",
-      { class: "actions" },
-      h("button", { type: "submit" }, "Apply"),
-      h("a", { class: "button quiet", href: "#/requests" }, "Clear"),
-    ),
-  );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const chosen = new URLSearchParams();
-    for (const name of FILTERS) {
-      const entered = form.elements[name].value.trim();
-      if (entered) chosen.set(name, entered);
-    }
-    const query = chosen.toString();
-    const target = query ? `#/requests?${query}` : "#/requests";
-    form.closest("main")?.setAttribute("aria-busy", "true");
-    // Applying the filters already shown reloads the list (new records may have arrived).
-    if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else window.location.hash = target;
-  });
-  return form;
+  ]);
 }
 
 const COLUMNS = [

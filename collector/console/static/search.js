@@ -1,7 +1,7 @@
 // Full-text search of the request log: hits with the API's highlights, built as text nodes.
 
 import { api } from "./api.js";
-import { h, replace } from "./dom.js";
+import { goTo, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { paged } from "./paging.js";
 
@@ -46,10 +46,8 @@ export function searchForm(query) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = input.value.trim();
-    form.closest("main")?.setAttribute("aria-busy", "true");
     const target = text ? `#/requests?${new URLSearchParams({ q: text })}` : "#/requests";
-    if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else window.location.hash = target;
+    goTo(target, form);
   });
   return form;
 }

@@ -1,0 +1,89 @@
+// Side-by-side diff of two texts, line by line. Hand-written (a longest-common-subsequence
+// table over lines, ~40 lines) rather than a vendored npm library: templates are a few KB,
+// the console needs only line granularity, and one module less to pin and audit.
+
+import { h } from "./dom.js";
+
+/** Diff two texts into rows {kind: same|del|add|change, left, right, leftNo, rightNo}. */
+export function lineDiff(before, after) {
+  const a = before.split("\n");
+  const b = after.split("\n");
+  // common[i][j]: length of the longest common subsequence of a[i:] and b[j:].
+  const common = Array.from({ length: a.length + 1 }, () => new Int32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i][j] =
+        a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const rows = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      rows.push({ kind: "same", left: a[i], right: b[j], leftNo: ++i, rightNo: ++j });
+    } else if (i < a.length && (j === b.length || common[i + 1][j] >= common[i][j + 1])) {
+      rows.push({ kind: "del", left: a[i], right: null, leftNo: ++i, rightNo: null });
+    } else {
+      rows.push({ kind: "add", left: null, right: b[j], leftNo: null, rightNo: ++j });
+    }
+  }
+  return pairChanges(rows);
+}
+
+// A run of removed lines followed by added ones reads best side by side, as changed lines.
+function pairChanges(rows) {
+  const paired = [];
+  for (let k = 0; k < rows.length; ) {
+    if (rows[k].kind !== "del") {
+      paired.push(rows[k++]);
+      continue;
+    }
+    const dels = [];
+    while (k < rows.length && rows[k].kind === "del") dels.push(rows[k++]);
+    const adds = [];
+    while (k < rows.length && rows[k].kind === "add") adds.push(rows[k++]);
+    for (let n = 0; n < Math.max(dels.length, adds.length); n++) {
+      const left = dels[n];
+      const right = adds[n];
+      paired.push({
+        kind: left && right ? "change" : left ? "del" : "add",
+        left: left ? left.left : null,
+        leftNo: left ? left.leftNo : null,
+        right: right ? right.right : null,
+        rightNo: right ? right.rightNo : null,
+      });
+    }
+  }
+  return paired;
+}
+
+/** A side-by-side table of the diff of `before` and `after`, headed by the two titles. */
+export function diffTable(before, after, leftTitle, rightTitle) {
+  const rows = lineDiff(before, after);
+  return h(
+    "table",
+    { class: "diff" },
+    // A fixed layout takes its widths from the columns, not from the first (spanning) row.
+    h("colgroup", {}, ["line-no", "text", "line-no", "text"].map((kind) => h("col", { class: kind }))),
+    h(
+      "thead",
+      {},
+      h("tr", {}, h("th", { colspan: 2, scope: "col" }, leftTitle), h("th", { colspan: 2, scope: "col" }, rightTitle)),
+    ),
+    h(
+      "tbody",
+      {},
+      rows.map((row) =>
+        h(
+          "tr",
+          { class: row.kind },
+          h("td", { class: "line-no" }, row.leftNo ?? ""),
+          h("td", { class: row.left === null ? "text empty" : "text left" }, row.left ?? ""),
+          h("td", { class: "line-no" }, row.rightNo ?? ""),
+          h("td", { class: row.right === null ? "text empty" : "text right" }, row.right ?? ""),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,212 @@
+// One prompt: its newest version, labels (attach, move, remove), version history with
+// rollback, the run panel, and the side-by-side diff of two versions.
+
+import { api, messageOf } from "./api.js";
+import { diffTable } from "./diff.js";
+import { facts, goTo, h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { promptHref } from "./prompts.js";
+import { runPanel } from "./run.js";
+
+/** Run an action of the page; on success reload the page, on failure say why in `note`. */
+function action(note, act) {
+  return async (event) => {
+    event?.preventDefault();
+    try {
+      await act();
+      goTo(window.location.hash);
+    } catch (error) {
+      replace(note, h("span", { class: "error", role: "alert" }, messageOf(error)));
+    }
+  };
+}
+
+/** #/prompts/<name> */
+export async function showPrompt(view, name) {
+  const path = `/prompts/${encodeURIComponent(name)}`;
+  const [{ data: prompt }, { data: versions }, { data: labels }] = await Promise.all([
+    api(path),
+    api(`${path}/versions`),
+    api(`${path}/labels`),
+  ]);
+  const note = h("p", { class: "action-note", role: "status" });
+  replace(
+    view,
+    h("a", { class: "back", href: "#/prompts" }, "← Prompts"),
+    h(
+      "div",
+      { class: "page-head" },
+      h("h1", {}, prompt.name),
+      h(
+        "div",
+        { class: "export" },
+        h("a", { class: "button quiet", href: promptHref(name, "/edit") }, "Edit"),
+      ),
+    ),
+    note,
+    h(
+      "div",
+      { class: "detail" },
+      h(
+        "section",
+        { class: "card" },
+        h("h2", {}, `Version ${prompt.version}`),
+        facts([
+          ["Model", prompt.model],
+          ["Created (UTC)", fmt.time(prompt.created_at)],
+          ["Id", h("span", { class: "mono" }, prompt.id)],
+        ]),
+        h("pre", { class: "template" }, prompt.template),
+      ),
+      h("section", { class: "card" }, h("h2", {}, "Run"), await runPanel(name, prompt.version)),
+      h("section", { class: "card" }, h("h2", {}, "Labels"), labelTable(path, labels, versions, note)),
+      h("section", { class: "card" }, h("h2", {}, "Compare versions"), comparePicker(name, versions)),
+    ),
+    h("section", { class: "card wide" }, h("h2", {}, "Version history"), history(path, versions, note)),
+  );
+}
+
+function versionSelect(id, versions, chosen) {
+  return h(
+    "select",
+    { id },
+    versions.map((v) => h("option", { value: v.version, selected: v.version === chosen }, `v${v.version}`)),
+  );
+}
+
+function labelTable(path, labels, versions, note) {
+  const rows = labels.map((label) => {
+    const target = versionSelect(`move-${label.label}`, versions, label.version);
+    const move = action(note, () =>
+      api(`${path}/labels/${encodeURIComponent(label.label)}`, {
+        method: "PUT",
+        body: { version: Number(target.value) },
+      }),
+    );
+    const remove = action(note, () =>
+      api(`${path}/labels/${encodeURIComponent(label.label)}`, { method: "DELETE" }),
+    );
+    return h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, h("span", { class: "badge label" }, label.label)),
+      h("td", {}, `v${label.version}`),
+      h(
+        "td",
+        { class: "label-actions" },
+        h("label", { for: target.id, class: "visually-hidden" }, `Move ${label.label} to`),
+        target,
+        h("button", { type: "button", class: "quiet", onclick: move }, `Move ${label.label}`),
+        h("button", { type: "button", class: "quiet", onclick: remove }, `Remove ${label.label}`),
+      ),
+    );
+  });
+  const name = h("input", { id: "new-label", placeholder: "e.g. production", required: true });
+  const version = versionSelect("new-label-version", versions, versions[0]?.version);
+  const attach = h(
+    "form",
+    { class: "attach", onsubmit: action(note, () =>
+      api(`${path}/labels/${encodeURIComponent(name.value.trim())}`, {
+        method: "PUT",
+        body: { version: Number(version.value) },
+      })) },
+    h("label", { for: name.id }, "Label"),
+    name,
+    h("label", { for: version.id }, "on"),
+    version,
+    h("button", { type: "submit" }, "Attach"),
+  );
+  return [
+    rows.length ? h("table", { class: "kv labels" }, h("tbody", {}, rows)) : h("p", { class: "muted" }, "No labels yet."),
+    attach,
+  ];
+}
+
+function comparePicker(name, versions) {
+  const older = versionSelect("compare-a", versions, versions[1]?.version ?? versions[0]?.version);
+  const newer = versionSelect("compare-b", versions, versions[0]?.version);
+  return h(
+    "form",
+    {
+      class: "attach",
+      onsubmit: (event) => {
+        event.preventDefault();
+        window.location.hash = promptHref(name, `/diff?a=${older.value}&b=${newer.value}`);
+      },
+    },
+    h("label", { for: older.id }, "Version"),
+    older,
+    h("label", { for: newer.id }, "with"),
+    newer,
+    h("button", { type: "submit" }, "Show diff"),
+  );
+}
+
+function history(path, versions, note) {
+  const newest = versions[0]?.version;
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "records versions" },
+      h(
+        "thead",
+        {},
+        h("tr", {}, ["Version", "Created (UTC)", "Model", "Labels", "Note", ""].map((l) => h("th", { scope: "col" }, l))),
+      ),
+      h(
+        "tbody",
+        {},
+        versions.map((v) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, `v${v.version}`),
+            h("td", { class: "mono" }, fmt.time(v.created_at)),
+            h("td", {}, v.model),
+            h("td", {}, v.labels.map((label) => h("span", { class: "badge label" }, label))),
+            h("td", { class: "muted" }, v.note ?? ""),
+            h(
+              "td",
+              {},
+              v.version === newest
+                ? ""
+                : h(
+                    "button",
+                    {
+                      type: "button",
+                      class: "quiet",
+                      onclick: action(note, () =>
+                        api(`${path}/rollback`, { method: "POST", body: { version: v.version } }),
+                      ),
+                    },
+                    `Roll back to v${v.version}`,
+                  ),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/** #/prompts/<name>/diff?a=N&b=M: template, model and parameters side by side. */
+export async function showDiff(view, name, query) {
+  const path = `/prompts/${encodeURIComponent(name)}`;
+  const [a, b] = [query.get("a"), query.get("b")];
+  const [{ data: left }, { data: right }] = await Promise.all([
+    api(`${path}/versions/${encodeURIComponent(a)}`),
+    api(`${path}/versions/${encodeURIComponent(b)}`),
+  ]);
+  const json = (value) => JSON.stringify(value, null, 2);
+  const [l, r] = [`v${left.version}`, `v${right.version}`];
+  replace(
+    view,
+    h("a", { class: "back", href: promptHref(name) }, `← ${name}`),
+    h("h1", {}, `${name}: v${left.version} → v${right.version}`),
+    h("section", { class: "card wide" }, h("h2", {}, "Template"), h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r))),
+    h("section", { class: "card wide" }, h("h2", {}, "Model"), diffTable(left.model, right.model, l, r)),
+    h("section", { class: "card wide" }, h("h2", {}, "Parameters"), diffTable(json(left.parameters), json(right.parameters), l, r)),
+  );
+}

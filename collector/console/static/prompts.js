@@ -1,0 +1,188 @@
+// The prompt registry: the list (search, folder, tags), and the create and edit forms.
+
+import { api, messageOf } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { filterForm, paged } from "./paging.js";
+
+const PAGE_SIZE = 50;
+const FILTERS = [
+  ["search", "Search", "name or description"],
+  ["folder", "Folder", "e.g. /support"],
+  ["tags", "Tags", "comma-separated, all must match"],
+];
+
+/** The route of prompt `name` (`suffix` for its sub-pages). */
+export function promptHref(name, suffix = "") {
+  return `#/prompts/${encodeURIComponent(name)}${suffix}`;
+}
+
+/** #/prompts?search=&folder=&tags=: the prompts matching the filters, a page at a time. */
+export async function showPrompts(view, filters) {
+  const body = h("tbody");
+  const results = h("div");
+  replace(
+    view,
+    h(
+      "div",
+      { class: "page-head" },
+      h("h1", {}, "Prompts"),
+      h("a", { class: "button", href: "#/prompts/+new" }, "New prompt"),
+    ),
+    promptFilters(filters),
+    results,
+  );
+  const query = Object.fromEntries(FILTERS.map(([name]) => [name, filters.get(name)]));
+  let total = 0;
+  const table = h(
+    "table",
+    { class: "records" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Name", "Description", "Version", "Created (UTC)"].map((label) =>
+          h("th", { scope: "col", class: label === "Version" ? "num" : "" }, label),
+        ),
+      ),
+    ),
+    body,
+  );
+  await paged(results, h("div", { class: "table-wrap" }, table), {
+    loading: "Loading…",
+    fetchPage: async (cursor) => {
+      const page = await api("/prompts", { query: { ...query, limit: PAGE_SIZE, cursor } });
+      total = page.pagination.total ?? total;
+      return page;
+    },
+    add: (prompts) => body.append(...prompts.map(promptRow)),
+    describe: (shown) => {
+      if (shown === 0) return "No prompts match.";
+      return `${fmt.count(shown)} of ${fmt.count(total)} ${total === 1 ? "prompt" : "prompts"} shown.`;
+    },
+  });
+}
+
+function promptRow(prompt) {
+  return h(
+    "tr",
+    {},
+    h("td", {}, h("a", { href: promptHref(prompt.name) }, prompt.name)),
+    h("td", { class: "muted" }, prompt.description),
+    h("td", { class: "num" }, prompt.version),
+    h("td", { class: "mono" }, fmt.time(prompt.created_at)),
+  );
+}
+
+function promptFilters(filters) {
+  const fields = FILTERS.map(([name, label, placeholder]) => {
+    const id = `prompt-${name}`;
+    const input = h("input", { id, name, value: filters.get(name) || "", placeholder });
+    return h("div", { class: "field" }, h("label", { for: id }, label), input);
+  });
+  return filterForm("#/prompts", "Filter prompts", fields, "filters prompt-filters");
+}
+
+// The fields of the create and edit forms: [name, label, control, hint].
+function promptFields(values, creating) {
+  const text = (name, attrs = {}) => h("input", { name, value: values[name] ?? "", ...attrs });
+  const area = (name, rows) => {
+    const box = h("textarea", { name, rows });
+    box.value = values[name] ?? "";
+    return box;
+  };
+  return [
+    creating ? ["name", "Name", text("name", { required: true }), "letters, digits, _ . -"] : null,
+    ["template", "Template", area("template", 8), "{variable} fills in a value; {{ and }} are literal braces"],
+    ["model", "Model", text("model", { required: true }), "e.g. gpt-4o-mini, claude-3-5-haiku, openai/…"],
+    ["parameters", "Parameters (JSON)", area("parameters", 3), "e.g. {\"temperature\": 0.2, \"max_tokens\": 200}"],
+    ["description", "Description", text("description"), creating ? "" : "left empty: unchanged"],
+    ["tags", "Tags", text("tags"), creating ? "comma-separated" : "comma-separated; left empty: unchanged"],
+    ["folder", "Folder", text("folder"), creating ? "e.g. /support" : "left empty: unchanged"],
+    ["labels", "Labels for this version", text("labels"), "comma-separated, e.g. production"],
+  ].filter(Boolean);
+}
+
+/** Read the form into an API body; `keep` names the fields left out when empty. */
+function readForm(form, keep) {
+  const body = {};
+  for (const control of form.querySelectorAll("input, textarea")) {
+    const value = control.value.trim();
+    if (!value && keep.includes(control.name)) continue;
+    if (control.name === "parameters") body.parameters = value ? JSON.parse(value) : {};
+    else if (control.name === "tags" || control.name === "labels") {
+      body[control.name] = value.split(",").map((part) => part.trim()).filter(Boolean);
+    } else body[control.name] = control.name === "template" ? control.value : value;
+  }
+  return body;
+}
+
+function promptForm(title, values, creating, submit) {
+  const note = h("p", { class: "note", role: "status" });
+  const form = h(
+    "form",
+    { class: "prompt-form card" },
+    promptFields(values, creating).map(([name, label, control, hint]) => {
+      control.id = `field-${name}`;
+      return h(
+        "div",
+        { class: "field" },
+        h("label", { for: control.id }, label),
+        control,
+        hint ? h("span", { class: "hint" }, hint) : null,
+      );
+    }),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, title)),
+    note,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await submit(form);
+    } catch (error) {
+      const message = error instanceof SyntaxError ? `Parameters are not JSON: ${error.message}` : messageOf(error);
+      replace(note, h("span", { class: "error" }, message));
+      note.setAttribute("role", "alert");
+    }
+  });
+  return form;
+}
+
+/** #/prompts/+new: create a prompt (version 1). */
+export function showNewPrompt(view) {
+  const values = { parameters: "{}" };
+  replace(
+    view,
+    h("a", { class: "back", href: "#/prompts" }, "← Prompts"),
+    h("h1", {}, "New prompt"),
+    promptForm("Create prompt", values, true, async (form) => {
+      const { data } = await api("/prompts", { method: "POST", body: readForm(form, ["folder"]) });
+      window.location.hash = promptHref(data.name);
+    }),
+  );
+}
+
+/** #/prompts/<name>/edit: a new version with the changed fields. */
+export async function showEditPrompt(view, name) {
+  const path = `/prompts/${encodeURIComponent(name)}`;
+  const { data: prompt } = await api(path);
+  const { data: newest } = await api(`${path}/versions/${prompt.version}`);
+  const values = {
+    template: newest.template,
+    model: newest.model,
+    parameters: JSON.stringify(newest.parameters, null, 1),
+  };
+  replace(
+    view,
+    h("a", { class: "back", href: promptHref(name) }, `← ${name}`),
+    h("h1", {}, `Edit ${name}`),
+    h("p", { class: "muted" }, `Saving makes version ${prompt.version + 1}.`),
+    promptForm("Save new version", values, false, async (form) => {
+      const body = readForm(form, ["description", "tags", "folder"]);
+      await api(path, { method: "PATCH", body });
+      window.location.hash = promptHref(name);
+    }),
+  );
+}

@@ -1,0 +1,195 @@
+"""The prompt registry in the console: list, create, edit, diff, labels, rollback, run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.stubs.openai_stub import OpenAIStub
+
+from .conftest import Console
+
+
+def create(client: httpx.Client, name: str, template: str, **fields: Any) -> None:
+    body = {"name": name, "template": template, "model": "gpt-4o-mini", **fields}
+    response = client.post("/v1/prompts", json=body)
+    assert response.status_code == 201, response.text
+
+
+def update(client: httpx.Client, name: str, **fields: Any) -> None:
+    response = client.patch(f"/v1/prompts/{name}", json=fields)
+    assert response.status_code == 200, response.text
+
+
+def settled(page: Page) -> None:
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+
+
+def labels_shown(page: Page) -> dict[str, str]:
+    settled(page)
+    rows = page.locator("table.labels tr").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].innerText.trim(), r.cells[1].innerText.trim()])"
+    )
+    return dict(rows)
+
+
+def diff_rows(page: Page, section: str) -> list[list[str]]:
+    table = page.locator("section.card", has=page.get_by_role("heading", name=section))
+    rows = table.locator("tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.className, r.cells[1].innerText, r.cells[3].innerText])"
+    )
+    return [list(row) for row in rows]
+
+
+def test_the_list_filters_prompts_by_search_folder_and_tags(
+    console: Console, client: httpx.Client
+) -> None:
+    create(
+        client,
+        "support-reply",
+        "Answer {question}.",
+        folder="/support",
+        tags=["email"],
+        description="Replies to customers",
+    )
+    create(
+        client,
+        "summarize-ticket",
+        "Summarize {ticket}.",
+        folder="/support",
+        tags=["internal"],
+        description="One-line ticket summaries",
+    )
+    create(client, "classify-intent", "Classify {message}.", folder="/routing", tags=["email"])
+    page = console.sign_in(route="#/prompts")
+
+    def names(**filters: str) -> list[str]:
+        for field, label in (("search", "Search"), ("folder", "Folder"), ("tags", "Tags")):
+            page.get_by_label(label, exact=True).fill(filters.get(field, ""))
+        page.get_by_role("button", name="Apply").click()
+        settled(page)
+        return page.locator("table.records tbody td:first-child").all_inner_texts()
+
+    settled(page)
+    expect(page.get_by_role("status")).to_have_text("3 of 3 prompts shown.")
+    console.screenshot("prompts")
+    assert names(folder="/support") == ["summarize-ticket", "support-reply"]
+    assert names(tags="email") == ["classify-intent", "support-reply"]
+    assert names(folder="/support", tags="email") == ["support-reply"]
+    assert names(search="summar") == ["summarize-ticket"]
+    assert names(search="nothing like it") == []
+    expect(page.get_by_role("status")).to_have_text("No prompts match.")
+
+
+def test_create_a_prompt_edit_it_and_compare_the_two_versions(console: Console) -> None:
+    page = console.sign_in(route="#/prompts")
+    page.get_by_role("link", name="New prompt").click()
+    page.get_by_label("Name").fill("greeting")
+    page.get_by_label("Template").fill("Say hello to {name}.\nKeep it short.")
+    page.get_by_label("Model").fill("gpt-4o-mini")
+    page.get_by_label("Parameters (JSON)").fill('{"temperature": 0.2')
+    page.get_by_label("Labels for this version").fill("staging")
+    page.get_by_role("button", name="Create prompt").click()
+    expect(page.get_by_role("alert")).to_contain_text("Parameters are not JSON")
+
+    page.get_by_label("Parameters (JSON)").fill('{"temperature": 0.2}')
+    page.get_by_role("button", name="Create prompt").click()
+
+    expect(page.get_by_role("heading", name="greeting")).to_be_visible()
+    expect(page.get_by_role("heading", name="Version 1")).to_be_visible()
+    assert labels_shown(page) == {"staging": "v1"}
+
+    page.get_by_role("link", name="Edit").click()
+    template = page.get_by_label("Template")
+    expect(template).to_have_value("Say hello to {name}.\nKeep it short.")
+    template.fill("Say hi to {name}.\nKeep it short.\nSign as Promptrail.")
+    page.get_by_label("Parameters (JSON)").fill('{"temperature": 0.5}')
+    page.get_by_role("button", name="Save new version").click()
+    expect(page.get_by_role("heading", name="Version 2")).to_be_visible()
+
+    settled(page)
+    page.get_by_label("Version", exact=True).select_option("1")
+    page.get_by_label("with").select_option("2")
+    page.get_by_role("button", name="Show diff").click()
+
+    expect(page.get_by_role("heading", name="greeting: v1 → v2")).to_be_visible()
+    assert diff_rows(page, "Template") == [
+        ["change", "Say hello to {name}.", "Say hi to {name}."],
+        ["same", "Keep it short.", "Keep it short."],
+        ["add", "", "Sign as Promptrail."],
+    ]
+    assert ["change", '  "temperature": 0.2', '  "temperature": 0.5'] in diff_rows(
+        page, "Parameters"
+    )
+    assert diff_rows(page, "Model") == [["same", "gpt-4o-mini", "gpt-4o-mini"]]
+    console.screenshot("prompt-diff")
+
+
+def test_a_second_prompt_with_a_taken_name_is_refused_with_the_reason(
+    console: Console, client: httpx.Client
+) -> None:
+    create(client, "greeting", "Hello {name}.")
+    page = console.sign_in(route="#/prompts/+new")
+    page.get_by_label("Name").fill("greeting")
+    page.get_by_label("Template").fill("Hi {name}.")
+    page.get_by_label("Model").fill("gpt-4o-mini")
+    page.get_by_role("button", name="Create prompt").click()
+
+    expect(page.get_by_role("alert")).to_contain_text("PROMPT_ALREADY_EXISTS")
+
+
+def test_labels_attach_move_and_remove_and_a_rollback_makes_a_new_version(
+    console: Console, client: httpx.Client
+) -> None:
+    create(client, "greeting", "Hello {name}.", labels=["staging"])
+    update(client, "greeting", template="Hi {name}!")
+    page = console.sign_in(route="#/prompts/greeting")
+    assert labels_shown(page) == {"staging": "v1"}
+
+    page.get_by_label("Label", exact=True).fill("production")
+    page.get_by_label("on", exact=True).select_option("1")
+    page.get_by_role("button", name="Attach").click()
+    expect(page.locator("table.labels")).to_contain_text("production")
+    assert labels_shown(page) == {"production": "v1", "staging": "v1"}
+
+    page.get_by_label("Move production to").select_option("2")
+    page.get_by_role("button", name="Move production", exact=True).click()
+    expect(page.locator("table.labels tr", has_text="production")).to_contain_text("v2")
+    page.get_by_role("button", name="Remove staging").click()
+    expect(page.locator("table.labels")).not_to_contain_text("staging")
+    assert labels_shown(page) == {"production": "v2"}
+    served = client.get("/v1/prompts/greeting/versions/by-label/production/template").json()
+    assert served["version"] == 2
+
+    page.get_by_role("button", name="Roll back to v1").click()
+
+    expect(page.get_by_role("heading", name="Version 3")).to_be_visible()
+    expect(page.locator("pre.template")).to_have_text("Hello {name}.")
+    newest = page.locator("table.versions tbody tr").first
+    expect(newest).to_contain_text("v3")
+    expect(newest).to_contain_text("1")
+    console.screenshot("prompt")
+
+
+def test_the_run_panel_fills_the_variables_and_streams_the_output(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.script.reply = "Hello Ada, nice to meet you."
+    create(client, "greeting", "Say hello to {name} from {city}.")
+    page = console.sign_in(route="#/prompts/greeting")
+    run = page.get_by_role("form", name="Run this prompt")
+    expect(run.locator("label")).to_have_text(["name", "city", "User input (optional)"])
+
+    run.get_by_label("name").fill("Ada")
+    run.get_by_label("city").fill("<b>London</b>")
+    run.get_by_role("button", name="Run").click()
+
+    expect(run.locator("pre.run-output")).to_have_text("Hello Ada, nice to meet you.")
+    expect(run.get_by_role("status")).to_contain_text("Done:")
+    sent = openai_stub.calls[-1].body
+    assert sent["stream"] is True
+    assert sent["messages"][-1]["content"] == "Say hello to Ada from <b>London</b>."
+    logged = client.get("/v1/requests", params={"prompt_name": "greeting"}).json()["data"]
+    assert [record["output"]["content"] for record in logged] == ["Hello Ada, nice to meet you."]
