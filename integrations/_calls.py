@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, get_value
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, get_value
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import _genai, _runtime
-from .._context import call_attributes, to_json
+from .._context import call_attributes, in_framework_call, to_json
 from .._spans import CaptureSpan
 
 logger = logging.getLogger("promptrail")
@@ -30,8 +30,12 @@ _REQUEST_PARAMETERS = {
 
 
 def suppressed() -> bool:
-    """Whether instrumentation is switched off here (promptrail's own export, for one)."""
-    return bool(get_value(_SUPPRESS_INSTRUMENTATION_KEY))
+    """Whether instrumentation is switched off here (promptrail's own export, for one).
+
+    Also inside a model call a framework integration records itself (LangChain): the
+    provider call under it is that same call, recorded once, by the framework.
+    """
+    return bool(get_value(_SUPPRESS_INSTRUMENTATION_KEY)) or in_framework_call()
 
 
 def is_raw_response(result: Any) -> bool:
@@ -96,10 +100,12 @@ class CallRecord:
         kwargs: Mapping[str, Any],
         call_input: Any,
         texts: Callable[[], list[str]],
+        parent: Context | None = None,
     ) -> None:
         model = kwargs.get("model")
         self.span = span = _runtime.tracer().start_span(
             f"{operation} {model}" if model else operation,
+            context=parent,  # None: the current context's span
             kind=SpanKind.CLIENT,
             attributes=call_attributes(texts),
         )

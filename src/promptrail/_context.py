@@ -112,6 +112,44 @@ def reset_current(token: contextvars.Token[Observation]) -> None:
     _current.reset(token)
 
 
+class FrameworkCall:
+    """A model call a framework integration records itself (a LangChain LLM run, for one).
+
+    While one is open in the context, the provider patches leave the calls made inside it
+    unrecorded, so each provider call is recorded once. ``open`` turns False when the
+    framework's call ends; a value left behind in a context (a stream abandoned and
+    collected elsewhere) is then inert.
+    """
+
+    __slots__ = ("open", "previous")
+
+    def __init__(self) -> None:
+        self.open = True
+        self.previous: FrameworkCall | None = None
+
+    def enter(self) -> None:
+        """Make this call the one the provider patches defer to, in the current context."""
+        self.previous = _framework_call.get()
+        _framework_call.set(self)
+
+    def close(self) -> None:
+        """End the call; in the context it was entered in, restore the one before it."""
+        self.open = False
+        if _framework_call.get() is self:
+            _framework_call.set(self.previous)
+
+
+_framework_call: contextvars.ContextVar[FrameworkCall | None] = contextvars.ContextVar(
+    "promptrail_framework_call", default=None
+)
+
+
+def in_framework_call() -> bool:
+    """Whether a framework integration is recording the model call being made here."""
+    call = _framework_call.get()
+    return call is not None and call.open
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 

@@ -1,0 +1,274 @@
+"""LangChain and LangGraph, driven for real against the wire stubs and a live collector."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, TypedDict
+
+import openai
+import pytest
+from langchain_anthropic import ChatAnthropic
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import END, START, StateGraph
+from opentelemetry.sdk.trace import TracerProvider
+
+import promptrail
+from promptrail import _runtime
+from tests.integrations.conftest import KEY, Records, fetch_records
+from tests.stubs.anthropic_stub import AnthropicStub
+from tests.stubs.openai_stub import OpenAIStub
+
+REPLY = "Hello from the stub provider."
+PROMPT = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{question}")])
+
+
+def chat_openai(stub: OpenAIStub, **options: Any) -> ChatOpenAI:
+    return ChatOpenAI(  # type: ignore[call-arg]
+        model="gpt-4o", api_key="k", base_url=f"{stub.url}/v1", max_retries=0, **options
+    )
+
+
+@pytest.fixture
+def model(openai_stub: OpenAIStub) -> ChatOpenAI:
+    return chat_openai(openai_stub)
+
+
+@asynccontextmanager
+async def async_model(stub: OpenAIStub) -> AsyncIterator[ChatOpenAI]:
+    """A model with its own async connections, closed on this event loop.
+
+    (langchain-openai otherwise shares one async client per process, whose connections
+    outlive the event loop of each ``asyncio.run``.)
+    """
+    client = openai.DefaultAsyncHttpxClient()
+    try:
+        yield chat_openai(stub, http_async_client=client)
+    finally:
+        await client.aclose()
+
+
+def model_calls(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in recorded if r["model"]]
+
+
+def named(recorded: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    (found,) = (r for r in recorded if r["span_name"] == name)
+    return found
+
+
+def test_a_chain_is_one_trace_with_one_record_per_provider_call(
+    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    chain = PROMPT | model | StrOutputParser()
+
+    with promptrail.context(user_id="u1", session_id="s1"):
+        assert chain.invoke({"question": "Hi?"}) == REPLY
+
+    recorded = records(expected=4)
+    assert len(openai_stub.calls) == 1
+    (call,) = model_calls(recorded)  # the openai patch stood aside: no second copy
+    sequence = named(recorded, "RunnableSequence")
+    assert {r["span_name"] for r in recorded} == {
+        "RunnableSequence",
+        "ChatPromptTemplate",
+        "chat gpt-4o",
+        "StrOutputParser",
+    }
+    assert {r["trace_id"] for r in recorded} == {sequence["trace_id"]}
+    assert sequence["parent_span_id"] is None
+    assert all(r["parent_span_id"] == sequence["span_id"] for r in recorded if r is not sequence)
+    assert call["provider"] == "openai"
+    assert call["model"] == "gpt-4o"
+    assert call["input"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi?"},
+    ]
+    assert call["output"]["content"] == REPLY
+    assert call["usage"]["completion_tokens"] == len(REPLY.split())
+    assert call["usage"]["prompt_tokens"] > 0
+    assert sequence["input_variables"] == {"question": "Hi?"}
+    assert all(r["metadata"] == {"user_id": "u1", "session_id": "s1"} for r in recorded)
+
+
+@pytest.fixture
+def joined_records(live_url: str) -> Iterator[Records]:
+    """promptrail joined to the application's OpenTelemetry SDK provider (SDK spans)."""
+    _runtime.reset_stats()
+    provider = TracerProvider()
+    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, tracer_provider=provider)
+    promptrail.instrument()
+    yield lambda expected=1: fetch_records(live_url, expected)
+    promptrail.uninstrument()
+    promptrail.shutdown()
+    provider.shutdown()
+
+
+def test_on_the_applications_sdk_spans_the_records_are_the_same(
+    model: ChatOpenAI, joined_records: Records
+) -> None:
+    with promptrail.context(user_id="u1"):
+        (PROMPT | model | StrOutputParser()).invoke({"question": "Hi?"})
+
+    recorded = joined_records(expected=4)
+    sequence = named(recorded, "RunnableSequence")
+    (call,) = model_calls(recorded)
+    assert len(recorded) == 4
+    assert call["parent_span_id"] == sequence["span_id"]
+    assert (call["model"], call["output"]["content"]) == ("gpt-4o", REPLY)
+    assert call["input"][-1] == {"role": "user", "content": "Hi?"}
+    assert call["usage"]["completion_tokens"] == len(REPLY.split())
+    assert sequence["input_variables"] == {"question": "Hi?"}
+    assert sequence["output"] == {"content": REPLY}
+    assert all(r["metadata"] == {"user_id": "u1"} for r in recorded)
+
+
+def test_stream_and_astream_record_time_to_first_token(
+    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    streamed = "".join(str(chunk.content) for chunk in model.stream("one"))
+
+    async def astream() -> str:
+        async with async_model(openai_stub) as chat:
+            return "".join([str(chunk.content) async for chunk in chat.astream("two")])
+
+    assert streamed == asyncio.run(astream()) == REPLY
+
+    calls = model_calls(records(expected=2))
+    assert len(calls) == 2
+    for call in calls:
+        assert call["output"]["content"] == REPLY
+        assert call["time_to_first_token_ms"] is not None
+        assert call["parent_span_id"] is None
+
+
+def test_ainvoke_and_batch_each_call_recorded_once_in_its_own_context(
+    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    async def ainvoke() -> None:
+        async with async_model(openai_stub) as chat, promptrail.context(user_id="async-user"):
+            await chat.ainvoke("async question")
+
+    asyncio.run(ainvoke())
+    with promptrail.context(user_id="batch-user"):
+        replies = model.batch(["b1", "b2", "b3"])
+    assert [r.content for r in replies] == [REPLY] * 3
+
+    calls = model_calls(records(expected=4))
+    assert len(calls) == len(openai_stub.calls) == 4
+    users = sorted((c["input"][0]["content"], c["metadata"]["user_id"]) for c in calls)
+    assert users == [
+        ("async question", "async-user"),
+        ("b1", "batch-user"),
+        ("b2", "batch-user"),
+        ("b3", "batch-user"),
+    ]
+
+
+def test_a_failing_call_is_an_error_record_and_the_error_reaches_the_caller(
+    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    openai_stub.script.failures = [500]
+    with pytest.raises(Exception, match="500"):
+        model.invoke("doomed")
+
+    (call,) = records()
+    assert call["status"] == "error"
+    assert "500" in call["error"]
+
+
+def test_chat_anthropic_is_recorded_once(anthropic_stub: AnthropicStub, records: Records) -> None:
+    chat = ChatAnthropic(
+        model_name="claude-stub-model",
+        max_tokens=100,
+        api_key="k",  # type: ignore[arg-type]
+        base_url=anthropic_stub.url,
+        max_retries=0,
+        timeout=10,
+        stop=None,
+    )
+
+    assert chat.invoke("Hi?").content == REPLY
+
+    (call,) = records()
+    assert len(anthropic_stub.calls) == 1
+    assert (call["provider"], call["model"]) == ("anthropic", "claude-stub-model")
+    assert call["output"]["content"] == REPLY
+    assert call["usage"]["completion_tokens"] == len(REPLY.split())
+
+
+class State(TypedDict, total=False):
+    question: str
+    facts: str
+    answer: str
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look up a fact."""
+    return f"facts about {topic}"
+
+
+def test_a_langgraph_run_nests_nodes_tools_and_model_calls_in_one_trace(
+    model: ChatOpenAI, records: Records
+) -> None:
+    def research(state: State) -> State:
+        return {"facts": lookup.invoke({"topic": state["question"]})}
+
+    def answer(state: State) -> State:
+        reply = model.invoke(f"{state['facts']}: {state['question']}")
+        return {"answer": str(reply.content)}
+
+    graph = StateGraph(State)
+    graph.add_node("research", research)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "research")
+    graph.add_edge("research", "answer")
+    graph.add_edge("answer", END)
+
+    with promptrail.context(user_id="graph-user"):
+        result = graph.compile().invoke({"question": "otters"})
+    assert result["answer"] == REPLY
+
+    recorded = records(expected=5)
+    root = named(recorded, "LangGraph")
+    research_node, answer_node = named(recorded, "research"), named(recorded, "answer")
+    (call,) = model_calls(recorded)
+    assert {r["trace_id"] for r in recorded} == {root["trace_id"]}
+    assert research_node["parent_span_id"] == answer_node["parent_span_id"] == root["span_id"]
+    assert named(recorded, "lookup")["parent_span_id"] == research_node["span_id"]
+    assert named(recorded, "lookup")["output"]["content"] == "facts about otters"
+    assert call["parent_span_id"] == answer_node["span_id"]
+    assert call["input"] == [{"role": "user", "content": "facts about otters: otters"}]
+    assert root["input_variables"] == {"question": "otters"}
+    assert root["output"] == {"question": "otters", "facts": "facts about otters", "answer": REPLY}
+    assert all(r["metadata"] == {"user_id": "graph-user"} for r in recorded)
+
+
+def test_inside_an_observed_function_the_run_joins_its_trace(
+    model: ChatOpenAI, records: Records
+) -> None:
+    @promptrail.observe(name="handle")
+    def handle() -> str:
+        return str(model.invoke("q").content)
+
+    handle()
+
+    recorded = records(expected=2)
+    outer, call = named(recorded, "handle"), named(recorded, "chat gpt-4o")
+    assert call["parent_span_id"] == outer["span_id"]
+
+
+def test_uninstrumented_langchain_leaves_the_call_to_the_openai_patch(
+    model: ChatOpenAI, records: Records
+) -> None:
+    promptrail.uninstrument("langchain")
+    (PROMPT | model).invoke({"question": "plain?"})
+
+    (call,) = records()  # the provider call only: no chain spans
+    assert call["span_name"] == "chat gpt-4o"
+    assert call["input"][-1] == {"role": "user", "content": "plain?"}
