@@ -112,8 +112,13 @@ def text(rng: random.Random, low: int, high: int) -> str:
 POOL_SIZE = 2000
 
 
-def make_pool(rng: random.Random, size: int = POOL_SIZE) -> list[dict[str, Any]]:
-    """Record bodies to vary from: building 10M distinct texts would dominate the run."""
+def make_pool(
+    rng: random.Random, size: int = POOL_SIZE, client_cost: bool = True
+) -> list[dict[str, Any]]:
+    """Record bodies to vary from: building 10M distinct texts would dominate the run.
+
+    ``client_cost=False`` leaves the cost out, so that the collector prices every record.
+    """
     pool = []
     for _ in range(size):
         prompt = rng.choice(PROMPTS)
@@ -139,7 +144,9 @@ def make_pool(rng: random.Random, size: int = POOL_SIZE) -> list[dict[str, Any]]
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
                     "estimated_cost_usd": round((prompt_tokens + 4 * completion_tokens) * 1e-6, 6),
-                },
+                }
+                if client_cost
+                else {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
                 "latency_ms": rng.randint(150, 9000),
             }
         )
@@ -335,8 +342,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ingest(base: str, total: int, size: int, workers: int, collector_pid: int) -> IngestResult:
-    bodies = Bodies(total, size, make_pool(random.Random(1)), datetime.now(UTC))
+def ingest(
+    base: str, total: int, size: int, workers: int, collector_pid: int, client_cost: bool = True
+) -> IngestResult:
+    pool = make_pool(random.Random(1), client_cost=client_cost)
+    bodies = Bodies(total, size, pool, datetime.now(UTC))
     bodies.prepare()
     numbers = iter(range(bodies.count))
     lock = threading.Lock()
@@ -612,6 +622,11 @@ def main() -> None:
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--ingest-only", action="store_true", help="skip the read latencies")
     parser.add_argument(
+        "--unpriced",
+        action="store_true",
+        help="records carry no cost: the collector prices each one at ingest",
+    )
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="skip the ingest: measure reads on --data-dir as an earlier run loaded it",
@@ -635,7 +650,9 @@ def main() -> None:
             above = loaded.get("above_1gib")
             args.batch, args.workers = loaded["batch"], loaded["workers"]
         else:
-            result = ingest(base, args.records, args.batch, args.workers, process.pid)
+            result = ingest(
+                base, args.records, args.batch, args.workers, process.pid, not args.unpriced
+            )
             ingest_peak = watch.peak
             above = watch.seconds_above(1024)
             watch.write(data_dir / "rss-ingest.csv")

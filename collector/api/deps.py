@@ -60,10 +60,12 @@ class Services:
             VersionCache(enabled=store.is_embedded),
             LiveIdIndex(enabled=store.is_embedded),
         )
+        prices = GenaiPriceBook()  # one price book: runs and every ingest path price alike
         ingest = IngestService(
             store.requests,
             buffered=store.is_embedded,
             max_batch_records=settings.max_batch_records,
+            prices=prices,
         )
         pending = PendingWrites()
         rollups = RollupService(
@@ -86,7 +88,7 @@ class Services:
                 timedelta(days=settings.export_retention_days),
                 pending,
             ),
-            runs=RunService(prompts, ingest, _providers(settings), GenaiPriceBook(), pending),
+            runs=RunService(prompts, ingest, _providers(settings), prices, pending),
             otlp=OtlpService(ingest),
             pending=pending,
         )

@@ -26,7 +26,15 @@ class UsageIn(_Input):
     prompt_tokens: Count = 0
     completion_tokens: Count = 0
     total_tokens: Count | None = None
-    estimated_cost_usd: Annotated[float, Field(ge=0)] | None = None
+    estimated_cost_usd: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="Kept as sent; without it the collector prices the call."
+    )
+    cached_tokens: Count | None = Field(
+        default=None, description="Prompt tokens read from the provider's cache (in prompt_tokens)."
+    )
+    reasoning_tokens: Count | None = Field(
+        default=None, description="Completion tokens spent reasoning (in completion_tokens)."
+    )
 
 
 class TimingIn(_Input):

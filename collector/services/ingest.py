@@ -22,6 +22,7 @@ from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
 from .dates import to_ms, utc_now_ms
 from .insert_buffer import InsertBuffer
+from .pricing import GenaiPriceBook, PriceBook
 
 _RECORDS = TypeAdapter(list[RequestRecordIn])
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
@@ -55,8 +56,14 @@ def time_of_id(request_id: str) -> datetime | None:
         return None
 
 
-def record_values(record: RequestRecordIn, now: datetime) -> dict[str, Any]:
-    """Normalise a validated record into its stored values, by :class:`RequestRow` field."""
+def record_values(
+    record: RequestRecordIn, now: datetime, prices: PriceBook | None = None
+) -> dict[str, Any]:
+    """Normalise a validated record into its stored values, by :class:`RequestRow` field.
+
+    A record without ``usage.estimated_cost_usd`` is priced by ``prices`` from its model,
+    provider and tokens, at its own time; a cost the client sent is kept as sent.
+    """
     created_at = record.created_at or now
     if created_at.tzinfo is None:
         created_at = created_at.replace(tzinfo=UTC)
@@ -76,6 +83,16 @@ def record_values(record: RequestRecordIn, now: datetime) -> dict[str, Any]:
         total = usage.prompt_tokens + usage.completion_tokens
     integration = record.integration
     cost = usage.estimated_cost_usd
+    if cost is None and prices is not None and record.model:
+        cost = prices.cost(
+            record.provider,
+            record.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_tokens or 0,
+            usage.reasoning_tokens or 0,
+            at=created_at,
+        )
     return {
         "id": record.id or new_request_id(created_at),
         "created_at": created_at,
@@ -138,8 +155,15 @@ def _rejection(errors: list[dict[str, str]]) -> dict[str, Any]:
 class IngestService:
     """Turn logged records into stored rows, in group-committed inserts."""
 
-    def __init__(self, store: RequestStore, buffered: bool, max_batch_records: int) -> None:
+    def __init__(
+        self,
+        store: RequestStore,
+        buffered: bool,
+        max_batch_records: int,
+        prices: PriceBook | None = None,
+    ) -> None:
         self._store = store
+        self._prices = prices or GenaiPriceBook()
         self._max_batch = max_batch_records
         # Batches are prepared one at a time: preparing is Python work under the GIL, so more
         # at once would not go faster, and a batch in preparation holds several times its body.
@@ -287,7 +311,8 @@ class IngestService:
         its own id but lets the service pick the time gets, on a retry within
         RETRY_LOOKBACK, the time the first attempt was stored with.
         """
-        values = [record_values(record, now) for record in records]
+        prices = self._prices
+        values = [record_values(record, now, prices) for record in records]
         unstamped = [r.id for r in records if r.id and not r.created_at]
         if unstamped:
             known = self._store.created_at_of(project, unstamped, since=now - RETRY_LOOKBACK)

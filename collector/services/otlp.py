@@ -29,12 +29,25 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..._genai import SpanData, is_recordable, span_to_record
 from ..errors import PromptrailError, ValidationFailed
+from ..models.json_values import json_problem
 from .ingest import IngestService
 
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 Encoding = Literal["application/x-protobuf", "application/json"]
 
+# Token counts that price a call besides input and output (semantic conventions, then
+# OpenLLMetry's and OpenInference's names); both are counted inside input and output.
+_CACHED_TOKENS = (
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+)
+_REASONING_TOKENS = (
+    "gen_ai.usage.reasoning.output_tokens",
+    "gen_ai.usage.reasoning_tokens",
+    "llm.token_count.completion_details.reasoning",
+)
 # How many span problems the answer's error_message spells out.
 _MAX_PROBLEMS = 10
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
@@ -99,6 +112,7 @@ class OtlpService:
             try:
                 data = span_data(span, attributes)
                 record = span_to_record(data)
+                _add_priced_tokens(record, attributes)
             # InvalidSpan is a ValueError; a time far out of range fails the datetime.
             except (ValueError, OverflowError, OSError) as exc:
                 problems.append(f"{_label(span)}: {exc}")
@@ -111,6 +125,16 @@ class OtlpService:
             accepted = len(outcome.rows)
             problems += [f"{labels[i]}: {error['message']}" for i, error in outcome.rejected]
         return ExportOutcome(accepted, len(problems), _summary(problems))
+
+
+def _add_priced_tokens(record: dict[str, Any], attributes: dict[str, Any]) -> None:
+    """Carry a span's cached-input and reasoning token counts into the record's usage."""
+    for field, keys in (("cached_tokens", _CACHED_TOKENS), ("reasoning_tokens", _REASONING_TOKENS)):
+        for key in keys:
+            value = attributes.get(key)
+            if type(value) is int and value > 0:
+                record["usage"][field] = value
+                break
 
 
 def decode_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
@@ -127,6 +151,11 @@ def decode_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest
         raise ValidationFailed("body", "Malformed JSON body") from None
     if not isinstance(document, dict):
         raise ValidationFailed("body", "An OTLP JSON export is a JSON object")
+    problem = json_problem(document, "body")
+    if problem is not None:
+        # Refused whole, as a body protobuf cannot hold (its parser fails on a lone surrogate).
+        where, message = problem
+        raise ValidationFailed("body", f"Malformed OTLP JSON body: {message} (at {where})")
     _hex_ids_to_base64(document)
     request = ExportTraceServiceRequest()
     try:
