@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.collector.test_bad_input import assert_error
+from tests.collector.test_otlp import json_export, json_span
 
 JSON = {"Content-Type": "application/json"}
 
@@ -123,3 +124,21 @@ def test_other_write_routes_refuse_what_cannot_be_stored(
 def _raw(body: dict[str, Any]) -> str:
     """JSON text of ``body`` keeping ``\\ud800``-style escapes as written (json.dumps would not)."""
     return json.dumps(body).replace("\\\\u", "\\u")
+
+
+def test_an_otlp_json_export_with_a_lone_surrogate_is_400_and_stores_nothing(
+    api: TestClient,
+) -> None:
+    span = json_span(
+        "00000000000000ab",
+        [
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": "SURROGATE"}},
+        ],
+    )
+    raw = json.dumps(json_export([span])).replace("SURROGATE", "\\ud800")
+
+    response = api.post("/v1/traces", content=raw, headers=JSON)
+
+    assert_error(response, 400, "VALIDATION_ERROR", "body")
+    assert logged_ids(api) == []
