@@ -18,7 +18,7 @@ logger = logging.getLogger("promptrail")
 
 PROVIDERS = ("openai", "anthropic")
 # name -> the package whose presence turns it on; each module has instrument()/uninstrument()
-FRAMEWORKS = {"langchain": "langchain_core"}
+FRAMEWORKS = {"langchain": "langchain_core", "llamaindex": "llama_index_instrumentation"}
 
 
 def _module(name: str) -> ModuleType:

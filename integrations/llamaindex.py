@@ -1,0 +1,170 @@
+"""LlamaIndex: its instrumentation spans as the parents of the model calls inside them.
+
+    import promptrail
+    promptrail.init()
+    promptrail.instrument()   # with llama-index installed: the dispatcher's spans are captured
+
+LlamaIndex's calls to OpenAI (``llama-index-llms-openai``) and Anthropic go through their
+SDKs, which promptrail's provider patches record: one record per provider call, as without
+LlamaIndex. This module adds LlamaIndex's own structure: every span of its instrumentation
+dispatcher (``OpenAI.chat``, a query engine's ``query``, a function decorated with
+``dispatcher.span``) becomes a record too, the parent of what runs inside it, in one trace;
+the span is current in OpenTelemetry while its method runs, so the provider call's record
+nests under it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from contextvars import Token
+from typing import Any
+
+from llama_index_instrumentation import get_dispatcher
+from llama_index_instrumentation.span_handlers import BaseSpanHandler
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+from pydantic import BaseModel, PrivateAttr
+
+from .. import _genai, _runtime
+from .._context import call_attributes, to_json
+from .._spans import CaptureSpan
+
+_instruments = ("llama-index-instrumentation >= 0.4",)
+
+
+def _no_texts() -> list[str]:
+    return []
+
+
+class SpanHandler(BaseSpanHandler[Any]):
+    """Turn LlamaIndex dispatcher spans into promptrail spans (see the module)."""
+
+    _open: dict[str, tuple[Span, Token[otel_context.Context]]] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The handler's name in LlamaIndex's registry."""
+        return "PromptrailSpanHandler"
+
+    def span_enter(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Start the span, under its LlamaIndex parent (else the current span); make it current."""
+        parent = self._open.get(parent_id) if parent_id else None
+        context = trace.set_span_in_context(parent[0]) if parent else None
+        attributes = call_attributes(_no_texts)
+        attributes[_genai.OBSERVATION] = "llamaindex"
+        # ids are "<Class>.<method>-<uuid4>"
+        span = _runtime.tracer().start_span(
+            id_.split("-", 1)[0], context=context, attributes=attributes
+        )
+        arguments = {k: v for k, v in bound_args.arguments.items() if k != "self"}
+        _set_json(span, _genai.INPUT_VARIABLES, arguments)
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._open[id_] = (span, token)
+
+    def span_exit(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        result: Any | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """End the span with the method's result."""
+        span = self._close(id_)
+        if span is not None:
+            _set_json(span, _genai.OUTPUT, result)
+            span.end()
+
+    def span_drop(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """End the span as an error."""
+        span = self._close(id_)
+        if span is None:
+            return
+        if err is not None and span.is_recording():
+            span.record_exception(err)
+            span.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+        span.end()
+
+    def _close(self, id_: str) -> Span | None:
+        opened = self._open.pop(id_, None)
+        if opened is None:
+            return None
+        span, token = opened
+        otel_context.detach(token)
+        return span
+
+    # BaseSpanHandler's abstract hooks; span_enter/exit/drop above do the work.
+    def new_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused (see :meth:`span_enter`)."""
+
+    def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused (see :meth:`span_exit`)."""
+
+    def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused (see :meth:`span_drop`)."""
+
+
+def _set_json(span: Span, key: str, value: Any) -> None:
+    """Set a JSON attribute: on promptrail's spans, worked out on the shipper's thread."""
+    if isinstance(span, CaptureSpan):
+        previous = span.describe
+
+        def describe() -> tuple[dict[str, Any], dict[str, Any]]:
+            attributes, json_attributes = previous() if previous else ({}, {})
+            return attributes, {**json_attributes, key: _plain(value)}
+
+        span.describe = describe
+    elif span.is_recording():
+        span.set_attribute(key, to_json(_plain(value)))
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """LlamaIndex's pydantic objects (messages, responses, nodes) as JSON-able values."""
+    if depth > 6:
+        return repr(value)
+    if isinstance(value, BaseModel):
+        try:
+            return value.model_dump(mode="json", exclude_none=True)
+        except Exception:
+            return repr(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth + 1) for v in value]
+    return value
+
+
+_handler: SpanHandler | None = None
+
+
+def instrument() -> None:
+    """Capture LlamaIndex's dispatcher spans (idempotent)."""
+    global _handler
+    if _handler is None:
+        _handler = SpanHandler()
+        get_dispatcher().add_span_handler(_handler)
+
+
+def uninstrument() -> None:
+    """Stop capturing LlamaIndex's dispatcher spans."""
+    global _handler
+    if _handler is not None:
+        dispatcher = get_dispatcher()
+        dispatcher.span_handlers = [h for h in dispatcher.span_handlers if h is not _handler]
+        _handler = None
