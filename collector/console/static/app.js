@@ -1,6 +1,7 @@
-// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…).
+// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…, #/analytics).
 // Hash routes keep the collector's own paths free for the API and need no server routes.
 
+import { showAnalytics } from "./analytics.js";
 import { ApiError, api, messageOf, session } from "./api.js";
 import { h, replace } from "./dom.js";
 import { showDiff, showPrompt } from "./prompt.js";
@@ -14,6 +15,7 @@ const account = document.getElementById("account");
 const SECTIONS = [
   ["#/requests", "Requests"],
   ["#/prompts", "Prompts"],
+  ["#/analytics", "Analytics"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
 const params = (query) => new URLSearchParams(query || "");
@@ -30,6 +32,7 @@ const ROUTES = [
   [/^#\/prompts\/([^/?]+)\/diff(?:\?(.*))?$/, (encoded, q) => showDiff(view, name(encoded), params(q))],
   [/^#\/prompts\/([^/?]+)$/, (encoded) => showPrompt(view, name(encoded))],
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
+  [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
 ];
 
 function route() {
