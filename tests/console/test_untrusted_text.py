@@ -1,10 +1,13 @@
-"""A record full of markup and script shows as characters: nothing of it runs or loads."""
+"""Markup and script in records, prompts and runs show as characters: nothing runs or loads."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 from playwright.sync_api import expect
+
+from tests.stubs.openai_stub import OpenAIStub
 
 from .conftest import Console
 from .records import record
@@ -46,5 +49,40 @@ def test_markup_in_a_record_is_shown_as_text_and_never_runs(
     assert main.locator("script, img, svg, iframe").count() == 0
     hrefs = main.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert hrefs == ["#/requests"]
+    assert page.evaluate("window.pwned") is None
+    assert console.errors == []
+
+
+def test_markup_in_prompts_runs_and_analytics_is_shown_as_text(
+    console: Console,
+    log: Callable[..., None],
+    client: httpx.Client,
+    openai_stub: OpenAIStub,
+) -> None:
+    template = f"{SCRIPT} Greet {{name}} {IMAGE}"
+    created = client.post(
+        "/v1/prompts",
+        json={"name": "markup", "template": template, "model": "gpt-4o-mini",
+              "description": LINK, "tags": [SVG]},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    openai_stub.script.reply = f"{IMAGE} {LINK}"
+    log(record(1, prompt_name=SCRIPT, metadata={"team": IMAGE}))
+
+    page = console.sign_in(route="#/prompts")
+    expect(page.locator("table.records tbody tr")).to_contain_text(LINK)
+    page.get_by_role("link", name="markup").click()
+    expect(page.locator("pre.template")).to_have_text(template)
+    run = page.get_by_role("form", name="Run this prompt")
+    run.get_by_label("name").fill(SVG)
+    run.get_by_role("button", name="Run").click()
+    expect(run.locator("pre.run-output")).to_have_text(f"{IMAGE} {LINK}")
+
+    page.goto(f"{console.url}/#/analytics?group_by=metadata&meta_key=team")
+    expect(page.locator("section.metric-cost .bar-name")).to_contain_text([IMAGE])
+    page.goto(f"{console.url}/#/analytics?group_by=prompt_name")
+    expect(page.locator("section.metric-cost .bar-name")).to_contain_text([SCRIPT])
+
+    assert page.locator("main").locator("script, img, iframe").count() == 0
     assert page.evaluate("window.pwned") is None
     assert console.errors == []
