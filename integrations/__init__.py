@@ -18,7 +18,11 @@ logger = logging.getLogger("promptrail")
 
 PROVIDERS = ("openai", "anthropic")
 # name -> the package whose presence turns it on; each module has instrument()/uninstrument()
-FRAMEWORKS = {"langchain": "langchain_core", "llamaindex": "llama_index_instrumentation"}
+FRAMEWORKS = {
+    "langchain": "langchain_core",
+    "llamaindex": "llama_index_instrumentation",
+    "pydantic_ai": "pydantic_ai",
+}
 
 
 def _module(name: str) -> ModuleType:
