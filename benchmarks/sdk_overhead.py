@@ -16,6 +16,10 @@
    attributes through a BatchSpanProcessor to an exporter that drops them.
 3. Memory with the collector down (nothing listening) for ``--down-seconds`` while calls keep
    coming: peak RSS growth must stay bounded by the queue sizes, and drops are counted.
+4. ``--burst`` (alone): the added time per call, plain and streamed (24 events), and 20,000
+   calls as fast as they go from 1 thread, 8 threads and 200 asyncio tasks, with promptrail
+   shipping to a live collector and Langfuse, OpenLLMetry and OpenInference at their defaults
+   beside it: records lost, peak RSS, added time per call (``benchmarks/_burst.py``).
 """
 
 from __future__ import annotations
@@ -94,17 +98,63 @@ CALL_END_ATTRIBUTES: dict[str, Any] = {
 OBSERVED_ATTRIBUTES = {"promptrail.observation": "function", "promptrail.input_variables": "{}"}
 
 
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    chunk = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+# A streamed answer of 24 events: the role, 22 pieces of text, the finish with the usage.
+STREAM = (
+    _chunk({"role": "assistant", "content": ""})
+    + b"".join(_chunk({"content": f"word{i} "}) for i in range(22))
+    + _chunk({}, "stop", usage={"prompt_tokens": 12, "completion_tokens": 22, "total_tokens": 34})
+    + b"data: [DONE]\n\n"
+)
+
+
+def _answer(request: httpx2.Request) -> httpx2.Response:
+    if b'"stream":true' in request.content.replace(b" ", b""):
+        return httpx2.Response(200, content=STREAM, headers={"content-type": "text/event-stream"})
+    return httpx2.Response(200, content=COMPLETION, headers={"content-type": "application/json"})
+
+
 def provider_client() -> openai.OpenAI:
-    transport = httpx2.MockTransport(
-        lambda request: httpx2.Response(
-            200, content=COMPLETION, headers={"content-type": "application/json"}
-        )
-    )
+    """An openai client whose provider answers at once, in process (JSON, or SSE to a stream)."""
     return openai.OpenAI(
         api_key="sk-bench",
         base_url="http://provider.invalid/v1",
-        http_client=httpx2.Client(transport=transport),
+        http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)),
     )
+
+
+def async_provider_client() -> openai.AsyncOpenAI:
+    """:func:`provider_client` for asyncio."""
+    return openai.AsyncOpenAI(
+        api_key="sk-bench",
+        base_url="http://provider.invalid/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(_answer)),
+    )
+
+
+def call(client: openai.OpenAI, stream: bool = False) -> None:
+    """One chat call; a streamed one is read to its end."""
+    if stream:
+        for _ in client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=MESSAGES,
+            stream=True,
+            stream_options={"include_usage": True},
+        ):
+            pass
+    else:
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
 
 
 def collector_transport() -> httpx.MockTransport:
@@ -150,8 +200,9 @@ def sdk_provider(max_queue_size: int = 10_000) -> TracerProvider:
     return provider
 
 
-def call_overhead(calls: int, joined: bool = False) -> dict[str, float]:
-    """Added time per openai call; ``joined``: promptrail joined to an SDK provider."""
+def call_overhead(calls: int, joined: bool = False, stream: bool = False) -> dict[str, float]:
+    """Added time per openai call; ``joined``: promptrail joined to an SDK provider;
+    ``stream``: the call streams its answer (24 events) and is read to its end."""
     client = provider_client()
     provider = TracerProvider() if joined else None
     promptrail.init(
@@ -176,17 +227,17 @@ def call_overhead(calls: int, joined: bool = False) -> dict[str, float]:
     differences: dict[str, list[float]] = {"traced": [], "floor": []}
     block = 50  # small blocks: the three modes see the same machine load
     for _ in range(20):  # warm up both paths
-        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        call(client, stream)
     modes = list(samples)
     for number, start in enumerate(range(0, calls, block)):
         medians: dict[str, float] = {}
         for mode in modes[number % 3 :] + modes[: number % 3]:  # each mode in turn goes first
             use(mode)
-            client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # re-warm
+            call(client, stream)  # re-warm
             timings = []
             for _ in range(min(block, calls - start)):
                 began = time.perf_counter_ns()
-                client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+                call(client, stream)
                 timings.append((time.perf_counter_ns() - began) / 1000)
             samples[mode].extend(timings)
             medians[mode] = statistics.median(timings)
@@ -341,11 +392,32 @@ def main() -> None:
         help="fresh processes measuring the added time (a process's memory layout and hash "
         "seed move a 1 ms call by tens of µs; the median over processes is reported)",
     )
-    parser.add_argument("--overhead-only", choices=["own", "joined"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--overhead-only", choices=["own", "joined", "stream"], help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--burst",
+        action="store_true",
+        help="only the burst case and the added time per call, plain and streaming, compared "
+        "with the peers (benchmarks/_burst.py)",
+    )
+    parser.add_argument("--burst-calls", type=int, default=20_000)
+    parser.add_argument(
+        "--peers-python",
+        default="/tmp/peers-venv/bin/python",
+        help="the python of the benchmark-only venv with Langfuse, OpenLLMetry and "
+        "OpenInference (skipped if missing)",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     if args.overhead_only:
-        print(json.dumps(call_overhead(args.calls, joined=args.overhead_only == "joined")))
+        mode = args.overhead_only
+        print(json.dumps(call_overhead(args.calls, mode == "joined", mode == "stream")))
+        return
+    if args.burst:
+        from _burst import run_burst_section
+
+        run_burst_section(args)
         return
 
     load_before = load()
