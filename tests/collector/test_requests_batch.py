@@ -181,8 +181,9 @@ def test_extra_fields_of_the_envelope_are_ignored(api: TestClient) -> None:
 def test_malformed_json_is_400_naming_the_body(api: TestClient) -> None:
     error = posted_raw(api, b'{"records": [', JSON)
 
-    assert error["message"] == "Malformed JSON body"
+    assert error["message"] == "Malformed JSON body: Expecting value at line 1, column 14"
     assert error["details"]["field"] == "body"
+    assert (error["details"]["line"], error["details"]["column"]) == (1, 14)
 
 
 @pytest.mark.parametrize(

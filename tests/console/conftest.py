@@ -1,4 +1,4 @@
-"""Browser fixtures: one headless Chromium per session (Debian's), a fresh page per test.
+"""Browser fixtures: a headless Chromium (Debian's) and a fresh page per test.
 
 The console is driven against a live collector (``console_url``) with records logged through the
 public API, as a user's application would log them.
@@ -28,9 +28,13 @@ LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Browser]:
-    """The system's Chromium, started once for the session (no browser download)."""
+    """The system's Chromium (no browser download), started for each test.
+
+    Not once per session: while Playwright's sync API is active it holds a running event loop
+    on the thread, so every later ``asyncio.run`` of the same test worker would fail.
+    """
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         yield browser

@@ -167,7 +167,8 @@ async def log_batch(request: Request, project: Project, services: ServicesDep) -
                     "input": {},
                     "ctx": {"error": exc.msg},
                 }
-            ]
+            ],
+            body=exc.doc,  # so the answer can name the line and column
         ) from None
     except ValidationError as exc:
         raise RequestValidationError(
