@@ -11,7 +11,8 @@ from fastapi import APIRouter, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
-from .. import __version__
+from promptrail import __version__
+
 from .api.deps import Services
 from .api.errors import install_error_handlers
 from .api.limits import BodyLimitMiddleware

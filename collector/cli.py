@@ -23,7 +23,8 @@ import httpx
 import typer
 from rich.console import Console
 
-from .. import __version__
+from promptrail import __version__
+
 from .config import Settings
 from .runtime import RuntimeInfo, new_admin_token, read_runtime, remove_runtime, write_runtime
 

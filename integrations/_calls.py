@@ -10,9 +10,9 @@ from typing import Any
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, get_value
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import _genai, _runtime
-from .._context import call_attributes, in_framework_call, to_json
-from .._spans import CaptureSpan
+from promptrail import _genai, _runtime
+from promptrail._context import call_attributes, in_framework_call, to_json
+from promptrail._spans import CaptureSpan
 
 logger = logging.getLogger("promptrail")
 

@@ -36,9 +36,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel
 
-from .. import _genai, _runtime
-from .._context import FrameworkCall, call_attributes, to_json
-from .._spans import CaptureSpan
+from promptrail import _genai, _runtime
+from promptrail._context import FrameworkCall, call_attributes, to_json
+from promptrail._spans import CaptureSpan
+
 from ._calls import CallRecord, message_texts
 
 logger = logging.getLogger("promptrail")

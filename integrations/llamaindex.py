@@ -26,9 +26,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, PrivateAttr
 
-from .. import _genai, _runtime
-from .._context import call_attributes, to_json
-from .._spans import CaptureSpan
+from promptrail import _genai, _runtime
+from promptrail._context import call_attributes, to_json
+from promptrail._spans import CaptureSpan
 
 _instruments = ("llama-index-instrumentation >= 0.4",)
 

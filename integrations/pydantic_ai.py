@@ -26,8 +26,8 @@ from opentelemetry.util.types import Attributes, AttributeValue
 from pydantic_ai import Agent
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from .. import _genai, _runtime
-from .._context import call_attributes, to_json
+from promptrail import _genai, _runtime
+from promptrail._context import call_attributes, to_json
 
 _instruments = ("pydantic-ai-slim >= 1.0",)
 

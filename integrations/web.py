@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-from .._context import Observation, current, reset_current, set_current, with_metadata
+from promptrail._context import Observation, current, reset_current, set_current, with_metadata
 
 logger = logging.getLogger("promptrail")
 

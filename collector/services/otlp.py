@@ -27,7 +27,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..._genai import SpanData, is_recordable, span_to_record
+from promptrail._genai import SpanData, is_recordable, span_to_record
+
 from ..errors import PromptrailError, ValidationFailed
 from ..models.json_values import json_problem
 from .ingest import IngestService
