@@ -272,7 +272,7 @@ def _create_via_collector(running: RuntimeInfo, project: str) -> str:
 
 
 def _create_direct(settings: Settings, project: str) -> str:
-    from .errors import PromptrailError
+    from .errors import ContractError
     from .services.keys import KeyService
     from .store.connection import StoreLocked
     from .store.store import Store
@@ -283,7 +283,7 @@ def _create_direct(settings: Settings, project: str) -> str:
         raise _fail(f"{exc} (no running collector found to ask)") from None
     try:
         return KeyService(store.keys).create(project)
-    except PromptrailError as exc:
+    except ContractError as exc:
         raise _fail(exc.message) from None
     finally:
         store.close()

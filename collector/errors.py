@@ -1,11 +1,25 @@
-"""One exception per contract error code; a single handler turns them into the error body."""
+"""The errors the API answers with: one class per case of the contract's error codes.
+
+The handler in ``api/errors.py`` turns each into the error body ``{"error": {...}}``. A code can
+have several cases (``STORE_UNAVAILABLE``: the store cannot be reached, or did not take a
+write). Errors the framework finds before any service runs (a malformed JSON body, a field
+FastAPI refuses, an unknown route, a method the route does not take) are answered by that
+handler directly, with no class here.
+
+The names say what happened (``ValidationFailed``, ``UpstreamProviderFailed``) and, but for the
+base ``ContractError``, do not end in ``Error``: the SDK's exceptions
+(``promptrail.PromptrailError``, ``promptrail.ProviderError``) are the client's public API, raised
+in the caller's process with other meanings, and a reader of a traceback or a grep must never
+mistake one side for the other. ``UpstreamProviderFailed`` is the API's 502 for a provider's
+failure; ``providers.ProviderFailure`` is the provider client's exception it is made from.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 
-class PromptrailError(Exception):
+class ContractError(Exception):
     """Base of every error the API answers with ``{"error": {...}}``."""
 
     status: ClassVar[int] = 400
@@ -29,20 +43,20 @@ class PromptrailError(Exception):
         }
 
 
-class ValidationFailed(PromptrailError):
+class ValidationFailed(ContractError):
     """Malformed input: 400 VALIDATION_ERROR, ``details.field`` names the culprit."""
 
     def __init__(self, field: str, message: str, **details: Any) -> None:
         super().__init__(message, {"field": field, **details})
 
 
-class InvalidTemplate(PromptrailError):
+class InvalidTemplate(ContractError):
     """A template that cannot be parsed or rendered."""
 
     code = "INVALID_TEMPLATE"
 
 
-class InvalidApiKey(PromptrailError):
+class InvalidApiKey(ContractError):
     """Missing or unknown API key."""
 
     status = 401
@@ -50,7 +64,7 @@ class InvalidApiKey(PromptrailError):
     type = "authentication_error"
 
 
-class NotFound(PromptrailError):
+class NotFound(ContractError):
     """Base of the 404s."""
 
     status = 404
@@ -103,7 +117,7 @@ class ExportNotFound(NotFound):
     code = "EXPORT_NOT_FOUND"
 
 
-class PromptAlreadyExists(PromptrailError):
+class PromptAlreadyExists(ContractError):
     """A live prompt already has that name."""
 
     status = 409
@@ -114,7 +128,7 @@ class PromptAlreadyExists(PromptrailError):
         super().__init__(f"Prompt '{prompt_name}' already exists", {"prompt_name": prompt_name})
 
 
-class PayloadTooLarge(PromptrailError):
+class PayloadTooLarge(ContractError):
     """Request body over the configured limit."""
 
     status = 413
@@ -124,17 +138,37 @@ class PayloadTooLarge(PromptrailError):
         super().__init__(f"Request body exceeds {limit} bytes", {"max_bytes": limit})
 
 
-class ProviderError(PromptrailError):
-    """The model provider failed."""
+class UnsupportedMediaType(ContractError):
+    """A body in none of the media types the route reads (OTLP: protobuf or JSON)."""
+
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    type = "validation_error"
+
+
+class UpstreamProviderFailed(ContractError):
+    """The model provider failed a run: 502 PROVIDER_ERROR."""
 
     status = 502
     code = "PROVIDER_ERROR"
     type = "provider_error"
 
 
-class StoreUnavailable(PromptrailError):
+class StoreUnavailable(ContractError):
     """The store cannot be reached or is held by another process."""
 
     status = 503
     code = "STORE_UNAVAILABLE"
     type = "api_error"
+
+
+class StoreWriteFailed(StoreUnavailable):
+    """The store did not take the records; the client should retry (nothing half-written)."""
+
+
+class VersionContention(ContractError):
+    """Too many concurrent writers kept taking the next version number."""
+
+    status = 503
+    code = "VERSION_CONFLICT"
+    type = "conflict_error"

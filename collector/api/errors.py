@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import InvalidApiKey, PromptrailError
+from ..errors import ContractError, InvalidApiKey
 from .deps import key_from_headers
 
 logger = logging.getLogger("promptrail.api")
@@ -36,8 +36,8 @@ def error_response(
     return JSONResponse(body, status_code=status)
 
 
-async def _promptrail_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, PromptrailError)
+async def _contract_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ContractError)
     return JSONResponse(exc.body(), status_code=exc.status)
 
 
@@ -174,7 +174,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on an app."""
-    app.add_exception_handler(PromptrailError, _promptrail_error)
+    app.add_exception_handler(ContractError, _contract_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)

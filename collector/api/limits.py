@@ -7,7 +7,7 @@ import zlib
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import PayloadTooLarge, PromptrailError, ValidationFailed
+from ..errors import ContractError, PayloadTooLarge, ValidationFailed
 
 
 class BodyLimitMiddleware:
@@ -39,7 +39,7 @@ class BodyLimitMiddleware:
             body = await self._read(receive)
             if gzipped:
                 body = self._inflate(body)
-        except PromptrailError as exc:
+        except ContractError as exc:
             await _reject(send, exc)
             return
         if gzipped:
@@ -91,7 +91,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _reject(send: Send, error: PromptrailError) -> None:
+async def _reject(send: Send, error: ContractError) -> None:
     body = json.dumps(error.body()).encode()
     await send(
         {

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ..errors import PayloadTooLarge, PromptrailError, ValidationFailed
+from ..errors import PayloadTooLarge, StoreWriteFailed, ValidationFailed
 from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
 from ..store.request_rows import RequestRow, encode_rows
@@ -395,11 +395,3 @@ def _split_records(text: str) -> list[str]:
     if depth != 0:
         raise ValueError("not a JSON document")
     return [piece for piece in pieces if piece.strip()]
-
-
-class StoreWriteFailed(PromptrailError):
-    """The store did not take the records; the client should retry (nothing half-written)."""
-
-    status = 503
-    code = "STORE_UNAVAILABLE"
-    type = "api_error"

@@ -29,7 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from promptrail._genai import SpanData, is_recordable, span_to_record
 
-from ..errors import PromptrailError, ValidationFailed
+from ..errors import UnsupportedMediaType, ValidationFailed
 from ..models.json_values import json_problem
 from .ingest import IngestService
 
@@ -54,14 +54,6 @@ _MAX_PROBLEMS = 10
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
 # OTLP JSON writes these bytes fields as hex; the proto3 JSON mapping expects base64.
 _HEX_FIELDS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id")
-
-
-class UnsupportedMediaType(PromptrailError):
-    """The body is neither OTLP protobuf nor OTLP JSON."""
-
-    status = 415
-    code = "UNSUPPORTED_MEDIA_TYPE"
-    type = "validation_error"
 
 
 class InvalidSpan(ValueError):

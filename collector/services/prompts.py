@@ -14,8 +14,8 @@ from ..errors import (
     LabelNotFound,
     PromptAlreadyExists,
     PromptNotFound,
-    PromptrailError,
     ValidationFailed,
+    VersionContention,
     VersionNotFound,
 )
 from ..models.prompts import PromptCreate, PromptUpdate, check_label
@@ -31,14 +31,6 @@ LATEST = "latest"
 # Each lost race costs a read and an insert; this many losses in a row means something is
 # wrong (a hot loop of writers), not ordinary contention.
 _MAX_VERSION_ATTEMPTS = 200
-
-
-class VersionContention(PromptrailError):
-    """Too many concurrent writers kept taking the next version number."""
-
-    status = 503
-    code = "VERSION_CONFLICT"
-    type = "conflict_error"
 
 
 def prompt_ref(value: str) -> PromptRef:

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import ProviderError, ValidationFailed
+from ..errors import UpstreamProviderFailed, ValidationFailed
 from ..models.runs import RunRequest, RunResult, RunUsage
 from ..providers import (
     ChatMessage,
@@ -359,8 +359,8 @@ def _reason(exc: BaseException) -> str:
     return "client disconnected before the end of the run"
 
 
-def _provider_error(run: PreparedRun, exc: ProviderFailure) -> ProviderError:
-    return ProviderError(
+def _provider_error(run: PreparedRun, exc: ProviderFailure) -> UpstreamProviderFailed:
+    return UpstreamProviderFailed(
         exc.message,
         {"request_id": run.request_id, "provider": exc.provider, "provider_status": exc.status},
     )
