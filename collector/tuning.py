@@ -45,8 +45,8 @@ def map_big_buffers_apart() -> None:
     A batch passes through buffers of 5-20 MiB (the inflated body, its encoded rows). By
     default glibc raises its mmap threshold to the size of such a buffer once one is freed,
     after which they come from per-thread heaps that keep the pages: the collector's memory
-    then grew past 1 GiB over a million records. A fixed threshold and two arenas hold it
-    near 900 MiB at the same ingest rate.
+    then grew past its 1 GiB target over a million records. A fixed threshold and two arenas
+    hold it under the target at the same ingest rate (figures: docs/benchmarks.md).
     """
     if not sys.platform.startswith("linux"):
         return
@@ -63,10 +63,10 @@ def return_engine_memory_sooner() -> None:
 
     The chDB engine allocates with its own jemalloc, which keeps freed pages for reuse for
     5 s by default. Inserts and merges free hundreds of MiB at a time, so at full ingest
-    300-700 MiB of the collector's memory were pages already freed. jemalloc reads its
+    a large share of the collector's memory was pages already freed. jemalloc reads its
     options once, when the engine loads, from ``JE_MALLOC_CONF`` (a value already set
-    wins). Returning them at once (0 ms) cost a third more CPU at full ingest; 1 s cost
-    nothing measurable.
+    wins). Returning them at once cost much more CPU at full ingest; after 1 s, nothing
+    measurable.
     """
     if "chdb" in sys.modules:
         logger.warning("the embedded engine is already loaded: its allocator keeps its options")

@@ -1,4 +1,4 @@
-"""Provider patches, framework integrations and OpenTelemetry glue (``promptrail.integrations``).
+"""Provider patches, framework integrations and web middleware (``promptrail.integrations``).
 
 ``instrument()`` patches every installed provider SDK and hooks into every installed
 framework (LangChain); ``instrument("openai")`` just one. Both are idempotent;

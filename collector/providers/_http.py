@@ -36,7 +36,8 @@ _MAX_ERROR_BYTES = 64 * 1024
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes ~30 ms; every provider client of the process shares one.
+    # Loading the CA bundle is slow next to a request; every provider client of the process
+    # shares one.
     return httpx.create_ssl_context()
 
 
@@ -120,7 +121,8 @@ def _retryable_status(status: int) -> bool:
 
 
 def _backoff(policy: HttpPolicy, attempt: int) -> float:
-    # Full jitter: spreads a herd of retries from many runs over the whole window.
+    # Equal jitter: spreads a herd of retries from many runs over the upper half of the
+    # window, and never retries sooner than half the backoff.
     ceiling = min(policy.retry_max_delay, policy.retry_base_delay * 2**attempt)
     return random.uniform(ceiling / 2, ceiling)
 

@@ -20,10 +20,10 @@ _lock = threading.Lock()
 
 # Server settings of the embedded engine, read once, when it loads in this process. Two merges
 # run at a time instead of four (chDB's pool of 2 on 2 cores times ClickHouse's ratio of 2;
-# the pool is set too, so that a bigger machine runs two as well): each merge holds
-# 100-270 MiB, and four at once took the collector past 1 GiB at full ingest. With half the
-# merges under way, ingest at 1M records also ran faster (10.5k against 9.1k records/s),
-# the merges catching up after it.
+# the pool is set too, so that a bigger machine runs two as well): each merge holds a
+# hundred MiB or more, and four at once took the collector past its 1 GiB target at full
+# ingest. With half the merges under way, ingest also ran faster, the merges catching up
+# after it.
 _ENGINE_OPTIONS = {
     "background_pool_size": "2",
     "background_merges_mutations_concurrency_ratio": "1",

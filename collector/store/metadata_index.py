@@ -25,9 +25,9 @@ from .request_filters import (
 from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
 
 # Index entries read at a time by a metadata-filtered page. The first read takes a few pages'
-# worth: at 10M records, the newest 1,000 entries of environment=prod with status=error took
-# ~30 ms against ~15 for 100, as the matches are spread thin. Later reads take up to 1,000 (a
-# user's entries sit together: 1,000 cost about what 100 do).
+# worth: a common pair's matches are spread thin, and reading ten times as many entries costs
+# about twice as much. Later reads take up to 1,000 (a user's entries sit together: 1,000 cost
+# about what 100 do).
 _CANDIDATES_FIRST_PAGES = 4
 _CANDIDATES = 1000
 

@@ -96,8 +96,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Lists and details read the records from a copy in fine granules (see REQUEST_ITEMS).
     # Records are wide: the copy goes in 32 MiB blocks on one thread, which holds the
-    # upgrade of a 10M-record store under ~1 GiB (the defaults squash 256 MiB blocks on
-    # every thread: 2.7 GiB at 1M records).
+    # upgrade of a big store under the collector's 1 GiB target (the defaults squash 256 MiB
+    # blocks on every thread, several times that).
     Migration(
         8,
         "request_items",

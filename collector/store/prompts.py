@@ -62,7 +62,7 @@ PROMPT_VERSIONS = Table(
         "created_at DateTime64(3, 'UTC')",
         # The whole version as one JSON array, written by ClickHouse at insert: a point read
         # of one column costs about half one of thirteen (each column read has its own
-        # fixed cost: ~10 ms vs ~5 ms on this machine), and cold reads are point reads.
+        # fixed cost), and cold reads are point reads.
         "version_json String MATERIALIZED toJSONString((prompt_id, version, "
         "toString(version_id), name, description, template, model, parameters, tags, folder, "
         "note, toUnixTimestamp64Milli(prompt_created_at), toUnixTimestamp64Milli(created_at)))",

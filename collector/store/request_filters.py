@@ -17,9 +17,9 @@ SLACK = 8
 # time, else the filter's end, else now), then none. The log is sorted by time and partitioned
 # by month, and its parts cover disjoint stretches of time: a bound lets ClickHouse skip every
 # part older than it before reading, where reading newest first still sets up a stream per
-# part. At 10M records (16 parts) a page of one prompt took ~35 ms over the whole log and
-# ~14 ms within a day. A page the window cannot fill goes on below it, from where it stopped.
-# Metadata pages read their index entries the same way (a user's: ~24 -> ~11 ms at 10M).
+# part: a page within a day costs well under half of one over the whole log. A page the window
+# cannot fill goes on below it, from where it stopped. Metadata pages read their index entries
+# the same way.
 _WINDOWS = (timedelta(days=1), timedelta(days=8))
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from

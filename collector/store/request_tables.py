@@ -12,19 +12,18 @@ from collections.abc import Sequence
 from .schema import Table, View
 
 # Records are a few KiB wide: a merge reading every column of many parts at once (the
-# horizontal algorithm) held ~300 MiB for 40,000 records; merging column by column from one
-# granule's worth of rows up keeps it under 100 MiB, at no more CPU. By default ClickHouse
-# only does so with 11 columns or more to gather beside the key, which neither copy has: a
-# merge of 9 parts of the items held 86 MiB at once, 30 column by column.
+# horizontal algorithm) holds several times what merging column by column does, from one
+# granule's worth of rows up, at no more CPU. By default ClickHouse only does so with 11
+# columns or more to gather beside the key, which neither copy has (figures:
+# docs/benchmarks.md, "Figures behind the code's choices").
 _VERTICAL_MERGES = (
     "vertical_merge_algorithm_min_rows_to_activate = 8192",
     "vertical_merge_algorithm_min_columns_to_activate = 1",
 )
 
-# A merge holds buffers for every part it reads, so its memory grows with the number of parts
-# (38 small parts of the log: ~260 MiB; 11: ~165 MiB), not with their size. Under full ingest
-# parts pile up while bigger merges run, and ClickHouse merges up to 100 at once: more,
-# narrower merges keep each one bounded.
+# A merge holds buffers for every part it reads, so its memory grows with the number of parts,
+# not with their size. Under full ingest parts pile up while bigger merges run, and ClickHouse
+# merges up to 100 at once: more, narrower merges keep each one bounded.
 _MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
 
 REQUESTS = Table(
@@ -83,16 +82,15 @@ REQUESTS = Table(
     settings=(
         *_VERTICAL_MERGES,
         _MERGE_AT_MOST,
-        # A merge reads a granule of every part at once, column by column: with ClickHouse's
-        # 10 MiB granules (~5,000 records) a merge of 9 parts held ~140 MiB, with 2 MiB ~55.
-        # Fixed when the table is made: stores made before migration 11 keep 10 MiB
-        # (docs/deploy.md).
+        # A merge reads a granule of every part at once, column by column, so what it holds
+        # grows with the granule: 2 MiB instead of ClickHouse's 10 MiB. Fixed when the table
+        # is made: stores made before migration 11 keep 10 MiB (docs/deploy.md).
         "index_granularity_bytes = 2097152",
         # An insert writing a part in the wide format (a file per column) holds two 1 MiB
-        # buffers per column and index stream: ~190 MiB to store 5,000 records. Parts under
-        # 64 MiB (an insert block is at most 32 MiB) go in the compact format, one file for
-        # all columns: ~60 MiB. Merges into bigger parts write the wide format, where a read
-        # of a few columns skips the others.
+        # buffers per column and index stream. Parts under 64 MiB (an insert block is at most
+        # 32 MiB) go in the compact format, one file for all columns, which holds a third of
+        # that. Merges into bigger parts write the wide format, where a read of a few columns
+        # skips the others.
         "min_bytes_for_wide_part = 67108864",
     ),
 )
@@ -157,9 +155,9 @@ def _pack(fields: Sequence[tuple[str, str]]) -> str:
 # The records as lists and details read them, in granules of 128 rows instead of ~1,000.
 # ClickHouse reads whole granules, and a granule of ``requests`` holds 2 MiB, ~1,000 records
 # (10 MiB in stores made before migration 11; the byte cap counts the search text too): a
-# page of a user's records spread over a month, or one detail, decompressed 2-10 MB of
-# outputs per record shown (28 records ~100 ms at 10M with 10 MiB granules). Here a record
-# shown costs ~140 KB. Every column a keyed read touches has its own cost per granule (a
+# page of a user's records spread over a month, or one detail, decompressed megabytes of
+# outputs per record shown; granules of 128 rows cost a record shown a small part of that.
+# Every column a keyed read touches has its own cost per granule (a
 # seek, a compressed block, marks), so what a list item shows is one packed JSON array
 # (``item``) and what the detail adds another (``detail``): a page reads 5 columns, not 12.
 # The filter columns stay plain. ``requests`` keeps what scans over many records need: search
@@ -181,8 +179,8 @@ REQUEST_ITEMS = Table(
         "is_deleted UInt8",
     ),
     # List by prompt reads newest first and stops at a page: a common prompt needs no index,
-    # but a rare one would scan every record (~700 ms at 10M); one filter per 8,192 rows
-    # makes that ~10 ms and costs a common one ~2 ms.
+    # but a rare one would scan every record; one filter per 8,192 rows spares that scan at a
+    # small cost to a common one.
     indexes=("INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 64",),
     engine=REQUESTS.engine,
     engine_args=REQUESTS.engine_args,
@@ -249,8 +247,8 @@ REQUEST_METADATA_MV = View(
 
 # The id index: where each record sits in ``requests``' sort key. A record's id alone does not
 # say (client-chosen ids carry no time), and ``requests`` is sorted by time: without this,
-# finding one id meant testing a bloom filter in every granule of the log (~70 ms at 10M
-# records). Here it is one primary-key lookup. Retried copies collapse on the key; tombstones
+# finding one id meant testing a bloom filter in every granule of the log. Here it is one
+# primary-key lookup. Retried copies collapse on the key; tombstones
 # are not tracked: the read of ``requests`` by full key resolves them.
 REQUEST_IDS = Table(
     name="request_ids",

@@ -160,7 +160,7 @@ class RequestStore:
         """Return a page read newest first, from ``request_items`` (``requests`` for a search).
 
         FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
-        key backwards and from skipping granules by index, which costs 10-100x on a big log.
+        key backwards and from skipping granules by index, which costs many times over on a big log.
         So pages are read plainly, in key order, and each run of rows sharing one key is
         resolved here: a run is one record, gone if any of its rows is a tombstone. Only the
         last run of a fetch can be cut by LIMIT, so it is left for the next fetch.

@@ -133,7 +133,7 @@ def _transport_error(exc: httpx.RequestError, settings: HTTPSettings) -> APIConn
 
 
 def _backoff(attempt: int) -> float:
-    """Return the pause before retry ``attempt`` (1-based): exponential, full jitter."""
+    """Return the pause before retry ``attempt`` (1-based): exponential, equal jitter."""
     ceiling: float = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (attempt - 1))
     return random.uniform(ceiling / 2, ceiling)
 
