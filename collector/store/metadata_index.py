@@ -7,6 +7,7 @@ newest first, checks the filter's other pairs on the index too, and reads from
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -32,20 +33,16 @@ _CANDIDATES_FIRST_PAGES = 4
 _CANDIDATES = 1000
 
 
+@dataclass(frozen=True)
 class MetadataIndex:
     """Pages and driving pairs of metadata filters, read from the metadata index."""
 
-    def __init__(self, client: Client, metadata_table: str, items_table: str) -> None:
-        self._client = client
-        self.metadata_table = metadata_table
-        self.items_table = items_table
+    client: Client
+    metadata_table: str
+    items_table: str
 
     def page(
-        self,
-        project: str,
-        filters: RequestFilter,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, project: str, filters: RequestFilter, after: tuple[datetime, str] | None, limit: int
     ) -> list[RequestRow]:
         """Return a page of a metadata-filtered list through the metadata index.
 
@@ -116,7 +113,7 @@ class MetadataIndex:
             return pairs[0]
         estimates = []
         for key, value in pairs:
-            rows = self._client.query(
+            rows = self.client.query(
                 f"EXPLAIN ESTIMATE SELECT id FROM {self.metadata_table} "
                 "WHERE project = {project:String} AND key = {key:String} "
                 "AND value = {value:String}",
@@ -138,7 +135,7 @@ class MetadataIndex:
         """
         if not keys:
             return keys
-        rows = self._client.query(
+        rows = self.client.query(
             f"SELECT DISTINCT created_at, id FROM {self.metadata_table} "
             "WHERE project = {project:String} AND key = {key:String} AND value = {value:String} "
             # The tuple IN narrows partitions and granules by itself (ClickHouse derives the
@@ -168,7 +165,7 @@ class MetadataIndex:
             clause = keyset(where, query_params, after, lower)
             rows = [
                 tuple(r)
-                for r in self._client.query(
+                for r in self.client.query(
                     f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
                     f"WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT {{limit:UInt32}}",
                     parameters=query_params,
@@ -192,7 +189,7 @@ class MetadataIndex:
             return []
         rows = [
             tuple(r)
-            for r in self._client.query(
+            for r in self.client.query(
                 f"SELECT {LIST_COLUMNS}, is_deleted FROM {self.items_table} WHERE {where} "
                 "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
                 "ORDER BY created_at DESC, id DESC",

@@ -141,30 +141,18 @@ class RequestStore:
         """Return live records newest first, after a keyset position, optionally matching text.
 
         A metadata filter reads its candidates from the metadata index
-        (:meth:`.MetadataIndex.page`); every other list scans ``requests`` in key order.
-        A list's rows carry the fields of a list item only (the rest keep their defaults);
-        a search's rows are whole.
+        (:meth:`.MetadataIndex.page`); every other list reads ``request_items`` (``requests``
+        for a search) in key order. A list's rows carry the fields of a list item only (the
+        rest keep their defaults); a search's rows are whole.
+
+        FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
+        key backwards and from skipping granules by index, which costs many times over on a
+        big log. So pages are read plainly, in key order, and each run of rows sharing one key
+        is resolved here: a run is one record, gone if any of its rows is a tombstone. Only
+        the last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
         """
         if filters.metadata and search is None:
             return self._index.page(project, filters, after, limit)
-        return self._page_scan(project, filters, after, limit, search)
-
-    def _page_scan(
-        self,
-        project: str,
-        filters: RequestFilter,
-        after: tuple[datetime, str] | None,
-        limit: int,
-        search: str | None = None,
-    ) -> list[RequestRow]:
-        """Return a page read newest first, from ``request_items`` (``requests`` for a search).
-
-        FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
-        key backwards and from skipping granules by index, which costs many times over on a big log.
-        So pages are read plainly, in key order, and each run of rows sharing one key is
-        resolved here: a run is one record, gone if any of its rows is a tombstone. Only the
-        last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
-        """
         where, params = filter_where(project, filters)
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
