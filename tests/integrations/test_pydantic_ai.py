@@ -60,7 +60,8 @@ def test_a_tool_call_is_a_record_under_its_agent_run(records: Records) -> None:
     def lookup(topic: str) -> str:
         return f"facts about {topic}"
 
-    assert agent.run_sync("Research otters").output == "done"
+    # (run_sync would leave an event loop of pydantic-ai's open for the rest of the session)
+    assert asyncio.run(agent.run("Research otters")).output == "done"
 
     spans: dict[str, dict[str, Any]] = {r["span_name"]: r for r in records(expected=2)}
     tool, run = spans["execute_tool lookup"], spans["invoke_agent researcher"]
