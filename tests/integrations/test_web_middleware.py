@@ -15,6 +15,10 @@ import openai
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
 from werkzeug.serving import make_server
 
 from promptrail.integrations.web import ASGIContextMiddleware, WSGIContextMiddleware
@@ -205,3 +209,23 @@ def test_an_identify_callable_sets_the_user_and_a_failing_one_never_fails_the_re
     assert (fine["user_id"], fine["tenant"]) == ("from-callable", "acme")
     assert len(fine["request_id"]) == 32  # none was sent: a fresh one
     assert calls["about broken"]["metadata"] == {}
+
+
+def test_the_route_template_of_a_mounted_starlette_route(
+    openai_stub: OpenAIStub, records: Records
+) -> None:
+    api = openai.OpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
+
+    def item(request: Request) -> PlainTextResponse:
+        topic = request.path_params["item_id"]
+        api.chat.completions.create(model="gpt-4o", messages=ask_message(topic))
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Mount("/api", routes=[Route("/items/{item_id}", item)])])
+    app.add_middleware(ASGIContextMiddleware)
+    with serve(app, lifespan="off") as base_url:
+        assert httpx.get(f"{base_url}/api/items/42").status_code == 200
+    api.close()
+
+    (record,) = records()
+    assert record["metadata"]["route"] == "/api/items/{item_id}"
