@@ -10,8 +10,11 @@ from typing import Any, TypedDict
 import openai
 import pytest
 from langchain_anthropic import ChatAnthropic
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
@@ -272,3 +275,30 @@ def test_uninstrumented_langchain_leaves_the_call_to_the_openai_patch(
     (call,) = records()  # the provider call only: no chain spans
     assert call["span_name"] == "chat gpt-4o"
     assert call["input"][-1] == {"role": "user", "content": "plain?"}
+
+
+class Shelf(BaseRetriever):
+    """A retriever over a fixed list of documents."""
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [Document(page_content=f"{query} live in rivers", metadata={"source": "atlas"})]
+
+
+def test_a_retriever_is_a_parent_span_with_its_documents(
+    model: ChatOpenAI, records: Records
+) -> None:
+    chain = Shelf() | (lambda docs: docs[0].page_content) | model
+
+    chain.invoke("otters")
+
+    recorded = records(expected=4)
+    shelf, sequence = named(recorded, "Shelf"), named(recorded, "RunnableSequence")
+    (call,) = model_calls(recorded)
+    assert shelf["parent_span_id"] == call["parent_span_id"] == sequence["span_id"]
+    assert shelf["input_variables"] == {"query": "otters"}
+    assert shelf["output"]["content"] == (
+        '[{"page_content": "otters live in rivers", "metadata": {"source": "atlas"}}]'
+    )
+    assert call["input"] == [{"role": "user", "content": "otters live in rivers"}]
