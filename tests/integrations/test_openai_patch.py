@@ -66,7 +66,9 @@ def test_chat_completion_is_recorded(openai_stub: OpenAIStub, records: Records) 
     assert record["id"] == f"req_{record['trace_id']}{record['span_id']}"
 
 
-@pytest.mark.parametrize("how", ["exhausted", "context", "closed_early", "collected"])
+@pytest.mark.parametrize(
+    "how", ["exhausted", "context", "closed_early", "collected", "loop_left_early"]
+)
 def test_streams_stay_streams_and_are_recorded_however_they_end(
     openai_stub: OpenAIStub, records: Records, how: str
 ) -> None:
@@ -85,6 +87,13 @@ def test_streams_stay_streams_and_are_recorded_however_they_end(
     elif how == "context":
         with stream as entered:
             pieces = [c.choices[0].delta.content or "" for c in entered if c.choices]
+    elif how == "loop_left_early":
+        for chunk in stream:
+            pieces.append(chunk.choices[0].delta.content or "")
+            if len(pieces) == 2:
+                break
+        del stream, chunk
+        gc.collect()
     elif how == "closed_early":
         pieces = [next(stream).choices[0].delta.content or "" for _ in range(2)]
         stream.close()
