@@ -168,6 +168,10 @@ class RequestListItem(BaseModel):
     usage: UsageOut
     latency_ms: int
     created_at: datetime
+    trace_id: str | None = Field(default=None, description="Trace of the call, if any.")
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    span_name: str | None = None
 
 
 class RequestDetail(BaseModel):

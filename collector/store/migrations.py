@@ -28,6 +28,7 @@ from .rollups import (
 )
 from .schema import (
     AddColumn,
+    AddIndex,
     Backfill,
     DropIndex,
     Migration,
@@ -138,6 +139,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             ModifySetting(REQUEST_ITEMS, "vertical_merge_algorithm_min_columns_to_activate"),
             ModifySetting(REQUEST_METADATA, "vertical_merge_algorithm_min_rows_to_activate"),
             ModifySetting(REQUEST_METADATA, "vertical_merge_algorithm_min_columns_to_activate"),
+        ),
+    ),
+    # List items carry their span fields and a list can be filtered by trace (see
+    # REQUEST_ITEMS): both read from ``detail`` by ClickHouse, for the stored rows too.
+    Migration(
+        12,
+        "request_item_traces",
+        (
+            AddColumn(REQUEST_ITEMS, "trace"),
+            AddColumn(REQUEST_ITEMS, "trace_id"),
+            AddIndex(REQUEST_ITEMS, "idx_trace"),
         ),
     ),
 )

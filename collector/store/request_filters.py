@@ -44,6 +44,7 @@ class RequestFilter:
     start: datetime | None = None
     end: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    trace_id: str | None = None
 
 
 def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, Any]]:
@@ -51,6 +52,10 @@ def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, A
     clauses, params = column_clauses(filters)
     clauses.insert(0, "project = {project:String}")
     params["project"] = project
+    if filters.trace_id is not None:
+        # ``requests`` and ``request_items`` carry it, the metadata index does not.
+        clauses.append("trace_id = {trace_id:String}")
+        params["trace_id"] = filters.trace_id
     for i, (key, value) in enumerate(sorted(filters.metadata.items())):
         clauses.append(f"metadata_map[{{mk{i}:String}}] = {{mv{i}:String}}")
         clauses.append(f"mapContains(metadata_map, {{mk{i}:String}})")

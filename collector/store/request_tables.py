@@ -120,6 +120,7 @@ _DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
     ("post_process_ms", "number"),
     ("integration", "json"),
     ("error", "text"),
+    # The span fields stay last: lists read them from there (see TRACE_NAMES).
     ("trace_id", "text"),
     ("span_id", "text"),
     ("parent_span_id", "text"),
@@ -129,6 +130,10 @@ _DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
 
 ITEM_NAMES = [name for name, _ in _ITEM_FIELDS]
 DETAIL_NAMES = [name for name, _ in _DETAIL_FIELDS]
+
+# The span fields a list item shows too, packed into ``trace`` (see REQUEST_ITEMS): the last
+# four of the detail's (trace_id, span_id, parent_span_id, span_name).
+TRACE_NAMES = DETAIL_NAMES[-4:]
 
 
 def _pack(fields: Sequence[tuple[str, str]]) -> str:
@@ -152,6 +157,19 @@ def _pack(fields: Sequence[tuple[str, str]]) -> str:
     return "concat('[', " + ", ',', ".join(parts) + ", ']')"
 
 
+# The trace a record belongs to, as its own column (a list filtered by trace tests it, through
+# a bloom filter), and the span fields packed as a JSON array (empty for a record outside any
+# trace, most of them: such a value costs next to nothing to store and read). Computed by
+# ClickHouse when a row is written, so the view writing ``request_items`` is unchanged, and for
+# the rows of stores made before migration 12 by its MATERIALIZE COLUMN. The span fields are
+# the last of ``detail``: one parse of it slices them out as they are written (``trace_id``
+# then reads the small ``trace``).
+_SPAN_FIELDS = (
+    f"arrayStringConcat(arraySlice(JSONExtractArrayRaw(detail), -{len(TRACE_NAMES)}), ',')"
+)
+_TRACE = f"if(startsWith({_SPAN_FIELDS}, '\"\",'), '', concat('[', {_SPAN_FIELDS}, ']'))"
+
+
 # The records as lists and details read them, in granules of 128 rows instead of ~1,000.
 # ClickHouse reads whole granules, and a granule of ``requests`` holds 2 MiB, ~1,000 records
 # (10 MiB in stores made before migration 11; the byte cap counts the search text too): a
@@ -159,7 +177,7 @@ def _pack(fields: Sequence[tuple[str, str]]) -> str:
 # outputs per record shown; granules of 128 rows cost a record shown a small part of that.
 # Every column a keyed read touches has its own cost per granule (a
 # seek, a compressed block, marks), so what a list item shows is one packed JSON array
-# (``item``) and what the detail adds another (``detail``): a page reads 5 columns, not 12.
+# (``item``) and what the detail adds another (``detail``): a page reads 6 columns, not 16.
 # The filter columns stay plain. ``requests`` keeps what scans over many records need: search
 # and its text index, exports, deletes, the analytics read from the log. Filled by a view from
 # the same inserts, so retried copies and tombstones arrive here too and resolve as there.
@@ -175,13 +193,20 @@ REQUEST_ITEMS = Table(
         "metadata_map Map(LowCardinality(String), String)",
         "item String",
         "detail String",
+        f"trace String MATERIALIZED {_TRACE}",
+        "trace_id String MATERIALIZED JSONExtractString(trace, 1)",
         "row_version UInt8",
         "is_deleted UInt8",
     ),
     # List by prompt reads newest first and stops at a page: a common prompt needs no index,
     # but a rare one would scan every record; one filter per 8,192 rows spares that scan at a
     # small cost to a common one.
-    indexes=("INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 64",),
+    # A trace's records are few and anywhere in time: one filter per 1,024 rows lets a list by
+    # trace skip nearly every granule.
+    indexes=(
+        "INDEX idx_prompt prompt_name TYPE bloom_filter GRANULARITY 64",
+        "INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 8",
+    ),
     engine=REQUESTS.engine,
     engine_args=REQUESTS.engine_args,
     partition_by=REQUESTS.partition_by,

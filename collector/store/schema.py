@@ -108,6 +108,19 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
+class AddIndex:
+    """Add a data-skipping index of ``table``'s definition to a table made before it.
+
+    The index covers the parts written from then on at once, the older ones once the
+    (background) ``MATERIALIZE INDEX`` mutation has rewritten them; until then a read tests
+    those parts' rows as without the index.
+    """
+
+    table: Table
+    index: str
+
+
+@dataclass(frozen=True)
 class ModifySetting:
     """Give a table made before it one storage setting of ``table``'s definition.
 
@@ -119,7 +132,7 @@ class ModifySetting:
 
 
 # What a migration is made of: each renders to its statements (see render).
-SchemaObject = Table | View | Backfill | DropIndex | AddColumn | ModifySetting
+SchemaObject = Table | View | Backfill | DropIndex | AddColumn | AddIndex | ModifySetting
 
 
 @dataclass(frozen=True)
@@ -152,7 +165,7 @@ def render_database(database: str, cluster: str | None) -> str:
 
 def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
     """Render the statements of a table, a view, a backfill or an alteration."""
-    if isinstance(obj, DropIndex | AddColumn | ModifySetting):
+    if isinstance(obj, DropIndex | AddColumn | AddIndex | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
         alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(
             cluster
@@ -164,6 +177,12 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
                 s for s in obj.table.settings if s.split("=", 1)[0].strip() == obj.setting
             ]
             return [f"{alter} MODIFY SETTING {setting}"]
+        if isinstance(obj, AddIndex):
+            (index,) = [i for i in obj.table.indexes if i.split(" ", 2)[1] == obj.index]
+            return [
+                f"{alter} ADD {index.replace('INDEX', 'INDEX IF NOT EXISTS', 1)}",
+                f"{alter} MATERIALIZE INDEX {quote(obj.index)}",
+            ]
         (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
         return [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",

@@ -95,6 +95,11 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "usage",
         "latency_ms",
         "created_at",
+        # The span fields (null outside a trace): a trace's tree from one list call.
+        "trace_id",
+        "span_id",
+        "parent_span_id",
+        "span_name",
     }
     assert item["model"] == "gpt-4o-mini"
     assert item["usage"] == {"total_tokens": 37, "estimated_cost_usd": 0.0004}

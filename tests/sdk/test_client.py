@@ -288,6 +288,13 @@ def test_request_list_follows_cursors_and_filters(
                 "prompt_name": "even" if i % 2 == 0 else "odd",
                 "status": "error" if i == 3 else "success",
                 "metadata": {"team": "a" if i < 3 else "b"},
+                # Records 1 and 2 are spans of one trace, 2 the child of 1.
+                **(
+                    {"trace_id": "ab" * 16, "span_id": f"{i:016x}", "span_name": f"s{i}"}
+                    if i in (1, 2)
+                    else {}
+                ),
+                **({"parent_span_id": f"{1:016x}"} if i == 2 else {}),
             }
             for i in range(5)
         ]
@@ -308,6 +315,11 @@ def test_request_list_follows_cursors_and_filters(
         "req_r4",
     ]
     assert [r.id for r in client.requests.list(end_date=now - timedelta(minutes=3.5))] == ["req_r4"]
+    spans = list(client.requests.list(trace_id="ab" * 16, limit=1))
+    assert [(r.id, r.span_name, r.parent_span_id) for r in spans] == [
+        ("req_r1", "s1", None),
+        ("req_r2", "s2", f"{1:016x}"),
+    ]
 
 
 def test_search_follows_cursors_and_highlights(client: promptrail.Client) -> None:

@@ -68,6 +68,10 @@ def list_item(row: RequestRow) -> RequestListItem:
         usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
         latency_ms=row.latency_ms,
         created_at=row.created_at,
+        trace_id=row.trace_id or None,
+        span_id=row.span_id or None,
+        parent_span_id=row.parent_span_id or None,
+        span_name=row.span_name or None,
     )
 
 
@@ -220,6 +224,9 @@ def list_requests(
     status: Literal["success", "error"] | None = None,
     start_date: Annotated[str | None, Query(max_length=40)] = None,
     end_date: Annotated[str | None, Query(max_length=40)] = None,
+    trace_id: Annotated[
+        str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
+    ] = None,
 ) -> RequestPage:
     """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed)."""
     filters = RequestFilter(
@@ -228,6 +235,7 @@ def list_requests(
         start=parse_date(start_date, "start_date") if start_date else None,
         end=parse_date(end_date, "end_date", end_of_day=True) if end_date else None,
         metadata=_metadata_params(request),
+        trace_id=trace_id,
     )
     if filters.start and filters.end and filters.start > filters.end:
         raise ValidationFailed("start_date", "start_date must not be after end_date")

@@ -46,6 +46,11 @@ export function asText(value) {
   return JSON.stringify(value, null, 2);
 }
 
+/** A record's status as a coloured badge. */
+export function statusBadge(status) {
+  return h("span", { class: `badge ${status === "error" ? "bad" : "good"}` }, status);
+}
+
 /** A <dl> of [term, description] pairs; empty descriptions are left out. */
 export function facts(pairs) {
   const dl = h("dl", { class: "facts" });

@@ -2,11 +2,12 @@
 // and the detail of one record.
 
 import { api } from "./api.js";
-import { asText, facts, h, replace } from "./dom.js";
+import { asText, facts, h, replace, statusBadge } from "./dom.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
 import { filterForm, paged } from "./paging.js";
 import { searchForm, showHits } from "./search.js";
+import { traceSection } from "./trace.js";
 
 const PAGE_SIZE = 50;
 const FILTERS = ["prompt_name", "status", "start_date", "end_date", "meta_key", "meta_value"];
@@ -151,13 +152,10 @@ function detailHref(id, filters) {
   return `#/requests/${encodeURIComponent(id)}${back ? `?from=${encodeURIComponent(back)}` : ""}`;
 }
 
-function statusBadge(status) {
-  return h("span", { class: `badge ${status === "error" ? "bad" : "good"}` }, status);
-}
-
 /** #/requests/<id>: everything the API knows of one record. */
 export async function showRequest(view, id, back = "") {
   const { data: record } = await api(`/requests/${encodeURIComponent(id)}`);
+  const trace = await traceSection(record);
   replace(
     view,
     h("a", { class: "back", href: back ? `#/requests?${back}` : "#/requests" }, "← Requests"),
@@ -169,7 +167,7 @@ export async function showRequest(view, id, back = "") {
       statusBadge(record.status),
     ),
     h("p", { class: "muted mono" }, record.id),
-    h("div", { class: "detail" }, detailSections(record)),
+    h("div", { class: "detail" }, trace, detailSections(record)),
   );
 }
 

@@ -63,6 +63,7 @@ def _list_page(
     start_date: DateLike | None,
     end_date: DateLike | None,
     metadata: Mapping[str, Any] | None,
+    trace_id: str | None,
 ) -> Callable[[str | None], Call[Page[RequestRecord]]]:
     def page(cursor: str | None) -> Call[Page[RequestRecord]]:
         query = params(
@@ -72,6 +73,7 @@ def _list_page(
             status=status,
             start_date=start_date,
             end_date=end_date,
+            trace_id=trace_id,
         )
         query += metadata_params(metadata)
         return Call("GET", "/v1/requests", page_of(RequestRecord), params=query)
@@ -176,13 +178,15 @@ class Requests:
         start_date: DateLike | None = None,
         end_date: DateLike | None = None,
         metadata: Mapping[str, Any] | None = None,
+        trace_id: str | None = None,
         limit: int | None = None,
     ) -> Iterator[RequestRecord]:
         """Iterate over records, newest first, fetching pages of ``limit`` as needed.
 
-        ``metadata`` keeps records carrying every given key/value pair.
+        ``metadata`` keeps records carrying every given key/value pair; ``trace_id`` the
+        records of one trace.
         """
-        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata)
+        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata, trace_id)
         return self._http.paginate(page)
 
     def search(self, query: str, *, limit: int | None = None) -> Iterator[SearchHit]:
@@ -266,10 +270,11 @@ class AsyncRequests:
         start_date: DateLike | None = None,
         end_date: DateLike | None = None,
         metadata: Mapping[str, Any] | None = None,
+        trace_id: str | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[RequestRecord]:
         """Iterate (``async for``) over records, newest first, page by page as needed."""
-        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata)
+        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata, trace_id)
         return self._http.paginate(page)
 
     def search(self, query: str, *, limit: int | None = None) -> AsyncIterator[SearchHit]:
