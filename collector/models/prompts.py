@@ -166,7 +166,7 @@ class PromptOut(BaseModel):
 
 
 class PromptGetOut(BaseModel):
-    """Get: the subset of spec 2.1."""
+    """Get: the subset of spec 2.1, with the newest version's description, tags and folder."""
 
     id: str
     name: str
@@ -174,16 +174,21 @@ class PromptGetOut(BaseModel):
     model: str
     version: int
     created_at: datetime
+    description: str
+    tags: list[str]
+    folder: str | None
 
 
 class PromptListItem(BaseModel):
-    """List item of spec 2.1."""
+    """List item of spec 2.1, with the newest version's tags and folder."""
 
     id: str
     name: str
     description: str
     version: int
     created_at: datetime
+    tags: list[str]
+    folder: str | None
 
 
 class PromptUpdateOut(BaseModel):

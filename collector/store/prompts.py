@@ -147,6 +147,8 @@ class PromptHeadRow:
     description: str
     version: int
     prompt_created_at: datetime
+    tags: list[str]
+    folder: str
 
 
 @dataclass(frozen=True)
@@ -495,8 +497,9 @@ class PromptStore:
             params.update(after_at=after[0], after_id=after[1])
         params["limit"] = limit
         rows = self._client.query(
-            "SELECT prompt_id, name, description, version, prompt_created_at, total FROM ("
-            "SELECT prompt_id, name, description, version, prompt_created_at, "
+            "SELECT prompt_id, name, description, version, prompt_created_at, total, tags, "
+            "folder FROM (SELECT prompt_id, name, description, version, prompt_created_at, "
+            "tags, folder, "
             f"count() OVER () AS total FROM {self._heads} FINAL WHERE {where}) "
             f"{cursor_sql} ORDER BY prompt_created_at DESC, prompt_id DESC "
             "LIMIT {limit:UInt32}",
@@ -509,6 +512,8 @@ class PromptStore:
                 description=r[2],
                 version=int(r[3]),
                 prompt_created_at=utc(r[4]),
+                tags=list(r[6]),
+                folder=r[7],
             )
             for r in rows
         ]

@@ -74,7 +74,26 @@ def test_get_returns_the_spec_subset_by_name_and_by_id(api: TestClient) -> None:
         "model": "gpt-4o-mini",
         "version": 1,
         "created_at": created["created_at"],
+        # Beyond the spec's subset: what an edit form needs to show the prompt as it is.
+        "description": PROMPT["description"],
+        "tags": PROMPT["tags"],
+        "folder": PROMPT["folder"],
     }
+
+
+def test_get_and_list_show_the_newest_versions_description_tags_and_folder(
+    api: TestClient,
+) -> None:
+    create(api)
+    api.patch(
+        "/v1/prompts/support-reply", json={"description": "v2", "tags": ["chat"], "folder": None}
+    )
+
+    got = api.get("/v1/prompts/support-reply").json()["data"]
+    (listed,) = api.get("/v1/prompts").json()["data"]
+
+    assert (got["description"], got["tags"], got["folder"]) == ("v2", ["chat"], None)
+    assert (listed["description"], listed["tags"], listed["folder"]) == ("v2", ["chat"], None)
 
 
 def test_routes_are_served_under_api_v1_too(api: TestClient) -> None:
@@ -200,7 +219,15 @@ def test_list_items_carry_the_spec_fields_newest_first(api: TestClient) -> None:
     body = api.get("/v1/prompts").json()
 
     assert [p["name"] for p in body["data"]] == ["third", "second", "first"]
-    assert set(body["data"][0]) == {"id", "name", "description", "version", "created_at"}
+    assert set(body["data"][0]) == {
+        "id",
+        "name",
+        "description",
+        "version",
+        "created_at",
+        "tags",
+        "folder",
+    }
     assert body["pagination"] == {"has_more": False, "total": 3}
 
 

@@ -83,7 +83,9 @@ def test_the_list_filters_prompts_by_search_folder_and_tags(
     expect(page.get_by_role("status")).to_have_text("No prompts match.")
 
 
-def test_create_a_prompt_edit_it_and_compare_the_two_versions(console: Console) -> None:
+def test_create_a_prompt_edit_it_and_compare_the_two_versions(
+    console: Console, client: httpx.Client
+) -> None:
     page = console.sign_in(route="#/prompts")
     page.get_by_role("link", name="New prompt").click()
     page.get_by_label("Name").fill("greeting")
@@ -95,6 +97,9 @@ def test_create_a_prompt_edit_it_and_compare_the_two_versions(console: Console) 
     expect(page.get_by_role("alert")).to_contain_text("Parameters are not JSON")
 
     page.get_by_label("Parameters (JSON)").fill('{"temperature": 0.2}')
+    page.get_by_label("Description").fill("Greets a customer")
+    page.get_by_label("Tags").fill("greet, short")
+    page.get_by_label("Folder").fill("/support")
     page.get_by_role("button", name="Create prompt").click()
 
     expect(page.get_by_role("heading", name="greeting")).to_be_visible()
@@ -106,8 +111,20 @@ def test_create_a_prompt_edit_it_and_compare_the_two_versions(console: Console) 
     expect(template).to_have_value("Say hello to {name}.\nKeep it short.")
     template.fill("Say hi to {name}.\nKeep it short.\nSign as Promptrail.")
     page.get_by_label("Parameters (JSON)").fill('{"temperature": 0.5}')
+    # Description, tags and folder are shown as they are; what the form holds is saved.
+    expect(page.get_by_label("Description")).to_have_value("Greets a customer")
+    expect(page.get_by_label("Tags")).to_have_value("greet, short")
+    expect(page.get_by_label("Folder")).to_have_value("/support")
+    page.get_by_label("Tags").fill("greet")
+    page.get_by_label("Folder").fill("")
     page.get_by_role("button", name="Save new version").click()
     expect(page.get_by_role("heading", name="Version 2")).to_be_visible()
+    saved = client.get("/v1/prompts/greeting").json()["data"]
+    assert (saved["description"], saved["tags"], saved["folder"]) == (
+        "Greets a customer",
+        ["greet"],
+        None,
+    )
 
     settled(page)
     page.get_by_label("Version", exact=True).select_option("1")

@@ -107,6 +107,8 @@ def list_prompts(
                 description=h.description,
                 version=h.version,
                 created_at=h.prompt_created_at,
+                tags=h.tags,
+                folder=h.folder or None,
             )
             for h in page.items
         ],
@@ -128,6 +130,9 @@ def get_prompt(name: str, project: Project, services: ServicesDep) -> PromptGetD
             model=row.model,
             version=row.version,
             created_at=row.prompt_created_at,
+            description=row.description,
+            tags=row.tags,
+            folder=row.folder or None,
         )
     )
 

@@ -98,9 +98,9 @@ function promptFields(values, creating) {
     ["template", "Template", area("template", 8), "{variable} fills in a value; {{ and }} are literal braces"],
     ["model", "Model", text("model", { required: true }), "e.g. gpt-4o-mini, claude-3-5-haiku, openai/…"],
     ["parameters", "Parameters (JSON)", area("parameters", 3), "e.g. {\"temperature\": 0.2, \"max_tokens\": 200}"],
-    ["description", "Description", text("description"), creating ? "" : "left empty: unchanged"],
-    ["tags", "Tags", text("tags"), creating ? "comma-separated" : "comma-separated; left empty: unchanged"],
-    ["folder", "Folder", text("folder"), creating ? "e.g. /support" : "left empty: unchanged"],
+    ["description", "Description", text("description"), ""],
+    ["tags", "Tags", text("tags"), "comma-separated"],
+    ["folder", "Folder", text("folder"), creating ? "e.g. /support" : "e.g. /support; left empty: none"],
     ["labels", "Labels for this version", text("labels"), "comma-separated, e.g. production"],
   ].filter(Boolean);
 }
@@ -173,6 +173,9 @@ export async function showEditPrompt(view, name) {
     template: newest.template,
     model: newest.model,
     parameters: JSON.stringify(newest.parameters, null, 1),
+    description: prompt.description,
+    tags: prompt.tags.join(", "),
+    folder: prompt.folder ?? "",
   };
   replace(
     view,
@@ -180,7 +183,10 @@ export async function showEditPrompt(view, name) {
     h("h1", {}, `Edit ${name}`),
     h("p", { class: "muted" }, `Saving makes version ${prompt.version + 1}.`),
     promptForm("Save new version", values, false, async (form) => {
-      const body = readForm(form, ["description", "tags", "folder"]);
+      // Every field is prefilled, so what the form holds is the new version's: an emptied
+      // folder removes it (null), emptied tags and description clear them.
+      const body = readForm(form, ["folder"]);
+      body.folder ??= null;
       await api(path, { method: "PATCH", body });
       window.location.hash = promptHref(name);
     }),
