@@ -10,20 +10,27 @@ LlamaIndex. This module adds LlamaIndex's own structure: every span of its instr
 dispatcher (``OpenAI.chat``, a query engine's ``query``, a function decorated with
 ``dispatcher.span``) becomes a record too, the parent of what runs inside it, in one trace;
 the span is current in OpenTelemetry while its method runs, so the provider call's record
-nests under it.
+nests under it. A streaming method (``stream_chat``, ``astream_chat``, ``stream_complete``)
+returns a generator that makes the provider call when it is first advanced, after the
+method's span has ended: its span is current again while that generator runs
+(:class:`_StreamParent`).
 """
 
 from __future__ import annotations
 
 import inspect
+import types
+import weakref
+from collections.abc import Mapping
 from contextvars import Token
-from typing import Any
+from typing import Any, TypeAlias
 
 from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.span_handlers import BaseSpanHandler
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span, SpanContext, Status, StatusCode
+from opentelemetry.util.types import AnyValue, Attributes
 from pydantic import BaseModel, PrivateAttr
 
 from promptrail import _genai, _runtime
@@ -83,6 +90,8 @@ class SpanHandler(BaseSpanHandler[Any]):
         if span is not None:
             _set_json(span, _genai.OUTPUT, result)
             span.end()
+            if isinstance(result, types.GeneratorType | types.AsyncGeneratorType):
+                _StreamParent.attach(result, span)
 
     def span_drop(
         self,
@@ -118,6 +127,103 @@ class SpanHandler(BaseSpanHandler[Any]):
 
     def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
         """Unused (see :meth:`span_drop`)."""
+
+
+Stream: TypeAlias = "types.GeneratorType[Any, Any, Any] | types.AsyncGeneratorType[Any, Any]"
+
+# A stream's span: the innermost dispatcher span that returned it (a span around a function
+# that returns ``llm.stream_chat(...)`` returns the same generator).
+_stream_spans: weakref.WeakKeyDictionary[Stream, Span] = weakref.WeakKeyDictionary()
+
+
+class _StreamParent(Span):
+    """The current span after a dispatcher span returned a generator: the stream's span
+    while the generator runs, the span that was current before at any other time.
+
+    The dispatcher gives a span handler the generator but returns it itself, so the handler
+    cannot wrap it, and a generator runs in the context of whoever advances it. So this span
+    is left current in the caller's context (as a ``with`` block of the caller's ends, it goes
+    with it); the provider call the generator makes on its first step sees the stream's span,
+    while what the caller does between the call and the stream (or between chunks) sees the
+    span it saw before. Every other operation goes to the span it stands for at the time.
+    """
+
+    def __init__(self, stream: Stream, before: Span) -> None:
+        self._stream = weakref.ref(stream)
+        self._before = before
+
+    @classmethod
+    def attach(cls, stream: Stream, span: Span) -> None:
+        """Stand for ``span`` while ``stream`` runs, in the current context, from now on."""
+        _stream_spans.setdefault(stream, span)
+        before = trace.get_current_span()
+        # one a finished stream left behind stands for its own ``before`` only: skip it, so a
+        # loop of streamed calls does not build a chain
+        while isinstance(before, _StreamParent) and before._stream_done():
+            before = before._before
+        otel_context.attach(trace.set_span_in_context(cls(stream, before)))
+
+    def _stream_done(self) -> bool:
+        stream = self._stream()
+        if stream is None:
+            return True
+        if isinstance(stream, types.GeneratorType):
+            return stream.gi_frame is None
+        return stream.ag_frame is None
+
+    def _span(self) -> Span:
+        stream = self._stream()
+        if stream is not None:
+            running = (
+                stream.gi_running if isinstance(stream, types.GeneratorType) else stream.ag_running
+            )
+            if running and (span := _stream_spans.get(stream)) is not None:
+                return span
+        return self._before._span() if isinstance(self._before, _StreamParent) else self._before
+
+    def get_span_context(self) -> SpanContext:
+        """The context of the span this one stands for now."""
+        return self._span().get_span_context()
+
+    def is_recording(self) -> bool:
+        """Whether the span this one stands for records."""
+        return self._span().is_recording()
+
+    def end(self, end_time: int | None = None) -> None:
+        """End the span this one stands for."""
+        self._span().end(end_time)
+
+    def set_attributes(self, attributes: Mapping[str, AnyValue]) -> None:
+        """Set attributes on the span this one stands for."""
+        self._span().set_attributes(attributes)
+
+    def set_attribute(self, key: str, value: AnyValue) -> None:
+        """Set an attribute on the span this one stands for."""
+        self._span().set_attribute(key, value)
+
+    def add_event(
+        self, name: str, attributes: Attributes = None, timestamp: int | None = None
+    ) -> None:
+        """Add an event to the span this one stands for."""
+        self._span().add_event(name, attributes, timestamp)
+
+    def update_name(self, name: str) -> None:
+        """Rename the span this one stands for."""
+        self._span().update_name(name)
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        """Set the status of the span this one stands for."""
+        self._span().set_status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        """Record an exception on the span this one stands for."""
+        self._span().record_exception(exception, attributes, timestamp, escaped)
 
 
 def _set_json(span: Span, key: str, value: Any) -> None:

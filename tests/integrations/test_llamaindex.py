@@ -7,11 +7,12 @@ run time: install it with ``pip install --no-deps llama-index-llms-openai`` (doc
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.llms import ChatMessage
+from llama_index.core.llms import ChatMessage, ChatResponse
 from llama_index.llms.openai import OpenAI
 
 import promptrail
@@ -75,3 +76,62 @@ def test_async_calls_and_errors(llm: OpenAI, openai_stub: OpenAIStub, records: R
     assert calls["async?"]["parent_span_id"] == spans["OpenAI.acomplete"]["span_id"]
     assert calls["doomed"]["status"] == spans["OpenAI.complete"]["status"] == "error"
     assert calls["doomed"]["parent_span_id"] == spans["OpenAI.complete"]["span_id"]
+
+
+def streamed_call(recorded: list[dict[str, Any]], span_name: str) -> dict[str, Any]:
+    """The one provider record, checked to be a child of ``span_name``'s span in its trace."""
+    (call,) = (r for r in recorded if r["model"])
+    span = named(recorded, span_name)
+    assert call["parent_span_id"] == span["span_id"]
+    assert call["trace_id"] == span["trace_id"]
+    return call
+
+
+def test_streamed_calls_nest_under_their_span(
+    llm: OpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    @dispatcher.span
+    def ask(question: str) -> Iterator[ChatResponse]:
+        return llm.stream_chat([ChatMessage(role="user", content=question)])
+
+    chunks = ask("stream?")
+    # Work done between the call and the first chunk is not the stream's.
+    llm.complete("between")
+    assert "".join(chunk.delta or "" for chunk in chunks) == REPLY
+
+    recorded = records(expected=5)
+    assert len(openai_stub.calls) == 2
+    calls = {r["input"][0]["content"]: r for r in recorded if r["model"]}
+    assert calls.keys() == {"stream?", "between"}
+    stream, outer = named(recorded, "stream_chat"), named(recorded, "ask")
+    assert calls["stream?"]["parent_span_id"] == stream["span_id"]
+    assert stream["parent_span_id"] == outer["span_id"]
+    assert calls["stream?"]["trace_id"] == stream["trace_id"] == outer["trace_id"]
+    assert calls["stream?"]["output"]["content"] == REPLY
+    assert calls["between"]["parent_span_id"] == named(recorded, "complete")["span_id"]
+    assert calls["between"]["trace_id"] != outer["trace_id"]
+
+
+def test_streamed_completion_nests_under_its_span(llm: OpenAI, records: Records) -> None:
+    chunks = llm.stream_complete("complete?")
+    assert "".join(chunk.delta or "" for chunk in chunks) == REPLY
+    recorded = records(expected=2)
+    assert streamed_call(recorded, "stream_complete")["output"]["content"] == REPLY
+
+
+def test_async_streamed_calls_nest_under_their_span(
+    llm: OpenAI, openai_stub: OpenAIStub, records: Records
+) -> None:
+    async def stream() -> str:
+        try:
+            chunks = await llm.astream_chat([ChatMessage(role="user", content="astream?")])
+            return "".join([chunk.delta or "" async for chunk in chunks])
+        finally:
+            await llm._get_aclient().close()  # its connections belong to this event loop
+
+    assert asyncio.run(stream()) == REPLY
+    recorded = records(expected=2)
+    assert len(openai_stub.calls) == 1
+    call = streamed_call(recorded, "astream_chat")
+    assert call["input"] == [{"role": "user", "content": "astream?"}]
+    assert call["output"]["content"] == REPLY
