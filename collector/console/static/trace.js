@@ -97,10 +97,15 @@ function row(item, currentId, start, end) {
   bar.style.left = `${((startOf(span) - start) / total) * 100}%`;
   bar.style.width = `${Math.max(((span.latency_ms || 0) / total) * 100, 0.5)}%`;
   const current = span.id === currentId;
+  const label = span.span_name || span.prompt_name || span.id;
   const name = h(
     "a",
-    { href: `#/requests/${encodeURIComponent(span.id)}`, "aria-current": current ? "page" : null },
-    span.span_name || span.prompt_name || span.id,
+    {
+      href: `#/requests/${encodeURIComponent(span.id)}`,
+      "aria-current": current ? "page" : null,
+      title: label, // a long name is cut to the column's width
+    },
+    label,
   );
   const elbow = depth ? h("span", { class: "trace-elbow", "aria-hidden": "true" }, "└ ") : null;
   const nameCell = h("span", { class: "trace-name" }, elbow, name);
