@@ -47,6 +47,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import collector, free_port, process, wait_until
 from sdk_overhead import MESSAGES, async_provider_client, call, provider_client
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -60,50 +61,14 @@ WARM_UP = 50
 # -- the receivers ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_until_up(url: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-@contextmanager
-def serving(command: list[str], ready: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a server process until the block ends; yield its URL once ``ready`` answers."""
-    server = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        wait_until_up(ready)
-        yield ready.rsplit("/", 1)[0]
-    finally:
-        server.terminate()
-        server.wait(30)
-
-
 @contextmanager
 def live_collector() -> Iterator[str]:
     """``promptrail serve`` on a fresh data directory, in its own process."""
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="burst-collector-") as data:
-        env = dict(os.environ, PROMPTRAIL_DATA_DIR=data, PROMPTRAIL_INIT_API_KEY=KEY)
-        command = [str(Path(sys.executable).parent / "promptrail"), "serve", "--port", str(port)]
-        with serving(command, f"http://127.0.0.1:{port}/docs", env) as url:
-            yield url
+    with (
+        tempfile.TemporaryDirectory(prefix="burst-collector-") as data,
+        collector(Path(data), KEY) as served,
+    ):
+        yield served.url
 
 
 class _SpanCounter(BaseHTTPRequestHandler):
@@ -157,9 +122,9 @@ def serve_span_counter(port: int) -> None:
 def span_counter() -> Iterator[str]:
     """The OTLP receiver of the peers, in its own process."""
     port = free_port()
-    with serving(
-        [sys.executable, __file__, "receiver", str(port)], f"http://127.0.0.1:{port}/count"
-    ) as url:
+    url = f"http://127.0.0.1:{port}"
+    with process([sys.executable, __file__, "receiver", str(port)], os.environ) as child:
+        wait_until(f"{url}/count", "the span counter", child)
         yield url
 
 

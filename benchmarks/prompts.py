@@ -27,19 +27,16 @@ The collector gets SIGTERM at the end, on error and on Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +44,7 @@ from types import FrameType
 from typing import Any
 
 import httpx
+from _harness import collector
 from _report import DOCS, Machine, wait_quiet, write_block
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,8 +58,6 @@ WARMUP = 50
 LOADED = "bench-load.json"
 SEED = 20240601
 REQUEST_TIMEOUT = 60.0
-HEALTH_TIMEOUT = 180.0
-STOP_TIMEOUT = 60.0
 GET_TARGET_MS = 20.0
 # The working set of the "hot" reads: an application fetches the same few prompts again.
 HOT_NAMES = 20
@@ -153,82 +149,6 @@ def make_specs(count: int, seed: int) -> list[PromptSpec]:
         production = versioned or rng.random() < 0.10
         specs.append(PromptSpec(name, body, patches, production))
     return specs
-
-
-# -- the collector subprocess ------------------------------------------------------------
-
-
-def free_port() -> int:
-    """Return a TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def promptrail_command() -> list[str]:
-    """Return the ``promptrail`` console script of this interpreter's environment."""
-    beside = Path(sys.executable).with_name("promptrail")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("promptrail")
-    if found is None:
-        raise SystemExit("promptrail is not installed: run `make install` first")
-    return [found]
-
-
-@contextlib.contextmanager
-def collector(data_dir: Path, port: int) -> Iterator[str]:
-    """Run ``promptrail serve`` on ``data_dir``; yield its base URL; always SIGTERM it."""
-    env = dict(os.environ, PROMPTRAIL_INIT_API_KEY=API_KEY)
-    for setting in ("PROMPTRAIL_CLICKHOUSE_URL", "PROMPTRAIL_CLICKHOUSE_CLUSTER"):
-        env.pop(setting, None)  # the embedded store is what is measured
-    log_path = data_dir / "collector.log"
-    command = [*promptrail_command(), "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    with log_path.open("wb") as log:
-        # Its own session: a Ctrl-C in the terminal reaches the benchmark, which stops it.
-        process = subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base_url, process, log_path)
-        yield base_url
-    finally:
-        stop(process)
-
-
-def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Poll ``GET /health`` until it answers 200; fail if the collector exits or hangs."""
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the collector exited with {process.returncode}:\n{tail(log_path)}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base_url}/health", timeout=5).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"the collector was not healthy after {HEALTH_TIMEOUT:.0f} s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the collector and wait for it; SIGKILL if it does not stop in time."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT)
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    """Return the last lines of a log file."""
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 # -- loading -----------------------------------------------------------------------------
@@ -653,9 +573,9 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
     started = time.perf_counter()
     deadline = time.monotonic() + args.max_seconds
     specs = make_specs(args.prompts, SEED)
-    port = free_port()
-    print(f"starting the collector on port {port}, data in {data_dir}", flush=True)
-    with collector(data_dir, port) as base_url:
+    print(f"starting the collector, data in {data_dir}", flush=True)
+    with collector(data_dir, API_KEY) as served:
+        base_url = served.url
         print(f"  healthy after {time.perf_counter() - started:.1f} s", flush=True)
         if args.reuse:
             saved = json.loads((data_dir / LOADED).read_text())

@@ -18,25 +18,22 @@ import json
 import os
 import random
 import re
-import signal
-import socket
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _harness import collector
 from _report import DOCS, Machine, wait_quiet, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,13 +85,6 @@ WORDS = [
     "reset",
 ]
 RARE = "zephyrine"  # appears in 1 record in 10,000: a selective search
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def text(rng: random.Random, low: int, high: int) -> str:
@@ -257,38 +247,6 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             total += int(line.split()[1])
     return total / 1024
-
-
-@contextmanager
-def collector(data_dir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    env = {**os.environ, "PROMPTRAIL_INIT_API_KEY": KEY, "PROMPTRAIL_MAX_BODY_BYTES": str(64 << 20)}
-    log = (data_dir / "collector.log").open("wb")
-    process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    try:
-        # Start-up applies pending migrations first: copying a 10M-record store takes minutes.
-        deadline = time.monotonic() + 900
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"collector did not start; see {data_dir / 'collector.log'}")
-            time.sleep(0.2)
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 class MemoryWatch:
@@ -637,10 +595,10 @@ def main() -> None:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    print(f"data dir {data_dir}; collector on {base}", flush=True)
-    with collector(data_dir, port) as process:
+    body_limit = {"PROMPTRAIL_MAX_BODY_BYTES": str(64 << 20)}
+    with collector(data_dir, KEY, **body_limit) as served:
+        base, process = served.url, served.process
+        print(f"data dir {data_dir}; collector on {base}", flush=True)
         watch = MemoryWatch(process.pid)
         print(f"load average {load}", flush=True)
         saved = data_dir / "ingest.json"

@@ -4,8 +4,8 @@ Command::
 
     .venv/bin/python benchmarks/runs.py [--write-docs]
 
-It starts a zero-latency OpenAI stub (the wire-format stub of ``tests/stubs``, as its own
-process) and a collector (``promptrail serve`` on a fresh temporary data directory, with
+It starts a zero-latency OpenAI stub (the wire-format stub of
+``promptrail.collector.stub_provider``, as its own process) and a collector (``promptrail serve`` on a fresh temporary data directory, with
 ``OPENAI_BASE_URL`` pointing at the stub), creates one prompt, then measures:
 
 1. **Overhead per non-stream run**: ``--samples`` sequential runs through the collector
@@ -35,9 +35,7 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +47,7 @@ from types import FrameType
 from typing import Any
 
 import httpx
+from _harness import clean_env, collector, free_port, process, wait_until
 from _report import DOCS, Machine, write_block
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,21 +65,11 @@ STREAM_CLIENTS = 32
 HELD_STREAMS = 200
 HELD_CHUNKS = 16
 HELD_CHUNK_DELAY = 0.25
-HEALTH_TIMEOUT = 180.0
-STOP_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 120.0
 OVERHEAD_TARGET_MS = 5.0
 
 
 # -- processes ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """Return a TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def serve_stub(port: int) -> None:
@@ -90,9 +79,7 @@ def serve_stub(port: int) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    sys.path.insert(0, str(REPO))
-    from tests.stubs.base import Script
-    from tests.stubs.openai_stub import OpenAIStub
+    from promptrail.collector.stub_provider import OpenAIStub, Script
 
     stub = OpenAIStub()
 
@@ -106,89 +93,18 @@ def serve_stub(port: int) -> None:
     uvicorn.run(stub.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
 
 
-def promptrail_command() -> list[str]:
-    """Return the ``promptrail`` console script of this interpreter's environment."""
-    beside = Path(sys.executable).with_name("promptrail")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("promptrail")
-    if found is None:
-        raise SystemExit("promptrail is not installed: run `make install` first")
-    return [found]
-
-
-@contextlib.contextmanager
-def process(command: list[str], env: dict[str, str], log_path: Path) -> Iterator[None]:
-    """Run a process (own session, output to a log) until the block ends; always stop it."""
-    with log_path.open("wb") as log:
-        # Its own session: a Ctrl-C in the terminal reaches the benchmark, which stops it.
-        child = subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield
-    finally:
-        stop(child)
-        if child.returncode not in (0, -signal.SIGTERM):
-            print(f"  {command[0]} exited with {child.returncode}:\n{tail(log_path)}")
-
-
-def stop(child: subprocess.Popen[bytes]) -> None:
-    """SIGTERM a process and wait for it; SIGKILL if it does not stop in time."""
-    if child.poll() is not None:
-        return
-    child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait(timeout=STOP_TIMEOUT)
-
-
-def wait_until(url: str, what: str) -> None:
-    """Poll ``url`` until it answers (any status below 500)."""
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=5).status_code < 500:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} did not answer at {url} within {HEALTH_TIMEOUT:.0f} s")
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    """Return the last lines of a log file."""
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 @contextlib.contextmanager
 def stub_and_collector(data_dir: Path) -> Iterator[tuple[str, str]]:
     """Start the stub and a collector pointed at it; yield (stub URL, collector URL)."""
-    stub_port, collector_port = free_port(), free_port()
+    stub_port = free_port()
     stub_url = f"http://127.0.0.1:{stub_port}"
-    collector_url = f"http://127.0.0.1:{collector_port}"
-    base_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PROMPTRAIL_", "OPENAI_", "ANTHROPIC_"))
-    }
     stub_command = [sys.executable, __file__, "--serve-stub", str(stub_port)]
-    collector_env = dict(
-        base_env,
-        PROMPTRAIL_INIT_API_KEY=API_KEY,
-        OPENAI_BASE_URL=f"{stub_url}/v1",
-        OPENAI_API_KEY=PROVIDER_KEY,
-    )
-    serve = [*promptrail_command(), "serve", "--port", str(collector_port)]
-    serve += ["--data-dir", str(data_dir)]
-    with process(stub_command, base_env, data_dir.parent / f"{data_dir.name}-stub.log"):
-        wait_until(f"{stub_url}/control", "the stub")
-        with process(serve, collector_env, data_dir.parent / f"{data_dir.name}-collector.log"):
-            wait_until(f"{collector_url}/health", "the collector")
-            yield stub_url, collector_url
+    stub_log = data_dir.parent / f"{data_dir.name}-stub.log"
+    with process(stub_command, clean_env(), stub_log) as stub:
+        wait_until(f"{stub_url}/control", "the stub", stub, stub_log)
+        provider = {"OPENAI_BASE_URL": f"{stub_url}/v1", "OPENAI_API_KEY": PROVIDER_KEY}
+        with collector(data_dir, API_KEY, **provider) as served:
+            yield stub_url, served.url
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -488,8 +404,8 @@ def markdown(report: Report) -> str:
 
 SECTION_INTRO = """\
 A collector started as its own process (`promptrail serve`, embedded store) whose
-`OPENAI_BASE_URL` points at the zero-latency OpenAI wire-format stub of `tests/stubs` (its own
-process too), driven over real HTTP. The overhead is a run's latency at the client minus a
+`OPENAI_BASE_URL` points at the zero-latency OpenAI wire-format stub of
+`promptrail.collector.stub_provider` (its own process too), driven over real HTTP. The overhead is a run's latency at the client minus a
 direct call to the stub with the same messages, in sequential pairs on keep-alive connections.
 Stream throughput: 32 clients run streams back to back. Held streams: 200 streams opened at
 once while the stub spaces its chunks out, so all of them are open together. Targets (from the

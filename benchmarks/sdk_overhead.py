@@ -29,7 +29,6 @@ import gc
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ import httpx
 import httpx2
 import openai
 import wrapt
+from _harness import free_port
 from _report import DOCS, Machine, write_section
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -308,13 +308,6 @@ def span_rate(spans: int) -> float:
     elapsed = time.perf_counter() - began
     provider.shutdown()
     return spans / elapsed
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def rss_mib() -> float:

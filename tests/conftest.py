@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
+from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
 from tests.stubs.anthropic_stub import AnthropicStub
 from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
+
+pytest_plugins = ["tests.capture"]
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +35,7 @@ def settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
         clickhouse_url=store_url,
         database=f"t_{uuid.uuid4().hex[:16]}",
         data_dir=tmp_path,
-        init_api_key="pr-test-default-key",
+        init_api_key=DEFAULT_KEY,
     )
     yield settings
     # Every database left behind would slow the session's shared engine down test by test.
@@ -46,30 +50,15 @@ def settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
 def api(settings: Settings) -> Iterator[TestClient]:
     """A collector app over real HTTP semantics (ASGI), authenticated as project default."""
     app = create_app(settings)
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as client:
+    with TestClient(app, headers=DEFAULT_AUTH) as client:
         yield client
 
 
 @pytest.fixture
 def live_url(settings: Settings) -> Iterator[str]:
     """A collector on a real socket (uvicorn in a thread), for concurrency over HTTP."""
-    import threading
-
-    import uvicorn
-
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("collector failed to start")
-        threading.Event().wait(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -102,3 +91,32 @@ def anthropic_stub(anthropic_server: AnthropicStub) -> AnthropicStub:
     """The Anthropic stub with a fresh script and call log."""
     anthropic_server.reset()
     return anthropic_server
+
+
+# Short enough to keep the timeout test quick, long enough for a loaded 2-core machine.
+READ_TIMEOUT = 1.5
+
+
+@pytest.fixture
+def run_settings(
+    settings: Settings, openai_stub: OpenAIStub, anthropic_stub: AnthropicStub
+) -> Settings:
+    """Collector settings whose providers are the stubs, with quick timeouts and backoff."""
+    return settings.model_copy(
+        update={
+            "openai_base_url": f"{openai_stub.url}/v1",
+            "openai_api_key": SecretStr(OPENAI_KEY),
+            "anthropic_base_url": anthropic_stub.url,
+            "anthropic_api_key": SecretStr(ANTHROPIC_KEY),
+            "provider_read_timeout": READ_TIMEOUT,
+            "provider_retry_base_delay": 0.01,
+            "provider_retry_max_delay": 0.05,
+        }
+    )
+
+
+@pytest.fixture
+def runs_url(run_settings: Settings) -> Iterator[str]:
+    """A collector on a real socket whose runs go to the stubs."""
+    with serve(create_app(run_settings)) as url:
+        yield url

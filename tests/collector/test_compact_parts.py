@@ -8,6 +8,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from tests.collector.upgrades import insert_rows, store_before, wide_rows
+from tests.keys import DEFAULT_AUTH
 
 # Records of ~20 KiB: 1,000 make a part of ~20 MiB, over ClickHouse's default wide threshold
 # (10 MiB) and under the log's (64 MiB).
@@ -37,7 +38,7 @@ def test_an_upgraded_log_writes_new_parts_compact_and_reads_them(settings: Setti
     assert newest_part(settings) == ("Wide", 1_000)
 
     app = create_app(settings)  # start-up applies migration 9
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+    with TestClient(app, headers=DEFAULT_AUTH) as api:
         after = wide_rows("after", RECORDS, CHARS)
         insert_rows(settings, after)
         # One file for all columns: the insert holds a third of the memory (see REQUESTS).

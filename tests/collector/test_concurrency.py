@@ -20,9 +20,10 @@ from promptrail.collector.config import Settings
 from promptrail.collector.errors import PromptAlreadyExists
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.store.store import Store
+from tests.keys import DEFAULT_AUTH
 
 T = TypeVar("T")
-HEADERS = {"Authorization": "Bearer pr-test-default-key"}
+HEADERS = DEFAULT_AUTH
 WRITERS = 16
 
 

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_KEY
 
-DEFAULT_KEY = "pr-test-default-key"
 PREFIXES = ("/v1", "/api/v1")
 SMALL_LIMIT = 1024
 

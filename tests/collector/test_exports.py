@@ -17,8 +17,9 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.dates import utc_now_ms
+from tests.keys import DEFAULT_AUTH
 
-HEADERS = {"Authorization": "Bearer pr-test-default-key"}
+HEADERS = DEFAULT_AUTH
 
 RECORDS = [
     {

@@ -17,6 +17,7 @@ from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
+from tests.keys import DEFAULT_AUTH
 
 START = datetime(2026, 4, 20, tzinfo=UTC)
 
@@ -238,7 +239,7 @@ def test_records_stored_before_the_index_are_found_after_the_upgrade(settings: S
     store_before(settings, 4, [_stored(i, f"u{i % 3}") for i in range(30)])
 
     app = create_app(settings)  # start-up applies the index's migration and its backfill
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+    with TestClient(app, headers=DEFAULT_AUTH) as api:
         assert walk(api, 4, **{"metadata.user_id": "u1"}) == [
             f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1
         ]

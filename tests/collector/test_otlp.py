@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import uvicorn
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -29,9 +27,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from promptrail._genai import record_id
+from tests.keys import DEFAULT_KEY
+from tests.stubs.server import serve
 
-KEY = "pr-test-default-key"
-AUTH = {"Authorization": f"Bearer {KEY}"}
+AUTH = {"Authorization": f"Bearer {DEFAULT_KEY}"}
 PROTOBUF = "application/x-protobuf"
 T0 = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z in nanoseconds
 
@@ -450,7 +449,9 @@ def test_otlp_json_error_status_and_partial_success(client: httpx.Client) -> Non
 def test_api_prefix_and_x_api_key_are_served(live_url: str) -> None:
     document = json_export([json_span(SPAN_ID, JSON_ATTRIBUTES)])
 
-    response = httpx.post(f"{live_url}/api/v1/traces", json=document, headers={"X-API-Key": KEY})
+    response = httpx.post(
+        f"{live_url}/api/v1/traces", json=document, headers={"X-API-Key": DEFAULT_KEY}
+    )
 
     assert response.status_code == 200, response.text
     assert response.json() == {}
@@ -532,7 +533,7 @@ def test_openapi_documents_both_encodings(client: httpx.Client) -> None:
 # --- (6) OpenLLMetry's openai instrumentation driving the real openai SDK --------------------
 
 
-class OpenAIStub:
+class ChatStub:
     """Answer chat completions like OpenAI does; 404 for model ``missing``."""
 
     def __init__(self) -> None:
@@ -563,20 +564,12 @@ class OpenAIStub:
 
 
 @pytest.fixture(scope="module")
-def openai_stub() -> Iterator[OpenAIStub]:
-    stub = OpenAIStub()
-    server = uvicorn.Server(
-        uvicorn.Config(stub.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "stub failed to start"
-        time.sleep(0.01)
-    stub.url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    yield stub
-    server.should_exit = True
-    thread.join(timeout=10)
+def chat_stub() -> Iterator[ChatStub]:
+    """A minimal OpenAI chat endpoint on a socket, for the OpenLLMetry instrumentation."""
+    stub = ChatStub()
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
 
 
 @pytest.fixture
@@ -592,9 +585,9 @@ def instrumented(live_url: str) -> Iterator[Tracing]:
 # The instrumentation's first import trips a pydantic deprecation warning in its own code.
 @pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
 def test_openllmetry_openai_spans_become_records(
-    instrumented: Tracing, openai_stub: OpenAIStub, client: httpx.Client
+    instrumented: Tracing, chat_stub: ChatStub, client: httpx.Client
 ) -> None:
-    sdk = openai.OpenAI(base_url=f"{openai_stub.url}/v1", api_key="sk-stub", max_retries=0)
+    sdk = openai.OpenAI(base_url=f"{chat_stub.url}/v1", api_key="sk-stub", max_retries=0)
 
     answer = sdk.chat.completions.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "Say hello in French."}]

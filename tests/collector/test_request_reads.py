@@ -12,6 +12,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
+from tests.keys import DEFAULT_AUTH
 
 START = datetime(2026, 4, 28, tzinfo=UTC)
 
@@ -161,7 +162,7 @@ def test_records_stored_before_the_id_index_are_found_after_the_upgrade(settings
     store_before(settings, 5, [_stored(i) for i in range(40)], [bloom])
 
     app = create_app(settings)  # start-up applies migration 5 and its backfill
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+    with TestClient(app, headers=DEFAULT_AUTH) as api:
         for i in (0, 17, 39):
             detail = api.get(f"/v1/requests/req_legacy-{i:02d}").json()["data"]
             assert detail["output"] == {"content": f"old answer {i}"}
@@ -201,7 +202,7 @@ def test_records_stored_before_the_items_copy_are_listed_after_the_upgrade(
     store_before(settings, 8, rows)
 
     app = create_app(settings)  # start-up applies migration 8 and copies the records
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+    with TestClient(app, headers=DEFAULT_AUTH) as api:
         post_batch(api, [full_record("req_after-items", 0)])
         api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u1"}})
 

@@ -21,6 +21,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.services.ingest import IngestService
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.test_runs import create_prompt, run
+from tests.keys import DEFAULT_AUTH
 
 
 class GatedStore:
@@ -107,7 +108,7 @@ def test_a_failed_insert_is_retried_until_the_record_is_stored(
 
 
 def test_a_graceful_stop_stores_the_records_still_pending(run_settings: Settings) -> None:
-    headers = {"Authorization": "Bearer pr-test-default-key"}
+    headers = DEFAULT_AUTH
     with TestClient(create_app(run_settings), headers=headers) as api:
         services: Services = api.app.state.services  # type: ignore[attr-defined]
         gate = GatedStore(services.ingest)

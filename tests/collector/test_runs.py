@@ -17,12 +17,12 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from tests.collector.conftest import ANTHROPIC_KEY, OPENAI_KEY
+from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, OPENAI_KEY
 from tests.stubs.anthropic_stub import AnthropicStub
 from tests.stubs.base import StubProvider
 from tests.stubs.openai_stub import OpenAIStub
 
-KEY_HEADER = {"Authorization": "Bearer pr-test-default-key"}
+KEY_HEADER = DEFAULT_AUTH
 REPLY = "Hello Ada, nice to meet you today."
 PIECES = ["Hello ", "Ada, ", "nice ", "to ", "meet ", "you ", "today."]
 

@@ -9,8 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.config import Settings
-
-DEFAULT_KEY = "pr-test-default-key"
+from tests.keys import DEFAULT_KEY
 
 
 def assert_not_found(response: Any, ref: str) -> None:

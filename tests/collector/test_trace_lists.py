@@ -12,6 +12,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk
 from tests.collector.upgrades import store_before
+from tests.keys import DEFAULT_AUTH
 
 START = datetime(2026, 5, 2, 9, tzinfo=UTC)
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -104,7 +105,7 @@ def test_records_stored_before_the_trace_columns_list_by_trace_after_the_upgrade
     store_before(settings, 12, rows, undo)
 
     app = create_app(settings)  # start-up applies migration 12
-    with TestClient(app, headers={"Authorization": "Bearer pr-test-default-key"}) as api:
+    with TestClient(app, headers=DEFAULT_AUTH) as api:
         listed = api.get("/v1/requests", params={"trace_id": TRACE}).json()["data"]
         assert [(r["id"], r["span_name"], r["parent_span_id"]) for r in listed] == [
             ("req_old-span-2", "old-2", "0000000000000000"),

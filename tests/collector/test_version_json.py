@@ -10,9 +10,10 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_AUTH
 
 TEMPLATE = 'Hi {name}! {{literal}} \\ "quoted" 🎉\nline two'
-HEADERS = {"Authorization": "Bearer pr-test-default-key"}
+HEADERS = DEFAULT_AUTH
 
 PATHS = [
     "/v1/prompts/greet",

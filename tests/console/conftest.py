@@ -18,10 +18,10 @@ from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
 
-KEY = "pr-test-default-key"
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 LAPTOP = {"width": 1280, "height": 800}
@@ -54,7 +54,7 @@ class Console:
         self.page.goto(f"{self.url}/{route}")
         return self.page
 
-    def sign_in(self, key: str = KEY, route: str = "") -> Page:
+    def sign_in(self, key: str = DEFAULT_KEY, route: str = "") -> Page:
         """Load the console and sign in with ``key`` through the form."""
         page = self.open(route)
         page.get_by_label("API key").fill(key)
@@ -102,7 +102,9 @@ def console(browser: Browser, console_url: str) -> Iterator[Console]:
 @pytest.fixture
 def client(console_url: str) -> Iterator[httpx.Client]:
     """The public API of the console's collector, as project default."""
-    with httpx.Client(base_url=console_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+    with httpx.Client(
+        base_url=console_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}
+    ) as client:
         yield client
 
 

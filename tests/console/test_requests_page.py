@@ -7,7 +7,9 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from .conftest import KEY, PHONE, Console
+from tests.keys import DEFAULT_KEY
+
+from .conftest import PHONE, Console
 from .records import GALLERY, record
 
 Log = Callable[..., None]
@@ -70,11 +72,11 @@ def test_a_wrong_key_is_refused_clearly_and_the_right_key_signs_in(console: Cons
     )
     assert page.evaluate("sessionStorage.length") == 0
 
-    console.sign_in(KEY)
+    console.sign_in(DEFAULT_KEY)
 
     expect(page.get_by_role("heading", name="Requests")).to_be_visible()
     expect(page.locator("p.summary")).to_have_text("No requests logged yet.")
-    assert page.evaluate("Object.values(sessionStorage)") == [KEY]
+    assert page.evaluate("Object.values(sessionStorage)") == [DEFAULT_KEY]
     assert urls and not [url for url in urls if "pr-" in url], "a key went into a URL"
 
 

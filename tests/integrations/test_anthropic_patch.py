@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import anthropic
 import pytest
 
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.anthropic_stub import AnthropicStub
 
 MESSAGES = [{"role": "user", "content": "Greet the tester"}]

@@ -13,19 +13,22 @@ import openai
 import pytest
 
 import promptrail
-from tests.integrations.conftest import KEY, Records
+from tests.capture import Records
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 
 
 @pytest.fixture
-def api(openai_stub: OpenAIStub) -> Iterator[openai.OpenAI]:
+def openai_client(openai_stub: OpenAIStub) -> Iterator[openai.OpenAI]:
     client = openai.OpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
     yield client
     client.close()
 
 
-def ask(api: openai.OpenAI, question: str) -> None:
-    api.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": question}])
+def ask(openai_client: openai.OpenAI, question: str) -> None:
+    openai_client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": question}]
+    )
 
 
 def by_question(recorded: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -34,31 +37,33 @@ def by_question(recorded: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_calls_inside_carry_user_session_and_metadata_and_the_filter_finds_them(
-    api: openai.OpenAI, records: Records, capture: str
+    openai_client: openai.OpenAI, records: Records, capture: str
 ) -> None:
     with promptrail.context(user_id="u1", session_id="s1", metadata={"plan": "pro"}):
-        ask(api, "inside")
-    ask(api, "after")
+        ask(openai_client, "inside")
+    ask(openai_client, "after")
 
     recorded = by_question(records(expected=2))
     assert recorded["inside"]["metadata"] == {"user_id": "u1", "session_id": "s1", "plan": "pro"}
     assert recorded["after"]["metadata"] == {}
-    with httpx.Client(base_url=capture, headers={"Authorization": f"Bearer {KEY}"}) as client:
+    with httpx.Client(
+        base_url=capture, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}
+    ) as client:
         found = client.get("/v1/requests", params={"metadata.user_id": "u1"}).json()["data"]
     assert [r["id"] for r in found] == [recorded["inside"]["id"]]
 
 
 def test_nested_contexts_merge_innermost_wins_and_observe_inherits(
-    api: openai.OpenAI, records: Records
+    openai_client: openai.OpenAI, records: Records
 ) -> None:
     @promptrail.observe(name="step", metadata={"team": "care"})
     def step() -> None:
-        ask(api, "nested")
+        ask(openai_client, "nested")
 
     with promptrail.context(user_id="u1", session_id="s1", metadata={"plan": "pro"}):
         with promptrail.context(user_id="u2", metadata={"plan": "free", "page": "home"}):
             step()
-        ask(api, "outer again")
+        ask(openai_client, "outer again")
 
     recorded = records(expected=3)
     calls = by_question(recorded)
@@ -70,21 +75,21 @@ def test_nested_contexts_merge_innermost_wins_and_observe_inherits(
 
 
 def test_explicit_user_and_session_win_over_the_same_keys_in_metadata(
-    api: openai.OpenAI, records: Records
+    openai_client: openai.OpenAI, records: Records
 ) -> None:
     with promptrail.context(user_id="u1", metadata={"user_id": "other", "session_id": "s7"}):
-        ask(api, "q")
+        ask(openai_client, "q")
 
     (record,) = records()
     assert record["metadata"] == {"user_id": "u1", "session_id": "s7"}
 
 
 def test_decorated_functions_and_concurrent_tasks_keep_their_own_user(
-    api: openai.OpenAI, openai_stub: OpenAIStub, records: Records
+    openai_client: openai.OpenAI, openai_stub: OpenAIStub, records: Records
 ) -> None:
     @promptrail.context(session_id="sync")
     def sync_call(question: str) -> None:
-        ask(api, question)
+        ask(openai_client, question)
 
     async_api = openai.AsyncOpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
     openai_stub.script.first_byte_delay = 0.05  # the tasks' calls overlap on the event loop
@@ -112,18 +117,18 @@ def test_decorated_functions_and_concurrent_tasks_keep_their_own_user(
 
 
 def test_threads_run_in_a_copied_context_inherit_it_others_do_not(
-    api: openai.OpenAI, records: Records
+    openai_client: openai.OpenAI, records: Records
 ) -> None:
     async def in_worker_thread() -> None:
         async with promptrail.context(user_id="u-async"):
-            await asyncio.to_thread(ask, api, "to_thread")
+            await asyncio.to_thread(ask, openai_client, "to_thread")
 
     with promptrail.context(user_id="u-main"):
         copied = contextvars.copy_context()
-        plain = threading.Thread(target=ask, args=(api, "plain thread"))
+        plain = threading.Thread(target=ask, args=(openai_client, "plain thread"))
         plain.start()
         plain.join()
-    worker = threading.Thread(target=copied.run, args=(ask, api, "copied context"))
+    worker = threading.Thread(target=copied.run, args=(ask, openai_client, "copied context"))
     worker.start()
     worker.join()
     asyncio.run(in_worker_thread())
@@ -135,7 +140,7 @@ def test_threads_run_in_a_copied_context_inherit_it_others_do_not(
 
 
 def test_the_context_ends_with_its_block_even_when_it_raises(
-    api: openai.OpenAI, records: Records
+    openai_client: openai.OpenAI, records: Records
 ) -> None:
     @promptrail.context(user_id="u1")
     def broken() -> None:
@@ -145,7 +150,7 @@ def test_the_context_ends_with_its_block_even_when_it_raises(
         broken()
     with pytest.raises(KeyError), promptrail.context(user_id="u2"):
         raise KeyError("x")
-    ask(api, "after")
+    ask(openai_client, "after")
 
     (record,) = records()
     assert record["metadata"] == {}

@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.stub_provider import Script
-from tests.integrations.conftest import KEY
+from tests.keys import DEFAULT_KEY
 from tests.stubs.server import serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -113,7 +113,7 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
     env = {
         **os.environ,
         **stub_env,
-        "PROMPTRAIL_API_KEY": KEY,
+        "PROMPTRAIL_API_KEY": DEFAULT_KEY,
         "PROMPTRAIL_BASE_URL": collector,
         "PROMPTRAIL_EXAMPLE_MODEL": MODEL,
     }
@@ -128,7 +128,7 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
 
     assert done.returncode == 0, done.stderr
     assert REPLY in done.stdout
-    with httpx.Client(base_url=collector, headers={"X-API-Key": KEY}) as api:
+    with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
         listed = api.get("/v1/requests", params={"limit": 100}).json()["data"]
         details = [api.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
     assert len(listed) >= expect.records, listed

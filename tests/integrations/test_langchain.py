@@ -22,7 +22,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import promptrail
 from promptrail import _runtime
-from tests.integrations.conftest import KEY, Records, fetch_records
+from tests.capture import Records, fetch_records
+from tests.keys import DEFAULT_KEY
 from tests.stubs.anthropic_stub import AnthropicStub
 from tests.stubs.openai_stub import OpenAIStub
 
@@ -103,7 +104,9 @@ def joined_records(live_url: str) -> Iterator[Records]:
     """promptrail joined to the application's OpenTelemetry SDK provider (SDK spans)."""
     _runtime.reset_stats()
     provider = TracerProvider()
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, tracer_provider=provider)
+    promptrail.init(
+        api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05, tracer_provider=provider
+    )
     promptrail.instrument()
     yield lambda expected=1: fetch_records(live_url, expected)
     promptrail.uninstrument()

@@ -16,7 +16,7 @@ from llama_index.core.llms import ChatMessage, ChatResponse
 from llama_index.llms.openai import OpenAI
 
 import promptrail
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.openai_stub import OpenAIStub
 
 REPLY = "Hello from the stub provider."

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.server import serve
 
 RESPONSE = {

@@ -17,7 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import promptrail
-from tests.integrations.conftest import Records
+from tests.capture import Records
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 
 MESSAGES = [
@@ -177,7 +178,7 @@ def test_a_call_sending_a_rendered_template_is_linked_to_its_version(
     openai_stub: OpenAIStub, records: Records, capture: str
 ) -> None:
     openai_stub.reset()
-    with promptrail.Client(api_key="pr-test-default-key", base_url=capture) as rest:
+    with promptrail.Client(api_key=DEFAULT_KEY, base_url=capture) as rest:
         rest.prompts.create(name="greeting", template="Greet {who} warmly", model="gpt-4o")
         rest.prompts.update("greeting", template="Greet {who} very warmly")
         template = rest.prompts.template("greeting")

@@ -13,7 +13,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import promptrail
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.openai_stub import OpenAIStub
 
 REPLY = "Hello from the stub provider."

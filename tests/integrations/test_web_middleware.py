@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 from werkzeug.serving import make_server
 
 from promptrail.integrations.web import ASGIContextMiddleware, WSGIContextMiddleware
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
 

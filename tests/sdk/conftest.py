@@ -1,4 +1,4 @@
-"""Fixtures for the REST client: a live collector whose runs go to an OpenAI stub, clients.
+"""Fixtures for the REST client: clients of a live collector whose runs go to the stubs.
 
 Every client here talks real HTTP to a collector on a socket; ``requests_seen`` counts what
 actually went over the wire (an httpx event hook on the client's own ``http_client``).
@@ -12,26 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
 import promptrail
-from promptrail.collector.config import Settings
-from tests.stubs.openai_stub import OpenAIStub
-
-API_KEY = "pr-test-default-key"
-
-
-@pytest.fixture
-def settings(settings: Settings, openai_stub: OpenAIStub) -> Settings:
-    """The collector's settings, with runs going to the OpenAI stub and quick retries."""
-    return settings.model_copy(
-        update={
-            "openai_base_url": f"{openai_stub.url}/v1",
-            "openai_api_key": SecretStr("sk-stub-openai"),
-            "provider_retry_base_delay": 0.01,
-            "provider_retry_max_delay": 0.05,
-        }
-    )
+from tests.keys import DEFAULT_KEY
 
 
 class RequestLog:
@@ -58,10 +41,10 @@ def requests_seen() -> RequestLog:
 
 
 @pytest.fixture
-def client(live_url: str, requests_seen: RequestLog) -> Iterator[promptrail.Client]:
+def client(runs_url: str, requests_seen: RequestLog) -> Iterator[promptrail.Client]:
     """A client of the live collector, authenticated as project default."""
     http = httpx.Client(event_hooks={"request": [requests_seen]})
-    with http, promptrail.Client(API_KEY, live_url, http_client=http) as sdk:
+    with http, promptrail.Client(DEFAULT_KEY, runs_url, http_client=http) as sdk:
         yield sdk
 
 
@@ -73,11 +56,11 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def aclient(
-    live_url: str, requests_seen: RequestLog
+    runs_url: str, requests_seen: RequestLog
 ) -> AsyncIterator[promptrail.AsyncClient]:
     """An async client of the live collector, authenticated as project default."""
     http = httpx.AsyncClient(event_hooks={"request": [requests_seen.async_hook]})
-    async with http, promptrail.AsyncClient(API_KEY, live_url, http_client=http) as sdk:
+    async with http, promptrail.AsyncClient(DEFAULT_KEY, runs_url, http_client=http) as sdk:
         yield sdk
 
 

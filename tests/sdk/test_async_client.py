@@ -12,10 +12,11 @@ import pytest
 import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
 
-from .conftest import API_KEY, RequestLog
+from .conftest import RequestLog
 
 pytestmark = pytest.mark.anyio
 
@@ -80,14 +81,14 @@ async def test_versions_rollback_and_labels(aclient: promptrail.AsyncClient) -> 
     assert await aclient.prompts.labels("greet") == []
 
 
-async def test_errors_are_typed(aclient: promptrail.AsyncClient, live_url: str) -> None:
+async def test_errors_are_typed(aclient: promptrail.AsyncClient, runs_url: str) -> None:
     await greet(aclient)
 
     with pytest.raises(promptrail.ConflictError) as conflict:
         await greet(aclient)
     with pytest.raises(promptrail.ValidationError) as invalid:
         await aclient.prompts.create("x", "lone { brace", "gpt-4o-mini")
-    async with promptrail.AsyncClient("pr-wrong", live_url) as stranger:
+    async with promptrail.AsyncClient("pr-wrong", runs_url) as stranger:
         with pytest.raises(promptrail.AuthenticationError) as unauthenticated:
             await stranger.prompts.get("greet")
 
@@ -97,7 +98,7 @@ async def test_errors_are_typed(aclient: promptrail.AsyncClient, live_url: str) 
 
 
 async def test_a_collector_that_is_down_is_a_connection_error(closed_url: str) -> None:
-    async with promptrail.AsyncClient(API_KEY, closed_url, max_retries=1) as client:
+    async with promptrail.AsyncClient(DEFAULT_KEY, closed_url, max_retries=1) as client:
         with pytest.raises(promptrail.APIConnectionError):
             await client.prompts.get("greet")
 
@@ -121,10 +122,10 @@ async def test_template_is_cached_and_renders(
 
 
 async def test_template_falls_back_to_the_stale_copy_when_the_collector_is_down(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    run_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with serve(create_app(settings)) as url:
-        client = promptrail.AsyncClient(API_KEY, url, template_ttl=0.05, max_retries=0)
+    with serve(create_app(run_settings)) as url:
+        client = promptrail.AsyncClient(DEFAULT_KEY, url, template_ttl=0.05, max_retries=0)
         await greet(client)
         fetched = await client.prompts.template("greet")
     time.sleep(0.1)
@@ -235,10 +236,10 @@ async def test_export_delete_and_analytics(aclient: promptrail.AsyncClient) -> N
     assert [r.metadata async for r in aclient.requests.list()] == [{"user": "u2"}]
 
 
-async def test_async_client_uses_its_own_http_client_by_default(live_url: str) -> None:
-    async with promptrail.AsyncClient(API_KEY, live_url + "/api") as client:
+async def test_async_client_uses_its_own_http_client_by_default(runs_url: str) -> None:
+    async with promptrail.AsyncClient(DEFAULT_KEY, runs_url + "/api") as client:
         await greet(client)
-        assert client.base_url == live_url + "/api"
+        assert client.base_url == runs_url + "/api"
         assert [p.name async for p in client.prompts.list()] == ["greet"]
 
 
@@ -251,5 +252,5 @@ async def test_retries_gets_on_503_with_a_mock_transport() -> None:
         return httpx.Response(200, json={"data": [], "pagination": {"has_more": False}})
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(collector))
-    async with http, promptrail.AsyncClient(API_KEY, "http://c", http_client=http) as client:
+    async with http, promptrail.AsyncClient(DEFAULT_KEY, "http://c", http_client=http) as client:
         assert await client.prompts.versions("greet") == []

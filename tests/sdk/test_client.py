@@ -15,10 +15,11 @@ import promptrail
 from promptrail._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
 
-from .conftest import API_KEY, RequestLog, greet
+from .conftest import RequestLog, greet
 
 # -- prompts -----------------------------------------------------------------------------------
 
@@ -445,9 +446,9 @@ def test_conflict_and_validation_errors(client: promptrail.Client) -> None:
     assert "position" in bad_template.value.details
 
 
-def test_a_wrong_key_is_an_authentication_error(live_url: str) -> None:
+def test_a_wrong_key_is_an_authentication_error(runs_url: str) -> None:
     with (
-        promptrail.Client("pr-wrong", live_url) as client,
+        promptrail.Client("pr-wrong", runs_url) as client,
         pytest.raises(promptrail.AuthenticationError) as caught,
     ):
         client.prompts.get("greet")
@@ -456,26 +457,26 @@ def test_a_wrong_key_is_an_authentication_error(live_url: str) -> None:
     assert caught.value.type == "authentication_error"
 
 
-def test_a_missing_key_says_how_to_give_one(live_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_key_says_how_to_give_one(runs_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROMPTRAIL_API_KEY", raising=False)
 
     with (
-        promptrail.Client(base_url=live_url) as client,
+        promptrail.Client(base_url=runs_url) as client,
         pytest.raises(promptrail.AuthenticationError, match="PROMPTRAIL_API_KEY"),
     ):
         client.prompts.get("greet")
 
 
 @pytest.fixture
-def small_body_url(settings: Settings) -> Iterator[str]:
+def small_body_url(run_settings: Settings) -> Iterator[str]:
     """A collector refusing bodies over 2 KiB."""
-    with serve(create_app(settings.model_copy(update={"max_body_bytes": 2048}))) as url:
+    with serve(create_app(run_settings.model_copy(update={"max_body_bytes": 2048}))) as url:
         yield url
 
 
 def test_a_body_over_the_limit_is_payload_too_large(small_body_url: str) -> None:
     with (
-        promptrail.Client(API_KEY, small_body_url) as client,
+        promptrail.Client(DEFAULT_KEY, small_body_url) as client,
         pytest.raises(promptrail.PayloadTooLargeError) as caught,
     ):
         client.requests.log(output="x" * 10_000)
@@ -486,19 +487,19 @@ def test_a_body_over_the_limit_is_payload_too_large(small_body_url: str) -> None
 # -- configuration and transport ---------------------------------------------------------------
 
 
-def test_environment_gives_the_key_and_url(live_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROMPTRAIL_API_KEY", API_KEY)
-    monkeypatch.setenv("PROMPTRAIL_BASE_URL", live_url + "/")
+def test_environment_gives_the_key_and_url(runs_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMPTRAIL_API_KEY", DEFAULT_KEY)
+    monkeypatch.setenv("PROMPTRAIL_BASE_URL", runs_url + "/")
 
     with promptrail.Client() as client:
         greet(client)
-        assert client.base_url == live_url
+        assert client.base_url == runs_url
         assert client.prompts.get("greet").version == 1
 
 
 @pytest.mark.parametrize("suffix", ["/api", "/v1", "/api/v1"])
-def test_base_url_may_carry_the_api_prefix(live_url: str, suffix: str) -> None:
-    with promptrail.Client(API_KEY, live_url + suffix) as client:
+def test_base_url_may_carry_the_api_prefix(runs_url: str, suffix: str) -> None:
+    with promptrail.Client(DEFAULT_KEY, runs_url + suffix) as client:
         assert greet(client).name == "greet"
         assert [p.name for p in client.prompts.list()] == ["greet"]
 
@@ -508,7 +509,10 @@ def test_a_collector_that_is_down_is_a_connection_error_after_retrying_gets(
 ) -> None:
     seen = RequestLog()
     http = httpx.Client(event_hooks={"request": [seen]})
-    with http, promptrail.Client(API_KEY, closed_url, max_retries=2, http_client=http) as client:
+    with (
+        http,
+        promptrail.Client(DEFAULT_KEY, closed_url, max_retries=2, http_client=http) as client,
+    ):
         with pytest.raises(promptrail.APIConnectionError) as caught:
             client.prompts.get("greet")
         with pytest.raises(promptrail.APIConnectionError):
@@ -534,7 +538,7 @@ def test_gets_are_retried_on_503_and_posts_are_not() -> None:
         return httpx.Response(200, json={"data": body})
 
     http = httpx.Client(transport=httpx.MockTransport(collector))
-    with http, promptrail.Client(API_KEY, "http://collector", http_client=http) as client:
+    with http, promptrail.Client(DEFAULT_KEY, "http://collector", http_client=http) as client:
         assert client.prompts.get("greet").name == "greet"
         with pytest.raises(promptrail.PromptrailError) as caught:
             client.requests.log(output="x")
@@ -550,7 +554,7 @@ def test_an_answer_that_is_not_the_collector_is_a_clear_error() -> None:
     http = httpx.Client(transport=httpx.MockTransport(not_a_collector))
     with (
         http,
-        promptrail.Client(API_KEY, "http://elsewhere", http_client=http) as client,
+        promptrail.Client(DEFAULT_KEY, "http://elsewhere", http_client=http) as client,
         pytest.raises(promptrail.PromptrailError) as caught,
     ):
         client.prompts.get("greet")

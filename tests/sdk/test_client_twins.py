@@ -21,8 +21,7 @@ import httpx
 import pytest
 
 import promptrail
-
-from .conftest import API_KEY
+from tests.keys import DEFAULT_KEY
 
 pytestmark = pytest.mark.anyio
 
@@ -206,9 +205,9 @@ async def run_sync(url: str, name: str, steps: list[Step]) -> list[Answer]:
     script = Script()
     wire = SyncWire(script)
     with (
-        promptrail.Client(API_KEY, url) as publisher,
+        promptrail.Client(DEFAULT_KEY, url) as publisher,
         httpx.Client(transport=wire) as http,
-        promptrail.Client(API_KEY, url, http_client=http, max_retries=0) as client,
+        promptrail.Client(DEFAULT_KEY, url, http_client=http, max_retries=0) as client,
     ):
         wire.elsewhere = lambda: client.prompts.template(name)
 
@@ -228,10 +227,10 @@ async def run_async(url: str, name: str, steps: list[Step]) -> list[Answer]:
     """Play the steps through a :class:`promptrail.AsyncClient`."""
     script = Script()
     wire = AsyncWire(script)
-    with promptrail.Client(API_KEY, url) as publisher:
+    with promptrail.Client(DEFAULT_KEY, url) as publisher:
         async with (
             httpx.AsyncClient(transport=wire) as http,
-            promptrail.AsyncClient(API_KEY, url, http_client=http, max_retries=0) as client,
+            promptrail.AsyncClient(DEFAULT_KEY, url, http_client=http, max_retries=0) as client,
         ):
             wire.elsewhere = lambda: client.prompts.template(name)
 
@@ -249,9 +248,9 @@ async def run_async(url: str, name: str, steps: list[Step]) -> list[Answer]:
 
 @pytest.mark.parametrize(("steps", "expected"), list(CASES.values()), ids=list(CASES))
 async def test_sync_and_async_clients_give_the_same_template(
-    live_url: str, steps: list[Step], expected: list[Answer]
+    runs_url: str, steps: list[Step], expected: list[Answer]
 ) -> None:
-    sync_answers = await run_sync(live_url, "twins-sync", steps)
-    async_answers = await run_async(live_url, "twins-async", steps)
+    sync_answers = await run_sync(runs_url, "twins-sync", steps)
+    async_answers = await run_async(runs_url, "twins-async", steps)
 
     assert sync_answers == async_answers == expected

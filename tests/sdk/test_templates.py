@@ -15,16 +15,17 @@ import pytest
 import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_KEY
 from tests.stubs.server import serve
 
-from .conftest import API_KEY, RequestLog, greet
+from .conftest import RequestLog, greet
 
 
 @contextmanager
 def counted_client(url: str, seen: RequestLog, **options: Any) -> Iterator[promptrail.Client]:
     """A client of its own whose requests are logged in ``seen``."""
     http = httpx.Client(event_hooks={"request": [seen]})
-    with http, promptrail.Client(API_KEY, url, http_client=http, **options) as client:
+    with http, promptrail.Client(DEFAULT_KEY, url, http_client=http, **options) as client:
         yield client
 
 
@@ -142,12 +143,12 @@ def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     return True
 
 
-def test_the_cache_expires_after_its_ttl(live_url: str, client: promptrail.Client) -> None:
+def test_the_cache_expires_after_its_ttl(runs_url: str, client: promptrail.Client) -> None:
     greet(client)
     client.prompts.set_label("greet", "production", 1)
     seen = RequestLog()
 
-    with counted_client(live_url, seen, template_ttl=0.3) as reader:
+    with counted_client(runs_url, seen, template_ttl=0.3) as reader:
         before = reader.prompts.template("greet", label="production")
         client.prompts.update("greet", template="Hi {name}!", labels=["production"])
         cached = reader.prompts.template("greet", label="production")
@@ -161,11 +162,11 @@ def test_the_cache_expires_after_its_ttl(live_url: str, client: promptrail.Clien
     assert seen.count("/template") == 2
 
 
-def test_a_ttl_per_call_overrides_the_clients(live_url: str, client: promptrail.Client) -> None:
+def test_a_ttl_per_call_overrides_the_clients(runs_url: str, client: promptrail.Client) -> None:
     greet(client)
     seen = RequestLog()
 
-    with counted_client(live_url, seen, template_ttl=0) as reader:
+    with counted_client(runs_url, seen, template_ttl=0) as reader:
         for _ in range(3):
             reader.prompts.template("greet", ttl=60)
         kept = seen.count("/template")
@@ -202,14 +203,14 @@ def test_clearing_the_cache_refetches(client: promptrail.Client, requests_seen: 
 
 
 def test_a_stale_copy_is_served_while_the_collector_is_down(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    run_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     seen = RequestLog()
     http = httpx.Client(event_hooks={"request": [seen]})
     with http:
-        with serve(create_app(settings)) as url:
+        with serve(create_app(run_settings)) as url:
             client = promptrail.Client(
-                API_KEY, url, http_client=http, template_ttl=0.1, max_retries=0
+                DEFAULT_KEY, url, http_client=http, template_ttl=0.1, max_retries=0
             )
             greet(client)
             client.prompts.set_label("greet", "production", 1)
@@ -228,7 +229,7 @@ def test_a_stale_copy_is_served_while_the_collector_is_down(
     assert "version 1" in caplog.text
 
 
-def test_a_stale_copy_is_served_when_the_collector_answers_5xx(live_url: str) -> None:
+def test_a_stale_copy_is_served_when_the_collector_answers_5xx(runs_url: str) -> None:
     failing = threading.Event()
     real = httpx.HTTPTransport()
 
@@ -242,7 +243,7 @@ def test_a_stale_copy_is_served_when_the_collector_answers_5xx(live_url: str) ->
             real.close()
 
     http = httpx.Client(transport=FlakyTransport())
-    with http, promptrail.Client(API_KEY, live_url, http_client=http, max_retries=0) as client:
+    with http, promptrail.Client(DEFAULT_KEY, runs_url, http_client=http, max_retries=0) as client:
         greet(client)
         fetched = client.prompts.template("greet", ttl=0)
         failing.set()
@@ -256,7 +257,7 @@ def test_a_stale_copy_is_served_when_the_collector_answers_5xx(live_url: str) ->
 
 def test_nothing_cached_and_the_collector_down_raises(closed_url: str) -> None:
     with (
-        promptrail.Client(API_KEY, closed_url, max_retries=0) as client,
+        promptrail.Client(DEFAULT_KEY, closed_url, max_retries=0) as client,
         pytest.raises(promptrail.APIConnectionError),
     ):
         client.prompts.template("greet", label="production")
@@ -271,7 +272,7 @@ def test_a_deleted_prompt_is_not_served_stale(client: promptrail.Client) -> None
         client.prompts.template("greet", ttl=0)
 
 
-def test_the_cache_is_safe_across_threads(live_url: str, client: promptrail.Client) -> None:
+def test_the_cache_is_safe_across_threads(runs_url: str, client: promptrail.Client) -> None:
     greet(client)
     seen = RequestLog()
     results: list[promptrail.PromptTemplate] = []
@@ -286,7 +287,7 @@ def test_the_cache_is_safe_across_threads(live_url: str, client: promptrail.Clie
         except BaseException as exc:
             errors.append(exc)
 
-    with counted_client(live_url, seen) as reader:
+    with counted_client(runs_url, seen) as reader:
         threads = [threading.Thread(target=fetch) for _ in range(8)]
         for thread in threads:
             thread.start()
@@ -300,7 +301,7 @@ def test_the_cache_is_safe_across_threads(live_url: str, client: promptrail.Clie
 
 
 def test_a_fallback_is_used_when_nothing_can_be_fetched() -> None:
-    with promptrail.Client(API_KEY, "http://127.0.0.1:9", max_retries=0) as client:
+    with promptrail.Client(DEFAULT_KEY, "http://127.0.0.1:9", max_retries=0) as client:
         template = client.prompts.template("greet", fallback="Hello {{name}}, welcome!")
 
     assert template.render(name="Ada") == "Hello Ada, welcome!"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,13 +12,18 @@ import uvicorn
 
 
 @contextmanager
-def serve(app: Any, lifespan: Literal["auto", "on", "off"] = "auto") -> Iterator[str]:
-    """Run ``app`` on 127.0.0.1 at a free port; yield its base URL; stop it on exit."""
+def serve(
+    app: Any, lifespan: Literal["auto", "on", "off"] = "auto", port: int = 0
+) -> Iterator[str]:
+    """Run ``app`` on 127.0.0.1 at ``port`` (0: a free one); yield its base URL; stop it on exit.
+
+    This is the one way the tests start a live server: it returns once the server answers.
+    """
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host="127.0.0.1",
-            port=0,
+            port=port,
             log_level="warning",
             lifespan=lifespan,
             # A stub may still be sleeping in a slow answer nobody waits for any more.
@@ -30,9 +36,17 @@ def serve(app: Any, lifespan: Literal["auto", "on", "off"] = "auto") -> Iterator
         if not thread.is_alive():
             raise RuntimeError("server failed to start")
         threading.Event().wait(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    bound = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{bound}"
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def free_port() -> int:
+    """Return a TCP port nobody listens on right now (for a server started later on it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -18,8 +18,8 @@ from opentelemetry.trace import Status, StatusCode
 import promptrail
 from promptrail import _runtime
 from promptrail.integrations._calls import CallRecord
-from tests.integrations.conftest import KEY
-from tests.integrations.conftest import fetch_records as fetch
+from tests.capture import fetch_records as fetch
+from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 
 
@@ -41,12 +41,12 @@ def app() -> Iterator[App]:
 
 
 @pytest.fixture(params=["own spans", "joined"])
-def capture(request: pytest.FixtureRequest, live_url: str, app: App) -> Iterator[str]:
+def capture_mode(request: pytest.FixtureRequest, live_url: str, app: App) -> Iterator[str]:
     """promptrail capturing with its own spans, or joined to the application's provider."""
     _runtime.reset_stats()
     joined = request.param == "joined"
     promptrail.init(
-        api_key=KEY,
+        api_key=DEFAULT_KEY,
         base_url=live_url,
         flush_interval=0.05,
         tracer_provider=app.provider if joined else None,
@@ -58,7 +58,7 @@ def capture(request: pytest.FixtureRequest, live_url: str, app: App) -> Iterator
 
 
 def test_an_application_span_inside_an_observed_function_joins_its_trace(
-    capture: str, live_url: str, app: App
+    capture_mode: str, live_url: str, app: App
 ) -> None:
     @promptrail.observe(name="handler")
     def handler() -> str:
@@ -77,7 +77,7 @@ def test_an_application_span_inside_an_observed_function_joins_its_trace(
 
 
 def test_an_observed_function_inside_an_application_span_joins_that_trace(
-    capture: str, live_url: str, app: App, openai_stub: OpenAIStub
+    capture_mode: str, live_url: str, app: App, openai_stub: OpenAIStub
 ) -> None:
     provider = openai.OpenAI(api_key="sk", base_url=f"{openai_stub.url}/v1", max_retries=0)
 
@@ -101,7 +101,7 @@ def test_an_observed_function_inside_an_application_span_joins_that_trace(
 
 
 def test_joined_capture_also_reaches_the_applications_processors(
-    capture: str, live_url: str, app: App
+    capture_mode: str, live_url: str, app: App
 ) -> None:
     @promptrail.observe(name="joined-work")
     def work() -> int:
@@ -111,7 +111,7 @@ def test_joined_capture_also_reaches_the_applications_processors(
     (record,) = fetch(live_url, 1)
 
     seen = [s for s in app.finished.get_finished_spans() if s.name == "joined-work"]
-    if capture == "joined":
+    if capture_mode == "joined":
         (span,) = seen
         assert f"{span.context.span_id:016x}" == record["span_id"]
     else:  # promptrail's own spans never reach the application's provider
@@ -119,7 +119,7 @@ def test_joined_capture_also_reaches_the_applications_processors(
 
 
 def test_messages_appended_after_the_call_are_not_recorded(
-    capture: str, live_url: str, openai_stub: OpenAIStub
+    capture_mode: str, live_url: str, openai_stub: OpenAIStub
 ) -> None:
     provider = openai.OpenAI(api_key="sk", base_url=f"{openai_stub.url}/v1", max_retries=0)
     messages: list[Any] = [{"role": "user", "content": "first question"}]
@@ -134,7 +134,7 @@ def test_messages_appended_after_the_call_are_not_recorded(
 
 
 def test_an_error_status_set_through_the_api_makes_an_error_record(
-    capture: str, live_url: str
+    capture_mode: str, live_url: str
 ) -> None:
     @promptrail.observe(name="graded")
     def graded() -> str:
@@ -149,7 +149,9 @@ def test_an_error_status_set_through_the_api_makes_an_error_record(
     assert record["output"] == {"content": "bad answer"}
 
 
-def test_a_response_that_cannot_be_read_still_gives_a_record(capture: str, live_url: str) -> None:
+def test_a_response_that_cannot_be_read_still_gives_a_record(
+    capture_mode: str, live_url: str
+) -> None:
     def unreadable(record: CallRecord, response: Any) -> None:
         raise AttributeError("a response shape the reader does not know")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -16,41 +15,24 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 import promptrail
 from promptrail import _runtime
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from tests.integrations.conftest import KEY
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.keys import DEFAULT_KEY
+from tests.stubs.server import free_port, serve
 
 
 @contextmanager
 def collector_on(settings: Settings, port: int) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with serve(create_app(settings), port=port) as url:
+        yield url
 
 
 def listed(base_url: str) -> list[dict[str, Any]]:
     response = httpx.get(
-        f"{base_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": KEY}
+        f"{base_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": DEFAULT_KEY}
     )
     data: list[dict[str, Any]] = response.json()["data"]
     return data
@@ -79,7 +61,7 @@ def work(n: int) -> int:
 
 def test_collector_down_then_back_records_arrive(settings: Settings, fresh_stats: None) -> None:
     port = free_port()
-    promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.05)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.05)
 
     started = time.perf_counter()
     assert [work(i) for i in range(5)] == list(range(5))
@@ -100,7 +82,6 @@ def test_collector_down_then_back_records_arrive(settings: Settings, fresh_stats
 def test_a_failing_collector_is_retried_until_records_arrive(
     settings: Settings, fresh_stats: None, status: int
 ) -> None:
-    port = free_port()
     failures = {"left": 2}
     app = create_app(settings)
 
@@ -118,19 +99,11 @@ def test_a_failing_collector_is_retried_until_records_arrive(
             return
         await app(scope, receive, send)
 
-    server = uvicorn.Server(uvicorn.Config(flaky, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    try:
-        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.05)
+    with serve(flaky) as url:
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
         work(7)
         assert promptrail.flush(timeout=10)
-        stored = listed(f"http://127.0.0.1:{port}")
-    finally:
-        server.should_exit = True
-        thread.join(10)
+        stored = listed(url)
 
     assert [r["input_variables"] for r in stored] == [{"n": 7}]
     assert failures["left"] == 0
@@ -141,7 +114,9 @@ def test_a_burst_over_the_budget_counts_exactly_the_records_it_drops(
     live_url: str, fresh_stats: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A budget for a few dozen waiting records; the shipper waits (long flush interval).
-    promptrail.init(api_key=KEY, base_url=live_url, max_queue_bytes=200_000, flush_interval=60)
+    promptrail.init(
+        api_key=DEFAULT_KEY, base_url=live_url, max_queue_bytes=200_000, flush_interval=60
+    )
 
     for i in range(300):
         work(i)
@@ -162,7 +137,7 @@ def test_a_burst_over_the_budget_counts_exactly_the_records_it_drops(
 
 def test_a_burst_within_the_budget_is_never_dropped(live_url: str, fresh_stats: None) -> None:
     # The shipper waits for full batches only: most of the burst sits in the queue.
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=60)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=60)
 
     for i in range(5_000):
         work(i)
@@ -178,7 +153,7 @@ def test_a_burst_within_the_budget_is_never_dropped(live_url: str, fresh_stats: 
 def test_the_counts_balance_in_every_snapshot_while_threads_capture(
     live_url: str, fresh_stats: None
 ) -> None:
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.01)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.01)
     snapshots: list[dict[str, Any]] = []
     done = threading.Event()
 
@@ -235,7 +210,7 @@ def test_a_missing_api_key_is_one_warning_and_records_count_as_dropped(
 
 
 def test_shutdown_ships_what_is_queued_within_its_timeout(live_url: str, fresh_stats: None) -> None:
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=60)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=60)
     for i in range(2_000):
         work(i)
     assert promptrail.stats()["pending"] > 0  # a full batch wakes the shipper; not all went
@@ -248,7 +223,9 @@ def test_shutdown_ships_what_is_queued_within_its_timeout(live_url: str, fresh_s
 
 
 def test_flush_and_shutdown_are_bounded_when_the_collector_is_down(fresh_stats: None) -> None:
-    promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{free_port()}", flush_interval=0.05)
+    promptrail.init(
+        api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}", flush_interval=0.05
+    )
     work(1)
 
     started = time.perf_counter()
@@ -279,7 +256,7 @@ def test_mask_runs_before_records_leave_the_process(live_url: str, fresh_stats: 
         record["input_variables"] = {k: "***" for k in record["input_variables"]}
         return record
 
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, mask=mask)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05, mask=mask)
     work(42)
     assert promptrail.flush(timeout=10)
 
@@ -292,7 +269,7 @@ def test_mask_runs_before_records_leave_the_process(live_url: str, fresh_stats: 
 def test_sampling_and_disabling_capture_nothing(
     live_url: str, fresh_stats: None, options: dict[str, Any], expected: int
 ) -> None:
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05, **options)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05, **options)
 
     assert [work(i) for i in range(3)] == [0, 1, 2]
     promptrail.flush(timeout=5)
@@ -301,7 +278,7 @@ def test_sampling_and_disabling_capture_nothing(
 
 
 def test_fork_child_captures_on_its_own(live_url: str, fresh_stats: None) -> None:
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child process
         try:
@@ -320,7 +297,6 @@ def test_fork_child_captures_on_its_own(live_url: str, fresh_stats: None) -> Non
 def test_a_slow_collector_never_slows_the_application(
     settings: Settings, fresh_stats: None
 ) -> None:
-    port = free_port()
     app = create_app(settings)
 
     async def slow(scope: Any, receive: Any, send: Any) -> None:
@@ -328,13 +304,8 @@ def test_a_slow_collector_never_slows_the_application(
             await asyncio.sleep(1.5)
         await app(scope, receive, send)
 
-    server = uvicorn.Server(uvicorn.Config(slow, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    try:
-        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{port}", flush_interval=0.01)
+    with serve(slow) as url:
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.01)
         durations = []
         for i in range(20):
             started = time.perf_counter()
@@ -342,10 +313,7 @@ def test_a_slow_collector_never_slows_the_application(
             durations.append(time.perf_counter() - started)
             time.sleep(0.02)
         assert promptrail.flush(timeout=20)
-        stored = listed(f"http://127.0.0.1:{port}")
-    finally:
-        server.should_exit = True
-        thread.join(10)
+        stored = listed(url)
 
     assert max(durations) < 0.2
     assert len(stored) == 20
@@ -353,7 +321,7 @@ def test_a_slow_collector_never_slows_the_application(
 
 def test_a_fork_child_runs_one_shipper_whatever_ran_before(fresh_stats: None) -> None:
     for _ in range(3):  # each init replaces (and closes) the previous pipeline
-        promptrail.init(api_key=KEY, base_url=f"http://127.0.0.1:{free_port()}")
+        promptrail.init(api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}")
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child process
         shippers = [t for t in threading.enumerate() if t.name == "promptrail-shipper"]

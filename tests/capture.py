@@ -1,4 +1,8 @@
-"""Capture fixtures: promptrail initialised against a live collector (stubs: tests/conftest.py)."""
+"""Capture fixtures: promptrail initialised against a live collector, and its records.
+
+A pytest plugin of tests/conftest.py, so the SDK's tests (tests/sdk) and the integrations'
+(tests/integrations) share one meaning of ``capture`` and ``records``.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,14 @@ import pytest
 
 import promptrail
 from promptrail import _runtime
-
-KEY = "pr-test-default-key"
+from tests.keys import DEFAULT_KEY
 
 
 @pytest.fixture
 def capture(live_url: str) -> Iterator[str]:
     """promptrail initialised against the live collector, every provider patched."""
     _runtime.reset_stats()
-    promptrail.init(api_key=KEY, base_url=live_url, flush_interval=0.05)
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
     promptrail.instrument()
     yield live_url
     promptrail.uninstrument()
@@ -42,7 +45,9 @@ def records(capture: str) -> Records:
 def fetch_records(base_url: str, expected: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
     """Flush, then the collector's records (details), newest first, once ``expected`` arrived."""
     deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+    with httpx.Client(
+        base_url=base_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}
+    ) as client:
         while True:
             assert promptrail.flush(timeout=5.0)
             listed = client.get("/v1/requests", params={"limit": 100}).json()["data"]

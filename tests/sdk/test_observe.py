@@ -10,7 +10,7 @@ import openai
 import pytest
 
 import promptrail
-from tests.integrations.conftest import Records
+from tests.capture import Records
 from tests.stubs.openai_stub import OpenAIStub
 
 
