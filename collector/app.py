@@ -30,8 +30,8 @@ from .api.routes import (
 )
 from .config import Settings
 from .console import install_console
-from .models.common import ERROR_RESPONSES
-from .store.store import Store
+from .models.envelopes import ERROR_RESPONSES
+from .store.table_groups import Store
 
 logger = logging.getLogger("promptrail.collector")
 

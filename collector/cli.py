@@ -26,7 +26,7 @@ from rich.console import Console
 from promptrail import __version__
 
 from .config import Settings
-from .runtime import RuntimeInfo, new_admin_token, read_runtime, remove_runtime, write_runtime
+from .runtime_file import RuntimeInfo, new_admin_token, read_runtime, remove_runtime, write_runtime
 
 # Plain help (click's layout): typer's rich panels print a type after every flag, even
 # "--help <bool>". Options that take a value name it in capitals (--port PORT).
@@ -275,7 +275,7 @@ def _create_direct(settings: Settings, project: str) -> str:
     from .errors import ContractError
     from .services.keys import KeyService
     from .store.connection import StoreLocked
-    from .store.store import Store
+    from .store.table_groups import Store
 
     try:
         store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)

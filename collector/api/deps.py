@@ -19,18 +19,18 @@ from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..services.analytics import AnalyticsService
 from ..services.exports import ExportService
+from ..services.helpers.live_ids import LiveIdIndex
+from ..services.helpers.pending_writes import PendingWrites
+from ..services.helpers.version_cache import VersionCache
 from ..services.ingest import IngestService
 from ..services.keys import KeyService
-from ..services.live_ids import LiveIdIndex
 from ..services.otlp import OtlpService
-from ..services.pending_writes import PendingWrites
 from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
 from ..services.requests import RequestService
 from ..services.rollups import RollupService
 from ..services.runs import RunService
-from ..services.version_cache import VersionCache
-from ..store.store import Store
+from ..store.table_groups import Store
 
 
 @dataclass

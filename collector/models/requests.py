@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from .common import Pagination
+from .envelopes import Pagination
 from .json_values import check_json
 
 # Filters by metadata: any JSON values, compared as text (checked: they become query parameters).

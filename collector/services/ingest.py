@@ -20,8 +20,8 @@ from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
 from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
-from .dates import to_ms, utc_now_ms
-from .insert_buffer import InsertBuffer
+from .helpers.dates import to_ms, utc_now_ms
+from .helpers.insert_buffer import InsertBuffer
 from .pricing import GenaiPriceBook, PriceBook
 
 _RECORDS = TypeAdapter(list[RequestRecordIn])

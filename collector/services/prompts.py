@@ -20,11 +20,11 @@ from ..errors import (
 )
 from ..models.prompts import PromptCreate, PromptUpdate, check_label
 from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
-from .cursors import CursorCodec
-from .dates import utc_now_ms
-from .live_ids import LiveIdIndex
-from .templating import parse_template
-from .version_cache import VersionCache
+from .helpers.cursors import CursorCodec
+from .helpers.dates import utc_now_ms
+from .helpers.live_ids import LiveIdIndex
+from .helpers.templating import parse_template
+from .helpers.version_cache import VersionCache
 
 _ID = re.compile(r"^prompt_([0-9a-f]{32})$")
 LATEST = "latest"

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ._call import Call, Page
+from ._api_call import Call, Page
 from ._errors import APIConnectionError, APITimeoutError, PromptrailError, error_class_for
 
 T = TypeVar("T")

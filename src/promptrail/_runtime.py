@@ -27,7 +27,7 @@ from opentelemetry.trace import Tracer
 
 from . import __version__
 from ._genai import is_recordable
-from ._process import Sampler
+from ._sampling_and_fork import Sampler
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer
 from ._stats import CaptureStats

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections import deque
 
-from ._process import Sampler, forget_after_fork, restart_after_fork
+from ._sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
 from ._spans import CaptureSpan
 from ._stats import CaptureStats
 from .otel import DEFAULT_MAX_PENDING_BYTES, PromptrailSpanExporter

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ._call import Call, prompt_path, unwrapped
+from ._api_call import Call, prompt_path, unwrapped
 from ._context import remember_rendering
 from ._errors import APIConnectionError, MissingVariablesError, PromptrailError
 from ._types import TemplatePayload

@@ -39,7 +39,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
 from ._genai import SpanData, build_record, is_recordable
-from ._process import restart_after_fork
+from ._sampling_and_fork import restart_after_fork
 from ._stats import CaptureStats
 
 __all__ = ["PromptrailSpanExporter", "readable_span_data"]

@@ -19,7 +19,7 @@ from promptrail.collector.api.deps import Services
 from promptrail.collector.config import Settings
 from promptrail.collector.errors import PromptAlreadyExists
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
-from promptrail.collector.store.store import Store
+from promptrail.collector.store.table_groups import Store
 from tests.keys import DEFAULT_AUTH
 
 T = TypeVar("T")

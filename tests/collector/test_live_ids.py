@@ -31,10 +31,10 @@ from promptrail.collector.errors import (
     VersionNotFound,
 )
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
-from promptrail.collector.services.live_ids import LiveIdIndex
+from promptrail.collector.services.helpers.live_ids import LiveIdIndex
 from promptrail.collector.services.prompts import PromptService
 from promptrail.collector.store.prompts import LivePrompt, LiveState, PromptRef, PromptStore
-from promptrail.collector.store.store import Store
+from promptrail.collector.store.table_groups import Store
 
 PROJECT = "default"
 

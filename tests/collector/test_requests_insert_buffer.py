@@ -8,8 +8,8 @@ from concurrent.futures import Future
 import pytest
 
 from promptrail.collector.config import Settings
-from promptrail.collector.services.insert_buffer import BufferClosed, InsertBuffer
-from promptrail.collector.store.store import Store
+from promptrail.collector.services.helpers.insert_buffer import BufferClosed, InsertBuffer
+from promptrail.collector.store.table_groups import Store
 from tests.collector.upgrades import assert_stored_whole, encoded, wide_rows
 
 

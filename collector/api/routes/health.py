@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ...errors import StoreUnavailable
-from ...models.common import Health
+from ...models.envelopes import Health
 from ..deps import ServicesDep
 
 router = APIRouter(tags=["health"])

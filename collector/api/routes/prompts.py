@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from ...models.common import ErrorBody, Pagination
+from ...models.envelopes import ErrorBody, Pagination
 from ...models.prompts import (
     PromptCreate,
     PromptDeleted,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import ValidationFailed
-from ...models.common import ErrorBody, Pagination
+from ...models.envelopes import ErrorBody, Pagination
 from ...models.requests import (
     AnalyticsData,
     AnalyticsGroup,
@@ -37,7 +37,7 @@ from ...models.requests import (
     UsageDetailOut,
     UsageOut,
 )
-from ...services.dates import parse_date
+from ...services.helpers.dates import parse_date
 from ...store.request_filters import RequestFilter
 from ...store.request_rows import RequestRow
 from ..deps import Project, ServicesDep

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
-from ...models.common import ErrorBody
+from ...models.envelopes import ErrorBody
 from ...models.runs import RunData, RunRequest
 from ...services.runs import RunTarget
 from ..deps import Project, ServicesDep

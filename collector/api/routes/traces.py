@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from ...models.common import ErrorBody
+from ...models.envelopes import ErrorBody
 from ...services.otlp import JSON, PROTOBUF, encoding_of
 from ..deps import Project, ServicesDep
 

@@ -1,6 +1,6 @@
 """``client.prompts``: prompts, versions, labels, cached templates and runs (spec 4.1-4.4).
 
-Each endpoint is described once, by a function returning a :class:`~promptrail._call.Call`;
+Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
 :class:`Prompts` and :class:`AsyncPrompts` only send those calls.
 """
 
@@ -12,7 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
-from .._call import Call, Page, body_of, data_list_of, data_of, page_of, params, prompt_path
+from .._api_call import Call, Page, body_of, data_list_of, data_of, page_of, params, prompt_path
 from .._errors import PromptrailError
 from .._http import AsyncHTTP, SyncHTTP
 from .._streaming import AsyncRunStream, RunStream

@@ -2,7 +2,7 @@
 
 Log records of calls run elsewhere, then list, fetch, search, export, delete and aggregate
 them. Each endpoint is described once, by a function returning a
-:class:`~promptrail._call.Call`; :class:`Requests` and :class:`AsyncRequests` only send them.
+:class:`~promptrail._api_call.Call`; :class:`Requests` and :class:`AsyncRequests` only send them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, Unpack
 
-from .._call import (
+from .._api_call import (
     Call,
     DateLike,
     Page,

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from ..store.prompts import LiveState, PromptRef
+from ...store.prompts import LiveState, PromptRef
 
 # A project with more live prompts than this is not indexed: its reads ask the store.
 _MAX_PROJECT_PROMPTS = 200_000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from ..models.prompts import TemplateOut, VariableSpec
-from ..store.prompts import PromptVersionRow
+from ...models.prompts import TemplateOut, VariableSpec
+from ...store.prompts import PromptVersionRow
 from .model_routing import provider_for
 from .templating import template_variables, to_double_brace
 

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Hashable
 
-from ..store.prompts import PromptVersionRow
+from ...store.prompts import PromptVersionRow
 
 _MAX_ENTRIES = 20_000
 

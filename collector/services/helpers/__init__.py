@@ -1,0 +1,1 @@
+"""Small helpers of the services: cursors, dates, caches, buffers, templates."""
