@@ -16,7 +16,7 @@ from promptrail.collector.store.connection import open_client
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
 from tests.stubs.anthropic_stub import AnthropicStub
 from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
+from tests.stubs.server import serve, serve_stub
 
 pytest_plugins = ["tests.capture"]
 
@@ -64,18 +64,14 @@ def live_url(settings: Settings) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def openai_server() -> Iterator[OpenAIStub]:
     """One OpenAI wire-format stub on a real socket for the session (reset per test)."""
-    stub = OpenAIStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
+    with serve_stub(OpenAIStub()) as stub:
         yield stub
 
 
 @pytest.fixture(scope="session")
 def anthropic_server() -> Iterator[AnthropicStub]:
     """One Anthropic wire-format stub on a real socket for the session (reset per test)."""
-    stub = AnthropicStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
+    with serve_stub(AnthropicStub()) as stub:
         yield stub
 
 

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from promptrail._genai import record_id
 from tests.keys import DEFAULT_KEY
-from tests.stubs.server import serve
+from tests.stubs.server import serve_stub
 
 AUTH = {"Authorization": f"Bearer {DEFAULT_KEY}"}
 PROTOBUF = "application/x-protobuf"
@@ -566,9 +566,7 @@ class ChatStub:
 @pytest.fixture(scope="module")
 def chat_stub() -> Iterator[ChatStub]:
     """A minimal OpenAI chat endpoint on a socket, for the OpenLLMetry instrumentation."""
-    stub = ChatStub()
-    with serve(stub.app, lifespan="off") as url:
-        stub.url = url
+    with serve_stub(ChatStub()) as stub:
         yield stub
 
 

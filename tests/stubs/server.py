@@ -6,7 +6,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import uvicorn
 
@@ -50,3 +50,19 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+class _Stub(Protocol):
+    app: Any
+    url: str
+
+
+StubT = TypeVar("StubT", bound=_Stub)
+
+
+@contextmanager
+def serve_stub(stub: StubT) -> Iterator[StubT]:
+    """Serve a provider stub (no lifespan) with :func:`serve`, its ``url`` set; yield it."""
+    with serve(stub.app, lifespan="off") as url:
+        stub.url = url
+        yield stub
