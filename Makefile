@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: run demo test examples lint bench install chromium clean
+.PHONY: run demo test examples lint bench install chromium screenshots clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
 # LlamaIndex's OpenAI LLM (for its tests and example) declares openai<3 but runs on the openai
@@ -49,6 +49,10 @@ examples: $(STAMP)
 # examples ran just before (a failing example stops here early), so they are not run twice.
 test: lint chromium examples
 	$(VENV)/bin/pytest -n 2 --ignore=tests/integrations/test_examples.py
+
+# The console's browser tests, writing their screenshots into docs/screenshots (for the README).
+screenshots: $(STAMP) chromium
+	PROMPTRAIL_SCREENSHOTS=$(CURDIR)/docs/screenshots $(VENV)/bin/pytest -n 2 tests/console
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import os
+
 import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
@@ -23,7 +25,12 @@ from tests.stubs.openai_stub import OpenAIStub
 from tests.stubs.server import serve
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Test runs write their screenshots under build/ (ignored by git): a run must not leave the tree
+# modified, and the pages show server-set times. `make screenshots` writes docs/screenshots.
+SCREENSHOTS = Path(
+    os.environ.get("PROMPTRAIL_SCREENSHOTS")
+    or Path(__file__).resolve().parents[2] / "build" / "screenshots"
+)
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
@@ -62,7 +69,7 @@ class Console:
         return page
 
     def screenshot(self, name: str) -> None:
-        """Write docs/screenshots/<name>.png of the whole page."""
+        """Write <name>.png of the whole page under ``SCREENSHOTS``."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         self.page.mouse.move(0, 0)  # no row left highlighted by the pointer
         self.page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
