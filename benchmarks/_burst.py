@@ -197,6 +197,32 @@ def reset_high_water_mark() -> None:
         Path("/proc/self/clear_refs").write_text("5")
 
 
+@contextmanager
+def queue_watch(tool: str) -> Iterator[list[int]]:
+    """promptrail's queue at its deepest (what its budget counts), sampled every 10 ms."""
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        from promptrail import _runtime
+
+        pipeline = _runtime._pipeline
+        shipper = pipeline.shipper if pipeline is not None else None
+        while shipper is not None and not done.wait(0.01):
+            held = shipper.queued_bytes + pipeline.exporter.pending_bytes  # type: ignore[union-attr]
+            peak[0] = max(peak[0], held)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    if tool == "promptrail":
+        watcher.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        if watcher.is_alive():
+            watcher.join()
+
+
 def run_one(tool: str, case: str, calls: int, collector: str, receiver: str) -> dict[str, Any]:
     """The burst of ``case`` with ``tool``: calls' latencies, wall time, memory, what arrived."""
     if tool in PEERS:
@@ -217,14 +243,15 @@ def run_one(tool: str, case: str, calls: int, collector: str, receiver: str) -> 
     timings: list[float] = []
     reset_high_water_mark()
     rss_before = rss_kib("VmRSS")
-    began = time.perf_counter()
-    if case == "1 thread":
-        timings = timed_calls(client, calls)
-    elif case == "8 threads":
-        timings = in_threads(client, calls, 8)
-    else:
-        timings = asyncio.run(in_tasks(aclient, calls, 200))
-    wall = time.perf_counter() - began
+    with queue_watch(tool) as queue_peak:
+        began = time.perf_counter()
+        if case == "1 thread":
+            timings = timed_calls(client, calls)
+        elif case == "8 threads":
+            timings = in_threads(client, calls, 8)
+        else:
+            timings = asyncio.run(in_tasks(aclient, calls, 200))
+        wall = time.perf_counter() - began
     peak = rss_kib("VmHWM")
     got = arrived()
     expected = calls * per_call
@@ -238,6 +265,7 @@ def run_one(tool: str, case: str, calls: int, collector: str, receiver: str) -> 
         "rss_before_mib": rss_before / 1024,
         "rss_growth_mib": (peak - rss_before) / 1024,
         "spans_per_call": per_call,
+        "queue_peak_mib": queue_peak[0] / 2**20,
         "p99_us": sorted(timings)[int(len(timings) * 0.99)],
         "max_us": max(timings),
     }
@@ -315,6 +343,11 @@ def describe(result: dict[str, Any]) -> str:
         f"{result['tool']:>13} / {result['case']:<17} {result['wall_s']:6.1f} s, "
         f"lost {result['lost']:>6,}, p50 {result['p50_us']:6.0f} µs, "
         f"RSS +{result['rss_growth_mib']:.0f} MiB"
+        + (
+            f", queue peak {result['queue_peak_mib']:.0f} MiB"
+            if result["tool"] == "promptrail"
+            else ""
+        )
     )
 
 
@@ -400,7 +433,8 @@ def section_block(
         "",
         f"{args.burst_calls:,} calls per case:",
         "",
-        "| case | tool | records lost | added per call, wall / p50 | peak RSS growth | wall |",
+        "| case | tool | records lost | added per call, wall / p50 "
+        "| peak RSS growth (promptrail: queue at its deepest, MiB) | wall |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for result in results:
@@ -411,9 +445,11 @@ def section_block(
         )
         lost = "" if result["tool"] == "plain" else f"{result['lost']:,}"
         bold = "**" if result["tool"] == "promptrail" else ""
+        # promptrail's queue at its deepest, as its budget counts it, beside the RSS growth.
+        queue = f" (queue {result['queue_peak_mib']:.0f})" if result["tool"] == "promptrail" else ""
         lines.append(
             f"| {result['case']} | {bold}{result['tool']}{bold} | {bold}{lost}{bold} | {added} | "
-            f"{result['rss_growth_mib']:.0f} MiB | {result['wall_s']:.1f} s |"
+            f"{result['rss_growth_mib']:.0f} MiB{queue} | {result['wall_s']:.1f} s |"
         )
     lines += ["", END]
     return "\n".join(lines)

@@ -77,16 +77,15 @@ class CallRecord:
     """The span of one model call; the provider modules feed it and end it.
 
     On promptrail's own spans, the application's thread only notes the call's context and
-    what came back: the attributes (request parameters, model, usage, output, the JSON of the
-    messages) are worked out on the shipper's thread when the record is built. On an SDK span
-    they are set before it ends, as the SDK requires.
+    the few fields it needs of what came back: the attributes (request parameters, model,
+    usage, output, the JSON of the messages) are worked out on the shipper's thread when the
+    record is built. On an SDK span they are set before it ends, as the SDK requires.
     """
 
     # No __slots__: what most calls never set stays a class default, so a call assigns only
     # what it has (this runs in the application's thread, on every model call).
     _ended = False
     _first_token_at: float | None = None
-    _result: tuple[Callable[[CallRecord, Any], None], Any] | None = None
     model: str | None = None
     response_id: str | None = None
     finish_reason: str | None = None
@@ -134,13 +133,12 @@ class CallRecord:
     def done(self, read: Callable[[CallRecord, Any], None], result: Any) -> None:
         """End the span with the call's result; ``read(record, result)`` takes what it needs.
 
-        On promptrail's own span ``read`` runs on the shipper's thread (a response object is
-        not changed once returned); on an SDK span, now.
+        Read now, in the application's thread, even for promptrail's own span: a few
+        attributes cost a microsecond or two, where keeping the response object until the
+        shipper reads it would hold the SDK's whole object tree (most of a queued span's
+        memory), and a burst would fill the queue's budget three times sooner.
         """
-        if isinstance(self.span, CaptureSpan):
-            self._result = (read, result)
-        else:
-            self._read(read, result)
+        self._read(read, result)
         self.finish()
 
     def _read(self, read: Callable[[CallRecord, Any], None], result: Any) -> None:
@@ -173,10 +171,6 @@ class CallRecord:
 
     def _describe(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The span's attributes and JSON attributes (on the shipper's thread)."""
-        if self._result is not None:
-            read, result = self._result
-            self._result = None
-            self._read(read, result)
         attributes = self._request_attributes()
         response, output = self._response_attributes()
         attributes.update(response)

@@ -25,10 +25,11 @@ _BATCH = 512
 # record while the application keeps it busy (docs/benchmarks.md, "Burst").
 _DEEP_BATCH = 4096
 # What a queued span holds in memory, estimated from the records shipped so far: a fixed part
-# (the span, its closures, the provider's response object) and a multiple of the record's
-# JSON (its text as Python objects). Measured on a chat call: ~5 KB held for a 600-byte record.
-_SPAN_FIXED_BYTES = 3072
-_SPAN_TEXT_FACTOR = 3
+# (the span, its attributes, the call's copied arguments) and the record's text as Python
+# objects, about its JSON's size again. Rounded up from tracemalloc's figures
+# (docs/benchmarks.md, "Burst"), so that the budget bounds more than it counts.
+_SPAN_FIXED_BYTES = 1536
+_SPAN_TEXT_FACTOR = 1.5
 
 
 class SpanShipper:
@@ -139,7 +140,7 @@ class SpanShipper:
 
     def _learn_size(self) -> None:
         mean = self._exporter.mean_record_bytes
-        self._span_bytes = _SPAN_FIXED_BYTES + _SPAN_TEXT_FACTOR * mean
+        self._span_bytes = _SPAN_FIXED_BYTES + int(_SPAN_TEXT_FACTOR * mean)
 
     def flush(self, timeout: float) -> bool:
         """Ship what is queued and everything pending; False if ``timeout`` ran out first."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import promptrail
-from tests.capture import Records
+from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
 from tests.stubs.openai_stub import OpenAIStub
 
@@ -65,6 +66,34 @@ def test_chat_completion_is_recorded(openai_stub: OpenAIStub, records: Records) 
     assert record["usage"]["prompt_tokens"] == completion.usage.prompt_tokens  # type: ignore[union-attr]
     assert record["usage"]["completion_tokens"] == completion.usage.completion_tokens  # type: ignore[union-attr]
     assert record["id"] == f"req_{record['trace_id']}{record['span_id']}"
+
+
+def test_a_queued_call_does_not_keep_the_response_object_alive(
+    openai_stub: OpenAIStub, live_url: str
+) -> None:
+    # The shipper waits (long interval, below a full batch): the span sits in the queue while
+    # the application drops its response. What the queue's budget counts per span assumes
+    # the SDK's object tree is not held there (docs/sdk.md, "Shipping and its safety valves").
+    openai_stub.reset()
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=60)
+    promptrail.instrument("openai")
+    try:
+        completion = client(openai_stub).chat.completions.create(
+            model="gpt-4o-mini", messages=MESSAGES
+        )
+        held = weakref.ref(completion)
+        reply = completion.choices[0].message.content
+        del completion
+        gc.collect()
+
+        assert promptrail.stats()["queued"] == 1
+        assert held() is None
+        (record,) = fetch_records(live_url)
+        assert record["output"]["content"] == reply
+        assert record["usage"]["prompt_tokens"] > 0
+    finally:
+        promptrail.uninstrument()
+        promptrail.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ def test_a_burst_over_the_budget_counts_exactly_the_records_it_drops(
 ) -> None:
     # A budget for a few dozen waiting records; the shipper waits (long flush interval).
     promptrail.init(
-        api_key=DEFAULT_KEY, base_url=live_url, max_queue_bytes=200_000, flush_interval=60
+        api_key=DEFAULT_KEY, base_url=live_url, max_queue_bytes=120_000, flush_interval=60
     )
 
     for i in range(300):
