@@ -6,12 +6,11 @@ public API, as a user's application would log them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import os
 
 import httpx
 import pytest

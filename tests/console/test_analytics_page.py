@@ -53,6 +53,18 @@ def test_totals_and_daily_columns_for_the_chosen_period(
         "rects => rects.map(r => +r.getAttribute('height'))"
     )
     assert heights[1] == 0 and max(heights) == heights[4]
+    # The latency legend's keys are the colours of its columns: p95 holding p50.
+    keys = page.locator("section.metric-latency .legend .key")
+    assert keys.all_text_contents() == ["p95", "p50"]
+    swatches = keys.evaluate_all(
+        "keys => keys.map(k => getComputedStyle(k, '::before').backgroundColor)"
+    )
+    fills = [
+        page.locator(f"section.metric-latency g.column rect{kind}")
+        .first.evaluate("r => getComputedStyle(r).fill")
+        for kind in (":not(.inner)", ".inner")
+    ]
+    assert swatches == fills and fills[0] != fills[1]
     console.screenshot("analytics")
 
 
@@ -74,6 +86,7 @@ def test_grouping_by_model_and_filtering_by_prompt(
     ]
     latency = page.locator("section.metric-latency .bar-row").first
     expect(latency).to_contain_text("claude-3-5-haiku")
+    expect(page.locator("section.metric-latency .legend .key")).to_have_text(["p95"])
 
     page.get_by_label("Prompt").fill("summarize-ticket")
     page.get_by_role("button", name="Apply").click()

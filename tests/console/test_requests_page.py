@@ -236,8 +236,16 @@ def test_the_log_fits_a_phone_and_follows_the_dark_scheme(console: Console, log:
     rows(page)
 
     page.set_viewport_size(PHONE)
-    # The page itself never scrolls sideways; only the table does, inside its frame.
+    # Nothing scrolls sideways, neither the page nor the log: its rows become cards, and each
+    # value is shown under its column's name.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.locator(".table-wrap").evaluate("el => el.scrollWidth <= el.clientWidth")
+    card = page.locator("table.records tbody tr").first
+    for label in ("Prompt", "Model", "Status", "Tokens", "Cost", "Latency"):
+        cell = card.locator(f"td[data-label='{label}']")
+        assert cell.evaluate("el => getComputedStyle(el, '::before').content") == f'"{label}"'
+        box = cell.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     console.screenshot("requests-phone")
 
     page.set_viewport_size({"width": 1280, "height": 800})

@@ -38,7 +38,8 @@ const METRICS = [
     total: (result) => `mean ${fmt.duration(Math.round(result.total))}`,
     text: (group) => `${fmt.duration(group.p50)} / ${fmt.duration(group.p95)}`,
     plot: (group) => ({ value: group.p95 ?? 0, inner: group.p50 ?? 0 }),
-    legend: "columns: p95, inside them: p50; bars: p95",
+    // Colour keys: over time a p95 column holds its p50; grouped, the bars are the p95.
+    legend: (overTime) => (overTime ? [["p95", ""], ["p50", "inner"]] : [["p95", ""]]),
   },
   {
     metric: "errors",
@@ -107,9 +108,18 @@ function metricCard(spec, result, grouping) {
     h(
       "div",
       { class: "metric-body" },
-      h("div", {}, h("p", { class: "total" }, spec.total(result)), h("p", { class: "legend" }, spec.legend)),
+      h("div", {}, h("p", { class: "total" }, spec.total(result)), legend(spec, overTime)),
       chart,
     ),
+  );
+}
+
+function legend(spec, overTime) {
+  if (!spec.legend) return null;
+  return h(
+    "p",
+    { class: "legend" },
+    spec.legend(overTime).map(([name, kind]) => h("span", { class: `key ${kind}` }, name)),
   );
 }
 

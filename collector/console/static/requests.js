@@ -120,7 +120,7 @@ const COLUMNS = [
 function recordTable(body) {
   return h(
     "table",
-    { class: "records" },
+    { class: "records log" },
     h("thead", {}, h("tr", {}, COLUMNS.map(([label, kind]) => h("th", { class: kind, scope: "col" }, label)))),
     body,
   );
@@ -128,17 +128,24 @@ function recordTable(body) {
 
 function recordRow(record, filters) {
   const href = detailHref(record.id, filters);
+  const cells = [
+    h("a", { href }, fmt.time(record.created_at)),
+    record.prompt_name || h("span", { class: "muted" }, "—"),
+    record.version ?? "",
+    record.model,
+    statusBadge(record.status),
+    fmt.count(record.usage.total_tokens),
+    fmt.cost(record.usage.estimated_cost_usd),
+    fmt.duration(record.latency_ms),
+  ];
+  // Each cell carries its column's name: on a phone the rows become cards that show it.
   const row = h(
     "tr",
     {},
-    h("td", { class: "time" }, h("a", { href }, fmt.time(record.created_at))),
-    h("td", {}, record.prompt_name || h("span", { class: "muted" }, "—")),
-    h("td", { class: "num" }, record.version ?? ""),
-    h("td", {}, record.model),
-    h("td", {}, statusBadge(record.status)),
-    h("td", { class: "num" }, fmt.count(record.usage.total_tokens)),
-    h("td", { class: "num" }, fmt.cost(record.usage.estimated_cost_usd)),
-    h("td", { class: "num" }, fmt.duration(record.latency_ms)),
+    cells.map((cell, i) => {
+      const [label, kind] = COLUMNS[i];
+      return h("td", { class: i === 0 ? "time" : kind, "data-label": label }, cell);
+    }),
   );
   // The link in the first cell is what the keyboard reaches; a click anywhere on the row works.
   row.addEventListener("click", (event) => {
