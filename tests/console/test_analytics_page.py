@@ -60,8 +60,9 @@ def test_totals_and_daily_columns_for_the_chosen_period(
         "keys => keys.map(k => getComputedStyle(k, '::before').backgroundColor)"
     )
     fills = [
-        page.locator(f"section.metric-latency g.column rect{kind}")
-        .first.evaluate("r => getComputedStyle(r).fill")
+        page.locator(f"section.metric-latency g.column rect{kind}").first.evaluate(
+            "r => getComputedStyle(r).fill"
+        )
         for kind in (":not(.inner)", ".inner")
     ]
     assert swatches == fills and fills[0] != fills[1]
