@@ -94,6 +94,7 @@ def serve(
     """
     import uvicorn
 
+    from .access_log import redact_access_log
     from .app import create_app, open_services
     from .store.connection import StoreLocked
     from .tuning import tune_for_ingest
@@ -102,6 +103,7 @@ def serve(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    redact_access_log()
     if settings.is_embedded and read_runtime(settings.data_dir) is not None:
         raise _fail(f"a collector is already running on {settings.data_dir.resolve()}")
     # The port first: a port in use must fail before a one-time key is made and shown (it

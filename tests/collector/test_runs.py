@@ -672,3 +672,29 @@ def test_run_records_show_up_in_the_log_and_its_analytics(runs_api: TestClient) 
     assert listed[0]["input_variables"] == {"name": "Ada"}
     cost = runs_api.get("/v1/requests/analytics", params={"metric": "cost"}).json()["data"]
     assert cost["total"] > 0
+
+
+def test_no_request_can_choose_where_a_run_is_sent(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    # The provider URLs are the operator's settings: neither a run nor a prompt can name one
+    # (docs/security.md, "SSRF through provider base URLs").
+    openai_stub.reset()
+    create_prompt(runs_api)
+    for field in ("base_url", "api_base", "url"):
+        refused = runs_api.post(
+            "/v1/prompts/greet/run",
+            json={"variables": {"name": "Ada"}, field: "http://169.254.169.254/latest"},
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert openai_stub.calls == []
+
+    # A prompt's parameters travel in the provider's request body, never into its address:
+    # the run still goes to the configured provider, and only there.
+    made = runs_api.patch(
+        "/v1/prompts/greet", json={"parameters": {"base_url": "http://169.254.169.254/"}}
+    )
+    assert made.status_code == 200, made.text
+    run(runs_api, variables={"name": "Ada"})
+    assert [call.path for call in openai_stub.calls] == ["/v1/chat/completions"]

@@ -345,3 +345,42 @@ def test_every_new_key_is_distinct_and_works(api: TestClient) -> None:
     for key in (first, second):
         assert client.get("/v1/prompts", headers={"X-API-Key": key}).status_code == 200
     assert client.get("/v1/prompts", headers={"X-API-Key": first[:-1]}).status_code == 401
+
+
+def test_another_project_sees_none_of_a_projects_records(
+    api: TestClient, other: TestClient
+) -> None:
+    trace_id = "ab" * 16
+    logged = api.post(
+        "/v1/requests",
+        json={
+            "model": "gpt-4o-mini",
+            "prompt_name": "secret-prompt",
+            "output": "a private reply about quokkas",
+            "metadata": {"user_id": "u-1"},
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            "trace_id": trace_id,
+            "span_id": "cd" * 8,
+        },
+    )
+    assert logged.status_code == 201, logged.text
+    record_id = logged.json()["data"]["id"]
+    reads = {
+        "list": "/v1/requests",
+        "by metadata": "/v1/requests?metadata.user_id=u-1",
+        "by trace": f"/v1/requests?trace_id={trace_id}",
+        "search": "/v1/requests/search?query=quokkas",
+    }
+    # The owner sees its record everywhere...
+    for name, path in reads.items():
+        assert [r["id"] for r in api.get(path).json()["data"]] == [record_id], name
+    # ...the other project nowhere: not listed, not found, not searched, not summed.
+    for name, path in reads.items():
+        answer = other.get(path)
+        assert answer.status_code == 200 and answer.json()["data"] == [], name
+    missing = other.get(f"/v1/requests/{record_id}")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "REQUEST_NOT_FOUND"
+    usage = other.get("/v1/requests/analytics", params={"metric": "usage"}).json()["data"]
+    owned = api.get("/v1/requests/analytics", params={"metric": "usage"}).json()["data"]
+    assert (usage["total"], owned["total"]) == (0, 15)
