@@ -50,11 +50,19 @@ _JOB_COLUMNS = (
     "updated_at",
 )
 
+# A spreadsheet runs a cell that starts with = + - @ (or a tab or carriage return) as a
+# formula: the free-text columns get a leading ' there, as OWASP advises against CSV
+# injection (a record's text is anyone's who can log one). The JSON columns start with { [ ".
+_NOT_A_FORMULA = (
+    "if(substring({c}, 1, 1) IN ('=', '+', '-', '@', '\\t', '\\r'), concat('\\'', {c}), {c}) AS {c}"
+)
 _CSV_COLUMNS = (
-    "id, formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS created_at, prompt_name, "
-    "if(version = 0, NULL, version) AS version, model, provider, toString(status) AS status, "
+    "id, formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS created_at, "
+    f"{_NOT_A_FORMULA.format(c='prompt_name')}, "
+    f"if(version = 0, NULL, version) AS version, {_NOT_A_FORMULA.format(c='model')}, "
+    f"{_NOT_A_FORMULA.format(c='provider')}, toString(status) AS status, "
     "input_variables, input, output, {metadata}prompt_tokens, completion_tokens, total_tokens, "
-    "estimated_cost_usd, latency_ms, error"
+    f"estimated_cost_usd, latency_ms, {_NOT_A_FORMULA.format(c='error')}"
 )
 
 # JSON lines are assembled inside ClickHouse so the stored JSON objects (input variables,

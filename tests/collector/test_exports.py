@@ -242,3 +242,40 @@ def test_files_past_retention_expire(settings: Settings) -> None:
 
 def test_retention_default_is_seven_days(settings: Settings) -> None:
     assert timedelta(days=settings.export_retention_days) == timedelta(days=7)
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_start_with_a_quote(
+    api: TestClient,
+) -> None:
+    # Anyone who can log a record chooses its text; whoever opens the CSV must not run it.
+    formulas = {
+        "req_f1": ('=HYPERLINK("http://evil.example","open")', "+cmd|' /C calc'!A0"),
+        "req_f2": ("@SUM(A1:A9)", "-2+3"),
+        "req_f3": ("\tgpt", "\rboom"),
+    }
+    plain = {"req_f4": ("gpt-4o", "a plain error")}
+    records = [
+        {"id": rid, "model": model, "status": "error", "error": error, "output": model}
+        for rid, (model, error) in {**formulas, **plain}.items()
+    ]
+    assert api.post("/v1/requests/batch", json={"records": records}).json()["data"]["accepted"] == 4
+
+    csv_id = start(api, format="csv")["export_id"]
+    json_id = start(api, format="json")["export_id"]
+    finish(api, csv_id)
+    finish(api, json_id)
+    rows = {
+        r["id"]: r
+        for r in csv.DictReader(
+            io.StringIO(api.get(f"/v1/requests/exports/{csv_id}/download").text, newline="")
+        )
+    }
+    lines = api.get(f"/v1/requests/exports/{json_id}/download").text.splitlines()
+    exact = {line["id"]: line for line in map(json.loads, lines)}
+
+    for rid, (model, error) in formulas.items():
+        assert (rows[rid]["model"], rows[rid]["error"]) == (f"'{model}", f"'{error}")
+        # Only the spreadsheet format is changed: JSON lines and the API keep the text as is.
+        assert (exact[rid]["model"], exact[rid]["error"]) == (model, error)
+        assert api.get(f"/v1/requests/{rid}").json()["data"]["model"] == model
+    assert (rows["req_f4"]["model"], rows["req_f4"]["error"]) == plain["req_f4"]
