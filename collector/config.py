@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .services.rate_limits import ProjectLimitOverride, check_limit
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -52,6 +54,11 @@ class Settings(BaseSettings):
     provider_retry_base_delay: float = Field(default=0.5, ge=0)
     provider_retry_max_delay: float = Field(default=8.0, ge=0)
     provider_max_connections: int = Field(default=1000, ge=1)
+    # Limits per project (docs/security.md), in the ``limits`` notation; empty: no limit.
+    limit_requests: str = ""
+    limit_records: str = ""
+    limit_bytes: str = ""
+    project_limits: dict[str, ProjectLimitOverride] = Field(default_factory=dict)
 
     @field_validator("database")
     @classmethod
@@ -60,6 +67,11 @@ class Settings(BaseSettings):
         if not _IDENTIFIER.match(value):
             raise ValueError("database must match [A-Za-z_][A-Za-z0-9_]*")
         return value
+
+    @field_validator("limit_requests", "limit_records", "limit_bytes")
+    @classmethod
+    def _is_limit(cls, value: str) -> str:
+        return check_limit(value)
 
     @field_validator("clickhouse_cluster")
     @classmethod

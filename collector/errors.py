@@ -30,6 +30,8 @@ class ContractError(Exception):
         super().__init__(message)
         self.message = message
         self.details: dict[str, Any] = details or {}
+        # Headers the answer carries besides the body (``Retry-After``).
+        self.headers: dict[str, str] = {}
 
     def body(self) -> dict[str, Any]:
         """Return the contract's error body."""
@@ -136,6 +138,21 @@ class PayloadTooLarge(ContractError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"Request body exceeds {limit} bytes", {"max_bytes": limit})
+
+
+class RateLimited(ContractError):
+    """The project is over one of its limits (docs/security.md): 429 with ``Retry-After``."""
+
+    status = 429
+    code = "RATE_LIMITED"
+    type = "rate_limit_error"
+
+    def __init__(self, project: str, limit: str, rate: str, retry_after: int) -> None:
+        super().__init__(
+            f"Project '{project}' is over its {limit} limit ({rate}); retry after {retry_after} s",
+            {"project": project, "limit": limit, "rate": rate, "retry_after": retry_after},
+        )
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class UnsupportedMediaType(ContractError):

@@ -27,6 +27,7 @@ from ..services.keys import KeyService
 from ..services.otlp import OtlpService
 from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
+from ..services.rate_limits import ProjectLimits
 from ..services.requests import RequestService
 from ..services.rollups import RollupService
 from ..services.runs import RunService
@@ -49,6 +50,7 @@ class Services:
     runs: RunService
     otlp: OtlpService
     pending: PendingWrites
+    limits: ProjectLimits
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -91,6 +93,12 @@ class Services:
             runs=RunService(prompts, ingest, _providers(settings), prices, pending),
             otlp=OtlpService(ingest),
             pending=pending,
+            limits=ProjectLimits(
+                settings.limit_requests,
+                settings.limit_records,
+                settings.limit_bytes,
+                settings.project_limits,
+            ),
         )
 
     def start(self) -> None:
@@ -166,12 +174,29 @@ async def current_project(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> str:
-    """Authenticate the request by either header; return the project of its key."""
+    """Authenticate the request by either header; return the project of its key.
+
+    The project's request rate is counted here, once its key is known: a request without a
+    valid key is refused (401) before it can count against any project.
+    """
     raw = (bearer.credentials if bearer else None) or api_key
     project = services.keys.known_project(raw)
-    if project is not None:
-        return project
-    return await run_in_threadpool(services.keys.authenticate, raw)
+    if project is None:
+        project = await run_in_threadpool(services.keys.authenticate, raw)
+    services.limits.admit_request(project)
+    return project
 
 
 Project = Annotated[str, Depends(current_project)]
+
+
+async def ingest_project(project: Project, services: ServicesDep) -> str:
+    """The caller's project, refused (429) while it has used up an ingest volume window.
+
+    The ingest route counts what it took with ``services.limits.charge_ingest``.
+    """
+    services.limits.admit_ingest(project)
+    return project
+
+
+IngestProject = Annotated[str, Depends(ingest_project)]

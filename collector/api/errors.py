@@ -38,7 +38,7 @@ def error_response(
 
 async def _contract_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ContractError)
-    return JSONResponse(exc.body(), status_code=exc.status)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:

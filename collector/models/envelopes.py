@@ -49,5 +49,6 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         401: "INVALID_API_KEY",
         404: "Not found",
         413: "PAYLOAD_TOO_LARGE",
+        429: "RATE_LIMITED: the project is over a limit; wait the `Retry-After` seconds",
     }.items()
 }

@@ -88,10 +88,11 @@ class OtlpService:
     def __init__(self, ingest: IngestService) -> None:
         self._ingest = ingest
 
-    def export(self, project: str, body: bytes, encoding: Encoding) -> bytes:
-        """Ingest one export body; return the ``ExportTraceServiceResponse`` in its encoding."""
+    def export(self, project: str, body: bytes, encoding: Encoding) -> tuple[bytes, int]:
+        """Ingest one export body; return the ``ExportTraceServiceResponse`` in its encoding
+        and how many records were stored."""
         outcome = self.ingest(project, decode_request(body, encoding))
-        return encode_response(outcome, encoding)
+        return encode_response(outcome, encoding), outcome.accepted
 
     def ingest(self, project: str, request: ExportTraceServiceRequest) -> ExportOutcome:
         """Store the recordable spans of a decoded export."""

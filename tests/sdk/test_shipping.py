@@ -329,3 +329,21 @@ def test_a_fork_child_runs_one_shipper_whatever_ran_before(fresh_stats: None) ->
     _, status = os.waitpid(pid, 0)
 
     assert os.waitstatus_to_exitcode(status) == 1
+
+
+def test_a_rate_limited_collector_gets_every_record_once_after_its_retry_after(
+    settings: Settings, fresh_stats: None
+) -> None:
+    # One record per window: every post after the first meets a 429 with Retry-After.
+    limited = settings.model_copy(update={"limit_records": "1 per 2 seconds"})
+    with serve(create_app(limited)) as url:
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+        for i in range(3):
+            work(i)
+            assert promptrail.flush(timeout=20)
+        stored = listed(url)
+
+    assert sorted(r["input_variables"]["n"] for r in stored) == [0, 1, 2]
+    stats = promptrail.stats()
+    assert (stats["exported"], stats["dropped_total"], stats["pending"]) == (3, 0, 0)
+    assert stats["export_retries"] >= 1

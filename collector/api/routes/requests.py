@@ -40,7 +40,7 @@ from ...models.requests import (
 from ...services.helpers.dates import parse_date
 from ...store.request_filters import RequestFilter
 from ...store.request_rows import RequestRow
-from ..deps import Project, ServicesDep
+from ..deps import IngestProject, Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["requests"])
 
@@ -118,9 +118,14 @@ def detail(row: RequestRow) -> RequestDetail:
 
 
 @router.post("", status_code=201, response_model=RequestData)
-def log_request(body: RequestRecordIn, project: Project, services: ServicesDep) -> RequestData:
+async def log_request(
+    request: Request, body: RequestRecordIn, project: IngestProject, services: ServicesDep
+) -> RequestData:
     """Log one record of a call the client ran itself."""
-    return RequestData(data=detail(services.ingest.log_one(project, body)))
+    row = await run_in_threadpool(services.ingest.log_one, project, body)
+    # The body was read (and kept) by the framework to parse it: this reads no more.
+    services.limits.charge_ingest(project, 1, len(await request.body()))
+    return RequestData(data=detail(row))
 
 
 _BATCH_BODY: dict[str, Any] = {
@@ -151,7 +156,7 @@ _BATCH_BODY: dict[str, Any] = {
     openapi_extra={"requestBody": _BATCH_BODY},
     responses={400: {"model": ErrorBody, "description": "every record was rejected"}},
 )
-async def log_batch(request: Request, project: Project, services: ServicesDep) -> BatchData:
+async def log_batch(request: Request, project: IngestProject, services: ServicesDep) -> BatchData:
     """Log many records; each bad record is reported by index and never drops the others."""
     # The raw body goes to the service, which validates it in one pass when every record is
     # valid: parsing it here into Python objects first would double the cost of a batch.
@@ -180,6 +185,7 @@ async def log_batch(request: Request, project: Project, services: ServicesDep) -
         ) from None
     except ValueError:
         raise HTTPException(400, "There was an error parsing the body") from None
+    services.limits.charge_ingest(project, len(outcome.rows), len(body))
     rejected = [RejectedRecord(index=i, error=e) for i, e in outcome.rejected]
     if rejected and not outcome.rows:
         raise ValidationFailed(

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...models.envelopes import ErrorBody
 from ...services.otlp import JSON, PROTOBUF, encoding_of
-from ..deps import Project, ServicesDep
+from ..deps import IngestProject, ServicesDep
 
 router = APIRouter(tags=["traces"])
 
@@ -89,7 +89,9 @@ _RESPONSE_JSON: dict[str, Any] = {
         415: {"model": ErrorBody, "description": "UNSUPPORTED_MEDIA_TYPE"},
     },
 )
-async def export_traces(request: Request, project: Project, services: ServicesDep) -> Response:
+async def export_traces(
+    request: Request, project: IngestProject, services: ServicesDep
+) -> Response:
     """Store each span carrying GenAI, OpenInference or promptrail attributes as a record.
 
     Other spans are skipped (not an error). A span with status ERROR becomes a record with
@@ -98,5 +100,6 @@ async def export_traces(request: Request, project: Project, services: ServicesDe
     """
     encoding = encoding_of(request.headers.get("content-type"))
     body = await request.body()
-    answer = await run_in_threadpool(services.otlp.export, project, body, encoding)
+    answer, stored = await run_in_threadpool(services.otlp.export, project, body, encoding)
+    services.limits.charge_ingest(project, stored, len(body))
     return Response(answer, media_type=encoding)
