@@ -18,6 +18,7 @@ from .api.errors import install_error_handlers
 from .api.limits import BodyLimitMiddleware
 from .api.routes import (
     admin,
+    admin_backups,
     exports,
     health,
     labels,
@@ -41,7 +42,18 @@ ReadyHook = Callable[[Services, str | None], None]
 def _api_router() -> APIRouter:
     router = APIRouter(responses=ERROR_RESPONSES)
     # Template routes first: their paths are longer forms of the version routes.
-    for module in (prompts, templates, runs, versions, labels, exports, requests, traces, admin):
+    for module in (
+        prompts,
+        templates,
+        runs,
+        versions,
+        labels,
+        exports,
+        requests,
+        traces,
+        admin,
+        admin_backups,
+    ):
         router.include_router(module.router)
     return router
 

@@ -2,6 +2,8 @@
 
 promptrail serve [--host H] [--port P] [--data-dir DIR]
 promptrail keys create --project NAME
+promptrail backup DIR [--data-dir DIR]
+promptrail restore DIR [--data-dir DIR] [--replace]
 promptrail stub-provider [--host H] [--port P]
 promptrail --version
 """
@@ -289,6 +291,38 @@ def _create_direct(settings: Settings, project: str) -> str:
         raise _fail(exc.message) from None
     finally:
         store.close()
+
+
+BackupDir = Annotated[Path, typer.Argument(metavar="DIR", help="The backup's directory")]
+
+
+@app.command()
+def backup(directory: BackupDir, data_dir: DataDir = None) -> None:
+    """Back up the embedded store and its export files into DIR (new or empty).
+
+    Goes through the running collector when there is one; it keeps serving meanwhile.
+    """
+    from .cli_backup import run_backup
+
+    run_backup(_settings(data_dir), directory)
+
+
+@app.command()
+def restore(
+    directory: BackupDir,
+    data_dir: DataDir = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace a store that already holds data")
+    ] = False,
+) -> None:
+    """Restore a backup made by `promptrail backup` into the embedded store.
+
+    Stop the collector first. The store must hold nothing yet (a new --data-dir), unless
+    --replace says to drop what it holds.
+    """
+    from .cli_backup import run_restore
+
+    run_restore(_settings(data_dir), directory, replace)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from ..providers.anthropic import AnthropicProvider
 from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..services.analytics import AnalyticsService
+from ..services.backups import BackupService
 from ..services.exports import ExportService
 from ..services.helpers.live_ids import LiveIdIndex
 from ..services.helpers.pending_writes import PendingWrites
@@ -47,6 +48,7 @@ class Services:
     analytics: AnalyticsService
     rollups: RollupService
     exports: ExportService
+    backups: BackupService
     runs: RunService
     otlp: OtlpService
     pending: PendingWrites
@@ -90,6 +92,7 @@ class Services:
                 timedelta(days=settings.export_retention_days),
                 pending,
             ),
+            backups=BackupService(store.backups, settings.exports_path, store.is_embedded),
             runs=RunService(prompts, ingest, _providers(settings), prices, pending),
             otlp=OtlpService(ingest),
             pending=pending,

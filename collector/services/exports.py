@@ -83,7 +83,7 @@ class ExportService:
     def file_of(self, project: str, export_id: str) -> tuple[ExportJob, Path]:
         """Return a completed job and its file, or 404 EXPORT_NOT_FOUND."""
         job = self.get(project, export_id)
-        path = Path(job.file_path)
+        path = self._file(job)
         if job.status != COMPLETED or not path.exists():
             raise ExportNotFound(
                 f"Export '{export_id}' has no file to download (status {job.status})",
@@ -142,7 +142,7 @@ class ExportService:
             logger.info("resuming export %s left unfinished", job.export_id)
             self._start(job)
         for job in self._store.with_status(COMPLETED, updated_before=now - self._retention):
-            Path(job.file_path).unlink(missing_ok=True)
+            self._file(job).unlink(missing_ok=True)
             self._store.save(replace(job, status=EXPIRED, updated_at=now))
             logger.info("export %s expired after retention", job.export_id)
 
@@ -155,8 +155,16 @@ class ExportService:
             self._running[job.export_id] = job
         threading.Thread(target=self._run, args=(job,), name=job.export_id, daemon=True).start()
 
+    def _file(self, job: ExportJob) -> Path:
+        """Return a job's file: its name in this collector's export dir.
+
+        Not the stored path itself: a store restored into another data dir (or an export dir
+        moved) finds its files where the collector now keeps them.
+        """
+        return self._dir / Path(job.file_path).name
+
     def _run(self, job: ExportJob) -> None:
-        final = Path(job.file_path)
+        final = self._file(job)
         partial = final.with_suffix(final.suffix + ".part")
         try:
             partial.unlink(missing_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from clickhouse_connect.driver.client import Client
 
 from .analytics import AnalyticsStore
+from .backups import BackupStore
 from .connection import close_client, open_client
 from .exports import ExportStore
 from .keys import KeyStore
@@ -27,6 +28,7 @@ class Store:
         self.rollups = RollupStore(client, database, self.requests.table)
         self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
+        self.backups = BackupStore(client, database)
 
     @property
     def is_embedded(self) -> bool:

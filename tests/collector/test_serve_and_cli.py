@@ -7,8 +7,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,60 +14,8 @@ from pathlib import Path
 import httpx
 
 import promptrail
-
-CLI = Path(sys.executable).parent / "promptrail"
-KEY = "pr-serve-test-key"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CLI), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
-
-
-@contextmanager
-def collector(data_dir: Path, log: list[str]) -> Iterator[httpx.Client]:
-    """Run ``promptrail serve`` until the block ends, then stop it with SIGTERM."""
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PROMPTRAIL_INIT_API_KEY": KEY},
-    )
-    client = httpx.Client(
-        base_url=f"http://127.0.0.1:{port}", headers={"X-API-Key": KEY}, timeout=30
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            try:
-                if client.get("/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "collector did not start"
-            time.sleep(0.1)
-        yield client
-    finally:
-        client.close()
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=60)
-        log.append(output)
-        log.append(f"exit={process.returncode}")
+from tests.collector.processes import CLI, cli, collector, held_store, serve
+from tests.stubs.server import free_port
 
 
 def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
@@ -112,14 +58,7 @@ def without_init_key() -> dict[str, str]:
 @contextmanager
 def first_start(data_dir: Path) -> Iterator[tuple[int, list[str]]]:
     """Start ``promptrail serve`` with no initial key; yield its port and banner lines."""
-    port = free_port()
-    process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=without_init_key(),
-    )
+    port, process = serve(data_dir, without_init_key())
     try:
         assert process.stdout is not None
         lines: list[str] = []
@@ -235,26 +174,11 @@ def test_keys_create_works_with_and_without_a_running_collector(tmp_path: Path) 
 
 
 def test_a_store_held_by_another_process_gives_one_clear_line(tmp_path: Path) -> None:
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, clickhouse_connect; "
-            f"held = clickhouse_connect.get_client(dsn='chdb://{tmp_path / 'clickhouse'}'); "
-            "print('held', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with held_store(tmp_path):
         keys = cli("keys", "create", "--project", "x", "--data-dir", str(tmp_path))
-        serve = cli("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
-    finally:
-        holder.communicate("", timeout=30)
+        served = cli("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
 
-    for result in (keys, serve):
+    for result in (keys, served):
         assert result.returncode == 1
         assert "Traceback" not in result.stderr + result.stdout
         message = result.stderr.strip()

@@ -1,0 +1,85 @@
+"""Local administration for ``promptrail backup`` while a collector holds the embedded store.
+
+The embedded store belongs to one process, so the CLI asks the running collector to back it
+up: it starts a job here and follows it to the end. The admin token is the one of
+``POST /v1/admin/keys`` (see ``admin.py``). Restores are not offered: a restore replaces what
+the running collector has cached (see docs/deploy.md), so it runs with the collector stopped.
+"""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Request
+from pydantic import BaseModel, Field
+
+from ...errors import InvalidApiKey
+from ...services.backups import BackupJob
+from ..deps import ServicesDep
+
+
+def require_admin(
+    request: Request, x_promptrail_admin: Annotated[str | None, Header()] = None
+) -> None:
+    """Refuse a caller without the running collector's admin token (401 INVALID_API_KEY)."""
+    token: str | None = getattr(request.app.state, "admin_token", None)
+    if not token or not x_promptrail_admin or not hmac.compare_digest(token, x_promptrail_admin):
+        raise InvalidApiKey("Admin token required")
+
+
+router = APIRouter(
+    prefix="/admin/backups",
+    tags=["admin"],
+    include_in_schema=False,
+    dependencies=[Depends(require_admin)],
+)
+
+
+class BackupCreate(BaseModel):
+    """Where the backup goes: an absolute path on the collector's machine, new or empty."""
+
+    directory: str = Field(min_length=1, max_length=4096)
+
+
+class BackupJobOut(BaseModel):
+    """A backup job: ``status`` is running, completed or failed (with ``error``)."""
+
+    job_id: str
+    directory: str
+    status: str
+    error: str | None
+    total_bytes: int
+    done_bytes: int
+
+
+class BackupJobData(BaseModel):
+    """``data`` = the job."""
+
+    data: BackupJobOut
+
+
+def _out(job: BackupJob) -> BackupJobData:
+    return BackupJobData(
+        data=BackupJobOut(
+            job_id=job.job_id,
+            directory=job.directory,
+            status=job.status,
+            error=job.error or None,
+            total_bytes=job.total_bytes,
+            done_bytes=job.done_bytes,
+        )
+    )
+
+
+@router.post("", status_code=202, response_model=BackupJobData)
+def start_backup(body: BackupCreate, services: ServicesDep) -> BackupJobData:
+    """Start backing up the store into a new or empty directory."""
+    return _out(services.backups.start_backup(Path(body.directory)))
+
+
+@router.get("/{job_id}", response_model=BackupJobData)
+def get_backup(job_id: str, services: ServicesDep) -> BackupJobData:
+    """Return how far a backup got and how it ended."""
+    return _out(services.backups.job(job_id))

@@ -1,0 +1,175 @@
+"""``promptrail backup DIR`` and ``promptrail restore DIR``: the embedded store and its exports.
+
+A backup goes through the running collector when there is one (the embedded store belongs to
+one process; see ``api/routes/admin_backups.py``), else this process opens the store itself.
+A restore runs with no collector on the data dir: it replaces what a running one would hold
+in memory. Every failure is one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from .config import Settings
+from .errors import ContractError
+from .runtime_file import RuntimeInfo, read_runtime
+from .services.backups import RUNNING, BackupJob, BackupService, read_manifest
+from .store.connection import StoreLocked
+from .store.table_groups import Store
+
+console = Console(stderr=True, soft_wrap=True)
+_POLL_SECONDS = 0.2
+_SERVER_HINT = (
+    "promptrail backup and restore work on the embedded store; with a ClickHouse server use "
+    "its own BACKUP and RESTORE (docs/deploy.md)"
+)
+
+
+def run_backup(settings: Settings, directory: Path) -> None:
+    """Back up the store of ``settings`` into ``directory`` (new or empty)."""
+    if not settings.is_embedded:
+        raise _fail(_SERVER_HINT)
+    directory = directory.expanduser().resolve()
+    running = read_runtime(settings.data_dir)
+    if running is not None:
+        job = _backup_via_collector(running, directory)
+    else:
+        if not (settings.data_dir / "clickhouse").is_dir():
+            raise _fail(f"no embedded store in {settings.data_dir.resolve()} to back up")
+        with _open_store(settings) as service:
+            job = _follow(_local(service, partial(service.start_backup, directory)), "backing up")
+    if job.status != "completed":
+        raise _fail(f"the backup failed: {job.error}")
+    print(f"backed up {settings.data_dir.resolve()} to {directory}")
+
+
+def run_restore(settings: Settings, directory: Path, replace: bool) -> None:
+    """Restore the backup at ``directory`` into the store of ``settings``."""
+    if not settings.is_embedded:
+        raise _fail(_SERVER_HINT)
+    directory = directory.expanduser().resolve()
+    running = read_runtime(settings.data_dir)
+    if running is not None:
+        raise _fail(
+            f"a collector is running on {settings.data_dir.resolve()} (pid {running.pid}): "
+            "stop it, then restore"
+        )
+    try:
+        manifest = read_manifest(directory)
+    except ContractError as exc:
+        raise _fail(exc.message) from None
+    with _open_store(settings) as service:
+        job = _follow(
+            _local(service, partial(service.start_restore, directory, replace)), "restoring"
+        )
+    if job.status != "completed":
+        raise _fail(f"the restore failed: {job.error} (run it again with --replace)")
+    print(
+        f"restored {settings.data_dir.resolve()} from {directory} "
+        f"(backup of {manifest.created_at}, promptrail {manifest.promptrail_version})"
+    )
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code=1)
+
+
+@contextmanager
+def _open_store(settings: Settings) -> Iterator[BackupService]:
+    try:
+        store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    except StoreLocked as exc:
+        raise _fail(f"{exc} (no running collector found to ask)") from None
+    except Exception as exc:
+        raise _fail(f"cannot open the store {settings.store_url}: {exc}") from None
+    try:
+        yield BackupService(store.backups, settings.exports_path, store.is_embedded)
+    finally:
+        store.close()
+
+
+def _local(service: BackupService, start: Callable[[], BackupJob]) -> Callable[[], BackupJob]:
+    """Start a job of this process and return how to read its state."""
+    try:
+        job_id = start().job_id
+    except ContractError as exc:
+        raise _fail(exc.message) from None
+    return lambda: service.job(job_id)
+
+
+def _backup_via_collector(running: RuntimeInfo, directory: Path) -> BackupJob:
+    headers = {"X-Promptrail-Admin": running.admin_token}
+    with httpx.Client(base_url=running.url, headers=headers, timeout=30) as client:
+        started = _call(client, running, "POST", "/v1/admin/backups", {"directory": str(directory)})
+        path = f"/v1/admin/backups/{started['job_id']}"
+        return _follow(lambda: _job(_call(client, running, "GET", path)), "backing up")
+
+
+def _call(
+    client: httpx.Client,
+    running: RuntimeInfo,
+    method: str,
+    path: str,
+    body: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    try:
+        response = client.request(method, path, json=body)
+    except httpx.HTTPError as exc:
+        raise _fail(f"the collector at {running.url} did not answer: {exc}") from None
+    if response.is_error:
+        try:
+            message = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = f"the collector answered {response.status_code}: {response.text[:200]}"
+        raise _fail(str(message))
+    data: dict[str, Any] = response.json()["data"]
+    return data
+
+
+def _job(data: dict[str, Any]) -> BackupJob:
+    return BackupJob(
+        job_id=data["job_id"],
+        kind="backup",
+        directory=data["directory"],
+        status=data["status"],
+        error=data["error"] or "",
+        total_bytes=data["total_bytes"],
+        done_bytes=data["done_bytes"],
+    )
+
+
+def _follow(poll: Callable[[], BackupJob], label: str) -> BackupJob:
+    """Show a job's progress (bytes copied of the backup's size) until it ends."""
+    columns = (
+        SpinnerColumn(),
+        TextColumn(label),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(label, total=None)
+        while True:
+            job = poll()
+            progress.update(task, total=job.total_bytes or None, completed=job.done_bytes)
+            if job.status != RUNNING:
+                return job
+            time.sleep(_POLL_SECONDS)
