@@ -1,5 +1,6 @@
 """What every benchmark shares to run servers: a free port, a process (its output in a log) that
-is always stopped, waiting until a URL answers, and ``promptrail serve`` on a data directory.
+is always stopped, waiting until a URL answers, ``promptrail serve`` on a data directory, and
+checking an answer's status.
 
 The benchmarks import nothing from ``tests/``: the provider stubs they need are the package's
 (``promptrail.collector.stub_provider``), as ``promptrail stub-provider`` serves them.
@@ -117,6 +118,16 @@ def wait_until(
                 return
         time.sleep(0.2)
     raise RuntimeError(f"{what} did not answer at {url} within {HEALTH_TIMEOUT:.0f} s")
+
+
+def check(response: httpx.Response, expected: int = 200) -> httpx.Response:
+    """Raise with the error body when a response is not the expected status."""
+    if response.status_code != expected:
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url.path} -> "
+            f"{response.status_code}: {response.text[:500]}"
+        )
+    return response
 
 
 @dataclass(frozen=True)

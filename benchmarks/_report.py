@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine they ran on, and writing docs/benchmarks.md.
+"""What the benchmark scripts share: the machine they ran on, random text for their data, and
+writing docs/benchmarks.md.
 
 Each script owns one ``## `` section of the docs file. A script rewrites only what it
 measured: either the block between its two markers, or, for sections without markers,
@@ -10,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -111,6 +114,38 @@ def _version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def generated_head(begin: str, machine: Machine, command: str) -> list[str]:
+    """Return the first lines of a generated block: its marker, then machine, date and command."""
+    return [
+        begin,
+        "",
+        f"- Machine: {machine.line()}",
+        f"- Date: {machine.date}",
+        f"- Command: `{command}`",
+    ]
+
+
+def random_words(rng: random.Random, words: Sequence[str], length: int) -> list[str]:
+    """Return words drawn from ``words`` until, joined by spaces, they reach ``length``."""
+    out: list[str] = []
+    total = 0
+    while total < length:
+        word = rng.choice(words)
+        out.append(word)
+        total += len(word) + 1
+    return out
+
+
+def finish(summary: str, total_seconds: float, write_docs: Callable[[], None] | None) -> None:
+    """Print a run's figures and how long it took; write them into the docs when asked."""
+    print()
+    print(summary)
+    print(f"\nwhole run: {total_seconds:.0f} s")
+    if write_docs is not None:
+        write_docs()
+        print(f"wrote {DOCS.relative_to(DOCS.parent.parent)}")
 
 
 def write_block(

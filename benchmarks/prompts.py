@@ -39,15 +39,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
-from _harness import collector
-from _report import DOCS, Machine, wait_quiet, write_block
+from _harness import check, collector
+from _report import Machine, finish, generated_head, random_words, wait_quiet, write_block
 
-REPO = Path(__file__).resolve().parent.parent
 SECTION_HEADING = "## Prompt registry (`benchmarks/prompts.py`)"
 BEGIN_MARK = "<!-- benchmarks/prompts.py: begin generated figures -->"
 END_MARK = "<!-- benchmarks/prompts.py: end generated figures -->"
@@ -112,12 +112,7 @@ def make_template(rng: random.Random) -> str:
     """Return a 200-2000 character template with 1-4 ``{variables}``."""
     variables = rng.sample(VARIABLES, rng.randint(1, 4))
     budget = rng.randint(200, 2000) - sum(len(v) + 3 for v in variables)
-    words: list[str] = []
-    length = 0
-    while length < budget:
-        word = rng.choice(WORDS)
-        words.append(word)
-        length += len(word) + 1
+    words = random_words(rng, WORDS, budget)
     for variable in variables:
         words.insert(rng.randint(0, len(words)), "{" + variable + "}")
     return " ".join(words)[:2000].rstrip(" {")
@@ -163,16 +158,6 @@ class LoadStats:
     labels: int = 0
     seconds: float = 0.0
     create_ms: list[float] = field(default_factory=list)
-
-
-def check(response: httpx.Response, expected: int = 200) -> httpx.Response:
-    """Raise with the error body when a response is not the expected status."""
-    if response.status_code != expected:
-        raise RuntimeError(
-            f"{response.request.method} {response.request.url.path} -> "
-            f"{response.status_code}: {response.text[:500]}"
-        )
-    return response
 
 
 def load_one(client: httpx.Client, spec: PromptSpec) -> tuple[float, int, int]:
@@ -457,13 +442,8 @@ def load_summary(report: Report) -> str:
 
 def markdown(report: Report) -> str:
     """Return the generated block of the docs section."""
-    m = report.machine
     lines = [
-        BEGIN_MARK,
-        "",
-        f"- Machine: {m.line()}",
-        f"- Date: {m.date}",
-        f"- Command: `{report.command}`",
+        *generated_head(BEGIN_MARK, report.machine, report.command),
         f"- Whole run (start, load, measure, stop): {report.total_seconds:.0f} s; the reads "
         f"began once the machine was quiet (CPUs under 15% busy over 5 s: "
         f"{report.settle_seconds:.0f} s after the load"
@@ -633,14 +613,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if not keep:
             shutil.rmtree(data_dir, ignore_errors=True)
-    print()
-    print(load_summary(report))
-    print()
-    print(text_table(report))
-    print(f"\nwhole run: {report.total_seconds:.0f} s")
-    if args.write_docs:
-        write_docs(report)
-        print(f"wrote {DOCS.relative_to(REPO)}")
+    summary = f"{load_summary(report)}\n\n{text_table(report)}"
+    finish(summary, report.total_seconds, partial(write_docs, report) if args.write_docs else None)
     return 0
 
 

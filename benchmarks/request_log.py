@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 from _harness import collector
-from _report import DOCS, Machine, wait_quiet, write_section
+from _report import DOCS, Machine, random_words, wait_quiet, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "promptrail"
@@ -89,13 +89,7 @@ RARE = "zephyrine"  # appears in 1 record in 10,000: a selective search
 
 def text(rng: random.Random, low: int, high: int) -> str:
     size = rng.randint(low, high)
-    out: list[str] = []
-    length = 0
-    while length < size:
-        word = rng.choice(WORDS)
-        out.append(word)
-        length += len(word) + 1
-    return " ".join(out)[:size]
+    return " ".join(random_words(rng, WORDS, size))[:size]
 
 
 # Record bodies the load varies from; with 5,000 possible users, ~1,650 of them occur.

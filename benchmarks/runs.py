@@ -42,15 +42,15 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
-from _harness import clean_env, collector, free_port, process, wait_until
-from _report import DOCS, Machine, write_block
+from _harness import check, clean_env, collector, free_port, process, wait_until
+from _report import Machine, finish, generated_head, write_block
 
-REPO = Path(__file__).resolve().parent.parent
 SECTION_HEADING = "## Runs (`benchmarks/runs.py`)"
 BEGIN_MARK = "<!-- benchmarks/runs.py: begin generated figures -->"
 END_MARK = "<!-- benchmarks/runs.py: end generated figures -->"
@@ -117,16 +117,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
-
-
-def check(response: httpx.Response, expected: int = 200) -> httpx.Response:
-    """Raise with the error body when a response is not the expected status."""
-    if response.status_code != expected:
-        raise RuntimeError(
-            f"{response.request.method} {response.request.url.path} -> "
-            f"{response.status_code}: {response.text[:500]}"
-        )
-    return response
 
 
 @dataclass
@@ -236,12 +226,9 @@ def async_client(collector_url: str, connections: int) -> httpx.AsyncClient:
     )
 
 
-@dataclass
-class Throughput:
-    """Streams run back to back by concurrent clients."""
+class Streams:
+    """What is counted of any set of streams: those completed, and the failures by kind."""
 
-    clients: int
-    seconds: float
     outcomes: list[StreamOutcome]
 
     @property
@@ -253,6 +240,15 @@ class Throughput:
     def errors(self) -> Counter[str]:
         """Return the failures by kind."""
         return Counter(o.error for o in self.outcomes if not o.ok)
+
+
+@dataclass
+class Throughput(Streams):
+    """Streams run back to back by concurrent clients."""
+
+    clients: int
+    seconds: float
+    outcomes: list[StreamOutcome]
 
 
 async def stream_throughput(collector_url: str, clients: int, seconds: float) -> Throughput:
@@ -272,21 +268,11 @@ async def stream_throughput(collector_url: str, clients: int, seconds: float) ->
 
 
 @dataclass
-class Held:
+class Held(Streams):
     """Streams opened all at once and held open by a slow provider."""
 
     outcomes: list[StreamOutcome]
     seconds: float
-
-    @property
-    def completed(self) -> int:
-        """Return the streams that reached their end event."""
-        return sum(o.ok for o in self.outcomes)
-
-    @property
-    def errors(self) -> Counter[str]:
-        """Return the failures by kind."""
-        return Counter(o.error for o in self.outcomes if not o.ok)
 
     @property
     def peak_open(self) -> int:
@@ -385,13 +371,8 @@ def summary_lines(report: Report) -> list[str]:
 
 def markdown(report: Report) -> str:
     """Return the generated block of the docs section."""
-    m = report.machine
     lines = [
-        BEGIN_MARK,
-        "",
-        f"- Machine: {m.line()}",
-        f"- Date: {m.date}",
-        f"- Command: `{report.command}`",
+        *generated_head(BEGIN_MARK, report.machine, report.command),
         f"- Whole run: {report.total_seconds:.0f} s; 1-minute load average when the measuring "
         f"began: {report.load_average:.2f}",
         "",
@@ -536,12 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = run(args, workdir / "data")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print()
-    print("\n".join(summary_lines(report)))
-    print(f"\nwhole run: {report.total_seconds:.0f} s")
-    if args.write_docs:
-        write_docs(report)
-        print(f"wrote {DOCS.relative_to(REPO)}")
+    summary = "\n".join(summary_lines(report))
+    finish(summary, report.total_seconds, partial(write_docs, report) if args.write_docs else None)
     return 0
 
 

@@ -17,13 +17,20 @@ from ._calls import CallRecord
 OnItem = Callable[[CallRecord, Any], None]
 
 
-class SyncStreamProxy(wrapt.ObjectProxy[Any]):
-    """Wrap a synchronous provider stream."""
+class _StreamProxy(wrapt.ObjectProxy[Any]):
+    """What both proxies hold: the call's record and what each item adds to it."""
 
     def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
         super().__init__(wrapped)
         self._self_record = record
         self._self_on_item = on_item
+
+    def __del__(self) -> None:  # dropped half-read: record what was read
+        self._self_record.finish()
+
+
+class SyncStreamProxy(_StreamProxy):
+    """Wrap a synchronous provider stream."""
 
     def __iter__(self) -> Iterator[Any]:
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
@@ -75,17 +82,9 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
         finally:
             self._self_record.finish()
 
-    def __del__(self) -> None:
-        self._self_record.finish()
 
-
-class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
+class AsyncStreamProxy(_StreamProxy):
     """Wrap an asynchronous provider stream."""
-
-    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
-        super().__init__(wrapped)
-        self._self_record = record
-        self._self_on_item = on_item
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._self_events()  # as the synchronous proxy's __iter__
@@ -134,6 +133,3 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
             await self.__wrapped__.close()
         finally:
             self._self_record.finish()
-
-    def __del__(self) -> None:
-        self._self_record.finish()

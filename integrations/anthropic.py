@@ -17,9 +17,10 @@ from typing import Any
 
 import wrapt
 
-from ._calls import CallRecord, is_raw_response, message_texts, suppressed
+from ._calls import CallRecord, message_texts, suppressed
 from ._patching import Patch
 from ._streams import AsyncStreamProxy, SyncStreamProxy
+from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "anthropic"
 _instruments = ("anthropic >= 0.40",)
@@ -93,45 +94,6 @@ def _stream_types() -> tuple[type, ...]:
     return (module.Stream, module.AsyncStream)
 
 
-def _handle(record: CallRecord, result: Any, is_async: bool) -> Any:
-    if isinstance(result, _stream_types()):
-        return (AsyncStreamProxy if is_async else SyncStreamProxy)(result, record, _event)
-    target = result.parse() if is_raw_response(result) else result
-    if isinstance(target, _stream_types()):
-        record.finish()
-        return result
-    record.done(_message, target)
-    return result
-
-
-def _create(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    if suppressed():
-        return wrapped(*args, **kwargs)
-    record = _record(kwargs)
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        record.fail(exc)
-        raise
-    return _handle(record, result, is_async=False)
-
-
-async def _acreate(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    if suppressed():
-        return await wrapped(*args, **kwargs)
-    record = _record(kwargs)
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        record.fail(exc)
-        raise
-    return _handle(record, result, is_async=True)
-
-
 class _StreamManager(wrapt.ObjectProxy[Any]):
     """``messages.stream(...)``'s manager: on enter, the raw stream inside is wrapped."""
 
@@ -166,8 +128,9 @@ def _stream(
 
 
 WRAPPED_METHODS: tuple[Patch, ...] = (
-    Patch(_MESSAGES, "Messages.create", _create),
-    Patch(_MESSAGES, "AsyncMessages.create", _acreate),
+    *sync_and_async(
+        _MESSAGES, "Messages.create", Endpoint(_record, _message, _event, _stream_types)
+    ),
     Patch(_MESSAGES, "Messages.stream", _stream),
     Patch(_MESSAGES, "AsyncMessages.stream", _stream),
 )

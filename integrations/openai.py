@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable
 from typing import Any
 
-from ._calls import CallRecord, is_raw_response, message_texts, suppressed
+from ._calls import CallRecord, message_texts
 from ._patching import Patch
-from ._streams import AsyncStreamProxy, SyncStreamProxy
+from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "openai"
 _instruments = ("openai >= 1.40",)
@@ -152,31 +151,7 @@ def _embeddings_result(record: CallRecord, result: Any) -> None:
     _usage(record, _value(result, "usage"), "prompt_tokens", "completion_tokens")
 
 
-# -- the wrappers ------------------------------------------------------------------------------
-
-Start = Callable[[dict[str, Any]], CallRecord]
-OnResult = Callable[[CallRecord, Any], None]
-
-
-def _handle(
-    record: CallRecord, result: Any, on_result: OnResult, on_item: OnResult, is_async: bool
-) -> Any:
-    stream_types = _stream_types()
-    if isinstance(result, stream_types):
-        proxy = AsyncStreamProxy if is_async else SyncStreamProxy
-        return proxy(result, record, on_item)
-    if is_raw_response(result):
-        # with_raw_response: the SDK hands back the raw response; parse() is cached, so the
-        # caller's own parse() returns the very object recorded here.
-        parsed = result.parse()
-        if isinstance(parsed, stream_types):
-            record.finish()
-            return result
-        result_to_record = parsed
-    else:
-        result_to_record = result
-    record.done(on_result, result_to_record)
-    return result
+# -- what is patched ----------------------------------------------------------------------------
 
 
 @functools.cache
@@ -185,67 +160,20 @@ def _stream_types() -> tuple[type, ...]:
     return (module.Stream, module.AsyncStream)
 
 
-def _sync_wrapper(start: Start, on_result: OnResult, on_item: OnResult) -> Callable[..., Any]:
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if suppressed():
-            return wrapped(*args, **kwargs)
-        record = start(kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            record.fail(exc)
-            raise
-        return _handle(record, result, on_result, on_item, is_async=False)
-
-    return wrapper
-
-
-def _async_wrapper(start: Start, on_result: OnResult, on_item: OnResult) -> Callable[..., Any]:
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if suppressed():
-            return await wrapped(*args, **kwargs)
-        record = start(kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            record.fail(exc)
-            raise
-        return _handle(record, result, on_result, on_item, is_async=True)
-
-    return wrapper
-
-
 WRAPPED_METHODS: tuple[Patch, ...] = (
-    Patch(
-        _COMPLETIONS, "Completions.create", _sync_wrapper(_chat_record, _chat_result, _chat_chunk)
-    ),
-    Patch(
+    *sync_and_async(
         _COMPLETIONS,
-        "AsyncCompletions.create",
-        _async_wrapper(_chat_record, _chat_result, _chat_chunk),
+        "Completions.create",
+        Endpoint(_chat_record, _chat_result, _chat_chunk, _stream_types),
     ),
-    Patch(
+    *sync_and_async(
         _RESPONSES,
         "Responses.create",
-        _sync_wrapper(_responses_record, _responses_result, _responses_event),
+        Endpoint(_responses_record, _responses_result, _responses_event, _stream_types),
     ),
-    Patch(
-        _RESPONSES,
-        "AsyncResponses.create",
-        _async_wrapper(_responses_record, _responses_result, _responses_event),
-    ),
-    Patch(
+    *sync_and_async(
         _EMBEDDINGS,
         "Embeddings.create",
-        _sync_wrapper(_embeddings_record, _embeddings_result, _embeddings_result),
-    ),
-    Patch(
-        _EMBEDDINGS,
-        "AsyncEmbeddings.create",
-        _async_wrapper(_embeddings_record, _embeddings_result, _embeddings_result),
+        Endpoint(_embeddings_record, _embeddings_result, _embeddings_result, _stream_types),
     ),
 )

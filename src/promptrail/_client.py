@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Generic, TypeVar
 
 import httpx
 
+from ._closing import AsyncClosing, Closing
 from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resolve_settings
 from ._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
 from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
@@ -58,7 +58,7 @@ class _BaseClient(Generic[HTTPClient]):
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
 
-class Client(_BaseClient[httpx.Client]):
+class Client(_BaseClient[httpx.Client], Closing):
     """Talk to the collector's REST API: ``client.prompts`` and ``client.requests``.
 
     ``api_key`` defaults to ``PROMPTRAIL_API_KEY`` and ``base_url`` to ``PROMPTRAIL_BASE_URL``
@@ -77,19 +77,8 @@ class Client(_BaseClient[httpx.Client]):
         """Close the connections (not those of an ``http_client`` you passed in)."""
         self._http.close()
 
-    def __enter__(self) -> Client:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncClient(_BaseClient[httpx.AsyncClient]):
+class AsyncClient(_BaseClient[httpx.AsyncClient], AsyncClosing):
     """Talk to the collector's REST API with ``await``; the same arguments as :class:`Client`.
 
     >>> async with promptrail.AsyncClient() as client:
@@ -106,14 +95,3 @@ class AsyncClient(_BaseClient[httpx.AsyncClient]):
     async def aclose(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
         await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()

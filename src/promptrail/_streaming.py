@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from types import TracebackType
 from typing import Any
 
 import httpx
 
+from ._closing import AsyncClosing, Closing
 from ._errors import APIConnectionError, PromptrailError
 
 RunEvent = dict[str, Any]
@@ -80,7 +80,7 @@ class _RunProgress:
         return event
 
 
-class RunStream(_RunProgress):
+class RunStream(_RunProgress, Closing):
     """Iterate the events of a streamed run as dicts; close the connection at the end.
 
     Besides the events, it keeps ``request_id``, the ``output`` text so far, and the final
@@ -124,19 +124,8 @@ class RunStream(_RunProgress):
         self._events.close()
         self._response.close()
 
-    def __enter__(self) -> RunStream:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncRunStream(_RunProgress):
+class AsyncRunStream(_RunProgress, AsyncClosing):
     """Iterate the events of a streamed run as dicts with ``async for`` (see :class:`RunStream`).
 
     >>> async with await aclient.prompts.run("greet", stream=True) as stream:
@@ -174,14 +163,3 @@ class AsyncRunStream(_RunProgress):
         """Stop reading and close the connection."""
         await self._events.aclose()
         await self._response.aclose()
-
-    async def __aenter__(self) -> AsyncRunStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()

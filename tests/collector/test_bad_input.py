@@ -8,6 +8,8 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.collector.contract import assert_error
+
 MIB = 1024 * 1024
 
 CONTROL = {
@@ -20,19 +22,6 @@ CONTROL = {
     "folder": "/control",
     "labels": ["production"],
 }
-
-
-def assert_error(response: Any, status: int, code: str, field: str | None = None) -> None:
-    """Check the contract's error body, its code and (for validation) the field it names."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"type", "message", "code", "details"}, error
-    assert error["code"] == code, error
-    assert isinstance(error["message"], str)
-    assert error["message"]
-    if field is not None:
-        named = error["details"].get("field", "")
-        assert named == field or named.startswith(field + "."), error
 
 
 def listing(api: TestClient, **params: Any) -> tuple[list[str], int]:

@@ -16,34 +16,17 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.collector.contract import assert_error
 from tests.keys import DEFAULT_KEY
 
 PREFIXES = ("/v1", "/api/v1")
 SMALL_LIMIT = 1024
 
-# Every /v1 route, with a body that would succeed for the prompt of the `greeting` fixture.
-ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
-    ("POST", "/prompts", {"name": "fresh", "template": "Hi {who}", "model": "gpt-4o"}),
-    ("GET", "/prompts", None),
-    ("GET", "/prompts/greeting", None),
-    ("PATCH", "/prompts/greeting", {"template": "Changed {name}"}),
-    ("DELETE", "/prompts/greeting", None),
-    ("GET", "/prompts/greeting/template", None),
-    ("GET", "/prompts/greeting/versions/1/template", None),
-    ("GET", "/prompts/greeting/versions/by-label/production/template", None),
-    ("GET", "/prompts/greeting/versions", None),
-    ("GET", "/prompts/greeting/versions/1", None),
-    ("POST", "/prompts/greeting/rollback", {"version": 1}),
-    ("GET", "/prompts/greeting/labels", None),
-    ("PUT", "/prompts/greeting/labels/production", {"version": 1}),
-    ("DELETE", "/prompts/greeting/labels/production", None),
-]
-ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
-
-# Routes that address one prompt, for the 404 table; `{ref}` is the prompt name or id.
+# Routes that address one prompt; `{ref}` is the prompt name or id. With `greeting` for `{ref}`,
+# each body succeeds for the prompt of the `greeting` fixture; the 404 table uses any `{ref}`.
 PROMPT_ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/prompts/{ref}", None),
-    ("PATCH", "/prompts/{ref}", {"template": "Changed"}),
+    ("PATCH", "/prompts/{ref}", {"template": "Changed {name}"}),
     ("DELETE", "/prompts/{ref}", None),
     ("GET", "/prompts/{ref}/template", None),
     ("GET", "/prompts/{ref}/versions/1/template", None),
@@ -52,12 +35,25 @@ PROMPT_ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/prompts/{ref}/versions/1", None),
     ("POST", "/prompts/{ref}/rollback", {"version": 1}),
     ("GET", "/prompts/{ref}/labels", None),
-    ("PUT", "/prompts/{ref}/labels/staging", {"version": 1}),
+    ("PUT", "/prompts/{ref}/labels/production", {"version": 1}),
     ("DELETE", "/prompts/{ref}/labels/production", None),
     ("POST", "/prompts/{ref}/run", {"variables": {"name": "x"}}),
     ("POST", "/prompts/{ref}/versions/1/run", {"variables": {"name": "x"}}),
     ("POST", "/prompts/{ref}/versions/by-label/production/run", {"variables": {"name": "x"}}),
 ]
+
+# Every /v1 route of the registry, with a body that would succeed for the `greeting` fixture's
+# prompt (runs would need a provider, so they are left out).
+ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("POST", "/prompts", {"name": "fresh", "template": "Hi {who}", "model": "gpt-4o"}),
+    ("GET", "/prompts", None),
+    *(
+        (method, path.format(ref="greeting"), body)
+        for method, path, body in PROMPT_ROUTES
+        if not path.endswith("/run")
+    ),
+]
+ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 
 BAD_AUTH_HEADERS: list[dict[str, str | bytes]] = [
     {},
@@ -76,26 +72,6 @@ BAD_AUTH_HEADERS: list[dict[str, str | bytes]] = [
     {"Authorization": b"Bearer pr-\xc3\xa9\xff"},
     {"Authorization": "Bearer " + "k" * 10_000},
 ]
-
-
-def assert_error(response: Any, status: int, code: str | None, type_: str) -> dict[str, Any]:
-    """Check the contract's error body (and its code, unless None); return its details."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error"}, body
-    error = body["error"]
-    assert set(error) == {"type", "message", "code", "details"}, error
-    assert isinstance(error["code"], str)
-    assert error["code"]
-    if code is not None:
-        assert error["code"] == code, error
-    assert error["type"] == type_, error
-    assert isinstance(error["message"], str)
-    assert error["message"]
-    assert isinstance(error["details"], dict)
-    details: dict[str, Any] = error["details"]
-    return details
 
 
 def create(api: TestClient, name: str, template: str = "Hello {name}", **fields: Any) -> Any:
@@ -186,7 +162,7 @@ def test_every_route_refuses_missing_unknown_and_malformed_keys(
             response = anon.request(method, prefix + path, json=body, headers=headers)
 
             assert response.status_code == 401, (prefix, headers, response.text)
-            assert_error(response, 401, "INVALID_API_KEY", "authentication_error")
+            assert_error(response, 401, "INVALID_API_KEY", type_="authentication_error")
 
     # None of the refused calls wrote anything.
     assert names(api) == ["greeting"]
@@ -227,7 +203,7 @@ def test_a_key_is_checked_before_the_body_is_parsed(anon: TestClient, api: TestC
                 headers={**headers, "Content-Type": "application/json"},
             )
 
-            assert_error(response, 401, "INVALID_API_KEY", "authentication_error")
+            assert_error(response, 401, "INVALID_API_KEY", type_="authentication_error")
     assert names(api) == []
 
 
@@ -242,7 +218,7 @@ def test_unknown_prompt_is_prompt_not_found_by_name_and_by_id(
             response = api.request(method, "/v1" + path.format(ref=ref), json=body)
 
             assert response.status_code == 404, (method, path, response.text)
-            details = assert_error(response, 404, "PROMPT_NOT_FOUND", "not_found_error")
+            details = assert_error(response, 404, "PROMPT_NOT_FOUND", type_="not_found_error")
             assert details["prompt_name"] == ref
 
     assert names(api) == ["greeting"]
@@ -258,7 +234,7 @@ def test_a_deleted_prompt_is_prompt_not_found(api: TestClient, greeting: Any) ->
             response = api.request(method, "/v1" + path.format(ref=ref), json=body)
 
             assert response.status_code == 404, (method, path, response.text)
-            details = assert_error(response, 404, "PROMPT_NOT_FOUND", "not_found_error")
+            details = assert_error(response, 404, "PROMPT_NOT_FOUND", type_="not_found_error")
             assert details["prompt_name"] == ref
     assert names(api) == []
 
@@ -278,7 +254,7 @@ def test_unknown_version_is_version_not_found(
 ) -> None:
     response = api.request(method, path, json=body)
 
-    details = assert_error(response, 404, "VERSION_NOT_FOUND", "not_found_error")
+    details = assert_error(response, 404, "VERSION_NOT_FOUND", type_="not_found_error")
     assert details["prompt_name"] == "greeting"
     assert details["version"] == 9
     assert version_numbers(api, "greeting") == [1]
@@ -298,7 +274,7 @@ def test_unknown_label_is_label_not_found(
 ) -> None:
     response = api.request(method, path)
 
-    details = assert_error(response, 404, "LABEL_NOT_FOUND", "not_found_error")
+    details = assert_error(response, 404, "LABEL_NOT_FOUND", type_="not_found_error")
     assert details["prompt_name"] == "greeting"
     assert details["label"] == "staging"
     assert labels(api, "greeting") == {"production": 1}
@@ -313,7 +289,7 @@ def test_a_removed_label_is_label_not_found(api: TestClient, greeting: Any) -> N
     ):
         response = api.request(method, path)
 
-        assert_error(response, 404, "LABEL_NOT_FOUND", "not_found_error")
+        assert_error(response, 404, "LABEL_NOT_FOUND", type_="not_found_error")
 
 
 def test_unknown_route_is_404_with_the_error_body(api: TestClient, anon: TestClient) -> None:
@@ -322,7 +298,7 @@ def test_unknown_route_is_404_with_the_error_body(api: TestClient, anon: TestCli
         for path in paths:
             response = client.get(path)
 
-            assert_error(response, 404, "NOT_FOUND", "not_found_error")
+            assert_error(response, 404, "NOT_FOUND", type_="not_found_error")
 
 
 def test_wrong_method_is_405_with_the_error_body(api: TestClient, greeting: Any) -> None:
@@ -337,7 +313,7 @@ def test_wrong_method_is_405_with_the_error_body(api: TestClient, greeting: Any)
     for method, path, allowed in cases:
         response = api.request(method, path, json={"version": 1})
 
-        assert_error(response, 405, "METHOD_NOT_ALLOWED", "invalid_request_error")
+        assert_error(response, 405, "METHOD_NOT_ALLOWED", type_="invalid_request_error")
         # RFC 9110: a 405 names the methods the resource does support.
         allow = {m.strip() for m in response.headers.get("allow", "").split(",") if m.strip()}
         assert allowed <= allow, (method, path, response.headers)
@@ -354,7 +330,7 @@ def test_creating_a_taken_name_is_prompt_already_exists(api: TestClient, greetin
         "/v1/prompts", json={"name": "greeting", "template": "Other {x}", "model": "claude-3"}
     )
 
-    details = assert_error(response, 409, "PROMPT_ALREADY_EXISTS", "conflict_error")
+    details = assert_error(response, 409, "PROMPT_ALREADY_EXISTS", type_="conflict_error")
     assert details["prompt_name"] == "greeting"
     stored = api.get("/v1/prompts/greeting").json()["data"]
     assert stored["id"] == greeting["id"]
@@ -373,7 +349,7 @@ def test_a_soft_deleted_name_is_free_again(api: TestClient, greeting: Any) -> No
     response = api.post(
         "/v1/prompts", json={"name": "greeting", "template": "Third", "model": "gpt-4o"}
     )
-    assert_error(response, 409, "PROMPT_ALREADY_EXISTS", "conflict_error")
+    assert_error(response, 409, "PROMPT_ALREADY_EXISTS", type_="conflict_error")
 
 
 # -- 413 -------------------------------------------------------------------------------------
@@ -396,7 +372,7 @@ def test_a_body_over_the_limit_is_payload_too_large(small_api: TestClient) -> No
         headers={"Content-Type": "application/json"},
     )
 
-    details = assert_error(response, 413, "PAYLOAD_TOO_LARGE", "validation_error")
+    details = assert_error(response, 413, "PAYLOAD_TOO_LARGE", type_="validation_error")
     assert details["max_bytes"] == SMALL_LIMIT
     assert names(small_api) == []
 
@@ -417,23 +393,30 @@ def test_an_oversized_patch_is_payload_too_large(small_api: TestClient) -> None:
 
     response = small_api.patch("/v1/prompts/sized", json={"template": "x" * (SMALL_LIMIT + 1)})
 
-    assert_error(response, 413, "PAYLOAD_TOO_LARGE", "validation_error")
+    assert_error(response, 413, "PAYLOAD_TOO_LARGE", type_="validation_error")
     assert version_numbers(small_api, "sized") == [1]
+
+
+def post_chunked(api: TestClient, body: bytes, size: int) -> Any:
+    """POST ``body`` to create a prompt in chunks of ``size`` bytes, with no Content-Length."""
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), size):
+            yield body[start : start + size]
+
+    response = api.post(
+        "/v1/prompts", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    return response
 
 
 def test_a_chunked_body_over_the_limit_is_payload_too_large(small_api: TestClient) -> None:
     body = _body_of_size(SMALL_LIMIT * 4)
 
-    def chunks() -> Iterator[bytes]:
-        for start in range(0, len(body), 100):
-            yield body[start : start + 100]
+    response = post_chunked(small_api, body, 100)
 
-    response = small_api.post(
-        "/v1/prompts", content=chunks(), headers={"Content-Type": "application/json"}
-    )
-
-    assert "content-length" not in {k.lower() for k in response.request.headers}
-    details = assert_error(response, 413, "PAYLOAD_TOO_LARGE", "validation_error")
+    details = assert_error(response, 413, "PAYLOAD_TOO_LARGE", type_="validation_error")
     assert details["max_bytes"] == SMALL_LIMIT
     assert names(small_api) == []
 
@@ -441,15 +424,8 @@ def test_a_chunked_body_over_the_limit_is_payload_too_large(small_api: TestClien
 def test_a_chunked_body_under_the_limit_reaches_the_route_intact(small_api: TestClient) -> None:
     body = _body_of_size(SMALL_LIMIT - 10, name="chunked")
 
-    def chunks() -> Iterator[bytes]:
-        for start in range(0, len(body), 7):
-            yield body[start : start + 7]
+    response = post_chunked(small_api, body, 7)
 
-    response = small_api.post(
-        "/v1/prompts", content=chunks(), headers={"Content-Type": "application/json"}
-    )
-
-    assert "content-length" not in {k.lower() for k in response.request.headers}
     assert response.status_code == 201, response.text
     assert response.json()["data"]["description"] == json.loads(body)["description"]
     assert names(small_api) == ["chunked"]
@@ -468,7 +444,7 @@ def test_a_gzip_body_that_inflates_past_the_limit_is_payload_too_large(
         headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
     )
 
-    assert_error(response, 413, "PAYLOAD_TOO_LARGE", "validation_error")
+    assert_error(response, 413, "PAYLOAD_TOO_LARGE", type_="validation_error")
     assert names(small_api) == []
 
 
@@ -494,7 +470,7 @@ def test_a_body_that_claims_gzip_but_is_not_is_a_validation_error(small_api: Tes
             headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
         )
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == "body", raw
     assert names(small_api) == []
 
@@ -524,7 +500,7 @@ def test_malformed_json_is_validation_error_naming_the_body(
             method, path, content=raw, headers={"Content-Type": "application/json"}
         )
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == "body", raw
 
     assert names(api) == ["greeting"]
@@ -540,7 +516,7 @@ def test_a_body_that_is_not_utf8_is_validation_error_naming_the_body(
 
     response = api.request(method, path, content=raw, headers={"Content-Type": "application/json"})
 
-    details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+    details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
     assert details["field"] == "body"
     assert names(api) == ["greeting"]
     assert version_numbers(api, "greeting") == [1]
@@ -570,7 +546,7 @@ def test_wrong_types_on_create_are_validation_errors_naming_the_field(api: TestC
 
         response = api.post("/v1/prompts", json=body)
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == field or details["field"].startswith(field + "."), details
         assert field in response.json()["error"]["message"]
 
@@ -585,7 +561,7 @@ def test_wrong_types_on_patch_are_validation_errors_naming_the_field(
             continue  # PATCH may name the prompt itself; null means "unchanged"
         response = api.patch("/v1/prompts/greeting", json={field: value})
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == field or details["field"].startswith(field + "."), details
 
     assert version_numbers(api, "greeting") == [1]
@@ -598,7 +574,7 @@ def test_a_missing_required_field_is_a_validation_error_naming_it(api: TestClien
 
         response = api.post("/v1/prompts", json=body)
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == field
 
     assert names(api) == []
@@ -611,7 +587,7 @@ def test_a_limit_out_of_range_is_a_validation_error_naming_limit(
     for limit in ("0", "101", "abc", "-1", "", "1.5", "1e2", "99999999999999999999"):
         response = api.get(f"{prefix}/prompts", params={"limit": limit})
 
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == "limit", limit
 
     for limit in ("1", "100"):
@@ -641,7 +617,7 @@ def _assert_bad_cursor(api: TestClient, path: str, params: dict[str, str], curso
         response = api.get(f"{prefix}{path}", params={**params, "limit": 1, "cursor": cursor})
 
         assert response.status_code == 400, (path, cursor, response.text)
-        details = assert_error(response, 400, "VALIDATION_ERROR", "validation_error")
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == "cursor", (path, cursor)
 
 
@@ -724,10 +700,10 @@ def test_an_unparseable_template_is_invalid_template_on_create(api: TestClient) 
             "/v1/prompts", json={"name": "broken", "template": template, "model": "gpt-4o"}
         )
 
-        assert_error(response, 400, "INVALID_TEMPLATE", "validation_error")
+        assert_error(response, 400, "INVALID_TEMPLATE", type_="validation_error")
 
     assert names(api) == []
-    assert_error(api.get("/v1/prompts/broken"), 404, "PROMPT_NOT_FOUND", "not_found_error")
+    assert_error(api.get("/v1/prompts/broken"), 404, "PROMPT_NOT_FOUND", type_="not_found_error")
 
 
 def test_an_unparseable_template_is_invalid_template_on_patch(
@@ -736,7 +712,7 @@ def test_an_unparseable_template_is_invalid_template_on_patch(
     for template in UNPARSEABLE_TEMPLATES:
         response = api.patch("/v1/prompts/greeting", json={"template": template})
 
-        assert_error(response, 400, "INVALID_TEMPLATE", "validation_error")
+        assert_error(response, 400, "INVALID_TEMPLATE", type_="validation_error")
 
     assert version_numbers(api, "greeting") == [1]
     assert api.get("/v1/prompts/greeting").json()["data"]["template"] == "Hello {name}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,7 +14,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.request_rows import RequestRow
-from tests.collector.pages import walk
+from tests.collector.pages import walk, walk_while_writing
 from tests.collector.upgrades import backfill, store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -198,30 +197,14 @@ def test_metadata_cursor_is_stable_while_new_records_arrive(api: TestClient) -> 
     records = [record(i, metadata={"user_id": "u1"}) for i in range(45)]
     post_batch(api, records)
     want = expected(records, **{"metadata.user_id": "u1"})
-    stop = threading.Event()
 
-    def writer() -> None:
-        n = 0
-        while not stop.is_set() and n < 200:
-            # Newer than every walked record, of the same user.
-            api.post("/v1/requests", json=record(1_000 + n, metadata={"user_id": "u1"}))
-            n += 1
-
-    first = api.get("/v1/requests", params={"limit": 10, "metadata.user_id": "u1"}).json()
-    background = threading.Thread(target=writer)
-    background.start()
-    seen = [r["id"] for r in first["data"]]
-    cursor = first["pagination"]["next_cursor"]
-    try:
-        while cursor:
-            page = api.get(
-                "/v1/requests", params={"limit": 10, "cursor": cursor, "metadata.user_id": "u1"}
-            ).json()
-            seen += [r["id"] for r in page["data"]]
-            cursor = page["pagination"].get("next_cursor")
-    finally:
-        stop.set()
-        background.join()
+    # Each new record is newer than every walked one, of the same user.
+    seen = walk_while_writing(
+        api,
+        10,
+        lambda n: record(1_000 + n, metadata={"user_id": "u1"}),
+        **{"metadata.user_id": "u1"},
+    )
 
     assert seen == want
 

@@ -245,57 +245,84 @@ def test_spans_that_cannot_be_stored_are_reported_as_partial_success(
 # --- (2) deprecated attributes and OpenInference ----------------------------------------------
 
 
-def test_deprecated_genai_attributes(tracing: Tracing, client: httpx.Client) -> None:
-    attributes: dict[str, Any] = {
-        "gen_ai.system": "anthropic",
-        "gen_ai.request.model": "claude-3-5-haiku",
-        "gen_ai.prompt.0.role": "system",
-        "gen_ai.prompt.0.content": "Be terse.",
-        "gen_ai.prompt.1.role": "user",
-        "gen_ai.prompt.1.content": "Largest planet?",
-        "gen_ai.completion.0.role": "assistant",
-        "gen_ai.completion.0.content": "Jupiter.",
-        "gen_ai.completion.0.finish_reason": "end_turn",
-        "gen_ai.usage.prompt_tokens": 17,
-        "gen_ai.usage.completion_tokens": 4,
-    }
-    with tracing.tracer.start_as_current_span("anthropic.chat", attributes=attributes) as span:
+DEPRECATED_GENAI: dict[str, Any] = {
+    "gen_ai.system": "anthropic",
+    "gen_ai.request.model": "claude-3-5-haiku",
+    "gen_ai.prompt.0.role": "system",
+    "gen_ai.prompt.0.content": "Be terse.",
+    "gen_ai.prompt.1.role": "user",
+    "gen_ai.prompt.1.content": "Largest planet?",
+    "gen_ai.completion.0.role": "assistant",
+    "gen_ai.completion.0.content": "Jupiter.",
+    "gen_ai.completion.0.finish_reason": "end_turn",
+    "gen_ai.usage.prompt_tokens": 17,
+    "gen_ai.usage.completion_tokens": 4,
+}
+OPENINFERENCE: dict[str, Any] = {
+    "openinference.span.kind": "LLM",
+    "llm.provider": "openai",
+    "llm.model_name": "gpt-4.1-nano",
+    "llm.input_messages.0.message.role": "user",
+    "llm.input_messages.0.message.content": "Two plus two?",
+    "llm.output_messages.0.message.role": "assistant",
+    "llm.output_messages.0.message.content": "Four.",
+    "llm.token_count.prompt": 9,
+    "llm.token_count.completion": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("span_name", "attributes", "expected"),
+    [
+        pytest.param(
+            "anthropic.chat",
+            DEPRECATED_GENAI,
+            {
+                "provider": "anthropic",
+                "model": "claude-3-5-haiku",
+                "input": [
+                    {"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": "Largest planet?"},
+                ],
+                "output": {"content": "Jupiter.", "finish_reason": "end_turn"},
+                "tokens": (17, 4),
+            },
+            id="deprecated-genai",
+        ),
+        pytest.param(
+            "ChatCompletion",
+            OPENINFERENCE,
+            {
+                "provider": "openai",
+                "model": "gpt-4.1-nano",
+                "input": [{"role": "user", "content": "Two plus two?"}],
+                "output": {"content": "Four."},
+                "tokens": (9, 2),
+            },
+            id="openinference",
+        ),
+    ],
+)
+def test_deprecated_genai_and_openinference_attributes_become_records(
+    tracing: Tracing,
+    client: httpx.Client,
+    span_name: str,
+    attributes: dict[str, Any],
+    expected: dict[str, Any],
+) -> None:
+    with tracing.tracer.start_as_current_span(span_name, attributes=attributes) as span:
         pass
 
     record = get_record(client, span)
 
-    assert record["provider"] == "anthropic"
-    assert record["model"] == "claude-3-5-haiku"
-    assert record["input"] == [
-        {"role": "system", "content": "Be terse."},
-        {"role": "user", "content": "Largest planet?"},
-    ]
-    assert record["output"] == {"content": "Jupiter.", "finish_reason": "end_turn"}
-    assert (record["usage"]["prompt_tokens"], record["usage"]["completion_tokens"]) == (17, 4)
-
-
-def test_openinference_attributes(tracing: Tracing, client: httpx.Client) -> None:
-    attributes: dict[str, Any] = {
-        "openinference.span.kind": "LLM",
-        "llm.provider": "openai",
-        "llm.model_name": "gpt-4.1-nano",
-        "llm.input_messages.0.message.role": "user",
-        "llm.input_messages.0.message.content": "Two plus two?",
-        "llm.output_messages.0.message.role": "assistant",
-        "llm.output_messages.0.message.content": "Four.",
-        "llm.token_count.prompt": 9,
-        "llm.token_count.completion": 2,
-    }
-    with tracing.tracer.start_as_current_span("ChatCompletion", attributes=attributes) as span:
-        pass
-
-    record = get_record(client, span)
-
-    assert record["model"] == "gpt-4.1-nano"
-    assert record["provider"] == "openai"
-    assert record["input"] == [{"role": "user", "content": "Two plus two?"}]
-    assert record["output"] == {"content": "Four."}
-    assert (record["usage"]["prompt_tokens"], record["usage"]["completion_tokens"]) == (9, 2)
+    usage = record["usage"]
+    assert {
+        "provider": record["provider"],
+        "model": record["model"],
+        "input": record["input"],
+        "output": record["output"],
+        "tokens": (usage["prompt_tokens"], usage["completion_tokens"]),
+    } == expected
 
 
 # --- (3) OTLP JSON ----------------------------------------------------------------------------

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.collector.pages import walk
+from tests.collector.pages import walk, walk_while_writing
 
 
 def record(**fields: Any) -> dict[str, Any]:
@@ -287,30 +286,8 @@ def test_cursor_pages_are_stable_while_new_records_arrive(api: TestClient) -> No
     api.post("/v1/requests/batch", json={"records": batch})
     expected = [f"req_{i:03d}" for i in reversed(range(45))]
 
-    seen: list[str] = []
-    cursor = None
-    stop = threading.Event()
-
-    def writer() -> None:
-        n = 0
-        while not stop.is_set() and n < 200:
-            api.post("/v1/requests", json=record(id=f"req_new{n}"))
-            n += 1
-
-    background = threading.Thread(target=writer)
-    first = api.get("/v1/requests", params={"limit": 10}).json()
-    background.start()
-    try:
-        # Newer records land before the first page's position; the walk must not see them.
-        seen += [r["id"] for r in first["data"] if r["id"] in expected]
-        cursor = first["pagination"]["next_cursor"]
-        while cursor:
-            page = api.get("/v1/requests", params={"limit": 10, "cursor": cursor}).json()
-            seen += [r["id"] for r in page["data"]]
-            cursor = page["pagination"].get("next_cursor")
-    finally:
-        stop.set()
-        background.join()
+    # Newer records land before the first page's position; the walk must not see them.
+    seen = walk_while_writing(api, 10, lambda n: record(id=f"req_new{n}"))
 
     assert seen == expected
 

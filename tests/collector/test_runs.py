@@ -27,7 +27,7 @@ REPLY = "Hello Ada, nice to meet you today."
 PIECES = ["Hello ", "Ada, ", "nice ", "to ", "meet ", "you ", "today."]
 
 
-def create_prompt(api: TestClient, **fields: Any) -> dict[str, Any]:
+def create_prompt(api: httpx.Client, **fields: Any) -> dict[str, Any]:
     body = {
         "name": "greet",
         "template": "Say hello to {name}.",
@@ -435,11 +435,7 @@ def test_chunks_reach_the_client_as_the_provider_sends_them(
 ) -> None:
     openai_stub.script.chunk_delay = 0.15
     with httpx.Client(base_url=runs_url, headers=KEY_HEADER, timeout=30) as client:
-        created = client.post(
-            "/v1/prompts",
-            json={"name": "greet", "template": "Say hello to {name}.", "model": "gpt-4o-mini"},
-        )
-        assert created.status_code == 201, created.text
+        create_prompt(client)
         arrivals: list[tuple[float, dict[str, Any]]] = []
         with client.stream(
             "POST", "/v1/prompts/greet/run", json={"variables": {"name": "Ada"}, "stream": True}
@@ -462,11 +458,7 @@ def test_a_client_that_disconnects_stops_the_upstream_call(
     openai_stub.script.reply = " ".join(f"word{i}" for i in range(40))
     openai_stub.script.chunk_delay = 0.1
     with httpx.Client(base_url=runs_url, headers=KEY_HEADER, timeout=30) as client:
-        created = client.post(
-            "/v1/prompts",
-            json={"name": "greet", "template": "Say hello to {name}.", "model": "gpt-4o-mini"},
-        )
-        assert created.status_code == 201, created.text
+        create_prompt(client)
         with client.stream(
             "POST", "/v1/prompts/greet/run", json={"variables": {"name": "Ada"}, "stream": True}
         ) as response:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.collector.test_bad_input import assert_error
+from tests.collector.contract import assert_error
 from tests.collector.test_otlp import json_export, json_span
 
 JSON = {"Content-Type": "application/json"}

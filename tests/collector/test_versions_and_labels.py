@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.collector.contract import assert_error
+
 
 @pytest.fixture
 def prompt(api: TestClient) -> str:
@@ -61,8 +63,7 @@ def test_one_version_includes_its_parameters(api: TestClient, prompt: str) -> No
 def test_unknown_version_is_version_not_found(api: TestClient, prompt: str) -> None:
     response = api.get(f"/v1/prompts/{prompt}/versions/4")
 
-    assert response.status_code == 404
-    assert response.json()["error"]["code"] == "VERSION_NOT_FOUND"
+    assert_error(response, 404, "VERSION_NOT_FOUND")
 
 
 def test_rollback_makes_a_new_version_with_the_target_content(api: TestClient, prompt: str) -> None:
@@ -91,8 +92,7 @@ def test_rollback_never_rewrites_history(api: TestClient, prompt: str) -> None:
 def test_rollback_to_a_missing_version_changes_nothing(api: TestClient, prompt: str) -> None:
     response = api.post(f"/v1/prompts/{prompt}/rollback", json={"version": 9})
 
-    assert response.status_code == 404
-    assert response.json()["error"]["code"] == "VERSION_NOT_FOUND"
+    assert_error(response, 404, "VERSION_NOT_FOUND")
     assert len(versions(api, prompt)) == 3
 
 
@@ -146,15 +146,13 @@ def test_labels_list_and_delete(api: TestClient, prompt: str) -> None:
     after = api.get(f"/v1/prompts/{prompt}/labels").json()["data"]
     assert [label["label"] for label in after] == ["production"]
     again = api.delete(f"/v1/prompts/{prompt}/labels/staging")
-    assert again.status_code == 404
-    assert again.json()["error"]["code"] == "LABEL_NOT_FOUND"
+    assert_error(again, 404, "LABEL_NOT_FOUND")
 
 
 def test_label_on_a_missing_version_is_refused(api: TestClient, prompt: str) -> None:
     response = api.put(f"/v1/prompts/{prompt}/labels/production", json={"version": 7})
 
-    assert response.status_code == 404
-    assert response.json()["error"]["code"] == "VERSION_NOT_FOUND"
+    assert_error(response, 404, "VERSION_NOT_FOUND")
     assert api.get(f"/v1/prompts/{prompt}/labels").json()["data"] == []
 
 

@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import anthropic
 import pytest
 
 from tests.capture import Records
 from tests.stubs.anthropic_stub import AnthropicStub
+from tests.stubs.clients import anthropic_client
 
 MESSAGES = [{"role": "user", "content": "Greet the tester"}]
-_clients: list[anthropic.Anthropic] = []
-
-
-def client(stub: AnthropicStub) -> anthropic.Anthropic:
-    made = anthropic.Anthropic(api_key="sk-ant-test", base_url=stub.url, max_retries=0)
-    _clients.append(made)
-    return made
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _clients:
-        _clients.pop().close()
 
 
 def test_messages_create_is_recorded(anthropic_stub: AnthropicStub, records: Records) -> None:
     anthropic_stub.reset()
 
-    message = client(anthropic_stub).messages.create(
+    message = anthropic_client(anthropic_stub).messages.create(
         model="claude-stub-model", max_tokens=100, system="Be kind.", messages=MESSAGES
     )
 
@@ -48,7 +34,7 @@ def test_messages_create_is_recorded(anthropic_stub: AnthropicStub, records: Rec
 def test_create_with_stream_true(anthropic_stub: AnthropicStub, records: Records) -> None:
     anthropic_stub.reset()
 
-    stream = client(anthropic_stub).messages.create(
+    stream = anthropic_client(anthropic_stub).messages.create(
         model="claude-stub-model", max_tokens=100, messages=MESSAGES, stream=True
     )
     assert isinstance(stream, anthropic.Stream)
@@ -69,7 +55,7 @@ def test_messages_stream_helper_keeps_its_helpers(
 ) -> None:
     anthropic_stub.reset()
 
-    with client(anthropic_stub).messages.stream(
+    with anthropic_client(anthropic_stub).messages.stream(
         model="claude-stub-model", max_tokens=100, messages=MESSAGES
     ) as stream:
         text = "".join(stream.text_stream)

@@ -20,28 +20,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import promptrail
 from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
+from tests.stubs.clients import openai_client
 from tests.stubs.openai_stub import OpenAIStub
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": "Say hello to the tester"},
 ]
-
-
-_clients: list[openai.OpenAI] = []
-
-
-def client(stub: OpenAIStub) -> openai.OpenAI:
-    made = openai.OpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
-    _clients.append(made)
-    return made
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _clients:
-        _clients.pop().close()
 
 
 def aclient(stub: OpenAIStub) -> openai.AsyncOpenAI:
@@ -51,7 +36,7 @@ def aclient(stub: OpenAIStub) -> openai.AsyncOpenAI:
 def test_chat_completion_is_recorded(openai_stub: OpenAIStub, records: Records) -> None:
     openai_stub.reset()
 
-    completion = client(openai_stub).chat.completions.create(
+    completion = openai_client(openai_stub).chat.completions.create(
         model="gpt-4o-mini", messages=MESSAGES, temperature=0.2
     )
 
@@ -78,7 +63,7 @@ def test_a_queued_call_does_not_keep_the_response_object_alive(
     promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=60)
     promptrail.instrument("openai")
     try:
-        completion = client(openai_stub).chat.completions.create(
+        completion = openai_client(openai_stub).chat.completions.create(
             model="gpt-4o-mini", messages=MESSAGES
         )
         held = weakref.ref(completion)
@@ -104,7 +89,7 @@ def test_streams_stay_streams_and_are_recorded_however_they_end(
 ) -> None:
     openai_stub.reset()
     openai_stub.script.reply = "one two three four five"
-    stream = client(openai_stub).chat.completions.create(
+    stream = openai_client(openai_stub).chat.completions.create(
         model="gpt-4o-mini",
         messages=MESSAGES,
         stream=True,
@@ -167,7 +152,7 @@ def test_provider_errors_are_recorded_and_reraised_unchanged(
     openai_stub.script.failures = [500]
 
     with pytest.raises(openai.InternalServerError) as raised:
-        client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+        openai_client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
 
     (record,) = records()
     assert raised.value.status_code == 500
@@ -178,7 +163,7 @@ def test_provider_errors_are_recorded_and_reraised_unchanged(
 def test_with_raw_response_keeps_working(openai_stub: OpenAIStub, records: Records) -> None:
     openai_stub.reset()
 
-    raw = client(openai_stub).chat.completions.with_raw_response.create(
+    raw = openai_client(openai_stub).chat.completions.with_raw_response.create(
         model="gpt-4o", messages=MESSAGES
     )
 
@@ -195,11 +180,11 @@ def test_instrument_is_idempotent_and_uninstrument_restores(
     promptrail.instrument("openai")
     promptrail.instrument("openai")
 
-    client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    openai_client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert len(records()) == 1
 
     promptrail.uninstrument("openai")
-    client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    openai_client(openai_stub).chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert len(records(expected=2, timeout=1.0)) == 1
 
 
@@ -213,7 +198,7 @@ def test_a_call_sending_a_rendered_template_is_linked_to_its_version(
         template = rest.prompts.template("greeting")
     text = template.render(who="Ada")
 
-    client(openai_stub).chat.completions.create(
+    openai_client(openai_stub).chat.completions.create(
         model=template.model, messages=[{"role": "user", "content": text}]
     )
 
@@ -244,7 +229,9 @@ def test_another_instrumentation_of_the_same_method_neither_stops_nor_loses_capt
     # OpenLLMetry wrapped Completions.create first (its wrapper stays even after its own
     # uninstrument): promptrail wraps it in turn instead of taking it for its own.
     openai_stub.reset()
-    completion = client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    completion = openai_client(openai_stub).chat.completions.create(
+        model="gpt-4o-mini", messages=MESSAGES
+    )
 
     (record,) = records()
     assert record["output"]["content"] == completion.choices[0].message.content
@@ -253,7 +240,7 @@ def test_another_instrumentation_of_the_same_method_neither_stops_nor_loses_capt
     promptrail.uninstrument()
     create = vars(Completions)["create"]
     assert isinstance(create, wrapt.FunctionWrapper)  # OpenLLMetry's, left in place
-    client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    openai_client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
     assert len(openllmetry.get_finished_spans()) == 2
     assert len(records()) == 1  # promptrail no longer records
 
@@ -271,12 +258,12 @@ def test_uninstrument_unlinks_its_wrapper_from_under_a_later_one(
     wrapt.wrap_function_wrapper(Completions, "create", later)  # on top of promptrail's
     try:
         promptrail.uninstrument()
-        client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        openai_client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
 
         assert calls == ["later"]
         assert records(expected=0, timeout=0.5) == []
         promptrail.instrument()  # and back, once
-        client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        openai_client(openai_stub).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
         assert len(records()) == 1
     finally:
         promptrail.uninstrument()

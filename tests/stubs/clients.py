@@ -1,0 +1,34 @@
+"""The real provider SDKs' clients of the wire stubs; every one made is closed after its test.
+
+``tests/integrations/conftest.py`` closes them, so no connection outlives the test that made it.
+"""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+
+from tests.stubs.anthropic_stub import AnthropicStub
+from tests.stubs.openai_stub import OpenAIStub
+
+_opened: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
+def openai_client(stub: OpenAIStub) -> openai.OpenAI:
+    """An ``openai.OpenAI`` of the stub, without retries."""
+    made = openai.OpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
+    _opened.append(made)
+    return made
+
+
+def anthropic_client(stub: AnthropicStub) -> anthropic.Anthropic:
+    """An ``anthropic.Anthropic`` of the stub, without retries."""
+    made = anthropic.Anthropic(api_key="sk-ant-test", base_url=stub.url, max_retries=0)
+    _opened.append(made)
+    return made
+
+
+def close_opened() -> None:
+    """Close every client made since the last call."""
+    while _opened:
+        _opened.pop().close()
