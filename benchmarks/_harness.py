@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from promptrail.collector.runtime_file import read_runtime
+
 # A ceiling, not an expectation: start-up applies pending migrations first, and copying a
 # large store takes minutes.
 HEALTH_TIMEOUT = 900.0
@@ -155,3 +157,34 @@ def collector(data_dir: Path, api_key: str, **settings: str) -> Iterator[Collect
     with process(command, env, log_path) as child:
         wait_until(f"{url}/health", "the collector", child, log_path)
         yield Collector(url, child)
+
+
+def stall_store(
+    running: Collector, data_dir: Path, mode: str = "fail", seconds: float = 5.0
+) -> None:
+    """Make the collector's request-log inserts fail (``fail``) or wait ``seconds`` (``slow``).
+
+    The collector must run with ``PROMPTRAIL_FAULT_INJECTION=1``; ``data_dir`` holds its
+    runtime file (the admin token). Real ClickHouse insert limits, see collector/store/faults.py.
+    """
+    _store_admin(running, data_dir, "stall", {"mode": mode, "seconds": seconds})
+
+
+def resume_store(running: Collector, data_dir: Path) -> None:
+    """Undo :func:`stall_store`: the store takes inserts again."""
+    _store_admin(running, data_dir, "resume", None)
+
+
+def _store_admin(
+    running: Collector, data_dir: Path, action: str, body: dict[str, object] | None
+) -> None:
+    info = read_runtime(data_dir)
+    if info is None:
+        raise RuntimeError(f"no collector runtime file in {data_dir}")
+    response = httpx.post(
+        f"{running.url}/v1/admin/store/{action}",
+        json=body,
+        headers={"X-Promptrail-Admin": info.admin_token},
+        timeout=30,
+    )
+    response.raise_for_status()

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from promptrail import __version__
 
+from .api.backpressure import IngestGateMiddleware
 from .api.deps import Services
 from .api.errors import install_error_handlers
 from .api.limits import BodyLimitMiddleware
@@ -20,6 +21,7 @@ from .api.routes import (
     admin,
     admin_backups,
     exports,
+    faults,
     health,
     labels,
     prompts,
@@ -113,10 +115,14 @@ def create_app(
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # Outside the body limit, which reads gzip bodies: a refused request's body is never read.
+    app.add_middleware(IngestGateMiddleware)
     install_error_handlers(app)
     app.include_router(health.router)
     install_console(app)
     api = _api_router()
+    if settings.fault_injection:
+        api.include_router(faults.router)
     app.include_router(api, prefix="/v1")
     app.include_router(api, prefix="/api/v1", include_in_schema=False)
     _document_real_errors(app)

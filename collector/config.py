@@ -28,6 +28,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = 10 * 1024 * 1024
     cursor_secret: str = "promptrail-cursor-v1"
     max_batch_records: int = 10_000
+    # Backpressure (docs/deploy.md, "When the store stalls").
+    ingest_buffer_bytes: int = Field(default=96 << 20, ge=1024)
+    ingest_wait_seconds: float = Field(default=5.0, ge=0)
+    store_retry_after_seconds: int = Field(default=2, ge=1, le=3600)
+    fault_injection: bool = False
     export_dir: Path | None = None
     export_retention_days: float = 7.0
     # Analytics rollup (docs/architecture.md): an hour is summed once no insert touched it for

@@ -172,15 +172,27 @@ class UpstreamProviderFailed(ContractError):
 
 
 class StoreUnavailable(ContractError):
-    """The store cannot be reached or is held by another process."""
+    """The store cannot be reached, is held by another process, or refuses writes."""
 
     status = 503
     code = "STORE_UNAVAILABLE"
     type = "api_error"
 
+    def __init__(
+        self, message: str, details: dict[str, Any] | None = None, retry_after: int = 2
+    ) -> None:
+        super().__init__(message, details)
+        self.headers = {"Retry-After": str(retry_after)}
+
 
 class StoreWriteFailed(StoreUnavailable):
     """The store did not take the records; the client should retry (nothing half-written)."""
+
+
+class StoreBusy(StoreUnavailable):
+    """The ingest buffer is full: the store takes records slower than they arrive."""
+
+    code = "STORE_BUSY"
 
 
 class VersionContention(ContractError):

@@ -23,7 +23,7 @@ from ..services.exports import ExportService
 from ..services.helpers.live_ids import LiveIdIndex
 from ..services.helpers.pending_writes import PendingWrites
 from ..services.helpers.version_cache import VersionCache
-from ..services.ingest import IngestService
+from ..services.ingest import Backpressure, IngestService
 from ..services.keys import KeyService
 from ..services.otlp import OtlpService
 from ..services.pricing import GenaiPriceBook
@@ -70,6 +70,12 @@ class Services:
             buffered=store.is_embedded,
             max_batch_records=settings.max_batch_records,
             prices=prices,
+            writer=store.request_writes,
+            backpressure=Backpressure(
+                buffer_bytes=settings.ingest_buffer_bytes,
+                wait_seconds=settings.ingest_wait_seconds,
+                retry_after_seconds=settings.store_retry_after_seconds,
+            ),
         )
         pending = PendingWrites()
         rollups = RollupService(

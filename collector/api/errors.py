@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from clickhouse_connect.driver.exceptions import ClickHouseError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -14,7 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import ContractError, InvalidApiKey
+from ..errors import ContractError, InvalidApiKey, StoreUnavailable
+from ..store.connection import error_summary, is_store_outage
 from .deps import key_from_headers
 
 logger = logging.getLogger("promptrail.api")
@@ -36,9 +38,26 @@ def error_response(
     return JSONResponse(body, status_code=status)
 
 
+def contract_response(error: ContractError) -> JSONResponse:
+    """The response of a contract error: its body, status and headers (``Retry-After``)."""
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
 async def _contract_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ContractError)
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return contract_response(exc)
+
+
+async def _store_error(request: Request, exc: Exception) -> JSONResponse:
+    """A ClickHouse failure: 503 when the store is out of reach or overloaded, else a 500."""
+    if not is_store_outage(exc):
+        raise exc  # a query the store refuses is a bug: the 500 of _unexpected, logged
+    logger.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
+    services = getattr(request.app.state, "services", None)
+    retry_after = services.settings.store_retry_after_seconds if services is not None else 2
+    return contract_response(
+        StoreUnavailable(f"The store is unavailable: {error_summary(exc)}", retry_after=retry_after)
+    )
 
 
 def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -177,4 +196,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ContractError, _contract_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ClickHouseError, _store_error)
     app.add_exception_handler(Exception, _unexpected)

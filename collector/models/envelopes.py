@@ -50,5 +50,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         404: "Not found",
         413: "PAYLOAD_TOO_LARGE",
         429: "RATE_LIMITED: the project is over a limit; wait the `Retry-After` seconds",
+        503: "STORE_UNAVAILABLE or STORE_BUSY: the store is out of reach or behind; "
+        "wait the `Retry-After` seconds",
     }.items()
 }

@@ -15,13 +15,20 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ..errors import PayloadTooLarge, StoreWriteFailed, ValidationFailed
+from ..errors import (
+    PayloadTooLarge,
+    StoreBusy,
+    StoreUnavailable,
+    StoreWriteFailed,
+    ValidationFailed,
+)
 from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
+from ..store.connection import error_summary, is_store_outage
 from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
 from .helpers.dates import to_ms, utc_now_ms
-from .helpers.insert_buffer import InsertBuffer
+from .helpers.insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
 from .pricing import GenaiPriceBook, PriceBook
 
 _RECORDS = TypeAdapter(list[RequestRecordIn])
@@ -152,6 +159,20 @@ def _rejection(errors: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Backpressure:
+    """How ingest holds back when the store is slower than what arrives (docs/deploy.md).
+
+    ``buffer_bytes`` bounds the records waiting for the embedded store; a request waits up
+    to ``wait_seconds`` for room; refusals ask the client to come back in
+    ``retry_after_seconds``.
+    """
+
+    buffer_bytes: int = 96 << 20
+    wait_seconds: float = 5.0
+    retry_after_seconds: int = 2
+
+
 class IngestService:
     """Turn logged records into stored rows, in group-committed inserts."""
 
@@ -161,14 +182,42 @@ class IngestService:
         buffered: bool,
         max_batch_records: int,
         prices: PriceBook | None = None,
+        writer: RequestStore | None = None,
+        backpressure: Backpressure | None = None,
     ) -> None:
+        """Read through ``store``, insert through ``writer`` (default: ``store``)."""
         self._store = store
+        self._writer = writer or store
         self._prices = prices or GenaiPriceBook()
         self._max_batch = max_batch_records
+        self._backpressure = backpressure or Backpressure()
         # Batches are prepared one at a time: preparing is Python work under the GIL, so more
         # at once would not go faster, and a batch in preparation holds several times its body.
         self._preparing = threading.Lock()
-        self._buffer = InsertBuffer(store.insert) if buffered else None
+        self._buffer = (
+            InsertBuffer(
+                self._writer.insert,
+                max_pending_bytes=self._backpressure.buffer_bytes,
+                wait=self._backpressure.wait_seconds,
+                probe=self._writer.probe_insert,
+                probe_interval=min(1.0, self._backpressure.retry_after_seconds),
+            )
+            if buffered
+            else None
+        )
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of records waiting in the insert buffer (0 without one)."""
+        return self._buffer.held_bytes if self._buffer is not None else 0
+
+    def refusal(self) -> StoreUnavailable | None:
+        """The 503 new records get right now, or None while ingest takes them."""
+        state = self._buffer.refusal() if self._buffer is not None else None
+        if state is None:
+            return None
+        error = StoreBusy if state.full else StoreWriteFailed
+        return error(state.message, state.details, self._backpressure.retry_after_seconds)
 
     def close(self) -> None:
         """Flush and stop the insert buffer."""
@@ -288,19 +337,55 @@ class IngestService:
         self._store_encoded(encode_rows(project, values), len(values))
 
     def _store_encoded(self, encoded: bytes, count: int) -> None:
-        """Insert rows encoded by encode_rows and return once they are stored."""
+        """Insert rows encoded by encode_rows and return once they are stored.
+
+        Raises a 503 (with ``Retry-After``) when they are not: then none of them was stored,
+        but for the rare insert still under way when the wait ends (said in the message).
+        """
         if not count:
             return
+        retry_after = self._backpressure.retry_after_seconds
         if self._buffer is None:
             # A ClickHouse server batches for us: async inserts, acknowledged once flushed.
-            self._store.insert([encoded], {"async_insert": 1, "wait_for_async_insert": 1})
+            try:
+                self._writer.insert([encoded], {"async_insert": 1, "wait_for_async_insert": 1})
+            except Exception as exc:
+                if not is_store_outage(exc):
+                    raise
+                raise StoreWriteFailed(
+                    f"records not stored: {error_summary(exc)}", retry_after=retry_after
+                ) from exc
             return
         started = time.monotonic()
         try:
-            self._buffer.submit(encoded).result(timeout=_ACK_TIMEOUT)
+            waiter = self._buffer.submit(encoded)
+        except BufferFull as exc:
+            raise StoreBusy(f"records not stored: {exc}", retry_after=retry_after) from exc
+        except (WritesFailing, BufferClosed) as exc:
+            raise StoreWriteFailed(f"records not stored: {exc}", retry_after=retry_after) from exc
+        try:
+            waiter.result(timeout=_ACK_TIMEOUT)
+            return
+        except TimeoutError:
+            if self._buffer.withdraw(waiter):
+                raise StoreBusy(
+                    f"records not stored: the store took none for {_ACK_TIMEOUT:.0f}s",
+                    retry_after=retry_after,
+                ) from None
+        except Exception as exc:
+            raise StoreWriteFailed(
+                f"records not stored: {error_summary(exc)}", retry_after=retry_after
+            ) from exc
+        # Their insert is under way: its outcome decides (ClickHouse bounds its own delays).
+        try:
+            waiter.result(timeout=_ACK_TIMEOUT)
         except Exception as exc:
             waited = time.monotonic() - started
-            raise StoreWriteFailed(f"records not stored after {waited:.1f}s: {exc}") from exc
+            raise StoreWriteFailed(
+                f"records not confirmed stored after {waited:.1f}s (retry with the same ids "
+                f"and created_at: a copy stored meanwhile is collapsed): {error_summary(exc)}",
+                retry_after=retry_after,
+            ) from exc
 
     def _prepare(
         self, project: str, records: Sequence[RequestRecordIn], now: datetime

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
 logger = logging.getLogger("promptrail.store")
 
@@ -85,6 +87,49 @@ def _native_stderr_to_log() -> Iterator[None]:
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc)
     return "EmbeddedServer" in text or "Code: 36" in text or "lock" in text.lower()
+
+
+# ClickHouse error codes that say the store is out of reach, overloaded or (its log's tables
+# detached) not there: the same query may work later, so the API answers 503, not 500.
+_OUTAGE_CODES = frozenset(
+    {
+        60,  # UNKNOWN_TABLE
+        81,  # UNKNOWN_DATABASE
+        159,  # TIMEOUT_EXCEEDED
+        202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+        203,  # NO_FREE_CONNECTION
+        209,  # SOCKET_TIMEOUT
+        210,  # NETWORK_ERROR
+        241,  # MEMORY_LIMIT_EXCEEDED
+        242,  # TABLE_IS_READ_ONLY
+        252,  # TOO_MANY_PARTS
+        279,  # ALL_CONNECTION_TRIES_FAILED
+        319,  # UNKNOWN_STATUS_OF_INSERT
+        394,  # QUERY_WAS_CANCELLED
+        425,  # SYSTEM_ERROR
+        999,  # KEEPER_EXCEPTION
+    }
+)
+_CODE = re.compile(r"Code: (\d+)")
+
+
+def is_store_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store cannot serve now (retry later), not that a query is wrong."""
+    if isinstance(exc, OperationalError):
+        return True  # connection refused, reset or timed out
+    if not isinstance(exc, DatabaseError):
+        return False
+    code = getattr(exc, "code", None)
+    if not isinstance(code, int):
+        found = _CODE.search(str(exc))
+        code = int(found.group(1)) if found else None
+    return code in _OUTAGE_CODES
+
+
+def error_summary(exc: BaseException) -> str:
+    """The first line of an error (ClickHouse's may carry a stack trace), at most 300 chars."""
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def utc(value: datetime) -> datetime:

@@ -80,6 +80,16 @@ class RequestStore:
             fmt="JSONEachRow",
         )
 
+    def probe_insert(self) -> None:
+        """Insert no rows: ClickHouse still runs its checks (too many parts, delays) on it."""
+        self._client.raw_insert(
+            self.table,
+            COLUMNS,
+            b"",
+            settings={**JSON_INPUT, **self._insert_settings},
+            fmt="JSONEachRow",
+        )
+
     def created_at_of(
         self, project: str, ids: Sequence[str], since: datetime
     ) -> dict[str, datetime]:

@@ -18,13 +18,29 @@ from .rollups import RollupStore
 class Store:
     """A migrated ClickHouse database with typed accessors per table group."""
 
-    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        database: str,
+        cluster: str | None = None,
+        writer: Client | None = None,
+    ) -> None:
+        """Query through ``client``; insert records through ``writer`` when given.
+
+        Each client runs one call at a time, so with one client a stalled insert would hold
+        every read behind it; the embedded store gives the log's inserts a client of their own
+        (both are handles on the one engine of the process).
+        """
         self.client = client
         self.database = database
         self.cluster = cluster
+        self._writer = writer
         self.keys = KeyStore(client, database)
         self.prompts = PromptStore(client, database, cluster)
         self.requests = RequestStore(client, database, cluster)
+        self.request_writes = (
+            RequestStore(writer, database, cluster) if writer is not None else self.requests
+        )
         self.rollups = RollupStore(client, database, self.requests.table)
         self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
@@ -39,17 +55,22 @@ class Store:
     def open(cls, url: str, database: str, cluster: str | None = None) -> Store:
         """Connect to ``url``, apply migrations and return the store."""
         client = open_client(url)
+        writer = None
         try:
             migrate(client, database, cluster)
+            if url.startswith("chdb://"):
+                writer = open_client(url)
         except Exception:
             close_client(client)
             raise
-        return cls(client, database, cluster)
+        return cls(client, database, cluster, writer)
 
     def ping(self) -> bool:
         """Return whether the store answers a trivial query."""
         return bool(self.client.query("SELECT 1").result_rows)
 
     def close(self) -> None:
-        """Close the ClickHouse client."""
+        """Close the ClickHouse clients."""
+        if self._writer is not None:
+            close_client(self._writer)
         close_client(self.client)

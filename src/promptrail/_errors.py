@@ -30,6 +30,8 @@ class PromptrailError(Exception):
     ``status`` is the HTTP status (``None`` when no answer came back), ``code`` the contract's
     machine code (``PROMPT_NOT_FOUND``), ``type`` its category (``not_found_error``),
     ``message`` the human text and ``details`` the code's context (``{"prompt_name": ...}``).
+    ``retry_after`` is the seconds the collector asked to wait before trying again (its
+    ``Retry-After`` on a 503 or 429), or ``None``.
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class PromptrailError(Exception):
         code: str = "",
         type: str = "",
         details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -47,6 +50,7 @@ class PromptrailError(Exception):
         self.code = code
         self.type = type
         self.details: dict[str, Any] = details or {}
+        self.retry_after = retry_after
 
     def __str__(self) -> str:
         prefix = " ".join(str(part) for part in (self.status, self.code) if part)

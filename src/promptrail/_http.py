@@ -1,7 +1,9 @@
 """The HTTP plumbing both clients share: settings, auth header, retries, typed errors.
 
-Only GETs are retried (on connection errors and 502/503/504, with jittered backoff): a POST
-that timed out may have been stored, and sending it again could store it twice.
+Only GETs are retried (on connection errors and 429/502/503/504, with jittered backoff, or
+after the collector's ``Retry-After`` when it sends one): a POST that timed out may have been
+stored, and sending it again could store it twice. A POST refused with 503 or 429 raises an
+error whose ``retry_after`` says when to send it again.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # Runs wait on a model: allow a long read, but find a dead collector quickly.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 DEFAULT_MAX_RETRIES = 2
-RETRY_STATUSES = frozenset({502, 503, 504})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _BACKOFF_BASE = 0.25
 _BACKOFF_MAX = 4.0
+# The longest Retry-After a retry waits for; a longer one is the caller's to honour.
+_RETRY_AFTER_MAX = 30.0
 
 
 def _package_version() -> str:
@@ -105,6 +109,7 @@ def error_from_response(response: httpx.Response, settings: HTTPSettings) -> Pro
     except ValueError:
         pass
     cls = error_class_for(response.status_code)
+    retry_after = retry_after_seconds(response)
     if not isinstance(error, dict):
         # Not the collector talking: a proxy page, or another service at that address.
         text = response.text.strip()[:200] or response.reason_phrase
@@ -112,6 +117,7 @@ def error_from_response(response: httpx.Response, settings: HTTPSettings) -> Pro
             f"HTTP {response.status_code} from {response.request.url}: {text}",
             status=response.status_code,
             code="HTTP_ERROR",
+            retry_after=retry_after,
         )
     message = str(error.get("message") or response.reason_phrase)
     if response.status_code == 401 and not settings.api_key:
@@ -123,7 +129,24 @@ def error_from_response(response: httpx.Response, settings: HTTPSettings) -> Pro
         code=str(error.get("code") or ""),
         type=str(error.get("type") or ""),
         details=details if isinstance(details, dict) else {},
+        retry_after=retry_after,
     )
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """The ``Retry-After`` of a 429 or 503, in seconds (None: absent, a date, or another status)."""
+    if response.status_code not in (429, 503):
+        return None
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
+def _pause(response: httpx.Response, attempt: int) -> float:
+    """Wait as the collector asked (up to _RETRY_AFTER_MAX), else the backoff."""
+    asked = retry_after_seconds(response)
+    return _backoff(attempt) if asked is None else min(asked, _RETRY_AFTER_MAX)
 
 
 def _transport_error(exc: httpx.RequestError, settings: HTTPSettings) -> APIConnectionError:
@@ -178,7 +201,7 @@ class SyncHTTP:
                 call, attempt, self.settings
             ):
                 attempt += 1
-                time.sleep(_backoff(attempt))
+                time.sleep(_pause(response, attempt))
                 continue
             raise error_from_response(response, self.settings)
 
@@ -235,7 +258,7 @@ class AsyncHTTP:
                 call, attempt, self.settings
             ):
                 attempt += 1
-                await asyncio.sleep(_backoff(attempt))
+                await asyncio.sleep(_pause(response, attempt))
                 continue
             raise error_from_response(response, self.settings)
 

@@ -8,6 +8,13 @@ the callers, so a request is acknowledged only once its records are stored.
 
 While one insert runs, the next requests' rows gather, so under load each insert carries
 several batches: the window grows with the insert's own duration.
+
+The buffer is bounded (docs/deploy.md, "When the store stalls"): it holds at most
+``max_pending_bytes`` of records, those waiting and those being inserted. A caller finding it
+full waits up to ``wait`` seconds for room, then is refused (:class:`BufferFull`); once an
+insert failed, callers are refused at once (:class:`WritesFailing`) and the flusher probes the
+store with an insert of no rows (ClickHouse runs its too-many-parts checks on those too) until
+one succeeds. A refused caller's rows were never handed to the store.
 """
 
 from __future__ import annotations
@@ -17,6 +24,10 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ...store.connection import error_summary
 
 logger = logging.getLogger("promptrail.ingest")
 
@@ -25,12 +36,30 @@ class BufferClosed(RuntimeError):
     """The buffer is shut down and takes no more rows."""
 
 
+class BufferFull(RuntimeError):
+    """No room for the rows: the store takes records slower than they arrive."""
+
+
+class WritesFailing(RuntimeError):
+    """The store's last write failed; rows are refused until a probe succeeds."""
+
+
+@dataclass(frozen=True)
+class BufferState:
+    """Why the buffer refuses rows right now (see :meth:`InsertBuffer.refusal`)."""
+
+    full: bool
+    message: str
+    details: dict[str, object]
+
+
 class InsertBuffer:
     """A bounded, flushing buffer of encoded rows in front of one insert function.
 
     Rows arrive as byte chunks in the store's insert format; a flush hands up to
     ``max_bytes`` of pending chunks (at least one) to ``insert`` in one call, which bounds
-    the memory one insert takes.
+    the memory one insert takes. ``probe`` (an insert of no rows) tells when a failing store
+    takes writes again.
     """
 
     def __init__(
@@ -38,37 +67,103 @@ class InsertBuffer:
         insert: Callable[[list[bytes]], None],
         interval: float = 0.005,
         max_bytes: int = 32 << 20,
-        max_pending_bytes: int = 64 << 20,
+        max_pending_bytes: int = 96 << 20,
+        wait: float = 5.0,
+        probe: Callable[[], None] | None = None,
+        probe_interval: float = 1.0,
     ) -> None:
         self._insert = insert
         self._interval = interval
-        self._max_bytes = max_bytes
+        self._max_bytes = max(1, min(max_bytes, max_pending_bytes // 2))
         self._max_pending = max_pending_bytes
+        self._wait = wait
+        self._probe = probe
+        self._probe_interval = probe_interval
         self._chunks: list[bytes] = []
-        self._size = 0
+        self._size = 0  # bytes of the chunks waiting
+        self._inserting = 0  # bytes of the insert under way
         self._waiters: list[Future[None]] = []
+        # Since when the buffer has held rows without an insert finishing (None: since ever).
+        self._progress_at = time.monotonic()
+        self._failing_since: datetime | None = None
+        self._full = False  # a caller found no room since the last insert finished
+        self._last_error = ""
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="promptrail-insert", daemon=True)
         self._thread.start()
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of records in the buffer: waiting, and being inserted."""
+        return self._size + self._inserting
+
     def submit(self, chunk: bytes) -> Future[None]:
-        """Queue rows (never empty); the future completes once they are stored or failed."""
+        """Queue rows (never empty); the future completes once they are stored or failed.
+
+        Raises :class:`WritesFailing` while the store refuses writes, and :class:`BufferFull`
+        when no room frees within the buffer's wait.
+        """
         done: Future[None] = Future()
+        deadline = time.monotonic() + self._wait
         with self._cond:
-            while self._chunks and self._size + len(chunk) > self._max_pending:
+            while True:
                 if self._closed:
+                    raise BufferClosed("the collector is shutting down")
+                if self._failing_since is not None:
+                    raise WritesFailing(self._failing_message())
+                held = self.held_bytes
+                if not held or held + len(chunk) <= self._max_pending:
                     break
-                # Backpressure: a caller waits rather than growing memory without bound.
-                self._cond.wait(timeout=0.1)
-            if self._closed:
-                raise BufferClosed("the collector is shutting down")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._full = True
+                    raise BufferFull(self._full_message())
+                # Backpressure: a caller waits a little rather than growing memory.
+                self._cond.wait(timeout=min(left, 0.1))
+            if not self.held_bytes:
+                self._progress_at = time.monotonic()
             self._chunks.append(chunk)
             self._size += len(chunk)
             self._waiters.append(done)
             if len(self._chunks) == 1 or self._size >= self._max_bytes:
                 self._cond.notify_all()
         return done
+
+    def withdraw(self, waiter: Future[None]) -> bool:
+        """Take back rows not handed to the store yet; False once their insert began."""
+        with self._cond:
+            for index, queued in enumerate(self._waiters):
+                if queued is waiter:
+                    self._size -= len(self._chunks.pop(index))
+                    del self._waiters[index]
+                    self._cond.notify_all()
+                    return True
+        return False
+
+    def refusal(self) -> BufferState | None:
+        """Why new rows would be refused now, or None when the buffer takes them.
+
+        Refused: after a failed write, until a write succeeds; and once a caller waited its
+        whole wait for room, until the next insert finishes.
+        """
+        with self._cond:
+            if self._failing_since is not None:
+                return BufferState(
+                    full=False,
+                    message=self._failing_message(),
+                    details={
+                        "failing_since": self._failing_since.isoformat(),
+                        "error": self._last_error,
+                    },
+                )
+            if self._full:
+                return BufferState(
+                    full=True,
+                    message=self._full_message(),
+                    details={"buffered_bytes": self.held_bytes, "max_bytes": self._max_pending},
+                )
+        return None
 
     def close(self, timeout: float = 30.0) -> None:
         """Flush what is pending and stop the flusher."""
@@ -77,13 +172,27 @@ class InsertBuffer:
             self._cond.notify_all()
         self._thread.join(timeout)
 
+    def _failing_message(self) -> str:
+        since = self._failing_since.isoformat() if self._failing_since else "now"
+        return f"store writes failing since {since}: {self._last_error}"
+
+    def _full_message(self) -> str:
+        idle = time.monotonic() - self._progress_at
+        return (
+            f"ingest buffer full: {self.held_bytes} bytes of records wait for the store "
+            f"(at most {self._max_pending}), none stored for {idle:.1f}s"
+        )
+
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._closed and not self._chunks:
-                    self._cond.wait()
+                    if self._failing_since is None or self._probe is None:
+                        self._cond.wait()
+                    elif not self._cond.wait(timeout=self._probe_interval):
+                        break  # time to probe the failing store
                 deadline = time.monotonic() + self._interval
-                while not self._closed and self._size < self._max_bytes:
+                while not self._closed and self._chunks and self._size < self._max_bytes:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -97,20 +206,46 @@ class InsertBuffer:
                 chunks, self._chunks = self._chunks[:taken], self._chunks[taken:]
                 waiters, self._waiters = self._waiters[:taken], self._waiters[taken:]
                 self._size -= size
+                self._inserting = size
                 closing = self._closed
+                probe = self._probe if self._failing_since is not None and not closing else None
                 self._cond.notify_all()
             if chunks:
                 self._flush(chunks, waiters)
+            elif probe is not None:
+                self._attempt(probe)
             if closing and not chunks:
                 return
 
     def _flush(self, chunks: list[bytes], waiters: list[Future[None]]) -> None:
-        try:
-            self._insert(chunks)
-        except Exception as exc:
-            logger.error("insert of %d batches failed: %s", len(chunks), exc)
-            for waiter in waiters:
-                waiter.set_exception(exc)
-            return
+        error = self._attempt(lambda: self._insert(chunks))
+        if error is not None:
+            logger.error("insert of %d batches failed: %s", len(chunks), error)
         for waiter in waiters:
-            waiter.set_result(None)
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+
+    def _attempt(self, write: Callable[[], None]) -> Exception | None:
+        """Run a write; record whether the store takes writes; return its failure."""
+        try:
+            write()
+        except Exception as exc:
+            with self._cond:
+                self._inserting = 0
+                if self._failing_since is None:
+                    self._failing_since = datetime.now(UTC)
+                self._last_error = error_summary(exc)
+                self._cond.notify_all()
+            return exc
+        with self._cond:
+            self._inserting = 0
+            self._progress_at = time.monotonic()
+            self._full = False
+            if self._failing_since is not None:
+                logger.warning("store writes work again (failing since %s)", self._failing_since)
+            self._failing_since = None
+            self._last_error = ""
+            self._cond.notify_all()
+        return None

@@ -1,0 +1,143 @@
+"""Backpressure: when the store fails or stalls, ingest answers 503 with Retry-After, reads and
+/health say why, memory stays within the buffer's bound, and the collector recovers by itself.
+
+The store is stalled with ClickHouse's own mechanisms (collector/store/faults.py), on the real
+embedded engine of the session: inserts fail with TOO_MANY_PARTS, wait in ClickHouse's insert
+throttling, or meet a detached table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from promptrail.collector.config import Settings
+from tests.keys import DEFAULT_AUTH
+from tests.stalls import Live, live_collector, record
+
+BUFFER_BYTES = 16 * 1024
+RETRY_AFTER = 1
+
+
+@pytest.fixture
+def live(settings: Settings) -> Iterator[Live]:
+    with live_collector(
+        settings,
+        ingest_buffer_bytes=BUFFER_BYTES,
+        ingest_wait_seconds=0.2,
+        store_retry_after_seconds=RETRY_AFTER,
+    ) as collector:
+        yield collector
+
+
+def assert_refused(response: httpx.Response, code: str) -> None:
+    """A 503 of the contract: its error body, the code, and when to come back."""
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert set(error) == {"type", "message", "code", "details"}
+    assert error["code"] == code
+    assert response.headers["retry-after"] == str(RETRY_AFTER)
+
+
+def test_failing_writes_answer_503_with_retry_after_and_recover_without_a_restart(
+    live: Live,
+) -> None:
+    assert live.post(record("req_before")).status_code == 201  # the table holds a part
+    live.stall("fail")
+
+    first = live.post(record("req_retried"))
+    assert_refused(first, "STORE_UNAVAILABLE")
+    assert "TOO_MANY_PARTS" in first.json()["error"]["message"]
+    # While writes fail, ingest is refused at the door, whatever the route.
+    assert_refused(live.post(record("req_other")), "STORE_UNAVAILABLE")
+    batch = httpx.post(
+        f"{live.url}/v1/requests/batch",
+        json={"records": [record("req_in_batch")]},
+        headers=DEFAULT_AUTH,
+    )
+    assert_refused(batch, "STORE_UNAVAILABLE")
+    health = httpx.get(f"{live.url}/health")
+    assert health.status_code == 503
+    assert health.json()["error"]["message"].startswith("Not ready: store writes failing since")
+    assert "TOO_MANY_PARTS" in health.json()["error"]["details"]["error"]
+    # Reads are served all along.
+    assert live.get("/v1/requests/req_before").status_code == 200
+
+    live.resume()
+    live.wait_ready()
+
+    assert httpx.get(f"{live.url}/health").json() == {"status": "ok"}
+    assert live.post(record("req_retried")).status_code == 201
+    assert sorted(live.stored_ids()) == ["req_before", "req_retried"]
+
+
+def test_a_stalled_store_fills_the_buffer_then_ingest_is_refused_and_memory_stays_bounded(
+    live: Live,
+) -> None:
+    assert live.post(record("req_first")).status_code == 201
+    live.stall("slow", seconds=4)
+    peak = 0
+    answers: list[tuple[str, httpx.Response]] = []
+
+    def post(index: int) -> None:
+        request_id = f"req_stalled_{index:03d}"
+        answers.append((request_id, live.post(record(request_id, padding=2000))))
+
+    def refused() -> list[httpx.Response]:
+        return [response for _, response in list(answers) if response.status_code == 503]
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        futures = [pool.submit(post, i) for i in range(24)]
+        while not refused():
+            peak = max(peak, live.services.ingest.buffered_bytes)
+            assert not all(f.done() for f in futures), "the buffer never filled"
+            time.sleep(0.005)
+        assert_refused(refused()[0], "STORE_BUSY")
+        health = httpx.get(f"{live.url}/health")
+        assert health.status_code == 503
+        assert health.json()["error"]["code"] == "STORE_BUSY"
+        assert "ingest buffer full" in health.json()["error"]["message"]
+        # Reads do not wait behind the stalled insert: it is still under way after this one.
+        assert live.get("/v1/requests/req_first").status_code == 200
+        assert live.services.ingest.buffered_bytes > 0
+        live.resume()
+        while not all(f.done() for f in futures):
+            peak = max(peak, live.services.ingest.buffered_bytes)
+            time.sleep(0.005)
+        for future in futures:
+            future.result()
+
+    assert 0 < peak <= BUFFER_BYTES
+    taken = {i for i, r in answers if r.status_code == 201}
+    busy = {i for i, r in answers if r.status_code == 503}
+    assert taken and busy and len(taken) + len(busy) == len(answers) == 24
+    live.wait_ready()
+    # Everything acknowledged is stored; nothing refused was stored half-way.
+    assert sorted(live.stored_ids()) == sorted({"req_first", *taken})
+    # The clients retry what was refused: each record stored once.
+    for request_id in sorted(busy):
+        assert live.post(record(request_id, padding=2000)).status_code == 201
+    assert sorted(live.stored_ids()) == sorted({"req_first", *taken, *busy})
+
+
+def test_reads_answer_503_while_the_log_is_out_of_reach_and_200_once_it_is_back(
+    live: Live,
+) -> None:
+    assert live.post(record("req_kept")).status_code == 201
+    live.stall("gone")
+
+    listed = live.get("/v1/requests")
+    assert_refused(listed, "STORE_UNAVAILABLE")
+    assert listed.json()["error"]["message"].startswith("The store is unavailable")
+    assert_refused(live.post(record("req_while_gone")), "STORE_UNAVAILABLE")
+
+    live.resume()
+    live.wait_ready()
+
+    assert live.stored_ids() == ["req_kept"]
+    assert live.post(record("req_while_gone")).status_code == 201
+    assert sorted(live.stored_ids()) == ["req_kept", "req_while_gone"]
