@@ -4,8 +4,9 @@ Limits are written in the notation of the ``limits`` package (``"20/second;600/m
 most 20 in any second and 600 in any minute) and counted in this process's memory
 (docs/security.md, "Limits per project"). Three kinds:
 
-- ``requests``: API requests of a project, counted on a moving window when the request comes
-  in (a refused request is not counted);
+- ``requests``: API requests of a project, counted on a sliding window (the ``limits``
+  package's sliding window counter) when the request comes in (a refused request is not
+  counted);
 - ``records`` and ``bytes``: what the ingest routes (``/v1/requests``, ``/v1/requests/batch``,
   ``/v1/traces``) took, counted on a fixed window once a request is done. A request is let in
   while the project has any of its window left, so a batch is never cut in half, and never
@@ -26,7 +27,7 @@ from typing import Literal
 
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
-from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+from limits.strategies import FixedWindowRateLimiter, SlidingWindowCounterRateLimiter
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import RateLimited
@@ -92,10 +93,10 @@ class ProjectLimits:
             project: _own_limits(override) for project, override in (overrides or {}).items()
         }
         storage = MemoryStorage()
-        # Moving window for requests (exact; one entry per request). Volume costs thousands
-        # of units per request, which a moving window would keep one entry each for: a fixed
-        # window keeps one counter.
-        self._moving = MovingWindowRateLimiter(storage)
+        # Both keep two counters at most per project and limit, whatever the amounts (a moving
+        # window keeps an entry per unit counted: a day's requests, or every byte). The sliding
+        # one spares requests the fixed window's double burst across a window's edge.
+        self._sliding = SlidingWindowCounterRateLimiter(storage)
         self._fixed = FixedWindowRateLimiter(storage)
         # Several limits of one kind are tested, then counted, as one step.
         self._lock = threading.Lock()
@@ -107,11 +108,11 @@ class ProjectLimits:
             return
         with self._lock:
             for item in items:
-                if not self._moving.test(item, "requests", project):
-                    reset = self._moving.get_window_stats(item, "requests", project).reset_time
+                if not self._sliding.test(item, "requests", project):
+                    reset = self._sliding.get_window_stats(item, "requests", project).reset_time
                     raise _refusal(project, "requests", item, reset)
             for item in items:
-                self._moving.hit(item, "requests", project)
+                self._sliding.hit(item, "requests", project)
 
     def admit_ingest(self, project: str) -> None:
         """Refuse an ingest request of ``project`` when a volume window of it is used up."""

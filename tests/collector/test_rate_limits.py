@@ -107,7 +107,7 @@ def until_admitted(send: Callable[[], httpx.Response]) -> httpx.Response:
 def test_over_the_request_rate_is_429_with_retry_after_and_other_projects_go_on(
     start: Start,
 ) -> None:
-    api = start(limit_requests="3/minute")
+    api = start(limit_requests="3/hour")
     other = as_project(api, "other")
     stranger = TestClient(api.app, headers={"X-API-Key": "pr-not-a-key"})
 
@@ -118,16 +118,16 @@ def test_over_the_request_rate_is_429_with_retry_after_and_other_projects_go_on(
         assert refused.json()["error"]["code"] == "INVALID_API_KEY"
     for _ in range(3):
         assert api.get("/v1/prompts").status_code == 200
-    wait = assert_limited(api.get("/v1/prompts"), "default", "requests", "3 per minute")
-    assert wait <= 60
+    wait = assert_limited(api.get("/v1/prompts"), "default", "requests", "3 per hour")
+    assert wait <= 3600
     # Every API route counts, the ingest routes too; nothing of a refused record is stored.
     logged = api.post("/v1/requests", json={"id": "req_refused", "model": "gpt-4o-mini"})
-    assert_limited(logged, "default", "requests", "3 per minute")
+    assert_limited(logged, "default", "requests", "3 per hour")
 
     # Project other has its own 3 requests, whatever default did.
     for _ in range(3):
         assert other.get("/v1/prompts").status_code == 200
-    assert_limited(other.get("/v1/prompts"), "other", "requests", "3 per minute")
+    assert_limited(other.get("/v1/prompts"), "other", "requests", "3 per hour")
     assert stranger.get("/v1/prompts").status_code == 401
     with pytest.raises(RequestNotFound):
         api.app.state.services.requests.get("default", "req_refused")
@@ -166,14 +166,14 @@ def test_over_its_record_volume_a_project_is_refused_and_a_refused_batch_stores_
 
 
 def test_each_ingest_route_counts_what_it_stored(start: Start) -> None:
-    api = start(limit_records="3/minute")
+    api = start(limit_records="3/hour")
 
     assert api.post("/v1/requests", json={"id": "req_single", "model": "m"}).status_code == 201
     # Two model-call spans, two records: the window of 3 is used up.
     exported = api.post("/v1/traces", json=otlp_export("00000000000000a1", "00000000000000a2"))
     assert exported.status_code == 200, exported.text
     assert_limited(
-        api.post("/v1/requests/batch", json=batch("late", 1)), "default", "records", "3 per minute"
+        api.post("/v1/requests/batch", json=batch("late", 1)), "default", "records", "3 per hour"
     )
     assert len(stored_ids(api)) == 3
 
@@ -213,17 +213,17 @@ def test_a_volume_limit_lets_the_project_go_on_after_its_window(start: Start) ->
 
 def test_a_project_of_its_own_limits_overrides_the_defaults(start: Start) -> None:
     api = start(
-        limit_requests="2/minute",
-        project_limits={"bulk": {"requests": "4/minute"}, "trusted": {"requests": ""}},
+        limit_requests="2/hour",
+        project_limits={"bulk": {"requests": "4/hour"}, "trusted": {"requests": ""}},
     )
     bulk, trusted = as_project(api, "bulk"), as_project(api, "trusted")
 
     for _ in range(2):
         assert api.get("/v1/prompts").status_code == 200
-    assert_limited(api.get("/v1/prompts"), "default", "requests", "2 per minute")
+    assert_limited(api.get("/v1/prompts"), "default", "requests", "2 per hour")
     for _ in range(4):
         assert bulk.get("/v1/prompts").status_code == 200
-    assert_limited(bulk.get("/v1/prompts"), "bulk", "requests", "4 per minute")
+    assert_limited(bulk.get("/v1/prompts"), "bulk", "requests", "4 per hour")
     for _ in range(10):
         assert trusted.get("/v1/prompts").status_code == 200
 
