@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .envelopes import Pagination
 from .json_values import check_json
@@ -14,6 +14,18 @@ from .json_values import check_json
 MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
 RequestId = Annotated[str, Field(pattern=r"^req_[A-Za-z0-9_\-]{1,64}$")]
 Count = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+def _metadata_keys(value: dict[str, Any]) -> dict[str, Any]:
+    if len(value) > 100:
+        raise ValueError("metadata holds at most 100 keys")
+    if any(not key or len(key) > 128 for key in value):
+        raise ValueError("metadata keys must be 1-128 characters")
+    return value
+
+
+# A record's metadata, and a run's (stored as a record): at most 100 keys of 1-128 characters.
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_keys)]
 
 
 class _Input(BaseModel):
@@ -73,7 +85,7 @@ class RequestRecordIn(_Input):
         default=None, description="The call's input: messages, or a Responses/embeddings input."
     )
     output: dict[str, Any] | str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     usage: UsageIn = Field(default_factory=UsageIn)
     latency_ms: Count | None = None
     time_to_first_token_ms: Count | None = None
@@ -86,15 +98,6 @@ class RequestRecordIn(_Input):
     span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     parent_span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     span_name: Annotated[str, Field(max_length=256)] | None = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if len(value) > 100:
-            raise ValueError("metadata holds at most 100 keys")
-        if any(not key or len(key) > 128 for key in value):
-            raise ValueError("metadata keys must be 1-128 characters")
-        return value
 
 
 class RequestBatchIn(BaseModel):

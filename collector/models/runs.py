@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from .requests import Metadata
 
 UserInput = Annotated[str, Field(max_length=1024 * 1024)]
 
@@ -24,20 +26,10 @@ class RunRequest(BaseModel):
     input_variables: dict[str, Any] | None = Field(
         default=None, description="Another name for variables (both are accepted and merged)."
     )
-    metadata: dict[str, Any] = Field(
+    metadata: Metadata = Field(
         default_factory=dict, description="Echoed in the result and stored on the record."
     )
     stream: bool = Field(default=False, description="Answer with server-sent events.")
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # The same limits as a logged record: the run is stored as one.
-        if len(value) > 100:
-            raise ValueError("metadata holds at most 100 keys")
-        if any(not key or len(key) > 128 for key in value):
-            raise ValueError("metadata keys must be 1-128 characters")
-        return value
 
 
 class RunUsage(BaseModel):

@@ -10,6 +10,7 @@ across collectors because the dedup log lives with the table (in Keeper on a clu
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -243,6 +244,10 @@ class PromptStore:
             settings=settings,
         )
 
+    def _point_rows(self, sql: str, **parameters: Any) -> Sequence[Sequence[Any]]:
+        """Run a point read (a few granules, one thread) and return its rows."""
+        return self._client.query(sql, parameters=parameters, settings=self._point_read).result_rows
+
     # -- resolving a path's prompt ---------------------------------------------------------
 
     def _live_id_subquery(self, ref: PromptRef) -> str:
@@ -254,23 +259,23 @@ class PromptStore:
 
     def live_prompt_id(self, project: str, ref: PromptRef) -> str | None:
         """Return the id of the live prompt a path addresses, or None."""
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT {self._live_id_subquery(ref)}",
-            parameters={"project": project, "ref": ref.value},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            ref=ref.value,
+        )
         value = rows[0][0] if rows else None
         return str(value) if value else None
 
     def name_state(self, project: str, name: str) -> tuple[int, bool]:
         """Return (highest generation used, whether that generation is live) for a name."""
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT generation, is_deleted FROM {self._prompts} FINAL "
             "WHERE project = {project:String} AND name = {name:String} "
             "ORDER BY generation DESC LIMIT 1",
-            parameters={"project": project, "name": name},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            name=name,
+        )
         if not rows:
             return 0, False
         return int(rows[0][0]), not rows[0][1]
@@ -358,13 +363,14 @@ class PromptStore:
         For callers that know the prompt is live and which version they want (the embedded
         store's live-id index): one point read on the full sorting key, no sort, no subquery.
         """
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT version_json FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "AND version = {v:UInt32} LIMIT 1",
-            parameters={"project": project, "pid": prompt_id, "v": version},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            pid=prompt_id,
+            v=version,
+        )
         return _packed_version(rows[0][0]) if rows else None
 
     def _one_version(
@@ -372,24 +378,23 @@ class PromptStore:
     ) -> PromptVersionRow | None:
         """Read the version :meth:`_pick_version` names of the prompt ``pid`` (an expression)."""
         where = self._pick_version(params, number, label)
-        rows = self._client.query(
+        rows = self._point_rows(
             f"WITH {pid} AS pid SELECT version_json FROM {self._versions} "
             f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
             "ORDER BY version DESC LIMIT 1",
-            parameters=params,
-            settings=self._point_read,
-        ).result_rows
+            **params,
+        )
         return _packed_version(rows[0][0]) if rows else None
 
     def versions(self, project: str, prompt_id: str) -> list[PromptVersionRow]:
         """Return every version of a prompt, newest first."""
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT version_json FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "ORDER BY version DESC",
-            parameters={"project": project, "pid": prompt_id},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            pid=prompt_id,
+        )
         return [_packed_version(r[0]) for r in rows]
 
     def try_insert_version(self, project: str, row: PromptVersionRow) -> bool:
@@ -456,13 +461,13 @@ class PromptStore:
 
     def mark_deleted(self, project: str, prompt_id: str, deleted_at: datetime) -> str | None:
         """Soft-delete a live prompt; return its name, or None if it was not live."""
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT name, generation, created_at FROM {self._prompts} FINAL "
             "WHERE project = {project:String} AND prompt_id = {pid:String} AND is_deleted = 0 "
             "LIMIT 1",
-            parameters={"project": project, "pid": prompt_id},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            pid=prompt_id,
+        )
         if not rows:
             return None
         name, generation, created_at = rows[0]
@@ -561,11 +566,11 @@ class PromptStore:
 
     def labels(self, project: str, prompt_id: str) -> list[tuple[str, int, datetime]]:
         """Return (label, version, updated_at) of the prompt's attached labels, by name."""
-        rows = self._client.query(
+        rows = self._point_rows(
             f"SELECT label, version, updated_at FROM {self._labels} FINAL "
             "WHERE project = {project:String} AND prompt_id = {pid:String} AND version > 0 "
             "ORDER BY label",
-            parameters={"project": project, "pid": prompt_id},
-            settings=self._point_read,
-        ).result_rows
+            project=project,
+            pid=prompt_id,
+        )
         return [(str(r[0]), int(r[1]), utc(r[2])) for r in rows]

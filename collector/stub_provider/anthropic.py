@@ -13,10 +13,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from .base import StreamBroken, StubProvider
 
@@ -32,20 +30,23 @@ _ERRORS = {
 class AnthropicStub(StubProvider):
     """A scriptable Anthropic Messages stub (see :class:`.base.Script`)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+    path = "/v1/messages"
 
-    async def _messages(self, request: Request) -> Response:
-        body = await request.json()
-        self.record(request.url.path, dict(request.headers), body)
-        status = self.next_failure()
-        if status is not None:
-            return self._error(status)
-        problem = _invalid(request, body)
-        if problem:
-            return self._error(400, problem)
-        await self.pause(self.script.first_byte_delay)
+    def invalid(self, request: Request, body: dict[str, Any]) -> str | None:
+        """Refuse what the Messages API refuses: no version header, max_tokens or messages."""
+        if not request.headers.get("anthropic-version"):
+            return "anthropic-version: header is required"
+        if not isinstance(body.get("max_tokens"), int):
+            return "max_tokens: Field required"
+        messages = body.get("messages")
+        if not body.get("model") or not isinstance(messages, list) or not messages:
+            return "model and messages are required"
+        if any(m.get("role") not in ("user", "assistant") for m in messages):
+            return "messages: roles must be user or assistant; use the system parameter"
+        return None
+
+    def answer(self, body: dict[str, Any]) -> Response:
+        """A message, or its events when the request streams."""
         input_tokens = self.count_words(body["messages"], body.get("system") or "")
         if body.get("stream"):
             events = self._events(body["model"], input_tokens)
@@ -63,13 +64,15 @@ class AnthropicStub(StubProvider):
             }
         )
 
-    def _error(self, status: int, message: str | None = None) -> Response:
-        headers = {"retry-after": self.script.retry_after} if self.script.retry_after else {}
+    def error(self, status: int, message: str | None = None) -> Response:
+        """Anthropic's error body."""
         error = {
             "type": _ERRORS.get(status, "api_error"),
             "message": message or f"The stub failed this request with {status}.",
         }
-        return JSONResponse({"type": "error", "error": error}, status_code=status, headers=headers)
+        return JSONResponse(
+            {"type": "error", "error": error}, status_code=status, headers=self.retry_headers()
+        )
 
     async def _events(self, model: str, input_tokens: int) -> AsyncIterator[bytes]:
         message: dict[str, Any] = {
@@ -109,19 +112,6 @@ class AnthropicStub(StubProvider):
             },
         )
         yield _event("message_stop", {"type": "message_stop"})
-
-
-def _invalid(request: Request, body: dict[str, Any]) -> str | None:
-    if not request.headers.get("anthropic-version"):
-        return "anthropic-version: header is required"
-    if not isinstance(body.get("max_tokens"), int):
-        return "max_tokens: Field required"
-    messages = body.get("messages")
-    if not body.get("model") or not isinstance(messages, list) or not messages:
-        return "model and messages are required"
-    if any(m.get("role") not in ("user", "assistant") for m in messages):
-        return "messages: roles must be user or assistant; use the system parameter"
-    return None
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:

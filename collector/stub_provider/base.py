@@ -1,4 +1,5 @@
-"""What both provider stubs share: the per-test script, the call log, the stream tracking."""
+"""What both provider stubs share: the per-test script, the call log, the request handling
+up to the wire format, the stream tracking."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 KEPT_CALLS = 10_000
 
@@ -39,12 +45,48 @@ class Call:
 
 
 class StubProvider:
-    """Base of the stubs: scripted failures and delays, and what happened to each stream."""
+    """Base of the stubs: scripted failures and delays, and what happened to each stream.
+
+    A stub serves one ``POST`` route (``path``). Every request is logged, then failed if the
+    script says so, then checked (:meth:`invalid`), delayed, and answered (:meth:`answer`);
+    a stub writes only its wire format: :meth:`invalid`, :meth:`answer` and :meth:`error`.
+    """
 
     url = ""
+    path = ""
+    """The route a stub serves (``/v1/chat/completions``, ``/v1/messages``)."""
 
     def __init__(self) -> None:
         self.reset()
+        self.app = Starlette(routes=[Route(self.path, self._receive, methods=["POST"])])
+
+    async def _receive(self, request: Request) -> Response:
+        body = await request.json()
+        self.record(request.url.path, dict(request.headers), body)
+        status = self.next_failure()
+        if status is not None:
+            return self.error(status)
+        problem = self.invalid(request, body)
+        if problem:
+            return self.error(400, problem)
+        await self.pause(self.script.first_byte_delay)
+        return self.answer(body)
+
+    def invalid(self, request: Request, body: dict[str, Any]) -> str | None:
+        """Return what the provider would refuse in a request, or None."""
+        raise NotImplementedError
+
+    def answer(self, body: dict[str, Any]) -> Response:
+        """Answer a valid request: the whole reply, or a stream of it."""
+        raise NotImplementedError
+
+    def error(self, status: int, message: str | None = None) -> Response:
+        """Answer with the provider's error body for ``status``."""
+        raise NotImplementedError
+
+    def retry_headers(self) -> dict[str, str]:
+        """The ``retry-after`` header the script asks for, if any."""
+        return {"retry-after": self.script.retry_after} if self.script.retry_after else {}
 
     def reset(self) -> None:
         """Forget the previous test: default script, no calls, no streams."""

@@ -13,10 +13,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from .base import StreamBroken, StubProvider
 
@@ -32,19 +30,16 @@ _ERRORS = {
 class OpenAIStub(StubProvider):
     """A scriptable OpenAI chat-completions stub (see :class:`.base.Script`)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+    path = "/v1/chat/completions"
 
-    async def _chat(self, request: Request) -> Response:
-        body = await request.json()
-        self.record(request.url.path, dict(request.headers), body)
-        status = self.next_failure()
-        if status is not None:
-            return self._error(status)
+    def invalid(self, request: Request, body: dict[str, Any]) -> str | None:
+        """Refuse a request without a model or messages."""
         if not body.get("model") or not isinstance(body.get("messages"), list):
-            return self._error(400, "model and messages are required")
-        await self.pause(self.script.first_byte_delay)
+            return "model and messages are required"
+        return None
+
+    def answer(self, body: dict[str, Any]) -> Response:
+        """A chat completion, or its chunks when the request streams."""
         usage = self._usage(body)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -52,15 +47,15 @@ class OpenAIStub(StubProvider):
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
         return JSONResponse(self._completion(body["model"], usage))
 
-    def _error(self, status: int, message: str | None = None) -> Response:
-        headers = {"retry-after": self.script.retry_after} if self.script.retry_after else {}
+    def error(self, status: int, message: str | None = None) -> Response:
+        """OpenAI's error body."""
         error = {
             "message": message or f"The stub failed this request with {status}.",
             "type": _ERRORS.get(status, "server_error"),
             "param": None,
             "code": None,
         }
-        return JSONResponse({"error": error}, status_code=status, headers=headers)
+        return JSONResponse({"error": error}, status_code=status, headers=self.retry_headers())
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
         prompt = self.count_words(body["messages"])

@@ -8,7 +8,8 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.collector.test_bad_input import BAD_LABELS, CONTROL, assert_error, labels, versions
+from tests.collector.contract import assert_error
+from tests.collector.test_bad_input import BAD_LABELS, CONTROL, labels, versions
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from tests.collector.contract import assert_error
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, OPENAI_KEY
 from tests.stubs.anthropic_stub import AnthropicStub
 from tests.stubs.base import StubProvider
@@ -380,6 +381,26 @@ def test_malformed_run_bodies_are_validation_errors(runs_api: TestClient) -> Non
         response = runs_api.post("/v1/prompts/greet/run", json=body)
         assert response.status_code == 400, body
         assert response.json()["error"]["details"]["field"] == field
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{f"k{i}": i for i in range(101)}, {"": "empty key"}, {"k" * 129: "long key"}],
+    ids=["101-keys", "empty-key", "129-character-key"],
+)
+def test_metadata_over_its_limits_is_refused_on_a_run_as_on_a_logged_record(
+    runs_api: TestClient, openai_stub: OpenAIStub, metadata: dict[str, Any]
+) -> None:
+    # A run is stored as a record: its metadata has the record's limits (100 keys, 1-128
+    # characters each), and a refused run calls no provider.
+    create_prompt(runs_api)
+
+    ran = runs_api.post("/v1/prompts/greet/run", json={"metadata": metadata})
+    logged = runs_api.post("/v1/requests", json={"metadata": metadata})
+
+    assert_error(ran, 400, "VALIDATION_ERROR", "metadata")
+    assert_error(logged, 400, "VALIDATION_ERROR", "metadata")
+    assert openai_stub.calls == []
 
 
 def test_runs_need_an_api_key(runs_api: TestClient) -> None:
