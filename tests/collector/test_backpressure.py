@@ -16,6 +16,8 @@ import httpx
 import pytest
 
 from promptrail.collector.config import Settings
+from promptrail.collector.stub_provider.openai import OpenAIStub
+from tests.collector.test_runs import create_prompt, run
 from tests.keys import DEFAULT_AUTH
 from tests.stalls import Live, live_collector, record
 
@@ -141,3 +143,35 @@ def test_reads_answer_503_while_the_log_is_out_of_reach_and_200_once_it_is_back(
     assert live.stored_ids() == ["req_kept"]
     assert live.post(record("req_while_gone")).status_code == 201
     assert sorted(live.stored_ids()) == ["req_kept", "req_while_gone"]
+
+
+@pytest.fixture
+def live_runs(run_settings: Settings) -> Iterator[Live]:
+    with live_collector(run_settings, store_retry_after_seconds=RETRY_AFTER) as collector:
+        yield collector
+
+
+def test_a_run_answered_as_the_store_fails_keeps_its_record_and_later_runs_wait(
+    live_runs: Live, openai_stub: OpenAIStub
+) -> None:
+    live = live_runs
+    with httpx.Client(base_url=live.url, headers=DEFAULT_AUTH, timeout=60) as api:
+        create_prompt(api)
+        assert live.post(record("req_seed")).status_code == 201
+        live.stall("fail")
+        answered = run(api, variables={"name": "Ada"})  # its record's insert then fails
+        while httpx.get(f"{live.url}/health").status_code == 200:
+            time.sleep(0.05)
+        provider_calls = len(openai_stub.calls)
+
+        refused = api.post("/v1/prompts/greet/run", json={"variables": {"name": "Bo"}})
+
+        assert_refused(refused, "STORE_UNAVAILABLE")
+        assert len(openai_stub.calls) == provider_calls  # refused before the provider
+        # Longer than the few quick retries a record got before: it still waits for the store.
+        time.sleep(4)
+        live.resume()
+        live.wait_ready()
+        stored = api.get(f"/v1/requests/{answered['id']}")
+        assert stored.status_code == 200, stored.text
+        assert stored.json()["data"]["output"]["content"] == answered["output"]

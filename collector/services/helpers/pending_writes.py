@@ -10,6 +10,7 @@ before the store closes, so a graceful stop loses nothing.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -18,12 +19,18 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
+from ...errors import StoreUnavailable
+
 logger = logging.getLogger("promptrail.runs")
 
 # A read waits at most this long for pending records, then reads what is stored.
 _READ_WAIT = 10.0
 # Retries of a failed store, so a brief store hiccup does not lose a record.
 _RETRY_DELAYS = (0.1, 0.5, 2.0)
+# A store that refuses writes for now (a 503: stalled, failing, its buffer full) is retried at
+# its Retry-After for this long before the record is given up (docs/deploy.md): runs are
+# refused while ingest is, so only the records of runs under way when it stalled wait here.
+_STORE_PATIENCE = 600.0
 
 
 class PendingWrites:
@@ -33,10 +40,11 @@ class PendingWrites:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promptrail-wb")
         self._pending: defaultdict[str, set[Future[None]]] = defaultdict(set)
         self._lock = threading.Lock()
+        self._closing = threading.Event()
 
     def submit(self, project: str, what: str, store: Callable[[], None]) -> Future[None]:
         """Run ``store`` in the background, retrying; ``what`` names it in log lines."""
-        future = self._pool.submit(_with_retries, what, store)
+        future = self._pool.submit(_with_retries, what, store, self._closing)
         with self._lock:
             self._pending[project].add(future)
         future.add_done_callback(lambda done: self._forget(project, done))
@@ -50,7 +58,8 @@ class PendingWrites:
             wait_futures(pending, timeout=timeout)
 
     def close(self) -> None:
-        """Store every pending record, then stop the workers."""
+        """Store every pending record (one last try where the store refuses), stop the workers."""
+        self._closing.set()
         self._pool.shutdown(wait=True)
 
     def _forget(self, project: str, future: Future[None]) -> None:
@@ -62,14 +71,27 @@ class PendingWrites:
                     del self._pending[project]
 
 
-def _with_retries(what: str, store: Callable[[], None]) -> None:
-    for attempt, delay in enumerate((*_RETRY_DELAYS, None), start=1):
+def _with_retries(what: str, store: Callable[[], None], closing: threading.Event) -> None:
+    began = time.monotonic()
+    delays = iter(_RETRY_DELAYS)
+    for attempt in itertools.count(1):
         try:
             store()
+            if attempt > 1:
+                logger.info("%s stored (attempt %d)", what, attempt)
             return
         except Exception as exc:
-            if delay is None:
-                logger.error("%s not stored after %d attempts: %s", what, attempt, exc)
-                return
-            logger.warning("%s not stored (attempt %d), retrying: %s", what, attempt, exc)
-            time.sleep(delay)
+            failure = exc
+        delay: float | None
+        if isinstance(failure, StoreUnavailable):
+            delay = float(failure.headers.get("Retry-After", "1"))
+            if closing.is_set() or time.monotonic() - began > _STORE_PATIENCE:
+                delay = None
+        else:
+            delay = next(delays, None)
+        if delay is None:
+            logger.error("%s not stored after %d attempts: %s", what, attempt, failure)
+            return
+        if attempt == 1 or not isinstance(failure, StoreUnavailable):
+            logger.warning("%s not stored (attempt %d), retrying: %s", what, attempt, failure)
+        closing.wait(delay)
