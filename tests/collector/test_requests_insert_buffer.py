@@ -8,7 +8,11 @@ from concurrent.futures import Future
 import pytest
 
 from promptrail.collector.config import Settings
-from promptrail.collector.services.helpers.insert_buffer import BufferClosed, InsertBuffer
+from promptrail.collector.services.helpers.insert_buffer import (
+    BufferClosed,
+    BufferFull,
+    InsertBuffer,
+)
 from promptrail.collector.store.table_groups import Store
 from tests.collector.upgrades import assert_stored_whole, encoded, wide_rows
 
@@ -116,3 +120,42 @@ def test_batches_inserted_together_are_all_stored_whole(settings: Settings) -> N
         assert count == 300
     finally:
         store.close()
+
+
+def test_rows_taken_back_before_their_insert_are_never_inserted() -> None:
+    # A request that gives up waiting answers 503 "not stored": that must stay true.
+    insert = GatedInsert()
+    buffer = InsertBuffer(insert)
+    try:
+        first = buffer.submit(b"a")
+        assert insert.started.wait(10)
+        second = buffer.submit(b"b")
+
+        assert buffer.withdraw(second) is True
+        assert buffer.withdraw(first) is False  # its insert began: its outcome decides
+        insert.release.set()
+        first.result(timeout=10)
+    finally:
+        buffer.close()
+
+    assert insert.calls == [[b"a"]]
+    assert buffer.held_bytes == 0
+
+
+def test_a_full_buffer_refuses_after_its_wait_and_counts_the_insert_under_way() -> None:
+    insert = GatedInsert()
+    buffer = InsertBuffer(insert, max_pending_bytes=8, wait=0.05)
+    try:
+        first = buffer.submit(b"12345")
+        assert insert.started.wait(10)
+        # 5 bytes are being inserted: 4 more would go over the 8 the buffer may hold.
+        with pytest.raises(BufferFull):
+            buffer.submit(b"6789")
+        refusal = buffer.refusal()
+        assert refusal is not None and refusal.full
+        insert.release.set()
+        first.result(timeout=10)
+        assert buffer.refusal() is None  # an insert finished: room again
+        buffer.submit(b"6789").result(timeout=10)
+    finally:
+        buffer.close()
