@@ -12,14 +12,21 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import clickhouse_connect
 import httpx
 import pytest
 
 from promptrail.collector.config import Settings
+from promptrail.collector.errors import StoreWriteFailed
+from promptrail.collector.models.requests import RequestRecordIn
+from promptrail.collector.services.ingest import IngestService
+from promptrail.collector.store.connection import is_store_outage, open_client
+from promptrail.collector.store.table_groups import Store
 from promptrail.collector.stub_provider.openai import OpenAIStub
 from tests.collector.test_runs import create_prompt, run
 from tests.keys import DEFAULT_AUTH
 from tests.stalls import Live, live_collector, record
+from tests.stubs.server import free_port
 
 BUFFER_BYTES = 16 * 1024
 RETRY_AFTER = 1
@@ -175,3 +182,39 @@ def test_a_run_answered_as_the_store_fails_keeps_its_record_and_later_runs_wait(
         stored = api.get(f"/v1/requests/{answered['id']}")
         assert stored.status_code == 200, stored.text
         assert stored.json()["data"]["output"]["content"] == answered["output"]
+
+
+def test_store_failures_that_pass_are_told_from_bugs(settings: Settings) -> None:
+    # Real errors of real clients: a server that is not there, a table detached, bad SQL.
+    with pytest.raises(Exception) as unreachable:
+        clickhouse_connect.get_client(host="127.0.0.1", port=free_port(), connect_timeout=2)
+    client = open_client(settings.store_url)
+    try:
+        with pytest.raises(Exception) as missing:
+            client.query(f"SELECT 1 FROM `{settings.database}`.no_such_table")
+        with pytest.raises(Exception) as bad_sql:
+            client.query("SELEC 1")
+    finally:
+        client.close()
+
+    assert is_store_outage(unreachable.value)
+    assert is_store_outage(missing.value)
+    assert not is_store_outage(bad_sql.value)
+
+
+def test_without_a_buffer_a_failed_insert_is_a_503_with_retry_after(
+    live: Live, settings: Settings
+) -> None:
+    # The path of a ClickHouse server (no buffer: the server batches), on the same real engine.
+    assert live.post(record("req_seed")).status_code == 201
+    store = Store.open(settings.store_url, settings.database)
+    ingest = IngestService(store.requests, buffered=False, max_batch_records=10)
+    live.stall("fail")
+    try:
+        with pytest.raises(StoreWriteFailed) as refused:
+            ingest.log_one("default", RequestRecordIn.model_validate(record("req_direct")))
+    finally:
+        store.close()
+
+    assert "TOO_MANY_PARTS" in refused.value.message
+    assert refused.value.headers == {"Retry-After": "2"}
