@@ -318,6 +318,11 @@ def ingest(
                 if number is None:
                     return
                 response = client.post("/v1/requests/batch", content=bodies.body(number))
+                while response.status_code == 503:
+                    # The store is behind (docs/deploy.md, "When the store stalls"): come back
+                    # when the collector says, as the SDK does; the batch was not stored.
+                    time.sleep(float(response.headers.get("retry-after", "1")))
+                    response = client.post("/v1/requests/batch", content=bodies.body(number))
                 response.raise_for_status()
                 with lock:
                     accepted += response.json()["data"]["accepted"]
