@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/runs.py
 	$(PY) benchmarks/request_log.py --records 1000000
 	$(PY) benchmarks/sdk_overhead.py
+	$(PY) benchmarks/key_checks.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -2,6 +2,9 @@
 
 promptrail serve [--host H] [--port P] [--data-dir DIR]
 promptrail keys create --project NAME
+promptrail keys list [--project NAME] [--all] [--json]
+promptrail keys revoke KEY_ID_OR_KEY
+promptrail keys rotate --project NAME [--grace SECONDS]
 promptrail backup DIR [--data-dir DIR]
 promptrail restore DIR [--data-dir DIR] [--replace]
 promptrail stub-provider [--host H] [--port P]
@@ -18,10 +21,10 @@ import shutil
 import signal
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import typer
 from rich.console import Console
 
@@ -29,6 +32,9 @@ from promptrail import __version__
 
 from .config import Settings
 from .runtime_file import RuntimeInfo, new_admin_token, read_runtime, remove_runtime, write_runtime
+
+if TYPE_CHECKING:
+    from .store.table_groups import Store
 
 # Plain help (click's layout): typer's rich panels print a type after every flag, even
 # "--help <bool>". Options that take a value name it in capitals (--port PORT).
@@ -78,6 +84,30 @@ def _settings(data_dir: Path | None, **overrides: object) -> Settings:
 def _fail(message: str) -> typer.Exit:
     console.print(f"[red]error:[/red] {message}")
     return typer.Exit(code=1)
+
+
+def first_line(exc: Exception) -> str:
+    """Return the first line of an error's message (a store's can run to a stack trace)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextlib.contextmanager
+def open_store(settings: Settings) -> Iterator[Store]:
+    """Open the store for a command that works on it itself; failing to is one line."""
+    from .store.connection import StoreLocked
+    from .store.table_groups import Store
+
+    try:
+        store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    except StoreLocked as exc:
+        raise _fail(f"{exc} (no running collector found to ask)") from None
+    except Exception as exc:
+        raise _fail(f"cannot open the store {settings.store_url}: {first_line(exc)}") from None
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 @app.command()
@@ -247,52 +277,6 @@ def _this_command() -> str:
     return shlex.quote(str(absolute))
 
 
-@keys_app.command("create")
-def create_key(
-    project: Annotated[str, typer.Option(metavar="NAME", help="Project the key belongs to")],
-    data_dir: DataDir = None,
-) -> None:
-    """Create an API key and print it once (it is stored hashed)."""
-    settings = _settings(data_dir)
-    running = read_runtime(settings.data_dir) if settings.is_embedded else None
-    key = _create_via_collector(running, project) if running else _create_direct(settings, project)
-    console.print(f"API key for project '{project}' (shown once, stored hashed):")
-    print(key)
-
-
-def _create_via_collector(running: RuntimeInfo, project: str) -> str:
-    try:
-        response = httpx.post(
-            f"{running.url}/v1/admin/keys",
-            json={"project": project},
-            headers={"X-Promptrail-Admin": running.admin_token},
-            timeout=30,
-        )
-    except httpx.HTTPError as exc:
-        raise _fail(f"the collector at {running.url} did not answer: {exc}") from None
-    if response.status_code != 201:
-        raise _fail(response.json().get("error", {}).get("message", response.text))
-    return str(response.json()["data"]["api_key"])
-
-
-def _create_direct(settings: Settings, project: str) -> str:
-    from .errors import ContractError
-    from .services.keys import KeyService
-    from .store.connection import StoreLocked
-    from .store.table_groups import Store
-
-    try:
-        store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
-    except StoreLocked as exc:
-        raise _fail(f"{exc} (no running collector found to ask)") from None
-    try:
-        return KeyService(store.keys).create(project)
-    except ContractError as exc:
-        raise _fail(exc.message) from None
-    finally:
-        store.close()
-
-
 BackupDir = Annotated[Path, typer.Argument(metavar="DIR", help="The backup's directory")]
 
 
@@ -331,3 +315,7 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # pragma: no cover - interactive
         sys.exit(130)
+
+
+# The keys commands (create, list, revoke, rotate) register themselves on keys_app.
+from . import cli_keys  # noqa: E402, F401

@@ -27,12 +27,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from .cli import open_store
 from .config import Settings
 from .errors import ContractError
 from .runtime_file import RuntimeInfo, read_runtime
 from .services.backups import RUNNING, BackupJob, BackupService, read_manifest
-from .store.connection import StoreLocked
-from .store.table_groups import Store
 
 console = Console(stderr=True, soft_wrap=True)
 _POLL_SECONDS = 0.2
@@ -94,16 +93,8 @@ def _fail(message: str) -> typer.Exit:
 
 @contextmanager
 def _open_store(settings: Settings) -> Iterator[BackupService]:
-    try:
-        store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
-    except StoreLocked as exc:
-        raise _fail(f"{exc} (no running collector found to ask)") from None
-    except Exception as exc:
-        raise _fail(f"cannot open the store {settings.store_url}: {exc}") from None
-    try:
+    with open_store(settings) as store:
         yield BackupService(store.backups, settings.exports_path, store.is_embedded)
-    finally:
-        store.close()
 
 
 def _local(service: BackupService, start: Callable[[], BackupJob]) -> Callable[[], BackupJob]:

@@ -119,6 +119,12 @@ class ExportNotFound(NotFound):
     code = "EXPORT_NOT_FOUND"
 
 
+class KeyNotFound(NotFound):
+    """No API key with that id or value (admin routes and the CLI only)."""
+
+    code = "KEY_NOT_FOUND"
+
+
 class PromptAlreadyExists(ContractError):
     """A live prompt already has that name."""
 

@@ -24,7 +24,7 @@ from ..services.helpers.live_ids import LiveIdIndex
 from ..services.helpers.pending_writes import PendingWrites
 from ..services.helpers.version_cache import VersionCache
 from ..services.ingest import Backpressure, IngestService
-from ..services.keys import KeyService
+from ..services.keys import KeyCache, KeyService
 from ..services.otlp import OtlpService
 from ..services.pricing import GenaiPriceBook
 from ..services.prompts import PromptService
@@ -86,7 +86,12 @@ class Services:
         return cls(
             settings=settings,
             store=store,
-            keys=KeyService(store.keys),
+            # Every collector on an embedded store lives in this process: they share the
+            # cache of checked keys, which a revocation clears (services/keys.py).
+            keys=KeyService(
+                store.keys,
+                KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
+            ),
             prompts=prompts,
             ingest=ingest,
             requests=RequestService(store.requests, settings.cursor_secret, pending),
@@ -111,9 +116,10 @@ class Services:
         )
 
     def start(self) -> None:
-        """Start background work: export jobs and their maintenance, the rollup's sealer."""
+        """Start background work: exports and their upkeep, the rollup's sealer, keys' last use."""
         self.exports.start(sole_runner=self.store.is_embedded)
         self.rollups.start()
+        self.keys.start()
 
     def close(self) -> None:
         """Close provider clients, flush records, stop background work, close the store."""
@@ -122,6 +128,7 @@ class Services:
         self.ingest.close()
         self.exports.close()
         self.rollups.close()
+        self.keys.close()
         self.store.close()
 
 

@@ -1,18 +1,51 @@
-"""API keys: issue (shown once, stored hashed) and authenticate, with an exact cache."""
+"""API keys: issue (shown once, stored hashed), authenticate, list, revoke and rotate.
+
+How a revocation reaches the next request (docs/deploy.md, "API keys"):
+
+- Embedded store: only this process can open it, so every collector (every ``KeyService``)
+  on it lives here and shares one :class:`KeyCache`. A revocation is stored, then dropped from
+  that cache before it returns: the next request finds no entry and reads the store. A request
+  answered from the cache costs a hash and a dict lookup instead of a store query (measured in
+  docs/benchmarks.md, "API key checks").
+- ClickHouse server: other processes may revoke a key at any time, so nothing is cached and
+  every request reads the key's row and its revocations in one point query.
+
+When a key was last used is kept in memory and written at most once a minute per key (and
+when the collector stops), never once per request.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
 import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import ClassVar, Literal
+from weakref import WeakValueDictionary
 
-from ..errors import InvalidApiKey, ValidationFailed
-from ..store.keys import KeyStore
+from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
+from ..models.keys import MAX_GRACE_SECONDS
+from ..store.keys import KeyRow, KeyState, KeyStore
+
+logger = logging.getLogger("promptrail.keys")
 
 _PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 KEY_PREFIX = "pr-"
+# A key's id: ``key_`` and the first 12 hex digits of its SHA-256. It names the key in lists and
+# revocations without revealing anything of it (the hash is one-way); 48 bits keep ids of one
+# store distinct.
+KEY_ID_PREFIX = "key_"
+_ID_HEX = 12
+_KEY_ID = re.compile(rf"{KEY_ID_PREFIX}([0-9a-f]{{{_ID_HEX}}})")
+# Each key's last use is written at most this often by each collector.
+USAGE_WRITE_SECONDS = 60.0
+
+KeyStatus = Literal["active", "expiring", "revoked"]
 
 
 def hash_key(raw: str) -> str:
@@ -20,57 +53,302 @@ def hash_key(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-class KeyService:
-    """Create and check API keys."""
+def key_id(key_hash: str) -> str:
+    """Return the short, non-secret id of the key with this hash."""
+    return KEY_ID_PREFIX + key_hash[:_ID_HEX]
 
-    def __init__(self, store: KeyStore) -> None:
-        self._store = store
-        # Keys are never changed once written, so a positive lookup stays true for the life
-        # of the process; unknown keys are not cached (another process may create them).
-        self._known: dict[str, str] = {}
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """One key as a list shows it: never the key nor its hash."""
+
+    key_id: str
+    project: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    status: KeyStatus
+    # When the key stops (expiring) or stopped (revoked) working; None while active.
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RotatedKeys:
+    """A rotation's new key (shown once) and the keys it revokes."""
+
+    project: str
+    api_key: str
+    key_id: str
+    revoked: list[KeyInfo]
+
+
+@dataclass(frozen=True)
+class _Checked:
+    project: str
+    # time.time() from which the key is refused (0: at once), or None.
+    refused_from: float | None
+
+    def refused(self, now: float) -> bool:
+        return self.refused_from is not None and now >= self.refused_from
+
+
+def _refused_from(state: KeyState) -> float | None:
+    if state.revoked_now:
+        return 0.0
+    return state.refused_from.timestamp() if state.refused_from else None
+
+
+def _refused_now(state: KeyState) -> bool:
+    return _Checked(state.project, _refused_from(state)).refused(time.time())
+
+
+class KeyCache:
+    """Keys already checked, shared by every :class:`KeyService` of one embedded store.
+
+    Exact because every writer of that store lives in this process and drops a key here after
+    storing its revocation. A check keeps what it read only if no revocation happened while it
+    was reading (the generation did not move), so a read that raced a revocation is not kept.
+    """
+
+    _shared: ClassVar[WeakValueDictionary[tuple[str, str], KeyCache]] = WeakValueDictionary()
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Checked] = {}
+        self._generation = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, store_url: str, database: str) -> KeyCache:
+        """Return the one cache of the keys of ``database`` on the embedded store ``store_url``."""
+        with cls._shared_lock:
+            cache = cls._shared.get((store_url, database))
+            if cache is None:
+                cache = cls._shared[(store_url, database)] = KeyCache()
+            return cache
+
+    def lookup(self, digest: str) -> tuple[int, _Checked | None]:
+        """Return the generation and the entry of a key hash, if any."""
+        with self._lock:
+            return self._generation, self._entries.get(digest)
+
+    def keep(self, digest: str, generation: int, entry: _Checked) -> None:
+        """Remember a key read at ``generation`` unless a revocation happened since."""
+        with self._lock:
+            if self._generation == generation:
+                self._entries[digest] = entry
+
+    def forget(self, digests: Iterable[str]) -> None:
+        """Drop keys just revoked (after the revocation is stored)."""
+        with self._lock:
+            self._generation += 1
+            for digest in digests:
+                self._entries.pop(digest, None)
+
+
+class KeyService:
+    """Create, check, list, revoke and rotate API keys."""
+
+    def __init__(self, store: KeyStore, cache: KeyCache | None = None) -> None:
+        self._store = store
+        self._cache = cache
+        self._used: dict[str, float] = {}  # key hash -> last use not yet written
+        self._used_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._writer: threading.Thread | None = None
+
+    # -- issuing ---------------------------------------------------------------------------
 
     def create(self, project: str) -> str:
         """Create a key for ``project`` and return it; only its hash is kept."""
-        if not _PROJECT.fullmatch(project):
-            raise ValidationFailed(
-                "project", "project must be 1-64 letters, digits, '_', '.', or '-'"
-            )
-        raw = KEY_PREFIX + secrets.token_urlsafe(32)
+        _check_project(project)
+        raw = KEY_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
         self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC))
         return raw
 
     def ensure(self, raw: str, project: str = "default") -> bool:
-        """Make sure ``raw`` is a key of ``project``; return whether it was created."""
-        if self._store.project_of(hash_key(raw)) is not None:
+        """Make sure ``raw`` is a key of ``project``; return whether it was created.
+
+        A key revoked before stays revoked: it is not made again, and the log says so.
+        """
+        state = self._store.state(hash_key(raw))
+        if state is not None:
+            if _refused_now(state):
+                logger.warning("the initial API key is revoked: requests with it get 401")
             return False
         self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC))
         return True
 
     def has_keys(self, project: str) -> bool:
-        """Return whether a project has any key."""
+        """Return whether a project has any key (revoked ones too)."""
         return self._store.count_for(project) > 0
 
+    # -- checking each request -------------------------------------------------------------
+
     def known_project(self, raw: str | None) -> str | None:
-        """Return the project of a key already checked by this process, without the store."""
-        if not raw:
+        """Return the project of a key this process checked and still accepts, without the store.
+
+        None when the store must be asked (:meth:`authenticate`): an unknown key, a refused one,
+        or any key on a ClickHouse server.
+        """
+        if not raw or self._cache is None:
             return None
-        with self._lock:
-            return self._known.get(hash_key(raw))
+        digest = hash_key(raw)
+        _, entry = self._cache.lookup(digest)
+        now = time.time()
+        if entry is None or entry.refused(now):
+            return None
+        self._note_use(digest, now)
+        return entry.project
 
     def authenticate(self, raw: str | None) -> str:
-        """Return the project of a key, or raise INVALID_API_KEY."""
+        """Return the project of a key, or raise INVALID_API_KEY (missing, unknown, revoked)."""
         if not raw:
             raise InvalidApiKey(
                 "Missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
             )
         digest = hash_key(raw)
-        with self._lock:
-            project = self._known.get(digest)
-        if project is None:
-            project = self._store.project_of(digest)
-            if project is None:
+        generation, entry = self._cache.lookup(digest) if self._cache else (0, None)
+        if entry is None:
+            state = self._store.state(digest)
+            if state is None:
                 raise InvalidApiKey("Invalid API key")
-            with self._lock:
-                self._known[digest] = project
-        return project
+            entry = _Checked(state.project, _refused_from(state))
+            if self._cache is not None:
+                self._cache.keep(digest, generation, entry)
+        now = time.time()
+        if entry.refused(now):
+            raise InvalidApiKey("This API key was revoked")
+        self._note_use(digest, now)
+        return entry.project
+
+    # -- listing, revoking, rotating -------------------------------------------------------
+
+    def list_keys(self, project: str | None = None, include_revoked: bool = False) -> list[KeyInfo]:
+        """Return the keys of a project (or of all), oldest first; revoked ones on request."""
+        keys = [self._info(row) for row in self._store.rows(project=project)]
+        return [k for k in keys if include_revoked or k.status != "revoked"]
+
+    def revoke(self, ref: str) -> KeyInfo:
+        """Refuse a key, given by id or as the key itself, from the next request on.
+
+        Revoking a revoked key changes nothing and is no error.
+        """
+        row = self._find(ref)
+        if self._info(row).status != "revoked":
+            self._store.revoke([(row.key_hash, row.project)], datetime.now(UTC), 0)
+            self._forget([row.key_hash])
+        return self._info(self._find_hash(row.key_hash) or row)
+
+    def rotate(self, project: str, grace_seconds: int = 0) -> RotatedKeys:
+        """Make a new key for ``project`` and refuse its other keys after ``grace_seconds``.
+
+        The new key is stored before the old ones are revoked, so the project is never left
+        without a working key. A project without a working key has nothing to rotate.
+        """
+        _check_project(project)
+        if not 0 <= grace_seconds <= MAX_GRACE_SECONDS:
+            raise ValidationFailed(
+                "grace_seconds", f"grace_seconds must be 0 to {MAX_GRACE_SECONDS}"
+            )
+        old = [row for row in self._store.rows(project=project) if not _refused_now(row)]
+        if not old:
+            raise KeyNotFound(
+                f"Project '{project}' has no working API key to rotate; create one with "
+                "'promptrail keys create'",
+                {"project": project},
+            )
+        raw = self.create(project)
+        self._store.revoke(
+            [(row.key_hash, row.project) for row in old], datetime.now(UTC), grace_seconds
+        )
+        self._forget([row.key_hash for row in old])
+        revoked = [self._info(self._find_hash(row.key_hash) or row) for row in old]
+        return RotatedKeys(project, raw, key_id(hash_key(raw)), revoked)
+
+    def _find(self, ref: str) -> KeyRow:
+        ref = ref.strip()
+        by_id = _KEY_ID.fullmatch(ref)
+        row = self._find_hash(by_id.group(1)) if by_id else None
+        row = row or self._find_hash(hash_key(ref))
+        if row is None:
+            # Never repeat what was given: it may be a key.
+            shown = ref if by_id else "the key given"
+            raise KeyNotFound(f"No API key matches {shown}", {"key_id": ref} if by_id else {})
+        return row
+
+    def _find_hash(self, prefix: str) -> KeyRow | None:
+        rows = self._store.rows(hash_prefix=prefix)
+        return rows[0] if len(rows) == 1 else None
+
+    def _forget(self, digests: list[str]) -> None:
+        if self._cache is not None:
+            self._cache.forget(digests)
+
+    def _info(self, row: KeyRow) -> KeyInfo:
+        status: KeyStatus = "active"
+        if row.revoked_now or row.refused_from is not None:
+            status = "revoked" if _refused_now(row) else "expiring"
+        with self._used_lock:
+            unwritten = self._used.get(row.key_hash)
+        last_used = row.last_used_at
+        if unwritten is not None:
+            here = datetime.fromtimestamp(unwritten, UTC)
+            last_used = max(last_used, here) if last_used else here
+        return KeyInfo(
+            key_id=key_id(row.key_hash),
+            project=row.project,
+            prefix=row.key_prefix,
+            created_at=row.created_at,
+            last_used_at=last_used,
+            status=status,
+            revoked_at=row.refused_from,
+        )
+
+    # -- last use --------------------------------------------------------------------------
+
+    def _note_use(self, digest: str, now: float) -> None:
+        with self._used_lock:
+            self._used[digest] = now
+
+    def write_usage(self) -> int:
+        """Store the last use of every key used since the last write; return how many."""
+        with self._used_lock:
+            used, self._used = self._used, {}
+        try:
+            self._store.record_use(
+                {digest: datetime.fromtimestamp(at, UTC) for digest, at in used.items()}
+            )
+        except Exception:
+            with self._used_lock:  # kept for the next write, unless a newer use replaced it
+                self._used = {**used, **self._used}
+            raise
+        return len(used)
+
+    def start(self) -> None:
+        """Write the keys' last use in the background, every minute."""
+        self._writer = threading.Thread(target=self._write_loop, name="key-usage", daemon=True)
+        self._writer.start()
+
+    def close(self) -> None:
+        """Stop the background writer and write what is left (the collector is stopping)."""
+        self._stop.set()
+        if self._writer is not None:
+            self._writer.join(10)
+        try:
+            self.write_usage()
+        except Exception:
+            logger.exception("keys: writing the last use of keys failed")
+
+    def _write_loop(self) -> None:
+        while not self._stop.wait(USAGE_WRITE_SECONDS):
+            try:
+                self.write_usage()
+            except Exception:
+                # The store may be busy or closing: the uses are kept for the next round.
+                logger.exception("keys: writing the last use of keys failed")
+
+
+def _check_project(project: str) -> None:
+    if not _PROJECT.fullmatch(project):
+        raise ValidationFailed("project", "project must be 1-64 letters, digits, '_', '.', or '-'")

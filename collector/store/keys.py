@@ -1,8 +1,11 @@
-"""API keys: stored only as SHA-256 hashes, one project per key."""
+"""API keys: stored only as SHA-256 hashes, one project per key; revocations and last use."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
@@ -21,13 +24,84 @@ API_KEYS = Table(
     order_by="key_hash",
 )
 
+# A revocation is a row of its own, never an update of the key's row: rows are only added,
+# so two collectors revoking or rotating at once cannot undo each other, and a retried insert
+# is harmless. A key is refused from the earliest ``revoked_at + grace_seconds`` of its rows;
+# a row with no grace refuses it at once, whatever the clocks of the collectors say.
+API_KEY_REVOCATIONS = Table(
+    name="api_key_revocations",
+    columns=(
+        "key_hash String",
+        "project String",
+        "revoked_at DateTime64(3, 'UTC')",
+        "grace_seconds UInt32",
+    ),
+    order_by="key_hash",
+)
+
+# When each key was last used, written by each collector at most once a minute per key (see
+# services/keys.py); the replacing merge keeps the latest, reads take the max.
+API_KEY_USAGE = Table(
+    name="api_key_usage",
+    columns=("key_hash String", "last_used_at DateTime64(3, 'UTC')"),
+    engine="ReplacingMergeTree",
+    engine_args=("last_used_at",),
+    order_by="key_hash",
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """What a request's key check needs: the project, and whether and when it is refused."""
+
+    project: str
+    # The earliest moment a revocation refuses the key from (None: never revoked).
+    refused_from: datetime | None
+    # Whether a revocation without grace refuses it now, whatever the clock says.
+    revoked_now: bool
+
+
+@dataclass(frozen=True)
+class KeyRow(KeyState):
+    """One key as ``promptrail keys list`` shows it (never the key, never its whole hash)."""
+
+    key_hash: str
+    key_prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+def _time(milliseconds: Any) -> datetime | None:
+    return None if milliseconds is None else _EPOCH + timedelta(milliseconds=int(milliseconds))
+
 
 class KeyStore:
-    """Reads and writes ``api_keys``."""
+    """Reads and writes ``api_keys``, ``api_key_revocations`` and ``api_key_usage``."""
 
-    def __init__(self, client: Client, database: str) -> None:
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
         self._client = client
-        self._table = f"{quote(database)}.{quote(API_KEYS.name)}"
+        db = quote(database)
+        self._table = f"{db}.{quote(API_KEYS.name)}"
+        self._revocations = f"{db}.{quote(API_KEY_REVOCATIONS.name)}"
+        self._usage = f"{db}.{quote(API_KEY_USAGE.name)}"
+        # On a cluster a revocation must be seen by the next check whichever replica answers
+        # it: quorum inserts plus sequentially consistent reads give that (as the registry's
+        # compare-and-set read-backs do, store/prompts.py).
+        self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
+        self._check_settings: dict[str, Any] = {
+            "max_threads": 1,
+            **({"select_sequential_consistency": 1} if cluster else {}),
+        }
+        # The revocations of each key, folded to one row: when it is refused, and whether
+        # a revocation without grace refuses it at once.
+        self._refusals = (
+            "SELECT key_hash, "
+            "toUnixTimestamp64Milli(minOrNull(revoked_at + toIntervalSecond(grace_seconds))) "
+            "AS refused_from, max(grace_seconds = 0) AS revoked_now "
+            f"FROM {self._revocations}"
+        )
 
     def insert(self, key_hash: str, project: str, key_prefix: str, created_at: datetime) -> None:
         """Store one key hash for a project."""
@@ -35,18 +109,81 @@ class KeyStore:
             self._table,
             [[key_hash, project, key_prefix, created_at]],
             column_names=["key_hash", "project", "key_prefix", "created_at"],
+            settings=self._write_settings,
         )
 
-    def project_of(self, key_hash: str) -> str | None:
-        """Return the project owning this key hash, or None."""
+    def state(self, key_hash: str) -> KeyState | None:
+        """Return the project of a key and its revocation, in one query; None if unknown."""
+        # A UNION of two point reads, not a JOIN: a JOIN builds a hash table per query, which
+        # made the check several times slower (docs/benchmarks.md, "API key checks").
         rows = self._client.query(
-            f"SELECT project FROM {self._table} WHERE key_hash = {{h:String}} LIMIT 1",
+            "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now "
+            f"FROM {self._table} WHERE key_hash = {{h:String}} "
+            "UNION ALL SELECT 0, project, "
+            "toUnixTimestamp64Milli(revoked_at + toIntervalSecond(grace_seconds)), "
+            f"grace_seconds = 0 FROM {self._revocations} WHERE key_hash = {{h:String}}",
             parameters={"h": key_hash},
+            settings=self._check_settings,
         ).result_rows
-        return str(rows[0][0]) if rows else None
+        projects = [str(row[1]) for row in rows if row[0]]
+        if not projects:
+            return None
+        ends = [int(row[2]) for row in rows if not row[0]]
+        return KeyState(
+            projects[0],
+            _time(min(ends)) if ends else None,
+            any(row[3] for row in rows if not row[0]),
+        )
+
+    def rows(self, project: str | None = None, hash_prefix: str | None = None) -> list[KeyRow]:
+        """Return the keys of one project (or all), or those whose hash starts so."""
+        rows = self._client.query(
+            "SELECT k.project, r.refused_from, r.revoked_now, k.key_hash, k.key_prefix, "
+            "toUnixTimestamp64Milli(k.created_at), toUnixTimestamp64Milli(u.last_used_at) "
+            f"FROM {self._table} AS k FINAL "
+            f"LEFT JOIN ({self._refusals} GROUP BY key_hash) AS r ON r.key_hash = k.key_hash "
+            "LEFT JOIN (SELECT key_hash, maxOrNull(last_used_at) AS last_used_at "
+            f"FROM {self._usage} GROUP BY key_hash) AS u ON u.key_hash = k.key_hash "
+            "WHERE ({project:String} = '' OR k.project = {project:String}) "
+            "AND startsWith(k.key_hash, {prefix:String}) "
+            "ORDER BY k.project, k.created_at, k.key_hash",
+            parameters={"project": project or "", "prefix": hash_prefix or ""},
+        ).result_rows
+        return [
+            KeyRow(
+                project=str(row[0]),
+                refused_from=_time(row[1]),
+                revoked_now=bool(row[2]),
+                key_hash=str(row[3]),
+                key_prefix=str(row[4]),
+                created_at=_time(row[5]) or _EPOCH,
+                last_used_at=_time(row[6]),
+            )
+            for row in rows
+        ]
+
+    def revoke(self, keys: Iterable[tuple[str, str]], at: datetime, grace_seconds: int) -> None:
+        """Refuse each ``(key_hash, project)`` from ``at + grace_seconds`` on."""
+        rows = [[key_hash, project, at, grace_seconds] for key_hash, project in keys]
+        if rows:
+            self._client.insert(
+                self._revocations,
+                rows,
+                column_names=API_KEY_REVOCATIONS.inserted_columns(),
+                settings=self._write_settings,
+            )
+
+    def record_use(self, last_used: dict[str, datetime]) -> None:
+        """Store when each key (by hash) was last used."""
+        if last_used:
+            self._client.insert(
+                self._usage,
+                [[key_hash, at] for key_hash, at in last_used.items()],
+                column_names=API_KEY_USAGE.inserted_columns(),
+            )
 
     def count_for(self, project: str) -> int:
-        """Count the keys of a project."""
+        """Count the keys of a project (revoked ones too)."""
         rows = self._client.query(
             f"SELECT count() FROM {self._table} WHERE project = {{p:String}}",
             parameters={"p": project},

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from clickhouse_connect.driver.client import Client
 
 from .exports import EXPORTS
-from .keys import API_KEYS
+from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .request_tables import (
     REQUEST_IDS,
@@ -152,6 +152,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             AddIndex(REQUEST_ITEMS, "idx_trace"),
         ),
     ),
+    # Keys can be revoked (at once, or at the end of a rotation's grace) and say when they
+    # were last used: rows of their own beside api_keys (see store/keys.py).
+    Migration(13, "api_key_revocations", (API_KEY_REVOCATIONS, API_KEY_USAGE)),
 )
 
 

@@ -35,7 +35,7 @@ class Store:
         self.database = database
         self.cluster = cluster
         self._writer = writer
-        self.keys = KeyStore(client, database)
+        self.keys = KeyStore(client, database, cluster)
         self.prompts = PromptStore(client, database, cluster)
         self.requests = RequestStore(client, database, cluster)
         self.request_writes = (

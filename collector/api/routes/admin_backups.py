@@ -8,26 +8,14 @@ the running collector has cached (see docs/deploy.md), so it runs with the colle
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from ...errors import InvalidApiKey
 from ...services.backups import BackupJob
 from ..deps import ServicesDep
-
-
-def require_admin(
-    request: Request, x_promptrail_admin: Annotated[str | None, Header()] = None
-) -> None:
-    """Refuse a caller without the running collector's admin token (401 INVALID_API_KEY)."""
-    token: str | None = getattr(request.app.state, "admin_token", None)
-    if not token or not x_promptrail_admin or not hmac.compare_digest(token, x_promptrail_admin):
-        raise InvalidApiKey("Admin token required")
-
+from .admin import require_admin
 
 router = APIRouter(
     prefix="/admin/backups",

@@ -1,0 +1,218 @@
+"""``promptrail keys create | list | revoke | rotate``.
+
+promptrail keys create --project NAME
+promptrail keys list [--project NAME] [--all] [--json]
+promptrail keys revoke KEY_ID_OR_KEY
+promptrail keys rotate --project NAME [--grace SECONDS] [--json]
+
+Each goes through the collector running on the data dir (its loopback admin routes, with the
+admin token of its runtime file) when there is one: the embedded store belongs to that process.
+Otherwise it opens the store itself (a ClickHouse server: always). Any failure is one line.
+The commands register on ``keys_app`` when ``cli.py`` imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+import httpx
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from .cli import DataDir, _fail, _settings, console, first_line, keys_app, open_store
+from .config import Settings
+from .models.keys import (
+    MAX_GRACE_SECONDS,
+    KeyCreated,
+    KeyCreatedData,
+    KeyData,
+    KeyList,
+    KeyOut,
+    KeyRotated,
+    KeyRotatedData,
+)
+from .runtime_file import RuntimeInfo, read_runtime
+from .services.keys import KeyService
+
+Project = Annotated[str, typer.Option(metavar="NAME", help="Project the key belongs to")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of a table")]
+
+
+@keys_app.command("create")
+def create_key(project: Project, data_dir: DataDir = None) -> None:
+    """Create an API key and print it once (it is stored hashed)."""
+    data = _admin(
+        _settings(data_dir),
+        "POST",
+        "/keys",
+        lambda keys: KeyCreatedData(data=KeyCreated(project=project, api_key=keys.create(project))),
+        body={"project": project},
+    )
+    console.print(f"API key for project '{project}' (shown once, stored hashed):")
+    print(data["api_key"])
+
+
+@keys_app.command("list")
+def list_keys(
+    project: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Only this project's keys")
+    ] = None,
+    include_revoked: Annotated[bool, typer.Option("--all", help="Show revoked keys too")] = False,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """List API keys: project, key id, prefix, created, last used, status; never a key."""
+    data = _admin(
+        _settings(data_dir),
+        "GET",
+        "/keys",
+        lambda keys: KeyList(
+            data=[KeyOut.model_validate(info) for info in keys.list_keys(project, include_revoked)]
+        ),
+        params={"project": project or "", "include_revoked": include_revoked},
+    )
+    if as_json:
+        print(json.dumps(data, indent=2))
+    elif not data:
+        console.print("no API keys" + (f" in project '{project}'" if project else ""))
+    else:
+        _print_keys(data)
+
+
+@keys_app.command("revoke")
+def revoke_key(
+    key: Annotated[str, typer.Argument(metavar="KEY_ID_OR_KEY", help="A key id (key_…) or a key")],
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke an API key: refused from the next request on, by every collector of the store."""
+    data = _admin(
+        _settings(data_dir),
+        "POST",
+        "/keys/revoke",
+        lambda keys: KeyData(data=KeyOut.model_validate(keys.revoke(key))),
+        body={"key": key},
+    )
+    console.print(f"revoked {data['key_id']} ({data['prefix']}…) of project '{data['project']}'")
+
+
+@keys_app.command("rotate")
+def rotate_keys(
+    project: Project,
+    grace: Annotated[
+        int,
+        typer.Option(
+            metavar="SECONDS",
+            min=0,
+            max=MAX_GRACE_SECONDS,
+            help="How long the project's old keys keep working [0: revoked at once]",
+        ),
+    ] = 0,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Make a new API key for a project (printed once) and revoke its other keys.
+
+    The old keys keep working for --grace seconds, long enough to deploy the new one.
+    """
+    data = _admin(
+        _settings(data_dir),
+        "POST",
+        "/keys/rotate",
+        lambda keys: KeyRotatedData(data=KeyRotated.model_validate(keys.rotate(project, grace))),
+        body={"project": project, "grace_seconds": grace},
+    )
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    for old in data["revoked"]:
+        when = "at once" if old["status"] == "revoked" else f"at {_time(old['revoked_at'])}"
+        console.print(f"{old['key_id']} ({old['prefix']}…) stops working {when}")
+    console.print(f"new API key {data['key_id']} for project '{project}' (shown once):")
+    print(data["api_key"])
+
+
+def _admin(
+    settings: Settings,
+    method: str,
+    path: str,
+    direct: Callable[[KeyService], BaseModel],
+    body: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+) -> Any:
+    """Return ``data`` of an admin route of the running collector, or of ``direct`` on the store."""
+    running = read_runtime(settings.data_dir) if settings.is_embedded else None
+    if running is not None:
+        return _via_collector(running, method, path, body, params)
+    return _on_store(settings, direct)
+
+
+def _via_collector(
+    running: RuntimeInfo,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    params: dict[str, Any] | None,
+) -> Any:
+    try:
+        response = httpx.request(
+            method,
+            f"{running.url}/v1/admin{path}",
+            json=body,
+            params=params,
+            headers={"X-Promptrail-Admin": running.admin_token},
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        raise _fail(f"the collector at {running.url} did not answer: {exc}") from None
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    if response.is_error or not isinstance(answer, dict) or "data" not in answer:
+        error = answer.get("error") if isinstance(answer, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        raise _fail(message or f"the collector answered {response.status_code}")
+    return answer["data"]
+
+
+def _on_store(settings: Settings, direct: Callable[[KeyService], BaseModel]) -> Any:
+    from .errors import ContractError
+
+    with open_store(settings) as store:
+        try:
+            return direct(KeyService(store.keys)).model_dump(mode="json")["data"]
+        except ContractError as exc:
+            raise _fail(exc.message) from None
+        except Exception as exc:
+            raise _fail(f"the store {settings.store_url} failed: {first_line(exc)}") from None
+
+
+def _print_keys(keys: list[dict[str, Any]]) -> None:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("PROJECT", "KEY ID", "PREFIX", "CREATED", "LAST USED", "STATUS"):
+        table.add_column(column, no_wrap=True)
+    for key in keys:
+        status = key["status"]
+        if status != "active":
+            status += f" {_time(key['revoked_at'])}"
+        table.add_row(
+            key["project"],
+            key["key_id"],
+            f"{key['prefix']}…",
+            _time(key["created_at"]),
+            _time(key["last_used_at"]) if key["last_used_at"] else "never",
+            status,
+        )
+    out = Console()
+    if not out.is_terminal:  # a pipe or a file: wide enough for every column (rich says 80)
+        out = Console(width=200)
+    out.print(table)
+
+
+def _time(value: str) -> str:
+    return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S UTC")
