@@ -98,6 +98,9 @@ def open_store(settings: Settings) -> Iterator[Store]:
     from .store.connection import StoreLocked
     from .store.table_groups import Store
 
+    # The driver logs a failed connection on its own too (Python's last-resort handler prints
+    # it): the one line below says it already.
+    logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
     try:
         store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
     except StoreLocked as exc:

@@ -115,7 +115,8 @@ class KeyStore:
     def state(self, key_hash: str) -> KeyState | None:
         """Return the project of a key and its revocation, in one query; None if unknown."""
         # A UNION of two point reads, not a JOIN: a JOIN builds a hash table per query, which
-        # made the check several times slower (docs/benchmarks.md, "API key checks").
+        # made this check (run on every request on a server) markedly slower, the more so
+        # on a busy machine (docs/benchmarks.md, "API key checks").
         rows = self._client.query(
             "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now "
             f"FROM {self._table} WHERE key_hash = {{h:String}} "

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from promptrail.collector.runtime_file import RuntimeInfo, write_runtime
 from tests.collector.contract import assert_error
 from tests.collector.processes import KEY, cli, collector
+from tests.stubs.server import free_port
 
 
 def id_of(key: str) -> str:
@@ -127,3 +130,15 @@ def test_the_commands_open_the_store_themselves_when_no_collector_runs(tmp_path:
         assert not works(api, used)
         assert not works(api, unused)
         assert works(api, new)
+
+
+def test_a_collector_or_server_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
+    # A runtime file of a live process (this one) whose collector is gone from its port.
+    gone = f"http://127.0.0.1:{free_port()}"
+    write_runtime(tmp_path, RuntimeInfo(gone, os.getpid(), "token"))
+    via_collector = cli("keys", "list", "--data-dir", str(tmp_path))
+    server = f"http://default:@127.0.0.1:{free_port()}/"
+    on_server = cli("keys", "revoke", "key_0123456789ab", env={"PROMPTRAIL_CLICKHOUSE_URL": server})
+
+    assert gone in one_line_error(via_collector)
+    assert "cannot open the store" in one_line_error(on_server)
