@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.collector.test_serve_and_cli import KEY, collector
+from tests.collector.processes import KEY, collector
 
 # A word that appears only in the data of the requests below.
 MARKER = "zebracrossing"
