@@ -20,11 +20,27 @@ from typing import Any, ClassVar
 
 
 class ContractError(Exception):
-    """Base of every error the API answers with ``{"error": {...}}``."""
+    """Base of every error the API answers with ``{"error": {...}}``.
+
+    A case names its status, code and type in its class line, as the contract's table does:
+    ``class RequestNotFound(NotFound, code="REQUEST_NOT_FOUND")``; what it leaves out it
+    inherits.
+    """
 
     status: ClassVar[int] = 400
     code: ClassVar[str] = "VALIDATION_ERROR"
     type: ClassVar[str] = "validation_error"
+
+    def __init_subclass__(
+        cls, *, status: int | None = None, code: str | None = None, type: str | None = None
+    ) -> None:
+        super().__init_subclass__()
+        if status is not None:
+            cls.status = status
+        if code is not None:
+            cls.code = code
+        if type is not None:
+            cls.type = type
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -52,41 +68,27 @@ class ValidationFailed(ContractError):
         super().__init__(message, {"field": field, **details})
 
 
-class InvalidTemplate(ContractError):
+class InvalidTemplate(ContractError, code="INVALID_TEMPLATE"):
     """A template that cannot be parsed or rendered."""
 
-    code = "INVALID_TEMPLATE"
 
-
-class InvalidApiKey(ContractError):
+class InvalidApiKey(ContractError, status=401, code="INVALID_API_KEY", type="authentication_error"):
     """Missing or unknown API key."""
 
-    status = 401
-    code = "INVALID_API_KEY"
-    type = "authentication_error"
 
-
-class NotFound(ContractError):
+class NotFound(ContractError, status=404, code="NOT_FOUND", type="not_found_error"):
     """Base of the 404s."""
 
-    status = 404
-    code = "NOT_FOUND"
-    type = "not_found_error"
 
-
-class PromptNotFound(NotFound):
+class PromptNotFound(NotFound, code="PROMPT_NOT_FOUND"):
     """No live prompt with that name or id in the caller's project."""
-
-    code = "PROMPT_NOT_FOUND"
 
     def __init__(self, prompt_name: str) -> None:
         super().__init__(f"Prompt '{prompt_name}' not found", {"prompt_name": prompt_name})
 
 
-class VersionNotFound(NotFound):
+class VersionNotFound(NotFound, code="VERSION_NOT_FOUND"):
     """The prompt exists but not that version."""
-
-    code = "VERSION_NOT_FOUND"
 
     def __init__(self, prompt_name: str, version: int) -> None:
         super().__init__(
@@ -95,10 +97,8 @@ class VersionNotFound(NotFound):
         )
 
 
-class LabelNotFound(NotFound):
+class LabelNotFound(NotFound, code="LABEL_NOT_FOUND"):
     """No version of the prompt carries that label."""
-
-    code = "LABEL_NOT_FOUND"
 
     def __init__(self, prompt_name: str, label: str) -> None:
         super().__init__(
@@ -107,51 +107,36 @@ class LabelNotFound(NotFound):
         )
 
 
-class RequestNotFound(NotFound):
+class RequestNotFound(NotFound, code="REQUEST_NOT_FOUND"):
     """No request record with that id in the caller's project."""
 
-    code = "REQUEST_NOT_FOUND"
 
-
-class ExportNotFound(NotFound):
+class ExportNotFound(NotFound, code="EXPORT_NOT_FOUND"):
     """No export job with that id in the caller's project."""
 
-    code = "EXPORT_NOT_FOUND"
 
-
-class KeyNotFound(NotFound):
+class KeyNotFound(NotFound, code="KEY_NOT_FOUND"):
     """No API key with that id or value (admin routes and the CLI only)."""
 
-    code = "KEY_NOT_FOUND"
 
-
-class PromptAlreadyExists(ContractError):
+class PromptAlreadyExists(
+    ContractError, status=409, code="PROMPT_ALREADY_EXISTS", type="conflict_error"
+):
     """A live prompt already has that name."""
-
-    status = 409
-    code = "PROMPT_ALREADY_EXISTS"
-    type = "conflict_error"
 
     def __init__(self, prompt_name: str) -> None:
         super().__init__(f"Prompt '{prompt_name}' already exists", {"prompt_name": prompt_name})
 
 
-class PayloadTooLarge(ContractError):
+class PayloadTooLarge(ContractError, status=413, code="PAYLOAD_TOO_LARGE"):
     """Request body over the configured limit."""
-
-    status = 413
-    code = "PAYLOAD_TOO_LARGE"
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"Request body exceeds {limit} bytes", {"max_bytes": limit})
 
 
-class RateLimited(ContractError):
+class RateLimited(ContractError, status=429, code="RATE_LIMITED", type="rate_limit_error"):
     """The project is over one of its limits (docs/security.md): 429 with ``Retry-After``."""
-
-    status = 429
-    code = "RATE_LIMITED"
-    type = "rate_limit_error"
 
     def __init__(self, project: str, limit: str, rate: str, retry_after: int) -> None:
         super().__init__(
@@ -161,28 +146,20 @@ class RateLimited(ContractError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
-class UnsupportedMediaType(ContractError):
+class UnsupportedMediaType(
+    ContractError, status=415, code="UNSUPPORTED_MEDIA_TYPE", type="validation_error"
+):
     """A body in none of the media types the route reads (OTLP: protobuf or JSON)."""
 
-    status = 415
-    code = "UNSUPPORTED_MEDIA_TYPE"
-    type = "validation_error"
 
-
-class UpstreamProviderFailed(ContractError):
+class UpstreamProviderFailed(
+    ContractError, status=502, code="PROVIDER_ERROR", type="provider_error"
+):
     """The model provider failed a run: 502 PROVIDER_ERROR."""
 
-    status = 502
-    code = "PROVIDER_ERROR"
-    type = "provider_error"
 
-
-class StoreUnavailable(ContractError):
+class StoreUnavailable(ContractError, status=503, code="STORE_UNAVAILABLE", type="api_error"):
     """The store cannot be reached, is held by another process, or refuses writes."""
-
-    status = 503
-    code = "STORE_UNAVAILABLE"
-    type = "api_error"
 
     def __init__(
         self, message: str, details: dict[str, Any] | None = None, retry_after: int = 2
@@ -195,15 +172,9 @@ class StoreWriteFailed(StoreUnavailable):
     """The store did not take the records; the client should retry (nothing half-written)."""
 
 
-class StoreBusy(StoreUnavailable):
+class StoreBusy(StoreUnavailable, code="STORE_BUSY"):
     """The ingest buffer is full: the store takes records slower than they arrive."""
 
-    code = "STORE_BUSY"
 
-
-class VersionContention(ContractError):
+class VersionContention(ContractError, status=503, code="VERSION_CONFLICT", type="conflict_error"):
     """Too many concurrent writers kept taking the next version number."""
-
-    status = 503
-    code = "VERSION_CONFLICT"
-    type = "conflict_error"
