@@ -74,11 +74,14 @@ print(json.dumps({
 """
 
 
-def fill(api: httpx.Client, data_dir: Path) -> tuple[str, str]:
-    """Write prompts, versions, labels, records and an export; return a new key and export."""
-    made = cli("keys", "create", "--project", "team", "--data-dir", str(data_dir))
-    assert made.returncode == 0, made.stderr
-    team_key = made.stdout.strip()
+def fill(api: httpx.Client, data_dir: Path) -> tuple[str, str, str]:
+    """Write prompts, versions, labels, records and an export; make a key and revoke another.
+
+    Return the new key, the revoked one and the export's id.
+    """
+    team_key, revoked = (new_key(data_dir, "team") for _ in range(2))
+    dropped = cli("keys", "revoke", revoked, "--data-dir", str(data_dir))
+    assert dropped.returncode == 0, dropped.stderr
     for headers in ({}, {"X-API-Key": team_key}):
         for name in ("greet", "summarise", "gone"):
             body = {"name": name, "template": f"{name} {{{{name}}}}", "model": "gpt-4o"}
@@ -100,12 +103,20 @@ def fill(api: httpx.Client, data_dir: Path) -> tuple[str, str]:
         if status.json()["data"]["status"] != "processing":
             break
         time.sleep(0.05)
-    return team_key, export
+    return team_key, revoked, export
 
 
-def reads(api: httpx.Client, team_key: str, export: str) -> dict[str, Any]:
+def new_key(data_dir: Path, project: str) -> str:
+    """Make a key with ``promptrail keys create`` (through the collector running there)."""
+    made = cli("keys", "create", "--project", project, "--data-dir", str(data_dir))
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def reads(api: httpx.Client, team_key: str, revoked: str, export: str) -> dict[str, Any]:
     """Every read a user makes, per project, with the collector's address taken out."""
-    seen: dict[str, Any] = {}
+    refused = api.get("/v1/prompts", headers={"X-API-Key": revoked})
+    seen: dict[str, Any] = {"revoked": refused.status_code}
     for project, key in (("default", KEY), ("team", team_key)):
         paths = ["/v1/prompts?limit=100", "/v1/prompts/gone", "/v1/requests?limit=100"]
         for name in ("greet", "summarise"):
@@ -165,9 +176,9 @@ def test_a_round_trip_loses_nothing(tmp_path: Path, online: bool) -> None:
     log: list[str] = []
     lines: list[str] = []
     with collector(source, log, QUICK_ROLLUP, lines) as api:
-        team_key, export = fill(api, source)
+        team_key, revoked, export = fill(api, source)
         wait_for(lines, "rollup: sealed")
-        before = reads(api, team_key, export)
+        before = reads(api, team_key, revoked, export)
         if online:
             made = cli("backup", str(backup), "--data-dir", str(source))
     if not online:
@@ -186,7 +197,7 @@ def test_a_round_trip_loses_nothing(tmp_path: Path, online: bool) -> None:
         assert digest(target) == tables
         assert all(tables[name][0] for name in ("request_rollup", "request_seals", "exports"))
     with collector(target, log) as api:
-        after = reads(api, team_key, export)
+        after = reads(api, team_key, revoked, export)
 
     assert after == before
     # What was compared is what the fill wrote, not a store of errors.
@@ -194,6 +205,7 @@ def test_a_round_trip_loses_nothing(tmp_path: Path, online: bool) -> None:
     assert len(before["team /v1/requests/search?query=zebra"][1]["data"]) == 6
     assert before["team /v1/prompts?limit=100"][1]["pagination"]["total"] == 2
     assert before["default /v1/requests/req_b0"][0] == 200
+    assert before["revoked"] == 401
 
 
 def test_restore_refuses_a_store_with_data_and_replaces_it_when_asked(tmp_path: Path) -> None:
