@@ -334,8 +334,9 @@ def test_a_fork_child_runs_one_shipper_whatever_ran_before(fresh_stats: None) ->
 def test_a_rate_limited_collector_gets_every_record_once_after_its_retry_after(
     settings: Settings, fresh_stats: None
 ) -> None:
-    # One record per window: every post after the first meets a 429 with Retry-After.
-    limited = settings.model_copy(update={"limit_records": "1 per 2 seconds"})
+    # One record per window: every post after the first meets a 429 with Retry-After (a window
+    # of seconds, so that a busy machine still sends the next record inside it).
+    limited = settings.model_copy(update={"limit_records": "1 per 5 seconds"})
     with serve(create_app(limited)) as url:
         promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
         for i in range(3):
