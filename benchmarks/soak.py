@@ -401,6 +401,9 @@ def soak(minutes: float, stall_seconds: float, modes: list[str]) -> dict[str, An
         "normal_5xx": sum(
             n for (phase, _, s), n in statuses.items() if phase == "normal" and s >= 500
         ),
+        "normal_4xx": sum(
+            n for (phase, _, s), n in statuses.items() if phase == "normal" and 400 <= s < 500
+        ),
         "normal_failed": sum(
             n for (phase, _, s), n in statuses.items() if phase == "normal" and s == 0
         ),
@@ -445,6 +448,7 @@ def markdown(result: dict[str, Any], machine: Machine, loads: tuple[str, str], c
         f"| SDK: captured / exported / dropped / stored | {result['sdk_captured']:,} / {result['sdk_exported']:,} / {result['sdk_dropped']:,} / {result['sdk_stored']:,} | dropped 0 |",
         f"| requests sent (all routes) | {result['requests']:,} | |",
         f"| 5xx outside the stalls | **{result['normal_5xx']}** (connection failures: {result['normal_failed']}) | 0 |",
+        f"| 4xx outside the stalls | {result['normal_4xx']} | |",
         f"| inside the stalls: 503 / any other 5xx or failure | {result['stall_503']:,} / **{result['stall_other_5xx']}** | only 503 |",
         f"| batches retried after a 503/429 | {result['retries']:,} | |",
         f"| exports completed / failed | {result['exports'].get('completed', 0)} / {result['exports'].get('failed', 0)} | |",
