@@ -48,6 +48,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import collector, free_port, process, wait_until
+from _report import status_kib
 from sdk_overhead import MESSAGES, async_provider_client, call, provider_client
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -184,13 +185,6 @@ def instrument(tool: str, collector: str, receiver: str) -> Callable[[], int]:
     return exported
 
 
-def rss_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    return 0
-
-
 def reset_high_water_mark() -> None:
     # Writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0).
     with suppress(OSError):
@@ -242,7 +236,7 @@ def run_one(tool: str, case: str, calls: int, collector: str, receiver: str) -> 
         _runtime.reset_stats()
     timings: list[float] = []
     reset_high_water_mark()
-    rss_before = rss_kib("VmRSS")
+    rss_before = status_kib("VmRSS")
     with queue_watch(tool) as queue_peak:
         began = time.perf_counter()
         if case == "1 thread":
@@ -252,7 +246,7 @@ def run_one(tool: str, case: str, calls: int, collector: str, receiver: str) -> 
         else:
             timings = asyncio.run(in_tasks(aclient, calls, 200))
         wall = time.perf_counter() - began
-    peak = rss_kib("VmHWM")
+    peak = status_kib("VmHWM")
     got = arrived()
     expected = calls * per_call
     return {
@@ -384,11 +378,11 @@ INTRO = (
 
 def run_burst_section(args: Any) -> None:
     """Measure the added time per call (plain, streaming) and the bursts; print, maybe write."""
-    from _report import Machine, write_block
-    from sdk_overhead import load, overhead_in_processes
+    from _report import Machine, load_average, write_block
+    from sdk_overhead import overhead_in_processes
 
     peers = args.peers_python if Path(args.peers_python).exists() else None
-    loads = [load()]
+    loads = [load_average()]
     print(f"load average before: {loads[0]}", flush=True)
     plain = overhead_in_processes(args.calls, args.processes, "own")
     stream = overhead_in_processes(args.calls, args.processes, "stream")
@@ -399,7 +393,7 @@ def run_burst_section(args: Any) -> None:
         flush=True,
     )
     results = burst(args.burst_calls, peers)
-    loads.append(load())
+    loads.append(load_average())
     print(f"load average after: {loads[1]}", flush=True)
     if args.write_docs:
         block = section_block(args, Machine.current().line(), loads, plain, stream, results)

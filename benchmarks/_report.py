@@ -59,6 +59,21 @@ class Machine:
         )
 
 
+def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes, as a docs line shows it."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+def status_kib(field: str, pid: int | str = "self") -> int:
+    """A memory figure of a process from /proc (``VmRSS``, ``VmHWM``…), in KiB; 0 if gone."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    return 0
+
+
 def cpu_busy(window: float = 5.0) -> float:
     """Return how busy the machine's CPUs were over ``window`` seconds, 0-1 (all CPUs)."""
 

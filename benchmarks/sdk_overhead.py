@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -43,7 +42,7 @@ import httpx2
 import openai
 import wrapt
 from _harness import free_port
-from _report import DOCS, Machine, write_section
+from _report import DOCS, Machine, load_average, write_section
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
@@ -349,11 +348,6 @@ def collector_down(seconds: float, rate: int) -> dict[str, float]:
     }
 
 
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
-
-
 def overhead_in_processes(calls: int, processes: int, mode: str) -> dict[str, Any]:
     """:func:`call_overhead` in fresh processes, one after another: medians over them."""
     runs: list[dict[str, float]] = []
@@ -413,7 +407,7 @@ def main() -> None:
         run_burst_section(args)
         return
 
-    load_before = load()
+    load_before = load_average()
     print(f"load average (1/5/15 min) before: {load_before}")
     overhead = overhead_in_processes(args.calls, args.processes, "own")
     print(f"added p50 per process: {', '.join(f'{v:.0f}' for v in overhead['added_runs'])} µs")
@@ -441,7 +435,7 @@ def main() -> None:
         f"queued {down['queued']}, pending {down['pending']}, dropped {down['dropped']}, "
         f"shutdown {down['shutdown_s']:.1f} s"
     )
-    load_after = load()
+    load_after = load_average()
     print(f"load average (1/5/15 min) after: {load_after}")
     if args.write_docs:
         write_docs(args, overhead, joined, rate, down, f"{load_before} before, {load_after} after")

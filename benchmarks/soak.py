@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import os
 import random
 import secrets
 import sys
@@ -59,7 +58,7 @@ from _harness import (
     stall_store,
     wait_until,
 )
-from _report import Machine, write_section
+from _report import Machine, load_average, status_kib, write_section
 
 SECTION = "## Soak (`benchmarks/soak.py`)"
 API_KEY = "pr-bench-soak-" + "0" * 30
@@ -91,11 +90,6 @@ class Tally:
         phase = "stall" if inside else "normal"
         with self.lock:
             self.statuses[(phase, kind, status)] += 1
-
-
-def load_average() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
 def retry_after(response: httpx.Response) -> float:
@@ -251,14 +245,6 @@ def exports(client: httpx.Client, tally: Tally, run: str, stop: threading.Event)
     return outcomes
 
 
-def rss_kib(pid: int, field_name: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field_name}:"):
-                return int(line.split()[1])
-    return 0
-
-
 def wait_ready(base_url: str, limit: float = 600.0) -> float:
     """Seconds until ``/health`` answers 200."""
     began = time.monotonic()
@@ -352,13 +338,13 @@ def soak(minutes: float, stall_seconds: float, modes: list[str]) -> dict[str, An
         for number, mode in enumerate(modes, start=1):
             at = began + total * number / (len(modes) + 1)
             time.sleep(max(0.0, at - time.monotonic()))
-            rss_before = rss_kib(pid, "VmRSS")
+            rss_before = status_kib("VmRSS", pid)
             with tally.lock:
                 tally.stalled_since = time.monotonic()
             stall_store(running, data_dir, mode=mode)
             print(f"  stall {number} ({mode}) at {time.monotonic() - began:.0f} s", flush=True)
             time.sleep(stall_seconds)
-            rss_stalled = rss_kib(pid, "VmRSS")
+            rss_stalled = status_kib("VmRSS", pid)
             resume_store(running, data_dir)
             ready = wait_ready(running.url)
             with tally.lock:
@@ -378,7 +364,7 @@ def soak(minutes: float, stall_seconds: float, modes: list[str]) -> dict[str, An
         for thread in threads:
             thread.join()
         wait_ready(running.url)
-        peak_mib = rss_kib(pid, "VmHWM") / 1024
+        peak_mib = status_kib("VmHWM", pid) / 1024
         batch_ids = stored_ids(clients[0], run, "batch")
         sdk_ids = stored_ids(clients[0], run, "sdk")
         for client in clients:
