@@ -14,12 +14,11 @@ def answer(question: str) -> str: ...
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 # -- capture (begin)
 from ._context import Context, context
 from ._observe import observe
 from ._runtime import flush, init, shutdown, stats
+from ._version import __version__
 from .integrations import instrument, uninstrument
 
 # -- capture (end)

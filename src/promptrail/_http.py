@@ -9,7 +9,6 @@ error whose ``retry_after`` says when to send it again.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import os
 import random
 import time
@@ -21,6 +20,7 @@ import httpx
 
 from ._api_call import Call, Page
 from ._errors import APIConnectionError, APITimeoutError, PromptrailError, error_class_for
+from ._version import __version__
 
 T = TypeVar("T")
 
@@ -35,14 +35,7 @@ _BACKOFF_MAX = 4.0
 _RETRY_AFTER_MAX = 30.0
 
 
-def _package_version() -> str:
-    try:
-        return importlib.metadata.version("promptrail")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-USER_AGENT = f"promptrail-python/{_package_version()}"
+USER_AGENT = f"promptrail-python/{__version__}"
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,18 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
 
-from . import __version__
 from ._genai import is_recordable
 from ._sampling_and_fork import Sampler
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer
 from ._stats import CaptureStats
-from .otel import DEFAULT_MAX_PENDING_BYTES, Mask, PromptrailSpanExporter
+from ._version import __version__
+from .otel import (
+    DEFAULT_MAX_PENDING_BYTES,
+    QUICK_SHUTDOWN_SECONDS,
+    Mask,
+    PromptrailSpanExporter,
+)
 
 logger = logging.getLogger("promptrail")
 
@@ -262,11 +267,13 @@ def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
         return
     if pipeline.processor is None:
         return
-    processor = pipeline.processor
-    if pipeline.exporter is not None:
+    processor, exporter = pipeline.processor, pipeline.exporter
+    if exporter is not None:
         # An export may be waiting to retry against a collector that is down: wake it, so
         # the processor's worker stops and the final send happens within the timeout.
-        pipeline.exporter.stop_retrying()
+        exporter.stop_retrying()
+        if exporter.unreachable:
+            timeout = min(timeout, QUICK_SHUTDOWN_SECONDS)
     # BatchSpanProcessor.shutdown() waits up to 30 s; its inner processor takes a bound.
     worker = threading.Thread(
         target=processor._batch_processor.shutdown,
@@ -275,6 +282,10 @@ def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
     )
     worker.start()
     worker.join(timeout + 0.5)
+    if exporter is not None:
+        # The processor closes its exporter, unless an export outlasted the timeout: then
+        # what it still holds is counted and reported here (a second close does nothing).
+        exporter.close(waited=timeout)
 
 
 def _at_exit() -> None:
