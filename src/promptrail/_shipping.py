@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 
 from ._sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
 from ._spans import CaptureSpan
 from ._stats import CaptureStats
-from .otel import DEFAULT_MAX_PENDING_BYTES, PromptrailSpanExporter
+from .otel import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, PromptrailSpanExporter
 
 logger = logging.getLogger("promptrail")
 
@@ -129,12 +130,16 @@ class SpanShipper:
             stats.add("in_flight", len(taken))
         return taken
 
-    def _drain(self) -> bool:
-        """Ship every queued span; False if the collector could not take them all."""
+    def _drain(self, *, send: bool = True) -> bool:
+        """Ship every queued span; False if the collector could not take them all.
+
+        ``send=False`` only turns them into pending records (shutdown's last attempt sends
+        them all at once).
+        """
         with self._drain_lock:
             ok = True
             while batch := self._take():
-                ok = self._exporter.ship([span.to_record() for span in batch]) and ok
+                ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 self._learn_size()
             return ok
 
@@ -148,24 +153,31 @@ class SpanShipper:
         return self._exporter.force_flush(int(timeout * 1000)) and drained
 
     def shutdown(self, timeout: float) -> None:
-        """Stop the thread, ship what is left within ``timeout``, count what could not go."""
+        """Stop the thread, ship what is left within ``timeout``, count what could not go.
+
+        The whole shutdown takes ``timeout`` at most (``QUICK_SHUTDOWN_SECONDS`` when the last
+        post found the collector unreachable); one line reports what was not delivered.
+        """
         forget_after_fork(self)
-        self._exporter.stop_retrying()
+        exporter = self._exporter
+        exporter.stop_retrying()
+        if exporter.unreachable:
+            timeout = min(timeout, QUICK_SHUTDOWN_SECONDS)
+        deadline = time.monotonic() + timeout
         self._stopping = True
         self._wake.set()
         self._worker.join(timeout)
 
         def finish() -> None:
-            self._drain()
-            self._exporter.shutdown(int(timeout * 1000))
+            self._drain(send=False)
+            exporter.final_send(deadline - time.monotonic())
 
         closer = threading.Thread(target=finish, name="promptrail-shutdown", daemon=True)
         closer.start()
-        closer.join(timeout + 0.5)
+        # A little past the deadline: the last post's own timeout ends at it.
+        closer.join(max(0.0, deadline - time.monotonic()) + 0.2)
         with self._stats.lock:
             left = len(self._queue)
             self._queue.clear()
             self._stats.add("captured", left)
-            self._stats.drop("shutdown_unsent", left)
-        if left:
-            logger.warning("promptrail: %d records not sent before shutdown", left)
+            exporter.close(waited=timeout, unsent=left)

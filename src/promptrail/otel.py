@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
 from ._genai import SpanData, build_record, is_recordable
+from ._reachability import Reachability, describe_error, describe_status, unsent_line
 from ._sampling_and_fork import restart_after_fork
 from ._stats import CaptureStats
 
@@ -62,6 +63,9 @@ DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # its bytes, not its Python objects.
 _encode_record = msgspec.json.Encoder(enc_hook=str).encode
 _TYPICAL_RECORD_BYTES = 600
+# At shutdown, a collector the last post found unreachable gets one attempt this long, not the
+# whole bound: waiting seconds for an answer that will not come only delays the exit.
+QUICK_SHUTDOWN_SECONDS = 1.0
 
 
 def readable_span_data(span: ReadableSpan) -> SpanData:
@@ -138,10 +142,11 @@ class PromptrailSpanExporter(SpanExporter):
     ) -> None:
         """Ship to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key`` (``PROMPTRAIL_API_KEY``).
 
-        ``export_deadline`` bounds the time one export (retries included) may take;
-        ``max_pending_bytes`` bounds the records (their JSON) kept while the collector is
-        unreachable. Without an API key nothing can be sent: one warning says so, and every
-        record is counted as dropped (``no_api_key``) instead of being retried.
+        ``export_deadline`` bounds the time one export (retries included) may take, so one
+        post waits at most ``min(timeout, export_deadline)``; ``max_pending_bytes`` bounds the
+        records (their JSON) kept while the collector is unreachable. Without an API key
+        nothing can be sent: one warning says so, and every record is counted as dropped
+        (``no_api_key``) instead of being retried.
         """
         self._api_key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
         if not self._api_key:
@@ -152,8 +157,9 @@ class PromptrailSpanExporter(SpanExporter):
         self._base_url = (
             base_url or os.environ.get("PROMPTRAIL_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
-        self._timeout = timeout
         self._deadline = export_deadline
+        # One post never outlasts the export it belongs to.
+        self._timeout = max(0.001, min(timeout, export_deadline))
         self._max_pending_bytes = max_pending_bytes
         self._mask = mask
         self.stats = stats or CaptureStats()
@@ -167,6 +173,8 @@ class PromptrailSpanExporter(SpanExporter):
         self._lock = self.stats.lock
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._closed = False
+        self._reach = Reachability(self._base_url)
         self._client = self._new_client()
         restart_after_fork(self)
 
@@ -187,12 +195,18 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._pending = deque()
         self.pending_bytes = 0
+        self._reach = Reachability(self._base_url)
         self._client = self._new_client()
 
     @property
     def pending(self) -> int:
         """Records waiting for the collector."""
         return len(self._pending)
+
+    @property
+    def unreachable(self) -> bool:
+        """Whether the last post found the collector unreachable or failing."""
+        return self._reach.down
 
     # -- SpanExporter ----------------------------------------------------------------------
 
@@ -203,11 +217,12 @@ class PromptrailSpanExporter(SpanExporter):
         self.stats.add("in_flight", len(records))
         return SpanExportResult.SUCCESS if self.ship(records) else SpanExportResult.FAILURE
 
-    def ship(self, records: list[dict[str, Any]]) -> bool:
+    def ship(self, records: list[dict[str, Any]], *, send: bool = True) -> bool:
         """Mask and encode ``records`` (counted as in flight) and send them with what is pending.
 
         False when the collector did not take everything within the export deadline (what
-        is left waits, bounded, for the next export, flush or shutdown).
+        is left waits, bounded, for the next export, flush or shutdown). ``send=False`` only
+        adds them to the pending records (shutdown sends everything in one last attempt).
         """
         if not self._api_key:
             with self._lock:
@@ -215,7 +230,7 @@ class PromptrailSpanExporter(SpanExporter):
                 self.stats.drop("no_api_key", len(records))
             return True
         self._enqueue(self.encode(records))
-        return self._send(self._deadline)
+        return self._send(self._deadline) if send else not self._pending
 
     def encode(self, records: list[dict[str, Any]]) -> list[bytes]:
         """Mask each record and encode it as JSON; a record the mask fails on is dropped."""
@@ -253,17 +268,48 @@ class PromptrailSpanExporter(SpanExporter):
 
     def shutdown(self, timeout_millis: int = 5_000) -> None:
         """Try once more to send what is pending, then close; what is left is counted."""
+        budget = timeout_millis / 1000
+        self.final_send(budget)
+        self.close(waited=budget)
+
+    def final_send(self, budget: float) -> bool:
+        """One last attempt (no retry waits) to send what is pending, within ``budget`` s.
+
+        When the last post found the collector unreachable, the attempt gets at most
+        ``QUICK_SHUTDOWN_SECONDS``: an exit is not held up waiting for a collector known down.
+        """
         self._stopping.set()
-        self._send(min(timeout_millis / 1000, self._deadline))
+        budget = min(budget, self._deadline)
+        if self._reach.down:
+            budget = min(budget, QUICK_SHUTDOWN_SECONDS)
+        if budget <= 0:
+            return not self._pending
+        return self._send(budget, request_timeout=budget)
+
+    def close(self, *, waited: float, unsent: int = 0) -> None:
+        """Count what is still pending (and ``unsent`` records the caller held) as dropped.
+
+        One warning says how many, where they went and why (the collector's URL and what the
+        last post found); ``waited`` is how long the shutdown tried. Closing twice is harmless.
+        """
         with self._lock:
-            lost = len(self._pending)
+            if self._closed:
+                return
+            self._closed = True
+            lost = len(self._pending) + unsent
             self._pending.clear()
             self.pending_bytes = 0
             if lost:
                 self.stats.drop("shutdown_unsent", lost)
         if lost:
-            logger.warning("promptrail: %d records not sent before shutdown", lost)
-        self._client.close()
+            logger.warning(unsent_line(lost, "dropped", self._reach.why_unsent(waited)))
+        # A post still stuck on a silent collector holds the lock and its connection: leave
+        # that client to the post (the process is ending) rather than close it under it.
+        if self._send_lock.acquire(blocking=False):
+            try:
+                self._client.close()
+            finally:
+                self._send_lock.release()
 
     # -- internals -------------------------------------------------------------------------
 
@@ -305,7 +351,7 @@ class PromptrailSpanExporter(SpanExporter):
                 self._max_pending_bytes >> 20,
             )
 
-    def _send(self, budget: float) -> bool:
+    def _send(self, budget: float, request_timeout: float | None = None) -> bool:
         deadline = time.monotonic() + max(0.0, budget)
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
@@ -315,7 +361,7 @@ class PromptrailSpanExporter(SpanExporter):
                         batch = self._next_batch()
                     if not batch:
                         return True
-                    if not self._post_with_retries(batch, deadline):
+                    if not self._post_with_retries(batch, deadline, request_timeout):
                         return False
         finally:
             detach(token)
@@ -331,14 +377,16 @@ class PromptrailSpanExporter(SpanExporter):
             batch.append(record)
         return batch
 
-    def _post_with_retries(self, batch: list[bytes], deadline: float) -> bool:
+    def _post_with_retries(
+        self, batch: list[bytes], deadline: float, request_timeout: float | None
+    ) -> bool:
         """Post one batch; True once it is settled (stored, or refused for good)."""
         # The records are JSON already: the body is one join. Level 1: records repeat
         # themselves, so it still shrinks a batch about tenfold for a third of level 5's CPU.
         body = gzip.compress(b'{"records":[' + b",".join(batch) + b"]}", compresslevel=1)
         attempt = 0
         while True:
-            wait = self._post(batch, body)
+            wait = self._post(batch, body, request_timeout)
             if wait is None:
                 return True
             attempt += 1
@@ -350,23 +398,31 @@ class PromptrailSpanExporter(SpanExporter):
             self.stats.add("export_retries")
             self._stopping.wait(backoff)
 
-    def _post(self, batch: list[bytes], body: bytes) -> float | None:
+    def _post(self, batch: list[bytes], body: bytes, timeout: float | None) -> float | None:
         """Send once; None when settled, else seconds to wait (0: use backoff)."""
+        timeout = self._timeout if timeout is None else timeout
         try:
             response = self._client.post(
                 "/v1/requests/batch",
                 content=body,
                 headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+                timeout=timeout,
             )
         except httpx.HTTPError as exc:
             logger.debug("promptrail: collector unreachable: %s", exc)
+            self._reach.failed(describe_error(exc, timeout))
             return 0.0
         if response.status_code in _RETRYABLE:
+            # A 429 is the collector answering (a project over its limit), not an outage.
+            if response.status_code != 429:
+                self._reach.failed(describe_status(response))
             return _retry_after(response)
         if response.status_code == 201:
             data = response.json().get("data", {})
             rejected = data.get("rejected", [])
-            self._settle(len(batch), exported=len(batch) - len(rejected), reason="rejected")
+            exported = len(batch) - len(rejected)
+            self._settle(len(batch), exported=exported, reason="rejected")
+            self._reach.answered(exported, len(self._pending))
             if rejected:
                 logger.warning(
                     "promptrail: collector rejected %d records: %s", len(rejected), rejected[0]
@@ -376,6 +432,7 @@ class PromptrailSpanExporter(SpanExporter):
             response.status_code, "http_error"
         )
         self._settle(len(batch), exported=0, reason=reason)
+        self._reach.answered(0, len(self._pending))
         logger.warning(
             "promptrail: collector refused %d records (%s): %s",
             len(batch),
@@ -387,6 +444,8 @@ class PromptrailSpanExporter(SpanExporter):
     def _settle(self, count: int, *, exported: int, reason: str) -> None:
         """Take the first ``count`` pending records off: ``exported`` stored, the rest dropped."""
         with self._lock:
+            if self._closed:
+                return  # a post that outlasted shutdown: its records are counted as dropped
             pending = self._pending
             for _ in range(min(count, len(pending))):
                 self.pending_bytes -= len(pending.popleft())

@@ -1,0 +1,113 @@
+"""Whether the collector is taking records, said once per change, and the words for the exit line.
+
+A collector that is down must not go unnoticed (issue 30.9): the first failed post logs one
+warning with the collector's URL and the reason, the first post that gets an answer again logs
+one line saying so; the posts in between (retries, every flush) say nothing more, so an outage
+is two lines, not a storm. At shutdown, records that could not be delivered are reported in one
+line that says where they went and why (docs/sdk.md, "When the collector is down").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+import httpx
+
+logger = logging.getLogger("promptrail")
+
+_ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
+
+
+def describe_error(exc: httpx.HTTPError, timeout: float) -> str:
+    """The reason a post failed, in a few words ("connection refused", "no answer within 10 s")."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"no connection within {timeout:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    text = _ERRNO.sub("", str(exc)).strip().rstrip(".")
+    if not text:
+        return type(exc).__name__
+    return text[:1].lower() + text[1:]
+
+
+def describe_status(response: httpx.Response) -> str:
+    """Why a post was refused for now: "HTTP 503 STORE_UNAVAILABLE" (the collector's code)."""
+    code = ""
+    try:
+        document = response.json()
+        error = document.get("error") if isinstance(document, dict) else None
+        code = str(error.get("code") or "") if isinstance(error, dict) else ""
+    except ValueError:
+        pass  # not the collector talking (a proxy's page): its reason phrase says enough
+    return f"HTTP {response.status_code} {code or response.reason_phrase}".strip()
+
+
+def seconds(value: float) -> str:
+    """A duration for a log line: "0.4 s", "12 s"."""
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+def unsent_line(count: int, fate: str, why: str) -> str:
+    """The exit line: how many records, where they went ("dropped"), and why.
+
+    ``fate`` is "dropped" while records live in memory only; a disk spool would say
+    "kept on disk at <path>" here, with the same ``why``.
+    """
+    return f"promptrail: {count} records {fate} at shutdown: {why}"
+
+
+class Reachability:
+    """The collector's state as the exporter's posts found it; logs each change once.
+
+    Called only by the thread that holds the exporter's send lock (one post at a time), so the
+    state needs no lock of its own; readers (shutdown) only need a consistent enough view.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.down_since: float | None = None
+        self.reason = ""
+
+    @property
+    def down(self) -> bool:
+        """Whether the last post found the collector unreachable (or failing)."""
+        return self.down_since is not None
+
+    def failed(self, reason: str) -> None:
+        """A post got no answer, or a 5xx: warn once, when the collector goes from up to down."""
+        # The latest reason is the one the exit line gives (a refusal can become a timeout).
+        self.reason = reason
+        if self.down_since is not None:
+            return
+        self.down_since = time.monotonic()
+        logger.warning(
+            "promptrail: collector at %s unreachable (%s); records wait in memory and are "
+            "retried (counted in promptrail.stats())",
+            self.url,
+            reason,
+        )
+
+    def answered(self, sent: int, waiting: int) -> None:
+        """A post got an answer: after an outage, say once that the collector is back."""
+        if self.down_since is None:
+            return
+        outage = time.monotonic() - self.down_since
+        self.down_since = None
+        # WARNING, like the line that announced the outage: whoever saw that one (Python's
+        # default handler shows warnings only) must also see that it is over.
+        logger.warning(
+            "promptrail: collector at %s reachable again after %s; %d records sent%s",
+            self.url,
+            seconds(outage),
+            sent,
+            f", {waiting} more on their way" if waiting else "",
+        )
+
+    def why_unsent(self, waited: float) -> str:
+        """Why records are still here at shutdown, for :func:`unsent_line`."""
+        if self.down_since is not None:
+            outage = seconds(time.monotonic() - self.down_since)
+            return f"collector at {self.url} unreachable ({self.reason}) for {outage}"
+        return f"collector at {self.url} did not take them within the shutdown's {seconds(waited)}"
