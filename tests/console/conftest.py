@@ -34,12 +34,16 @@ LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.fixture
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """The system's Chromium (no browser download), started for each test.
+    """The system's Chromium (no browser download), one for the console tests of a worker.
 
-    Not once per session: while Playwright's sync API is active it holds a running event loop
-    on the thread, so every later ``asyncio.run`` of the same test worker would fail.
+    Package-scoped, not session-scoped: while Playwright's sync API is active it holds a
+    running event loop on the thread, so an ``asyncio.run`` in a later test of the same worker
+    would fail. pytest tears a package fixture down before the first test outside
+    tests/console, so the loop is gone before any other test runs, and the console tests
+    (which call no ``asyncio.run``) share one browser; each still gets its own context
+    (cookies, storage) from ``_new_console``. Launching Chromium per test cost ~1 s each.
     """
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)

@@ -1,14 +1,29 @@
-// Analytics: cost, tokens, latency (p50/p95) and errors for a chosen period, over time (by day
-// or hour) or by prompt, model, status, version or a metadata key, with the totals beside.
-// Four calls of GET /v1/requests/analytics, one per metric.
+// Analytics: cost, tokens, latency (p50/p95) and errors for a chosen period (dates, or a quick
+// range: the last 24 hours, 7 or 30 days), over time (by day or hour, whichever fits the
+// period unless chosen) or by prompt, model, status, version or a metadata key, with the
+// totals beside. Four calls of GET /v1/requests/analytics, one per metric.
 
 import { api } from "./api.js";
 import { barChart, columnChart } from "./chart.js";
-import { h, replace } from "./dom.js";
+import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { filterForm } from "./paging.js";
 
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** Quick ranges: [route value, link text, length]. */
+const RANGES = [
+  ["24h", "Last 24 h", DAY],
+  ["7d", "Last 7 days", 7 * DAY],
+  ["30d", "Last 30 days", 30 * DAY],
+];
+// The API's period when none is given; columns by hour fit a period of up to two days (48
+// columns), by day anything longer: 720 hourly columns over 30 days were hairlines.
+const DEFAULT_PERIOD = 30 * DAY;
+const MOST_HOURS = 2 * DAY;
+
 const GROUPINGS = [
+  ["", "time (fits the period)"],
   ["day", "day"],
   ["hour", "hour"],
   ["prompt_name", "prompt"],
@@ -23,20 +38,23 @@ const METRICS = [
   {
     metric: "cost",
     title: "Cost",
-    total: (result) => fmt.cost(result.total),
+    total: costTotal,
     text: (group) => fmt.cost(group.value),
+    scale: (value) => fmt.cost(value),
   },
   {
     metric: "usage",
     title: "Tokens",
     total: (result) => `${fmt.count(result.total)} tokens`,
     text: (group) => fmt.count(group.value),
+    scale: (value) => fmt.count(value),
   },
   {
     metric: "latency",
     title: "Latency (p50 / p95)",
     total: (result) => `mean ${fmt.duration(Math.round(result.total))}`,
     text: (group) => `${fmt.duration(group.p50)} / ${fmt.duration(group.p95)}`,
+    scale: (value) => fmt.duration(value),
     plot: (group) => ({ value: group.p95 ?? 0, inner: group.p50 ?? 0 }),
     // Colour keys: over time a p95 column holds its p50; grouped, the bars are the p95.
     legend: (overTime) => (overTime ? [["p95", ""], ["p50", "inner"]] : [["p95", ""]]),
@@ -46,31 +64,91 @@ const METRICS = [
     title: "Errors",
     total: (result) => `${fmt.count(result.total)} ${result.total === 1 ? "error" : "errors"}`,
     text: (group) => fmt.count(group.value),
+    scale: (value) => fmt.count(value),
   },
 ];
 
+/**
+ * The cost total, and how many records of the period it leaves out for want of a price: "—"
+ * when no record had one (a "$0" there would read as free).
+ */
+function costTotal(result) {
+  const unknown = result.cost_unknown_records ?? 0;
+  if (unknown === 0) return fmt.cost(result.total);
+  const records = result.groups.reduce((sum, group) => sum + group.count, 0);
+  const noun = unknown === 1 ? "record" : "records";
+  return [
+    records > unknown ? fmt.cost(result.total) : h("span", { title: `Cost unknown: ${fmt.NO_PRICE}` }, "—"),
+    h(
+      "span",
+      { class: "unpriced", title: `${fmt.NO_PRICE}: not counted in the total` },
+      `${fmt.count(unknown)} ${noun} with no price`,
+    ),
+  ];
+}
+
+/** The period the route asks for: its dates, else its quick range, else the API's default. */
+function period(chosen, now = Date.now()) {
+  const range = RANGES.find(([value]) => value === chosen.get("range"));
+  const [startDate, endDate] = [chosen.get("start_date"), chosen.get("end_date")];
+  if (!startDate && !endDate && range) {
+    // To the hour: the same range asked twice within an hour reads the same buckets.
+    const start = new Date(Math.floor((now - range[2]) / HOUR) * HOUR);
+    return { start_date: start.toISOString(), end_date: undefined, length: range[2] };
+  }
+  const end = endDate ? Date.parse(endDate) + DAY : now;
+  const start = startDate ? Date.parse(startDate) : end - DEFAULT_PERIOD;
+  return { start_date: startDate, end_date: endDate, length: end - start };
+}
+
 /** #/analytics?start_date=&end_date=&group_by=&meta_key=&prompt_name=&model= */
 export async function showAnalytics(view, chosen) {
-  const grouping = chosen.get("group_by") || "day";
+  const asked = period(chosen);
+  const grouping = chosen.get("group_by") || (asked.length <= MOST_HOURS ? "hour" : "day");
   const key = chosen.get("meta_key") || "";
   const groupBy = grouping === "metadata" ? `metadata.${key}` : grouping;
   const filters = {};
   for (const name of ["prompt_name", "model"]) if (chosen.get(name)) filters[name] = chosen.get(name);
   const query = {
     group_by: groupBy,
-    start_date: chosen.get("start_date"),
-    end_date: chosen.get("end_date"),
+    start_date: asked.start_date,
+    end_date: asked.end_date,
     filters: Object.keys(filters).length ? JSON.stringify(filters) : undefined,
   };
   const cards = h("div", { class: "metrics" });
-  const period = h("p", { class: "summary", role: "status" }, "Loading…");
-  replace(view, h("h1", {}, "Analytics"), controls(chosen, grouping), period, cards);
+  const summary = h("p", { class: "summary", role: "status" }, "Loading…");
+  replace(
+    view,
+    h("div", { class: "page-head" }, h("h1", {}, "Analytics"), quickRanges(chosen)),
+    controls(chosen, chosen.get("group_by") || ""),
+    summary,
+    cards,
+  );
   const results = await Promise.all(
     METRICS.map(({ metric }) => api("/requests/analytics", { query: { ...query, metric } })),
   );
   const { start, end } = results[0].data.period;
-  replace(period, `${fmt.time(start)} → ${fmt.time(end)} (UTC), grouped by ${groupName(grouping, key)}.`);
+  replace(summary, `${fmt.time(start)} → ${fmt.time(end)} (UTC), grouped by ${groupName(grouping, key)}.`);
   replace(cards, METRICS.map((spec, index) => metricCard(spec, results[index].data, grouping)));
+}
+
+/** Links to the last 24 hours, 7 and 30 days, keeping the prompt and model filters. */
+function quickRanges(chosen) {
+  const kept = new URLSearchParams();
+  for (const name of ["prompt_name", "model", "meta_key"]) if (chosen.get(name)) kept.set(name, chosen.get(name));
+  const group = chosen.get("group_by");
+  if (group && group !== "day" && group !== "hour") kept.set("group_by", group);
+  const dated = chosen.get("start_date") || chosen.get("end_date");
+  return h(
+    "nav",
+    { class: "ranges", "aria-label": "Quick ranges" },
+    RANGES.map(([value, label]) => {
+      const query = new URLSearchParams(kept);
+      query.set("range", value);
+      const current = !dated && chosen.get("range") === value;
+      return h("a", { class: "button quiet", href: `#/analytics?${query}`, "aria-current": current ? "page" : null }, label);
+    }),
+  );
 }
 
 function groupName(grouping, key) {
@@ -81,8 +159,8 @@ function groupName(grouping, key) {
 function controls(chosen, grouping) {
   const input = (name, type = "text", placeholder = "") =>
     h("input", { id: `analytics-${name}`, name, type, value: chosen.get(name) || "", placeholder });
-  const field = (label, control) =>
-    h("div", { class: "field" }, h("label", { for: control.id }, label), control);
+  // The quick range travels with the form (dates typed in win over it).
+  const range = h("input", { type: "hidden", name: "range", value: chosen.get("range") || "" });
   const group = h(
     "select",
     { id: "analytics-group_by", name: "group_by" },
@@ -95,6 +173,7 @@ function controls(chosen, grouping) {
     field("Metadata key", input("meta_key", "text", "with group by metadata key")),
     field("Prompt", input("prompt_name", "text", "any prompt")),
     field("Model", input("model", "text", "any model")),
+    range,
   ]);
 }
 
@@ -139,18 +218,26 @@ function groupChart(spec, result) {
 
 function timeChart(spec, result, grouping) {
   const byName = new Map(result.groups.map((group) => [group.name, group]));
-  const points = buckets(result.period, grouping).map((bucket) => {
+  const names = buckets(result.period, grouping);
+  const labelEvery = Math.ceil(names.length / 8);
+  let labelledDay = null;
+  const points = names.map((bucket, index) => {
     const group = byName.get(bucket) ?? { name: bucket, value: 0, count: 0, p50: 0, p95: 0 };
+    let label = null;
+    if (index % labelEvery === 0) {
+      // An hour's label carries its date under the first column and where the day changes,
+      // so a period over days reads; a day's label is its date.
+      const day = bucket.slice(5, 10);
+      label = grouping === "day" ? [day] : [bucket.slice(11, 16), day === labelledDay ? "" : day];
+      labelledDay = day;
+    }
     return {
-      label: grouping === "day" ? bucket.slice(5) : bucket.slice(11, 16),
+      label,
       title: `${bucket}: ${spec.text(group)} (${fmt.count(group.count)} requests)`,
       ...plotted(spec, group),
     };
   });
-  return columnChart(points, {
-    label: `${spec.title} by ${grouping}`,
-    labelEvery: Math.ceil(points.length / 10),
-  });
+  return columnChart(points, { label: `${spec.title} by ${grouping}`, scale: spec.scale });
 }
 
 /** Every day (YYYY-MM-DD) or hour (YYYY-MM-DDTHH:00:00Z) of the period, as the API names them. */

@@ -4,8 +4,8 @@
 import { showAnalytics } from "./analytics.js";
 import { ApiError, api, messageOf, session } from "./api.js";
 import { h, replace } from "./dom.js";
-import { showDiff, showPrompt } from "./prompt.js";
-import { showEditPrompt, showNewPrompt, showPrompts } from "./prompts.js";
+import { showDiff, showPrompt } from "./prompt_detail.js";
+import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
 
 const view = document.getElementById("view");

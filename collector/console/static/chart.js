@@ -2,67 +2,81 @@
 // text nodes (group names are record data: prompt names, metadata values). Hand-drawn rather
 // than a charting library: two chart shapes, no interaction beyond a tooltip, nothing to pin.
 
-import { h } from "./dom.js";
+import { append, h } from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
+const SVG_NS = "http://www.w3.org/2000/svg";
 
-/** An SVG element; children are nodes or text. */
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
+/** An SVG element (`h` makes HTML ones); children are nodes or text. */
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
   for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined) {
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-  }
-  return el;
+  return append(el, children);
 }
 
 const WIDTH = 600;
-const HEIGHT = 180;
-const BOTTOM = 22;
-const LEFT = 4;
+const HEIGHT = 200;
+const TOP = 8; // room for the top scale label
+const BOTTOM = 32; // two lines of axis labels: time, and the date where it changes
+const LEFT = 56; // the value scale's labels
+const RIGHT = 24; // half of a last label centred under its column
+
+/** The smallest of 1, 2, 2.5, 5 × a power of ten that is at least `value`: a readable top. */
+function roundTop(value) {
+  if (!(value > 0)) return 1;
+  const power = 10 ** Math.floor(Math.log10(value));
+  return [1, 2, 2.5, 5, 10].map((step) => step * power).find((top) => top >= value * 0.9999);
+}
 
 /**
- * Columns over time: `points` are {label, value, inner?, title} in time order; every
- * `labelEvery`-th label is written under its column. Columns scale to the largest value;
- * `inner` (p50 beside a p95 column) is drawn inside its column.
+ * Columns over time: `points` are {label, value, inner?, title} in time order; `label` is null
+ * (no label) or [line, second line?] written under its column. Columns scale to a round top
+ * above the largest value; `scale(value)` writes the values of the scale's three lines (0,
+ * half, top). `inner` (p50 beside a p95 column) is drawn inside its column.
  */
-export function columnChart(points, { label, labelEvery = 1 }) {
-  const top = Math.max(...points.map((p) => p.value), 0) || 1;
-  const slot = (WIDTH - LEFT) / Math.max(points.length, 1);
-  const plot = HEIGHT - BOTTOM;
+export function columnChart(points, { label, scale = String }) {
+  const top = roundTop(Math.max(...points.map((p) => p.value), 0));
+  const slot = (WIDTH - LEFT - RIGHT) / Math.max(points.length, 1);
+  const base = HEIGHT - BOTTOM;
+  const y = (value) => base - (value / top) * (base - TOP);
+  const grid = [0, top / 2, top].map((value) =>
+    svg(
+      "g",
+      { class: "scale" },
+      svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y(value), y2: y(value), class: value ? "grid" : "axis" }),
+      svg("text", { x: LEFT - 6, y: y(value) + 4, "text-anchor": "end" }, scale(value)),
+    ),
+  );
   const columns = points.map((point, index) => {
-    const height = (point.value / top) * (plot - 8);
     const x = LEFT + index * slot;
-    return s(
+    const height = base - y(point.value);
+    const [line, date] = point.label ?? [];
+    return svg(
       "g",
       { class: "column" },
-      s("rect", {
+      svg("rect", {
         x: x + slot * 0.1,
-        y: plot - height,
+        y: base - height,
         width: Math.max(slot * 0.8, 1),
         height: Math.max(height, point.value > 0 ? 1 : 0),
       }),
       point.inner === undefined
         ? null
-        : s("rect", {
+        : svg("rect", {
             class: "inner",
             x: x + slot * 0.25,
-            y: plot - (point.inner / top) * (plot - 8),
+            y: y(point.inner),
             width: Math.max(slot * 0.5, 1),
-            height: (point.inner / top) * (plot - 8),
+            height: base - y(point.inner),
           }),
-      s("title", {}, point.title),
-      index % labelEvery === 0
-        ? s("text", { x: x + slot / 2, y: HEIGHT - 6, "text-anchor": "middle" }, point.label)
-        : null,
+      svg("title", {}, point.title),
+      line ? svg("text", { x: x + slot / 2, y: base + 13, "text-anchor": "middle" }, line) : null,
+      date ? svg("text", { x: x + slot / 2, y: base + 26, "text-anchor": "middle", class: "date" }, date) : null,
     );
   });
-  return s(
+  return svg(
     "svg",
     { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: "chart", role: "img", "aria-label": label },
-    s("line", { x1: 0, x2: WIDTH, y1: plot, y2: plot, class: "axis" }),
+    grid,
     columns,
   );
 }
@@ -81,10 +95,10 @@ export function barChart(rows, { label }) {
         h(
           "span",
           { class: "bar-track" },
-          s(
+          svg(
             "svg",
             { viewBox: "0 0 100 10", preserveAspectRatio: "none", class: "bar", "aria-hidden": "true" },
-            s("rect", { x: 0, y: 0, height: 10, width: Math.max((row.value / top) * 100, 0.5) }),
+            svg("rect", { x: 0, y: 0, height: 10, width: Math.max((row.value / top) * 100, 0.5) }),
           ),
         ),
         h("span", { class: "bar-value" }, row.text),

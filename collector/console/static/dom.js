@@ -1,6 +1,8 @@
 // Every element of the console is built here, from text: record data (LLM output, variables,
 // metadata) is untrusted and never passes through an HTML parser.
 
+import { NO_PRICE, cost, count } from "./format.js";
+
 /**
  * Make an element. Attributes are set one by one; children are nodes or text (never markup).
  * `on<event>` attributes take functions. `href` may only be an in-page route ("#/...") or a
@@ -46,9 +48,85 @@ export function asText(value) {
   return JSON.stringify(value, null, 2);
 }
 
+/** A cost: "—" when the model has no price (`known` false; the reason on hover), never "$0". */
+export function costText(usd, known) {
+  if (known !== false) return cost(usd);
+  return h("span", { class: "unknown-cost", title: `Cost unknown: ${NO_PRICE}` }, "—");
+}
+
 /** A record's status as a coloured badge. */
 export function statusBadge(status) {
   return h("span", { class: `badge ${status === "error" ? "bad" : "good"}` }, status);
+}
+
+/** A card headed `title` holding `content` (`className` adds classes, e.g. "wide"). */
+export function section(title, content, className = "") {
+  return h("section", { class: className ? `card ${className}` : "card" }, h("h2", {}, title), content);
+}
+
+/** A form field: `control` (which has its id) under its label, with an optional hint below. */
+export function field(label, control, hint = "") {
+  return h(
+    "div",
+    { class: "field" },
+    h("label", { for: control.id }, label),
+    control,
+    hint ? h("span", { class: "hint" }, hint) : null,
+  );
+}
+
+// Past these a value is shown cut, with a button for the rest: a 1 MB metadata value laid out
+// whole made a record's page 300,000 px tall.
+const SHORT_CHARS = 600;
+const SHORT_LINES = 12;
+
+/**
+ * A value as a <pre>: a long one (over ~600 characters or 12 lines) shows its start with
+ * "Show all" (the whole value, in a box that scrolls) and "Copy" (the whole value).
+ */
+export function longText(value, className = "") {
+  const text = asText(value);
+  const lines = text.split("\n", SHORT_LINES + 1);
+  if (text.length <= SHORT_CHARS && lines.length <= SHORT_LINES) {
+    return h("pre", { class: className || null }, text);
+  }
+  const start = lines.slice(0, SHORT_LINES).join("\n").slice(0, SHORT_CHARS);
+  const pre = h("pre", { class: `${className} clipped`.trim() }, `${start}…`);
+  const size = `${count(text.length)} characters`;
+  const toggle = h("button", { type: "button", class: "quiet small", "aria-expanded": "false" }, `Show all (${size})`);
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    replace(pre, open ? text : `${start}…`);
+    pre.classList.toggle("clipped", !open);
+    pre.classList.toggle("expanded", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    replace(toggle, open ? "Show less" : `Show all (${size})`);
+  });
+  const note = h("span", { class: "copy-note", role: "status" });
+  const copyButton = h("button", { type: "button", class: "quiet small" }, "Copy");
+  copyButton.addEventListener("click", async () => {
+    replace(note, (await copy(text)) ? "Copied." : "Could not copy: select the text instead.");
+  });
+  return h("div", { class: "long-value" }, pre, h("div", { class: "long-actions" }, toggle, copyButton, note));
+}
+
+/**
+ * Put `text` on the clipboard. The Clipboard API exists only in secure contexts (https,
+ * localhost); a collector reached over plain http on a LAN falls back to copying a selection.
+ */
+async function copy(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const box = h("textarea", { class: "visually-hidden", "aria-hidden": "true" });
+    box.value = text;
+    document.body.append(box);
+    box.select();
+    const done = document.execCommand("copy");
+    box.remove();
+    return done;
+  }
 }
 
 /** A <dl> of [term, description] pairs; empty descriptions are left out. */

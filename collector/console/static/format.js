@@ -23,6 +23,9 @@ export function cost(value) {
   return `$${text}`;
 }
 
+/** Why a cost is unknown, said wherever "—" stands for one. */
+export const NO_PRICE = "no price for this model";
+
 /** "1,842 ms" */
 export function duration(ms) {
   if (ms === null || ms === undefined) return "";

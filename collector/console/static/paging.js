@@ -4,6 +4,9 @@
 import { messageOf } from "./api.js";
 import { goTo, h, replace } from "./dom.js";
 
+/** Records (or prompts, or hits) asked for per page: one screenful and a bit. */
+export const PAGE_SIZE = 50;
+
 /**
  * Fill `container` with a status line, `content` and a "Load more" button.
  * `fetchPage(cursor)` answers an API page; `add(items)` puts its items into `content`;

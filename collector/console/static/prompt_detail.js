@@ -3,9 +3,9 @@
 
 import { api, messageOf } from "./api.js";
 import { diffTable } from "./diff.js";
-import { facts, goTo, h, replace } from "./dom.js";
+import { facts, goTo, h, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
-import { promptHref } from "./prompts.js";
+import { promptHref } from "./prompt_list.js";
 import { runPanel } from "./run.js";
 
 /** Run an action of the page; on success reload the page, on failure say why in `note`. */
@@ -30,6 +30,8 @@ export async function showPrompt(view, name) {
     api(`${path}/labels`),
   ]);
   const note = h("p", { class: "action-note", role: "status" });
+  // The prompt's own created_at is its first version's: the shown version has its own time.
+  const shown = versions.find((v) => v.version === prompt.version) ?? prompt;
   replace(
     view,
     h("a", { class: "back", href: "#/prompts" }, "← Prompts"),
@@ -47,22 +49,19 @@ export async function showPrompt(view, name) {
     h(
       "div",
       { class: "detail" },
-      h(
-        "section",
-        { class: "card" },
-        h("h2", {}, `Version ${prompt.version}`),
+      section(`Version ${prompt.version}`, [
         facts([
           ["Model", prompt.model],
-          ["Created (UTC)", fmt.time(prompt.created_at)],
+          ["Created (UTC)", fmt.time(shown.created_at)],
           ["Id", h("span", { class: "mono" }, prompt.id)],
         ]),
         h("pre", { class: "template" }, prompt.template),
-      ),
-      h("section", { class: "card" }, h("h2", {}, "Run"), await runPanel(name, prompt.version)),
-      h("section", { class: "card" }, h("h2", {}, "Labels"), labelTable(path, labels, versions, note)),
-      h("section", { class: "card" }, h("h2", {}, "Compare versions"), comparePicker(name, versions)),
+      ]),
+      section("Run", await runPanel(name, prompt.version)),
+      section("Labels", labelTable(path, labels, versions, note)),
+      section("Compare versions", comparePicker(name, versions)),
     ),
-    h("section", { class: "card wide" }, h("h2", {}, "Version history"), history(path, versions, note)),
+    section("Version history", history(path, versions, note), "wide"),
   );
 }
 
@@ -205,8 +204,8 @@ export async function showDiff(view, name, query) {
     view,
     h("a", { class: "back", href: promptHref(name) }, `← ${name}`),
     h("h1", {}, `${name}: v${left.version} → v${right.version}`),
-    h("section", { class: "card wide" }, h("h2", {}, "Template"), h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r))),
-    h("section", { class: "card wide" }, h("h2", {}, "Model"), diffTable(left.model, right.model, l, r)),
-    h("section", { class: "card wide" }, h("h2", {}, "Parameters"), diffTable(json(left.parameters), json(right.parameters), l, r)),
+    section("Template", h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r)), "wide"),
+    section("Model", diffTable(left.model, right.model, l, r), "wide"),
+    section("Parameters", diffTable(json(left.parameters), json(right.parameters), l, r), "wide"),
   );
 }

@@ -1,11 +1,10 @@
 // The prompt registry: the list (search, folder, tags), and the create and edit forms.
 
 import { api, messageOf } from "./api.js";
-import { h, replace } from "./dom.js";
+import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { filterForm, paged } from "./paging.js";
+import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 
-const PAGE_SIZE = 50;
 const FILTERS = [
   ["search", "Search", "name or description"],
   ["folder", "Folder", "e.g. /support"],
@@ -78,9 +77,8 @@ function promptRow(prompt) {
 
 function promptFilters(filters) {
   const fields = FILTERS.map(([name, label, placeholder]) => {
-    const id = `prompt-${name}`;
-    const input = h("input", { id, name, value: filters.get(name) || "", placeholder });
-    return h("div", { class: "field" }, h("label", { for: id }, label), input);
+    const input = h("input", { id: `prompt-${name}`, name, value: filters.get(name) || "", placeholder });
+    return field(label, input);
   });
   return filterForm("#/prompts", "Filter prompts", fields, "filters prompt-filters");
 }
@@ -126,13 +124,7 @@ function promptForm(title, values, creating, submit) {
     { class: "prompt-form card" },
     promptFields(values, creating).map(([name, label, control, hint]) => {
       control.id = `field-${name}`;
-      return h(
-        "div",
-        { class: "field" },
-        h("label", { for: control.id }, label),
-        control,
-        hint ? h("span", { class: "hint" }, hint) : null,
-      );
+      return field(label, control, hint);
     }),
     h("div", { class: "actions" }, h("button", { type: "submit" }, title)),
     note,

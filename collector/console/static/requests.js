@@ -2,14 +2,13 @@
 // and the detail of one record.
 
 import { api } from "./api.js";
-import { asText, facts, h, replace, statusBadge } from "./dom.js";
+import { costText, facts, field, h, longText, replace, section, statusBadge } from "./dom.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
-import { filterForm, paged } from "./paging.js";
+import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { searchForm, showHits } from "./search.js";
 import { traceSection } from "./trace.js";
 
-const PAGE_SIZE = 50;
 const FILTERS = ["prompt_name", "status", "start_date", "end_date", "meta_key", "meta_value"];
 
 /** The list's query for the API from the route's filters (metadata as metadata.<key>). */
@@ -75,19 +74,14 @@ function summaryText(shown, hasMore, filters) {
   return `${fmt.count(shown)} ${noun} shown${hasMore ? ", more to load" : ""}.`;
 }
 
-function field(label, name, control) {
-  control.id = `filter-${name}`;
-  control.name = name;
-  return h("div", { class: "field" }, h("label", { for: control.id }, label), control);
-}
-
 function requestFilters(filters) {
   const value = (name) => filters.get(name) || "";
-  const text = (name, placeholder) => h("input", { type: "text", value: value(name), placeholder });
-  const date = (name) => h("input", { type: "date", value: value(name) });
+  const named = (name) => ({ id: `filter-${name}`, name, value: value(name) });
+  const text = (name, placeholder) => h("input", { ...named(name), type: "text", placeholder });
+  const date = (name) => h("input", { ...named(name), type: "date" });
   const status = h(
     "select",
-    {},
+    { id: "filter-status", name: "status" },
     [
       ["", "Any"],
       ["success", "success"],
@@ -97,12 +91,12 @@ function requestFilters(filters) {
     ),
   );
   return filterForm("#/requests", "Filter requests", [
-    field("Prompt", "prompt_name", text("prompt_name", "any prompt")),
-    field("Status", "status", status),
-    field("From", "start_date", date("start_date")),
-    field("To", "end_date", date("end_date")),
-    field("Metadata key", "meta_key", text("meta_key", "e.g. user_id")),
-    field("Metadata value", "meta_value", text("meta_value", "")),
+    field("Prompt", text("prompt_name", "any prompt")),
+    field("Status", status),
+    field("From", date("start_date")),
+    field("To", date("end_date")),
+    field("Metadata key", text("meta_key", "e.g. user_id")),
+    field("Metadata value", text("meta_value", "")),
   ]);
 }
 
@@ -135,7 +129,7 @@ function recordRow(record, filters) {
     record.model,
     statusBadge(record.status),
     fmt.count(record.usage.total_tokens),
-    fmt.cost(record.usage.estimated_cost_usd),
+    costText(record.usage.estimated_cost_usd, record.cost_known),
     fmt.duration(record.latency_ms),
   ];
   // Each cell carries its column's name: on a phone the rows become cards that show it.
@@ -173,7 +167,7 @@ export async function showRequest(view, id, back = "") {
       " ",
       statusBadge(record.status),
     ),
-    h("p", { class: "muted mono" }, record.id),
+    h("p", { class: "muted mono record-id" }, record.id),
     h("div", { class: "detail" }, trace, detailSections(record)),
   );
 }
@@ -184,7 +178,7 @@ function detailSections(record) {
   const integration = record.integration;
   return [
     section("Summary", summaryFacts(record)),
-    record.error ? section("Error", h("pre", { class: "error" }, record.error)) : null,
+    record.error ? section("Error", longText(record.error, "error")) : null,
     section("Input variables", keyValues(record.input_variables)),
     record.input === null || record.input === undefined
       ? null
@@ -197,10 +191,7 @@ function detailSections(record) {
         ["Prompt tokens", fmt.count(usage.prompt_tokens)],
         ["Completion tokens", fmt.count(usage.completion_tokens)],
         ["Total tokens", fmt.count(usage.total_tokens)],
-        [
-          "Estimated cost",
-          record.cost_known ? fmt.cost(usage.estimated_cost_usd) : "unknown (no price for this model)",
-        ],
+        ["Estimated cost", record.cost_known ? fmt.cost(usage.estimated_cost_usd) : `unknown (${fmt.NO_PRICE})`],
       ]),
     ),
     section(
@@ -218,7 +209,7 @@ function detailSections(record) {
       facts([
         ["Pre-process ran", integration.pre_process_executed ? "yes" : "no"],
         ["Post-process ran", integration.post_process_executed ? "yes" : "no"],
-        ["Errors", integration.errors.length ? h("pre", {}, asText(integration.errors)) : "none"],
+        ["Errors", integration.errors.length ? longText(integration.errors) : "none"],
       ]),
     ),
   ];
@@ -240,10 +231,6 @@ function summaryFacts(record) {
   ]);
 }
 
-function section(title, ...content) {
-  return h("section", { class: "card" }, h("h2", {}, title), content);
-}
-
 /** A table of an object's keys and values (values as text or JSON). */
 function keyValues(object) {
   const entries = Object.entries(object || {});
@@ -255,7 +242,7 @@ function keyValues(object) {
       "tbody",
       {},
       entries.map(([key, value]) =>
-        h("tr", {}, h("th", { scope: "row" }, key), h("td", {}, h("pre", {}, asText(value)))),
+        h("tr", {}, h("th", { scope: "row" }, key), h("td", {}, longText(value))),
       ),
     ),
   );
@@ -264,7 +251,7 @@ function keyValues(object) {
 function outputView(output) {
   const { content, ...rest } = output || {};
   return [
-    content === undefined ? null : h("pre", { class: "output" }, asText(content)),
+    content === undefined ? null : longText(content, "output"),
     Object.keys(rest).length ? keyValues(rest) : null,
     content === undefined && !Object.keys(rest).length ? h("p", { class: "muted" }, "none") : null,
   ];
@@ -274,7 +261,7 @@ function outputView(output) {
 function inputView(input) {
   const isMessages =
     Array.isArray(input) && input.every((m) => m && typeof m === "object" && "role" in m);
-  if (!isMessages) return h("pre", {}, asText(input));
+  if (!isMessages) return longText(input);
   return h(
     "ol",
     { class: "messages" },
@@ -283,7 +270,7 @@ function inputView(input) {
         "li",
         {},
         h("span", { class: "role" }, String(message.role)),
-        h("pre", {}, asText(message.content ?? "")),
+        longText(message.content ?? ""),
       ),
     ),
   );

@@ -3,16 +3,36 @@
 // server-sent events ("data: <json>" blocks separated by a blank line).
 
 import { api, messageOf, request } from "./api.js";
-import { h, replace } from "./dom.js";
+import { costText, field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
-/** The panel for running version `version` of prompt `name`. */
+/**
+ * The panel for running version `version` of prompt `name`. A blank variable is missing (the
+ * API would fill it with nothing, "Say hello to , …"): the panel names it and sends nothing,
+ * unless its "empty" box says an empty value is meant.
+ */
 export async function runPanel(name, version) {
   const path = `/prompts/${encodeURIComponent(name)}`;
   const template = await api(`${path}/versions/${version}/template`);
-  const fields = Object.keys(template.variables).map((variable) => {
+  const variables = Object.keys(template.variables).map((variable) => {
     const input = h("textarea", { id: `run-${variable}`, name: variable, rows: 2 });
-    return [variable, h("div", { class: "field" }, h("label", { for: input.id }, variable), input)];
+    // Named "empty value" and described by its variable's label, not labelled with the
+    // variable's name: the variable's own label must name its text box alone.
+    const empty = h("input", {
+      type: "checkbox",
+      id: `run-empty-${variable}`,
+      "aria-label": "empty value",
+      "aria-describedby": `run-label-${variable}`,
+    });
+    const check = h(
+      "span",
+      { class: "check" },
+      empty,
+      h("span", { "aria-hidden": "true", onclick: () => empty.click() }, "send empty"),
+    );
+    const box = field(variable, input, check);
+    box.querySelector("label").id = `run-label-${variable}`;
+    return { variable, input, empty, field: box };
   });
   const userInput = h("textarea", { id: "run-user-input", rows: 2 });
   const output = h("pre", { class: "output run-output", "aria-live": "polite" });
@@ -21,24 +41,33 @@ export async function runPanel(name, version) {
   const form = h(
     "form",
     { class: "run", "aria-label": "Run this prompt" },
-    fields.map(([, field]) => field),
-    h(
-      "div",
-      { class: "field" },
-      h("label", { for: userInput.id }, "User input (optional)"),
-      userInput,
-    ),
+    variables.map((v) => v.field),
+    field("User input (optional)", userInput),
     button,
     status,
     output,
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const variables = Object.fromEntries(fields.map(([variable, field]) => [
-      variable,
-      field.querySelector("textarea").value,
-    ]));
-    const body = { variables, stream: true };
+    const missing = variables.filter((v) => !v.input.value.trim() && !v.empty.checked);
+    if (missing.length) {
+      const names = missing.map((v) => v.variable).join(", ");
+      replace(output);
+      return replace(
+        status,
+        h(
+          "span",
+          { class: "error", role: "alert" },
+          `Fill in ${names}, or tick its “send empty” box to send an empty value. Nothing was run.`,
+        ),
+      );
+    }
+    const body = {
+      variables: Object.fromEntries(
+        variables.map((v) => [v.variable, v.empty.checked && !v.input.value.trim() ? "" : v.input.value]),
+      ),
+      stream: true,
+    };
     if (userInput.value) body.user_input = userInput.value;
     button.disabled = true;
     replace(output);
@@ -58,6 +87,7 @@ async function stream(path, body, output, status) {
   const response = await request(path, { method: "POST", body });
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
+  let requestId = null;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -71,21 +101,38 @@ async function stream(path, body, output, status) {
         .filter((line) => line.startsWith("data:"))
         .map((line) => line.slice(5).trimStart())
         .join("\n");
-      if (data) show(JSON.parse(data), output, status);
+      if (data) requestId = show(JSON.parse(data), output, status, requestId);
     }
   }
 }
 
-function show(event, output, status) {
+/** Show one event of the stream; answers the run's record id (sent by "start"). */
+function show(event, output, status, requestId) {
   if (event.type === "chunk") output.append(event.content ?? "");
-  else if (event.type === "start") replace(status, "Streaming…");
-  else if (event.type === "error") {
-    replace(status, h("span", { class: "error" }, `${event.error.message} (${event.error.code})`));
+  else if (event.type === "start") {
+    replace(status, "Streaming…");
+    return event.request_id ?? requestId;
+  } else if (event.type === "error") {
+    replace(
+      status,
+      h("span", { class: "error" }, `${event.error.message} (${event.error.code})`),
+      recordLink(requestId),
+    );
   } else if (event.type === "end") {
     const usage = event.usage;
     replace(
       status,
-      `Done: ${fmt.count(usage.total_tokens)} tokens, ${fmt.cost(usage.estimated_cost_usd)}.`,
+      `Done: ${fmt.count(usage.total_tokens)} tokens, `,
+      costText(usage.estimated_cost_usd, event.cost_known),
+      ".",
+      recordLink(requestId),
     );
   }
+  return requestId;
+}
+
+/** " See the record." linking to the run's record in the request log. */
+function recordLink(requestId) {
+  if (!requestId) return null;
+  return [" ", h("a", { href: `#/requests/${encodeURIComponent(requestId)}`, class: "run-record" }, "See the record")];
 }

@@ -75,11 +75,23 @@ function extent(spans) {
   return { start: Math.min(...starts), end: Math.max(...ends) };
 }
 
-/** The tree's rows in reading order (parents before their children), with their depth. */
-function flatten(items, depth = 0, out = []) {
+/**
+ * The tree's rows in reading order (parents before their children), with their depth and the
+ * span of time their bar covers: a child's bar is clamped within its parent's (clocks of two
+ * processes, or a latency measured around more than the call, can put a child's end past its
+ * parent's, and a bar running out of its parent reads as a wrong tree).
+ */
+function flatten(items, depth = 0, out = [], within = null) {
   for (const item of items) {
-    out.push({ ...item, depth });
-    flatten(item.children, depth + 1, out);
+    let from = startOf(item.span);
+    let to = from + (item.span.latency_ms || 0);
+    if (within) {
+      from = Math.min(Math.max(from, within.from), within.to);
+      to = Math.min(Math.max(to, from), within.to);
+    }
+    const bar = { from, to };
+    out.push({ ...item, depth, bar });
+    flatten(item.children, depth + 1, out, bar);
   }
   return out;
 }
@@ -94,8 +106,8 @@ function row(item, currentId, start, end) {
   const total = Math.max(end - start, 1);
   const bar = h("span", { class: `trace-bar${span.status === "error" ? " bad" : ""}` });
   // Set through the CSSOM: the CSP allows no style attribute.
-  bar.style.left = `${((startOf(span) - start) / total) * 100}%`;
-  bar.style.width = `${Math.max(((span.latency_ms || 0) / total) * 100, 0.5)}%`;
+  bar.style.left = `${((item.bar.from - start) / total) * 100}%`;
+  bar.style.width = `${Math.max(((item.bar.to - item.bar.from) / total) * 100, 0.5)}%`;
   const current = span.id === currentId;
   const label = span.span_name || span.prompt_name || span.id;
   const name = h(
@@ -103,7 +115,7 @@ function row(item, currentId, start, end) {
     {
       href: `#/requests/${encodeURIComponent(span.id)}`,
       "aria-current": current ? "page" : null,
-      title: label, // a long name is cut to the column's width
+      title: label, // a long name is cut to the column's width (on a phone it wraps instead)
     },
     label,
   );
