@@ -1,5 +1,8 @@
 """``promptrail backup DIR`` and ``promptrail restore DIR``: the embedded store and its exports.
 
+promptrail backup DIR [--data-dir DIR]
+promptrail restore DIR [--data-dir DIR] [--replace]
+
 A backup goes through the running collector when there is one (the embedded store belongs to
 one process; see ``api/routes/admin_backups.py``), else this process opens the store itself.
 A restore runs with no collector on the data dir: it replaces what a running one would hold
@@ -13,11 +16,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -27,13 +29,13 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from .cli import open_store
-from .config import Settings
-from .errors import ContractError
-from .runtime_file import RuntimeInfo, read_runtime
-from .services.backups import RUNNING, BackupJob, BackupService, read_manifest
+from ..config import Settings
+from ..errors import ContractError
+from ..runtime_file import RuntimeInfo, read_runtime
+from ..services.backups import RUNNING, BackupJob, BackupService, read_manifest
+from .shared import DataDir, console, fail, group, open_store, settings_for
 
-console = Console(stderr=True, soft_wrap=True)
+app = group()
 _POLL_SECONDS = 0.2
 _SERVER_HINT = (
     "promptrail backup and restore work on the embedded store; with a ClickHouse server use "
@@ -41,54 +43,77 @@ _SERVER_HINT = (
 )
 
 
+BackupDir = Annotated[Path, typer.Argument(metavar="DIR", help="The backup's directory")]
+
+
+@app.command()
+def backup(directory: BackupDir, data_dir: DataDir = None) -> None:
+    """Back up the embedded store and its export files into DIR (new or empty).
+
+    Goes through the running collector when there is one; it keeps serving meanwhile.
+    """
+    run_backup(settings_for(data_dir), directory)
+
+
+@app.command()
+def restore(
+    directory: BackupDir,
+    data_dir: DataDir = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace a store that already holds data")
+    ] = False,
+) -> None:
+    """Restore a backup made by `promptrail backup` into the embedded store.
+
+    Stop the collector first. The store must hold nothing yet (a new --data-dir), unless
+    --replace says to drop what it holds.
+    """
+    run_restore(settings_for(data_dir), directory, replace)
+
+
 def run_backup(settings: Settings, directory: Path) -> None:
     """Back up the store of ``settings`` into ``directory`` (new or empty)."""
     if not settings.is_embedded:
-        raise _fail(_SERVER_HINT)
+        raise fail(_SERVER_HINT)
     directory = directory.expanduser().resolve()
     running = read_runtime(settings.data_dir)
     if running is not None:
         job = _backup_via_collector(running, directory)
     else:
         if not (settings.data_dir / "clickhouse").is_dir():
-            raise _fail(f"no embedded store in {settings.data_dir.resolve()} to back up")
+            raise fail(f"no embedded store in {settings.data_dir.resolve()} to back up")
         with _open_store(settings) as service:
             job = _follow(_local(service, partial(service.start_backup, directory)), "backing up")
     if job.status != "completed":
-        raise _fail(f"the backup failed: {job.error}")
+        raise fail(f"the backup failed: {job.error}")
     print(f"backed up {settings.data_dir.resolve()} to {directory}")
 
 
 def run_restore(settings: Settings, directory: Path, replace: bool) -> None:
     """Restore the backup at ``directory`` into the store of ``settings``."""
     if not settings.is_embedded:
-        raise _fail(_SERVER_HINT)
+        raise fail(_SERVER_HINT)
     directory = directory.expanduser().resolve()
     running = read_runtime(settings.data_dir)
     if running is not None:
-        raise _fail(
+        raise fail(
             f"a collector is running on {settings.data_dir.resolve()} (pid {running.pid}): "
             "stop it, then restore"
         )
     try:
         manifest = read_manifest(directory)
     except ContractError as exc:
-        raise _fail(exc.message) from None
+        raise fail(exc.message) from None
     with _open_store(settings) as service:
         job = _follow(
             _local(service, partial(service.start_restore, directory, replace)), "restoring"
         )
     if job.status != "completed":
-        raise _fail(f"the restore failed: {job.error} (run it again with --replace)")
+        raise fail(f"the restore failed: {job.error} (run it again with --replace)")
     print(
         f"restored {settings.data_dir.resolve()} from {directory} "
         f"(backup of {manifest.created_at}, promptrail {manifest.promptrail_version})"
     )
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(code=1)
 
 
 @contextmanager
@@ -102,7 +127,7 @@ def _local(service: BackupService, start: Callable[[], BackupJob]) -> Callable[[
     try:
         job_id = start().job_id
     except ContractError as exc:
-        raise _fail(exc.message) from None
+        raise fail(exc.message) from None
     return lambda: service.job(job_id)
 
 
@@ -124,13 +149,13 @@ def _call(
     try:
         response = client.request(method, path, json=body)
     except httpx.HTTPError as exc:
-        raise _fail(f"the collector at {running.url} did not answer: {exc}") from None
+        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
     if response.is_error:
         try:
             message = response.json()["error"]["message"]
         except (ValueError, KeyError, TypeError):
             message = f"the collector answered {response.status_code}: {response.text[:200]}"
-        raise _fail(str(message))
+        raise fail(str(message))
     data: dict[str, Any] = response.json()["data"]
     return data
 

@@ -8,7 +8,6 @@ promptrail keys rotate --project NAME [--grace SECONDS] [--json]
 Each goes through the collector running on the data dir (its loopback admin routes, with the
 admin token of its runtime file) when there is one: the embedded store belongs to that process.
 Otherwise it opens the store itself (a ClickHouse server: always). Any failure is one line.
-The commands register on ``keys_app`` when ``cli.py`` imports this module.
 """
 
 from __future__ import annotations
@@ -24,9 +23,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from .cli import DataDir, _fail, _settings, console, first_line, keys_app, open_store
-from .config import Settings
-from .models.keys import (
+from ..config import Settings
+from ..models.keys import (
     MAX_GRACE_SECONDS,
     KeyCreated,
     KeyCreatedData,
@@ -36,18 +34,22 @@ from .models.keys import (
     KeyRotated,
     KeyRotatedData,
 )
-from .runtime_file import RuntimeInfo, read_runtime
-from .services.keys import KeyService
+from ..runtime_file import RuntimeInfo, read_runtime
+from ..services.keys import KeyService
+from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
+
+# Attached to the root app as ``keys`` (root.py).
+app = group("Manage API keys.")
 
 Project = Annotated[str, typer.Option(metavar="NAME", help="Project the key belongs to")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of a table")]
 
 
-@keys_app.command("create")
+@app.command("create")
 def create_key(project: Project, data_dir: DataDir = None) -> None:
     """Create an API key and print it once (it is stored hashed)."""
     data = _admin(
-        _settings(data_dir),
+        settings_for(data_dir),
         "POST",
         "/keys",
         lambda keys: KeyCreatedData(data=KeyCreated(project=project, api_key=keys.create(project))),
@@ -57,7 +59,7 @@ def create_key(project: Project, data_dir: DataDir = None) -> None:
     print(data["api_key"])
 
 
-@keys_app.command("list")
+@app.command("list")
 def list_keys(
     project: Annotated[
         str | None, typer.Option(metavar="NAME", help="Only this project's keys")
@@ -68,7 +70,7 @@ def list_keys(
 ) -> None:
     """List API keys: project, key id, prefix, created, last used, status; never a key."""
     data = _admin(
-        _settings(data_dir),
+        settings_for(data_dir),
         "GET",
         "/keys",
         lambda keys: KeyList(
@@ -84,14 +86,14 @@ def list_keys(
         _print_keys(data)
 
 
-@keys_app.command("revoke")
+@app.command("revoke")
 def revoke_key(
     key: Annotated[str, typer.Argument(metavar="KEY_ID_OR_KEY", help="A key id (key_…) or a key")],
     data_dir: DataDir = None,
 ) -> None:
     """Revoke an API key: refused from the next request on, by every collector of the store."""
     data = _admin(
-        _settings(data_dir),
+        settings_for(data_dir),
         "POST",
         "/keys/revoke",
         lambda keys: KeyData(data=KeyOut.model_validate(keys.revoke(key))),
@@ -100,7 +102,7 @@ def revoke_key(
     console.print(f"revoked {data['key_id']} ({data['prefix']}…) of project '{data['project']}'")
 
 
-@keys_app.command("rotate")
+@app.command("rotate")
 def rotate_keys(
     project: Project,
     grace: Annotated[
@@ -120,7 +122,7 @@ def rotate_keys(
     The old keys keep working for --grace seconds, long enough to deploy the new one.
     """
     data = _admin(
-        _settings(data_dir),
+        settings_for(data_dir),
         "POST",
         "/keys/rotate",
         lambda keys: KeyRotatedData(data=KeyRotated.model_validate(keys.rotate(project, grace))),
@@ -168,7 +170,7 @@ def _via_collector(
             timeout=30,
         )
     except httpx.HTTPError as exc:
-        raise _fail(f"the collector at {running.url} did not answer: {exc}") from None
+        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
     try:
         answer = response.json()
     except ValueError:
@@ -176,20 +178,20 @@ def _via_collector(
     if response.is_error or not isinstance(answer, dict) or "data" not in answer:
         error = answer.get("error") if isinstance(answer, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
-        raise _fail(message or f"the collector answered {response.status_code}")
+        raise fail(message or f"the collector answered {response.status_code}")
     return answer["data"]
 
 
 def _on_store(settings: Settings, direct: Callable[[KeyService], BaseModel]) -> Any:
-    from .errors import ContractError
+    from ..errors import ContractError
 
     with open_store(settings) as store:
         try:
             return direct(KeyService(store.keys)).model_dump(mode="json")["data"]
         except ContractError as exc:
-            raise _fail(exc.message) from None
+            raise fail(exc.message) from None
         except Exception as exc:
-            raise _fail(f"the store {settings.store_url} failed: {first_line(exc)}") from None
+            raise fail(f"the store {settings.store_url} failed: {first_line(exc)}") from None
 
 
 def _print_keys(keys: list[dict[str, Any]]) -> None:
