@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import Console
-from .records import GALLERY
+from .conftest import LAPTOP, PHONE, Console
+from .records import GALLERY, record
 
 PERIOD = "#/analytics?start_date=2026-11-20&end_date=2026-11-24"
 
@@ -95,3 +97,65 @@ def test_grouping_by_model_and_filtering_by_prompt(
     assert totals(page)["Errors"] == "1 error"
     assert totals(page)["Tokens"] == "4,220 tokens"
     expect(page.locator("section.metric-cost .bar-row")).to_have_count(1)
+
+
+def hours_ago(hours: float) -> str:
+    moment = datetime.now(UTC) - timedelta(hours=hours)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def chart_labels(page: Page, metric: str) -> list[str]:
+    """The axis labels under a time chart's columns, each as "line" or "line / date"."""
+    columns = page.locator(f"section.metric-{metric} g.column")
+    texts = columns.evaluate_all(
+        "gs => gs.map(g => [...g.querySelectorAll('text')].map(t => t.textContent).join(' / '))"
+    )
+    return [text for text in texts if text]
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
+    console: Console, log: Callable[..., None], viewport: dict[str, int]
+) -> None:
+    log(
+        record(1, created_at=hours_ago(2)),
+        record(2, created_at=hours_ago(5)),
+        record(3, created_at=hours_ago(24 * 5)),
+    )
+    page = console.sign_in(route="#/analytics")
+    page.set_viewport_size(viewport)
+    totals(page)
+
+    ranges = page.get_by_role("navigation", name="Quick ranges")
+    ranges.get_by_role("link", name="Last 24 h").click()
+    assert totals(page)["Tokens"] == "246 tokens"
+    expect(page.get_by_role("status")).to_contain_text("grouped by hour")
+    expect(ranges.get_by_role("link", name="Last 24 h")).to_have_attribute("aria-current", "page")
+    columns = page.locator("section.metric-usage g.column")
+    assert 24 <= columns.count() <= 25  # one an hour, not 720 hairlines
+    labels = chart_labels(page, "usage")
+    # The first label names its day; so does the first of each new day.
+    days = {text.split(" / ")[1] for text in labels if " / " in text}
+    assert labels[0].count(" / ") == 1
+    assert days == {hours_ago(24)[5:10], hours_ago(0)[5:10]} - {""}
+    # The first label is inside the chart, not cut at its left edge.
+    chart = page.locator("section.metric-usage svg.chart")
+    first = chart.locator("g.column text").first
+    assert first.bounding_box()["x"] >= chart.bounding_box()["x"]  # type: ignore[index]
+    # A value scale: 0, a middle and a top line, labelled in the metric's unit.
+    scale = chart.locator("g.scale text").all_text_contents()
+    assert scale[0] == "0" and len(scale) == 3
+    assert page.locator("section.metric-cost g.scale text").all_text_contents()[0] == "$0"
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    if viewport is LAPTOP:
+        console.screenshot("analytics-24h")
+
+    ranges.get_by_role("link", name="Last 7 days").click()
+    assert totals(page)["Tokens"] == "369 tokens"
+    expect(page.get_by_role("status")).to_contain_text("grouped by day")
+    assert 7 <= columns.count() <= 8
+
+    ranges.get_by_role("link", name="Last 30 days").click()
+    totals(page)
+    expect(page.get_by_role("status")).to_contain_text("grouped by day")
+    assert 30 <= columns.count() <= 31

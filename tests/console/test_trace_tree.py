@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import Console
+from .conftest import LAPTOP, PHONE, Console
 from .records import record
 
 Log = Callable[..., None]
@@ -114,3 +115,55 @@ def test_a_record_outside_any_trace_has_no_trace_card(console: Console, log: Log
     expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
     expect(page.locator("section.trace")).to_have_count(0)
     assert console.errors == []
+
+
+LONG_NAME = "RunnableSequence.invoke/RunnableParallel<context,question>/ChatPromptTemplate"
+
+
+def bars(page: Page) -> dict[str, tuple[float, float]]:
+    """Each span's bar as (start, end), in % of the trace's time axis, by span name."""
+    rows = page.locator("section.trace li[role=treeitem]")
+    found = rows.evaluate_all(
+        """rows => rows.map(row => {
+            const bar = row.querySelector(".trace-bar");
+            const left = parseFloat(bar.style.left);
+            return [row.querySelector("a").title, [left, left + parseFloat(bar.style.width)]];
+        })"""
+    )
+    return {name: (start, end) for name, (start, end) in found}
+
+
+def test_a_childs_bar_ends_within_its_parents(console: Console, log: Log) -> None:
+    # The child's latency runs 400 ms past its parent's end (clocks of two processes, say).
+    log(
+        span(1, "handle", 0, 1000, None),
+        span(2, LONG_NAME, 800, 600, 1),
+        span(3, "format", 1100, 300, None),
+    )
+    page = console.sign_in(route="#/requests/req_console_0001")
+    expect(page.locator("section.trace li[role=treeitem]")).to_have_count(3)
+
+    shown = bars(page)
+    parent, child = shown["handle"], shown[LONG_NAME]
+    assert parent == pytest.approx((0, 1000 / 1400 * 100))
+    assert child[0] == pytest.approx(800 / 1400 * 100)
+    assert child[1] <= parent[1] + 1e-9
+    # Its duration still says what was logged.
+    row = page.locator("section.trace li[role=treeitem]", has_text="format").first
+    expect(row.locator(".trace-duration")).to_have_text("300 ms")
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_long_span_name_can_be_read(console: Console, log: Log, viewport: dict[str, int]) -> None:
+    log(span(1, "handle", 0, 1000, None), span(2, LONG_NAME, 100, 600, 1))
+    page = console.sign_in(route="#/requests/req_console_0002")
+    page.set_viewport_size(viewport)
+    link = page.locator("section.trace").get_by_role("link", name=LONG_NAME)
+    expect(link).to_be_visible()
+    # On a laptop a cut name shows whole on hover; a phone has no hover, so it wraps there.
+    assert link.get_attribute("title") == LONG_NAME
+    cell = link.locator("xpath=..")
+    if viewport is PHONE:
+        assert cell.evaluate("el => el.scrollWidth <= el.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        console.screenshot("trace-phone")
