@@ -1,9 +1,10 @@
 """Whether the collector is taking records, said once per change, and the words for the exit line.
 
 A collector that is down must not go unnoticed (issue 30.9): the first failed post logs one
-warning with the collector's URL and the reason, the first post that gets an answer again logs
-one line saying so; the posts in between (retries, every flush) say nothing more, so an outage
-is two lines, not a storm. At shutdown, records that could not be delivered are reported in one
+warning with the collector's URL and the reason; once a post gets an answer again, the send it
+belongs to logs one line saying so and how many records went (the backlog, which may take
+several posts). The posts in between (retries, every flush) say nothing more: an outage is two
+lines, not a storm. At shutdown, records that could not be delivered are reported in one
 line that says where they went and why (docs/sdk.md, "When the collector is down").
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 
 import httpx
@@ -45,7 +47,9 @@ def describe_status(response: httpx.Response) -> str:
 
 
 def seconds(value: float) -> str:
-    """A duration for a log line: "0.4 s", "12 s"."""
+    """A duration for a log line: "0.4 s", "12 s" ("under 0.1 s" rather than "0.0 s")."""
+    if value < 0.1:
+        return "under 0.1 s"
     return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
@@ -61,14 +65,18 @@ def unsent_line(count: int, fate: str, why: str) -> str:
 class Reachability:
     """The collector's state as the exporter's posts found it; logs each change once.
 
-    Called only by the thread that holds the exporter's send lock (one post at a time), so the
-    state needs no lock of its own; readers (shutdown) only need a consistent enough view.
+    Posts change it under the exporter's send lock; a round of sending may end (and announce
+    a recovery) in another thread, hence a lock of its own, so each change is said once.
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.down_since: float | None = None
         self.reason = ""
+        # After an outage, until the send that found the collector back ends: how long the
+        # outage lasted and the records sent since (the backlog may take several posts).
+        self._back: tuple[float, int] | None = None
+        self._lock = threading.Lock()
 
     @property
     def down(self) -> bool:
@@ -78,10 +86,12 @@ class Reachability:
     def failed(self, reason: str) -> None:
         """A post got no answer, or a 5xx: warn once, when the collector goes from up to down."""
         # The latest reason is the one the exit line gives (a refusal can become a timeout).
-        self.reason = reason
-        if self.down_since is not None:
-            return
-        self.down_since = time.monotonic()
+        self.settled(0)  # back, then down again before the round ended: both lines, in order
+        with self._lock:
+            self.reason = reason
+            if self.down_since is not None:
+                return
+            self.down_since = time.monotonic()
         logger.warning(
             "promptrail: collector at %s unreachable (%s); records wait in memory and are "
             "retried (counted in promptrail.stats())",
@@ -89,12 +99,23 @@ class Reachability:
             reason,
         )
 
-    def answered(self, sent: int, waiting: int) -> None:
-        """A post got an answer: after an outage, say once that the collector is back."""
-        if self.down_since is None:
-            return
-        outage = time.monotonic() - self.down_since
-        self.down_since = None
+    def answered(self, sent: int) -> None:
+        """A post got an answer (``sent`` records stored): the collector is up."""
+        with self._lock:
+            if self.down_since is not None:
+                self._back = (time.monotonic() - self.down_since, 0)
+                self.down_since = None
+            if self._back is not None:
+                outage, so_far = self._back
+                self._back = (outage, so_far + sent)
+
+    def settled(self, waiting: int) -> None:
+        """A round of sending ended: after an outage, say once that the collector is back."""
+        with self._lock:
+            if self._back is None:
+                return
+            outage, sent = self._back
+            self._back = None
         # WARNING, like the line that announced the outage: whoever saw that one (Python's
         # default handler shows warnings only) must also see that it is over.
         logger.warning(
@@ -102,7 +123,7 @@ class Reachability:
             self.url,
             seconds(outage),
             sent,
-            f", {waiting} more on their way" if waiting else "",
+            f", {waiting} more waiting" if waiting else "",
         )
 
     def why_unsent(self, waited: float) -> str:

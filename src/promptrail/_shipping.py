@@ -141,6 +141,7 @@ class SpanShipper:
             while batch := self._take():
                 ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 self._learn_size()
+            self._exporter.report_recovery()
             return ok
 
     def _learn_size(self) -> None:

@@ -215,7 +215,9 @@ class PromptrailSpanExporter(SpanExporter):
         records = [r for r in (_span_record(s) for s in spans) if r is not None]
         # Out of the processor's queue, into this exporter's hands (see ship()).
         self.stats.add("in_flight", len(records))
-        return SpanExportResult.SUCCESS if self.ship(records) else SpanExportResult.FAILURE
+        shipped = self.ship(records)
+        self.report_recovery()
+        return SpanExportResult.SUCCESS if shipped else SpanExportResult.FAILURE
 
     def ship(self, records: list[dict[str, Any]], *, send: bool = True) -> bool:
         """Mask and encode ``records`` (counted as in flight) and send them with what is pending.
@@ -260,7 +262,17 @@ class PromptrailSpanExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Send every pending record, retrying until ``timeout_millis``."""
-        return self._send(timeout_millis / 1000)
+        sent = self._send(timeout_millis / 1000)
+        self.report_recovery()
+        return sent
+
+    def report_recovery(self) -> None:
+        """After an outage, log once that the collector is back and how many records went.
+
+        Called when a round of sending ends (an export, a flush, the shipper's drain), so the
+        count covers the backlog, not only the first post that got through.
+        """
+        self._reach.settled(len(self._pending))
 
     def stop_retrying(self) -> None:
         """Cut every retry wait short from now on (shutdown is coming)."""
@@ -284,7 +296,9 @@ class PromptrailSpanExporter(SpanExporter):
             budget = min(budget, QUICK_SHUTDOWN_SECONDS)
         if budget <= 0:
             return not self._pending
-        return self._send(budget, request_timeout=budget)
+        sent = self._send(budget, request_timeout=budget)
+        self.report_recovery()
+        return sent
 
     def close(self, *, waited: float, unsent: int = 0) -> None:
         """Count what is still pending (and ``unsent`` records the caller held) as dropped.
@@ -422,7 +436,7 @@ class PromptrailSpanExporter(SpanExporter):
             rejected = data.get("rejected", [])
             exported = len(batch) - len(rejected)
             self._settle(len(batch), exported=exported, reason="rejected")
-            self._reach.answered(exported, len(self._pending))
+            self._reach.answered(exported)
             if rejected:
                 logger.warning(
                     "promptrail: collector rejected %d records: %s", len(rejected), rejected[0]
@@ -432,7 +446,7 @@ class PromptrailSpanExporter(SpanExporter):
             response.status_code, "http_error"
         )
         self._settle(len(batch), exported=0, reason=reason)
-        self._reach.answered(0, len(self._pending))
+        self._reach.answered(0)
         logger.warning(
             "promptrail: collector refused %d records (%s): %s",
             len(batch),

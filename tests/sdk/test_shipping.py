@@ -332,7 +332,7 @@ def test_a_fork_child_runs_one_shipper_whatever_ran_before(fresh_stats: None) ->
 
 
 def test_a_rate_limited_collector_gets_every_record_once_after_its_retry_after(
-    settings: Settings, fresh_stats: None
+    settings: Settings, fresh_stats: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     # One record per window: every post after the first meets a 429 with Retry-After (a window
     # of seconds, so that a busy machine still sends the next record inside it).
@@ -348,3 +348,5 @@ def test_a_rate_limited_collector_gets_every_record_once_after_its_retry_after(
     stats = promptrail.stats()
     assert (stats["exported"], stats["dropped_total"], stats["pending"]) == (3, 0, 0)
     assert stats["export_retries"] >= 1
+    # A 429 is the collector answering, not an outage: no "unreachable" line for it.
+    assert [r.getMessage() for r in caplog.records if r.name == "promptrail"] == []
