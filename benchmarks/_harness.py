@@ -3,7 +3,7 @@ is always stopped, waiting until a URL answers, ``promptrail serve`` on a data d
 checking an answer's status.
 
 The benchmarks import nothing from ``tests/``: the provider stubs they need are the package's
-(``promptrail.collector.stub_provider``), as ``promptrail stub-provider`` serves them.
+(``promptrail.testing``), as ``promptrail stub-provider`` serves them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,19 +22,12 @@ from pathlib import Path
 import httpx
 
 from promptrail.collector.runtime_file import read_runtime
+from promptrail.testing import free_port
 
 # A ceiling, not an expectation: start-up applies pending migrations first, and copying a
 # large store takes minutes.
 HEALTH_TIMEOUT = 900.0
 STOP_TIMEOUT = 120.0
-
-
-def free_port() -> int:
-    """Return a TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def promptrail_command() -> list[str]:

@@ -5,7 +5,7 @@ Command::
     .venv/bin/python benchmarks/runs.py [--write-docs]
 
 It starts a zero-latency OpenAI stub (the wire-format stub of
-``promptrail.collector.stub_provider``, as its own process) and a collector (``promptrail serve`` on a fresh temporary data directory, with
+``promptrail.testing``, as its own process) and a collector (``promptrail serve`` on a fresh temporary data directory, with
 ``OPENAI_BASE_URL`` pointing at the stub), creates one prompt, then measures:
 
 1. **Overhead per non-stream run**: ``--samples`` sequential runs through the collector
@@ -79,7 +79,7 @@ def serve_stub(port: int) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from promptrail.collector.stub_provider import OpenAIStub, Script
+    from promptrail.testing import OpenAIStub, Script
 
     stub = OpenAIStub()
 
@@ -386,7 +386,7 @@ def markdown(report: Report) -> str:
 SECTION_INTRO = """\
 A collector started as its own process (`promptrail serve`, embedded store) whose
 `OPENAI_BASE_URL` points at the zero-latency OpenAI wire-format stub of
-`promptrail.collector.stub_provider` (its own process too), driven over real HTTP. The overhead is a run's latency at the client minus a
+`promptrail.testing` (its own process too), driven over real HTTP. The overhead is a run's latency at the client minus a
 direct call to the stub with the same messages, in sequential pairs on keep-alive connections.
 Stream throughput: 32 clients run streams back to back. Held streams: 200 streams opened at
 once while the stub spaces its chunks out, so all of them are open together. Targets (from the

@@ -13,10 +13,8 @@ from pydantic import SecretStr
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
+from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve, serve_stub
 
 pytest_plugins = ["tests.capture"]
 

@@ -20,8 +20,8 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.faults import StallMode, resume_writes, stall_writes
+from promptrail.testing import serve
 from tests.keys import DEFAULT_AUTH
-from tests.stubs.server import serve
 
 
 @dataclass

@@ -41,7 +41,7 @@ def stub_provider(
     """
     import uvicorn
 
-    from ..stub_provider import AnthropicStub, OpenAIStub, both
+    from promptrail.testing import AnthropicStub, OpenAIStub, both
 
     listener = listen(host, port)
     base_url = f"http://{url_host(host)}:{listener.getsockname()[1]}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.stubs.server import free_port
+from promptrail.testing import free_port
 
 CLI = Path(sys.executable).parent / "promptrail"
 KEY = "pr-serve-test-key"
@@ -31,7 +31,9 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
-def serve(data_dir: Path, env: dict[str, str]) -> tuple[int, subprocess.Popen[str]]:
+def start_collector_process(
+    data_dir: Path, env: dict[str, str]
+) -> tuple[int, subprocess.Popen[str]]:
     """Start ``promptrail serve`` on a free port with exactly ``env``; its output is on stdout."""
     port = free_port()
     process = subprocess.Popen(
@@ -80,7 +82,9 @@ def collector(
     once it stopped.
     """
     lines = [] if lines is None else lines
-    port, process = serve(data_dir, {**os.environ, "PROMPTRAIL_INIT_API_KEY": KEY, **(env or {})})
+    port, process = start_collector_process(
+        data_dir, {**os.environ, "PROMPTRAIL_INIT_API_KEY": KEY, **(env or {})}
+    )
     reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
     reader.start()
     client = httpx.Client(

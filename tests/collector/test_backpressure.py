@@ -22,11 +22,10 @@ from promptrail.collector.models.requests import RequestRecordIn
 from promptrail.collector.services.ingest import IngestService
 from promptrail.collector.store.connection import is_store_outage, open_client
 from promptrail.collector.store.table_groups import Store
-from promptrail.collector.stub_provider.openai import OpenAIStub
+from promptrail.testing import OpenAIStub, free_port
 from tests.collector.test_runs import create_prompt, run
 from tests.keys import DEFAULT_AUTH
 from tests.stalls import Live, live_collector, record
-from tests.stubs.server import free_port
 
 BUFFER_BYTES = 16 * 1024
 RETRY_AFTER = 1

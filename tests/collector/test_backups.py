@@ -20,8 +20,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.runtime_file import RuntimeInfo, write_runtime
+from promptrail.testing import free_port
 from tests.collector.processes import KEY, cli, collector, held_store
-from tests.stubs.server import free_port
 
 # The sealer may sum an hour at once and looks every 50 ms: the backup holds a sealed rollup.
 QUICK_ROLLUP = {

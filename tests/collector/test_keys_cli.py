@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 
 from promptrail.collector.runtime_file import RuntimeInfo, write_runtime
+from promptrail.testing import free_port
 from tests.collector.contract import assert_error
 from tests.collector.processes import KEY, cli, collector
-from tests.stubs.server import free_port
 
 
 def id_of(key: str) -> str:

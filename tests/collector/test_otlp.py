@@ -27,8 +27,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from promptrail._genai import record_id
+from promptrail.testing import serve_stub
 from tests.keys import DEFAULT_KEY
-from tests.stubs.server import serve_stub
 
 AUTH = {"Authorization": f"Bearer {DEFAULT_KEY}"}
 PROTOBUF = "application/x-protobuf"

@@ -9,8 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.openai_stub import OpenAIStub
+from promptrail.testing import AnthropicStub, OpenAIStub
 
 REPLY = "Ada says hello back, politely."
 

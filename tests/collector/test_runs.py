@@ -17,11 +17,9 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import AnthropicStub, OpenAIStub, StubProvider
 from tests.collector.contract import assert_error
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, OPENAI_KEY
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.base import StubProvider
-from tests.stubs.openai_stub import OpenAIStub
 
 KEY_HEADER = DEFAULT_AUTH
 REPLY = "Hello Ada, nice to meet you today."

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 
 import promptrail
-from tests.collector.processes import CLI, cli, collector, held_store, serve
-from tests.stubs.server import free_port
+from promptrail.testing import free_port
+from tests.collector.processes import CLI, cli, collector, held_store, start_collector_process
 
 
 def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def without_init_key() -> dict[str, str]:
 @contextmanager
 def first_start(data_dir: Path) -> Iterator[tuple[int, list[str]]]:
     """Start ``promptrail serve`` with no initial key; yield its port and banner lines."""
-    port, process = serve(data_dir, without_init_key())
+    port, process = start_collector_process(data_dir, without_init_key())
     try:
         assert process.stdout is not None
         lines: list[str] = []

@@ -7,8 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from promptrail.collector.stub_provider import OpenAIStub
-from promptrail.collector.stub_provider.base import KEPT_CALLS
+from promptrail.testing import KEPT_CALLS, OpenAIStub
 
 CLI = Path(sys.executable).parent / "promptrail"
 

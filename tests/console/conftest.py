@@ -19,9 +19,8 @@ from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import OpenAIStub, serve
 from tests.keys import DEFAULT_KEY
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 CHROMIUM = "/usr/bin/chromium"
 # Test runs write their screenshots under build/ (ignored by git): a run must not leave the tree

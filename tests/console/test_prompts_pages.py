@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.stubs.openai_stub import OpenAIStub
+from promptrail.testing import OpenAIStub
 
 from .conftest import Console
 

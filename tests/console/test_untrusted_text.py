@@ -7,7 +7,7 @@ from collections.abc import Callable
 import httpx
 from playwright.sync_api import expect
 
-from tests.stubs.openai_stub import OpenAIStub
+from promptrail.testing import OpenAIStub
 
 from .conftest import Console
 from .records import record

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.stubs.clients import close_opened
+from tests.provider_clients import close_opened
 
 
 @pytest.fixture(autouse=True)

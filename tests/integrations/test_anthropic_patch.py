@@ -7,9 +7,9 @@ import asyncio
 import anthropic
 import pytest
 
+from promptrail.testing import AnthropicStub
 from tests.capture import Records
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.clients import anthropic_client
+from tests.provider_clients import anthropic_client
 
 MESSAGES = [{"role": "user", "content": "Greet the tester"}]
 

@@ -13,9 +13,9 @@ import openai
 import pytest
 
 import promptrail
+from promptrail.testing import OpenAIStub
 from tests.capture import Records
 from tests.keys import DEFAULT_KEY
-from tests.stubs.openai_stub import OpenAIStub
 
 
 @pytest.fixture

@@ -23,9 +23,8 @@ from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.stub_provider import Script
+from promptrail.testing import Script, serve
 from tests.keys import DEFAULT_KEY
-from tests.stubs.server import serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLI = Path(sys.executable).parent / "promptrail"

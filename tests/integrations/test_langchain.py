@@ -22,10 +22,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import promptrail
 from promptrail import _runtime
+from promptrail.testing import AnthropicStub, OpenAIStub
 from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.openai_stub import OpenAIStub
 
 REPLY = "Hello from the stub provider."
 PROMPT = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{question}")])

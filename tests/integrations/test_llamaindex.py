@@ -16,8 +16,8 @@ from llama_index.core.llms import ChatMessage, ChatResponse
 from llama_index.llms.openai import OpenAI
 
 import promptrail
+from promptrail.testing import OpenAIStub
 from tests.capture import Records
-from tests.stubs.openai_stub import OpenAIStub
 
 REPLY = "Hello from the stub provider."
 dispatcher = get_dispatcher(__name__)

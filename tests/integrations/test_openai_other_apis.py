@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from promptrail.testing import serve
 from tests.capture import Records
-from tests.stubs.server import serve
 
 RESPONSE = {
     "id": "resp_123",

@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import promptrail
+from promptrail.testing import OpenAIStub
 from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
-from tests.stubs.clients import openai_client
-from tests.stubs.openai_stub import OpenAIStub
+from tests.provider_clients import openai_client
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},

@@ -13,8 +13,8 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import promptrail
+from promptrail.testing import OpenAIStub
 from tests.capture import Records
-from tests.stubs.openai_stub import OpenAIStub
 
 REPLY = "Hello from the stub provider."
 

@@ -22,9 +22,8 @@ from starlette.routing import Mount, Route
 from werkzeug.serving import make_server
 
 from promptrail.integrations.web import ASGIContextMiddleware, WSGIContextMiddleware
+from promptrail.testing import OpenAIStub, serve
 from tests.capture import Records
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 USERS = 10
 RELEASE_WAIT = 10.0  # how long a stream waits for the test before giving up

@@ -12,9 +12,8 @@ import pytest
 import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import OpenAIStub, serve
 from tests.keys import DEFAULT_KEY
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 from .conftest import RequestLog
 

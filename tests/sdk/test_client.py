@@ -15,9 +15,8 @@ import promptrail
 from promptrail._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import OpenAIStub, serve
 from tests.keys import DEFAULT_KEY
-from tests.stubs.openai_stub import OpenAIStub
-from tests.stubs.server import serve
 
 from .conftest import RequestLog, greet
 

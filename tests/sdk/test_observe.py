@@ -10,8 +10,8 @@ import openai
 import pytest
 
 import promptrail
+from promptrail.testing import OpenAIStub
 from tests.capture import Records
-from tests.stubs.openai_stub import OpenAIStub
 
 
 def by_name(recorded: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -20,8 +20,8 @@ import promptrail
 from promptrail import _runtime
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
-from tests.stubs.server import free_port, serve
 
 
 @contextmanager

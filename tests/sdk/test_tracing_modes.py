@@ -18,9 +18,9 @@ from opentelemetry.trace import Status, StatusCode
 import promptrail
 from promptrail import _runtime
 from promptrail.integrations._calls import CallRecord
+from promptrail.testing import OpenAIStub
 from tests.capture import fetch_records as fetch
 from tests.keys import DEFAULT_KEY
-from tests.stubs.openai_stub import OpenAIStub
 
 
 class App:

@@ -9,6 +9,10 @@ from contextlib import contextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
 import uvicorn
+from starlette.applications import Starlette
+
+from ._anthropic import AnthropicStub
+from ._openai import OpenAIStub
 
 
 @contextmanager
@@ -17,7 +21,10 @@ def serve(
 ) -> Iterator[str]:
     """Run ``app`` on 127.0.0.1 at ``port`` (0: a free one); yield its base URL; stop it on exit.
 
-    This is the one way the tests start a live server: it returns once the server answers.
+    It returns once the server answers (no sleep to guess at)::
+
+        with serve(app) as url:
+            httpx.get(f"{url}/health")
     """
     server = uvicorn.Server(
         uvicorn.Config(
@@ -52,6 +59,11 @@ def free_port() -> int:
         return port
 
 
+def both(openai: OpenAIStub, anthropic: AnthropicStub) -> Starlette:
+    """Return one app serving both stubs (their paths do not overlap)."""
+    return Starlette(routes=[*openai.app.routes, *anthropic.app.routes])
+
+
 class _Stub(Protocol):
     app: Any
     url: str
@@ -62,7 +74,13 @@ StubT = TypeVar("StubT", bound=_Stub)
 
 @contextmanager
 def serve_stub(stub: StubT) -> Iterator[StubT]:
-    """Serve a provider stub (no lifespan) with :func:`serve`, its ``url`` set; yield it."""
+    """Serve a provider stub (no lifespan) with :func:`serve`, its ``url`` set; yield it.
+
+    ::
+
+        with serve_stub(OpenAIStub()) as stub:
+            client = openai.OpenAI(base_url=f"{stub.url}/v1", api_key="sk-test")
+    """
     with serve(stub.app, lifespan="off") as url:
         stub.url = url
         yield stub

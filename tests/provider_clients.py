@@ -8,8 +8,7 @@ from __future__ import annotations
 import anthropic
 import openai
 
-from tests.stubs.anthropic_stub import AnthropicStub
-from tests.stubs.openai_stub import OpenAIStub
+from promptrail.testing import AnthropicStub, OpenAIStub
 
 _opened: list[openai.OpenAI | anthropic.Anthropic] = []
 

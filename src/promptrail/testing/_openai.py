@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .base import StreamBroken, StubProvider
+from ._stub import StreamBroken, StubProvider
 
 _ERRORS = {
     400: "invalid_request_error",
@@ -28,7 +28,7 @@ _ERRORS = {
 
 
 class OpenAIStub(StubProvider):
-    """A scriptable OpenAI chat-completions stub (see :class:`.base.Script`)."""
+    """A scriptable OpenAI chat-completions stub (see :class:`Script`)."""
 
     path = "/v1/chat/completions"
 

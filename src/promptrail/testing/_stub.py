@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+# A demo stub runs for days: it keeps the newest calls only.
 KEPT_CALLS = 10_000
 
 

@@ -16,8 +16,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .base import StreamBroken, StubProvider
+from ._stub import StreamBroken, StubProvider
 
+# Shaped like _openai.py's map on purpose: each provider names its error types its own way.
 _ERRORS = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -28,7 +29,7 @@ _ERRORS = {
 
 
 class AnthropicStub(StubProvider):
-    """A scriptable Anthropic Messages stub (see :class:`.base.Script`)."""
+    """A scriptable Anthropic Messages stub (see :class:`Script`)."""
 
     path = "/v1/messages"
 
