@@ -23,9 +23,9 @@ import promptrail
 from promptrail import _runtime
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
 from tests.stalls import live_collector, record
-from tests.stubs.server import free_port, serve
 
 
 @promptrail.observe(name="work")
