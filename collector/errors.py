@@ -19,6 +19,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 
+def plain_message(message: str) -> str:
+    """Return a validation message without pydantic's ``Value error, `` prefix.
+
+    A validator's ``ValueError`` reaches the client as its own text: the prefix names a
+    Python exception, which tells an API user nothing.
+    """
+    return message.removeprefix("Value error, ")
+
+
 class ContractError(Exception):
     """Base of every error the API answers with ``{"error": {...}}``.
 

@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Settings
+from ..errors import InvalidApiKey
 from ..providers import HttpPolicy, Provider, ProviderEndpoint
 from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from ..providers.anthropic import AnthropicProvider
@@ -178,15 +179,29 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-K
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:
-    """Return the API key of a request: ``Authorization: Bearer`` first, then ``X-API-Key``."""
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+    """Return the API key of a request: ``Authorization: Bearer`` first, then ``X-API-Key``.
+
+    Raise INVALID_API_KEY saying to add ``Bearer `` when the only key sent is an
+    ``Authorization`` header without that scheme (``Authorization: pr-...``): the key was
+    there, so "missing" would mislead.
+    """
+    authorization = headers.get("authorization", "").strip()
+    scheme, _, token = authorization.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return headers.get("x-api-key") or None
+    api_key = headers.get("x-api-key") or None
+    if api_key is None and authorization and scheme.lower() != "bearer":
+        raise InvalidApiKey(
+            "The Authorization header needs the Bearer scheme: send "
+            "'Authorization: Bearer <key>' (add 'Bearer ' before the key), or 'X-API-Key: <key>'"
+        )
+    return api_key
 
 
 async def current_project(
+    request: Request,
     services: ServicesDep,
+    # Read by key_from_headers; declared so that the OpenAPI schema shows both schemes.
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> str:
@@ -195,7 +210,7 @@ async def current_project(
     The project's request rate is counted here, once its key is known: a request without a
     valid key is refused (401) before it can count against any project.
     """
-    raw = (bearer.credentials if bearer else None) or api_key
+    raw = key_from_headers(request.headers)
     project = services.keys.known_project(raw)
     if project is None:
         project = await run_in_threadpool(services.keys.authenticate, raw)

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import ContractError, InvalidApiKey, StoreUnavailable
+from ..errors import ContractError, InvalidApiKey, StoreUnavailable, plain_message
 from ..store.connection import error_summary, is_store_outage
 from .deps import key_from_headers
 
@@ -95,7 +95,7 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     errors = [
         {
             "field": _field_path(e.get("loc", ())),
-            "message": str(e.get("msg", "")),
+            "message": plain_message(str(e.get("msg", ""))),
             "type": e.get("type"),
         }
         for e in raw

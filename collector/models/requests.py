@@ -171,6 +171,9 @@ class RequestListItem(BaseModel):
     usage: UsageOut
     latency_ms: int
     created_at: datetime
+    cost_known: bool = Field(
+        description="False when the model has no known price (estimated_cost_usd is then 0)."
+    )
     trace_id: str | None = Field(default=None, description="Trace of the call, if any.")
     span_id: str | None = None
     parent_span_id: str | None = None
@@ -203,13 +206,24 @@ class RequestDetail(BaseModel):
     span_name: str | None = None
 
 
+class HighlightRun(BaseModel):
+    """A piece of a highlighted snippet: plain (unescaped) text, a match of the query or not."""
+
+    text: str
+    match: bool
+
+
 class SearchHit(BaseModel):
-    """Spec 2.6."""
+    """Spec 2.6, plus each highlight as text runs (for building text nodes, not HTML)."""
 
     id: str
     prompt_name: str
     matched_fields: list[str]
     highlights: dict[str, str]
+    highlight_runs: dict[str, list[HighlightRun]] = Field(
+        description="The snippets of ``highlights`` as runs of plain text: joined, the runs "
+        "give the snippet; a run with match true is what ``highlights`` puts in <em>."
+    )
     created_at: datetime
 
 
@@ -314,12 +328,17 @@ class Period(BaseModel):
 
 
 class AnalyticsResult(BaseModel):
-    """Spec 2.8."""
+    """Spec 2.8, plus for ``cost`` how many records of the period had no known price."""
 
     metric: Literal["cost", "usage", "latency", "errors"]
     total: float
     groups: list[AnalyticsGroup]
     period: Period
+    cost_unknown_records: int | None = Field(
+        default=None,
+        description="metric=cost only: records of the period (and filters) whose model has "
+        "no known price, counted as 0 in the total.",
+    )
 
 
 class AnalyticsData(BaseModel):

@@ -51,6 +51,9 @@ class RunResult(BaseModel):
     model: str
     metadata: dict[str, Any]
     usage: RunUsage
+    cost_known: bool = Field(
+        description="False when the model has no known price (estimated_cost_usd is then 0)."
+    )
     latency_ms: int
     created_at: datetime
 

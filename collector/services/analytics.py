@@ -28,6 +28,8 @@ class AnalyticsOutcome:
     groups: list[GroupRow]
     start: datetime
     end: datetime
+    # metric=cost only: records of the period counted as 0 because their model has no price.
+    cost_unknown_records: int | None = None
 
 
 class AnalyticsService:
@@ -74,7 +76,8 @@ class AnalyticsService:
         total, groups = self._store.aggregate(
             project, metric, group_by, filters, plan, percentiles=metric == "latency"
         )
-        return AnalyticsOutcome(metric, total.value, groups, start, end)
+        unpriced = self._store.count_unpriced(project, filters) if metric == "cost" else None
+        return AnalyticsOutcome(metric, total.value, groups, start, end, unpriced)
 
     def plan(
         self,

@@ -21,6 +21,7 @@ from ..errors import (
     StoreUnavailable,
     StoreWriteFailed,
     ValidationFailed,
+    plain_message,
 )
 from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
@@ -143,7 +144,10 @@ class BatchOutcome:
 
 def _error_body(exc: ValidationError) -> dict[str, Any]:
     errors = [
-        {"field": ".".join(str(p) for p in e["loc"]) or "record", "message": e["msg"]}
+        {
+            "field": ".".join(str(p) for p in e["loc"]) or "record",
+            "message": plain_message(e["msg"]),
+        }
         for e in exc.errors()
     ]
     return _rejection(errors)

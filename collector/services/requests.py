@@ -12,7 +12,7 @@ from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
 from .helpers.cursors import CursorCodec
 from .helpers.dates import utc_now_ms
-from .helpers.highlights import matched_fields
+from .helpers.highlights import TextRun, matched_fields
 from .helpers.pending_writes import PendingWrites
 from .ingest import time_of_id
 
@@ -27,10 +27,10 @@ class RecordPage:
 
 @dataclass(frozen=True)
 class Hit:
-    """A search hit: the record and its matched fields with highlights."""
+    """A search hit: the record and the snippet of each matched field, as text runs."""
 
     row: RequestRow
-    highlights: dict[str, str]
+    runs: dict[str, list[TextRun]]
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,7 @@ class RunService:
             model=row.model,
             metadata=row.metadata,
             usage=_usage(row),
+            cost_known=row.cost_known,
             latency_ms=row.latency_ms,
             created_at=row.created_at,
         )
@@ -264,7 +265,7 @@ class RunService:
             # by now; keep the record of what was relayed.
             self._store_quietly(run, outcome(_reason(exc)))
             raise
-        yield {"type": "end", "usage": _usage(row).model_dump()}
+        yield {"type": "end", "usage": _usage(row).model_dump(), "cost_known": row.cost_known}
 
     # -- 3. store --------------------------------------------------------------------------
 

@@ -144,6 +144,22 @@ class AnalyticsStore:
         ]
         return found[0], found[1:] if group_by is not None else []
 
+    def count_unpriced(self, project: str, filters: RequestFilter) -> int:
+        """Return how many live records matching ``filters`` have no known price.
+
+        The rollup keeps no such count: this reads the log, only the rows whose cost is
+        unknown (a record's copies and tombstone carry the same flag), and resolves each
+        record's copies by key as list pages do, without FINAL.
+        """
+        where, params = filter_where(project, filters)
+        rows = self._client.query(
+            "SELECT count() FROM (SELECT max(is_deleted) AS gone "
+            f"FROM {self._requests.table} WHERE {where} AND NOT cost_known "
+            "GROUP BY created_at, id) WHERE gone = 0",
+            parameters=params,
+        ).result_rows
+        return int(rows[0][0])
+
     def _raw_part(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> str:
         params, group_by = query.params, query.group_by
         untimed = replace(query.filters, start=None, end=None)

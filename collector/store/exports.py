@@ -86,7 +86,10 @@ _JSON_LINE = (
 # The CSV select names its formatted columns (created_at as text, status as text) after the
 # stored ones, so the header reads as the log does; ClickHouse would otherwise resolve the
 # filter's and the sort's `created_at` to the text and compare a string with a date.
-_COLUMNS_BEFORE_ALIASES = {"prefer_column_name_to_alias": 1}
+_COLUMNS_BEFORE_ALIASES: dict[str, Any] = {"prefer_column_name_to_alias": 1}
+# A missing value (a record's version, when it has none) is an empty cell, as spreadsheets and
+# csv readers expect, not ClickHouse's own marker \N.
+_CSV_SETTINGS: dict[str, Any] = {**_COLUMNS_BEFORE_ALIASES, "format_csv_null_representation": ""}
 
 
 @dataclass(frozen=True)
@@ -183,9 +186,11 @@ class ExportStore:
     ) -> int:
         """Write matching records to ``path`` (CSVWithNames or JSON lines); return the count."""
         where, params = filter_where(project, filters)
+        settings = _COLUMNS_BEFORE_ALIASES
         if fmt == "csv":
             columns = _CSV_COLUMNS.format(metadata="metadata, " if include_metadata else "")
             output_format = "CSVWithNames"
+            settings = _CSV_SETTINGS
         else:
             metadata = "',\"metadata\":', metadata, " if include_metadata else ""
             columns = _JSON_LINE.format(metadata=metadata)
@@ -204,7 +209,7 @@ class ExportStore:
             self._client.command(
                 f"INSERT INTO FUNCTION file({{path:String}}, '{output_format}') {select}",
                 parameters={**params, "path": str(path)},
-                settings={**_COLUMNS_BEFORE_ALIASES, "engine_file_truncate_on_insert": 1},
+                settings={**settings, "engine_file_truncate_on_insert": 1},
             )
             if not path.exists():
                 # ClickHouse writes no file for an empty result: a CSV still gets its header.
@@ -212,7 +217,7 @@ class ExportStore:
         else:
             # A server streams the formatted bytes over HTTP into the shared export dir.
             stream = self._client.raw_stream(
-                select, parameters=params, settings=_COLUMNS_BEFORE_ALIASES, fmt=output_format
+                select, parameters=params, settings=settings, fmt=output_format
             )
             with path.open("wb") as handle:
                 for chunk in stream:

@@ -155,6 +155,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Keys can be revoked (at once, or at the end of a rotation's grace) and say when they
     # were last used: rows of their own beside api_keys (see store/keys.py).
     Migration(13, "api_key_revocations", (API_KEY_REVOCATIONS, API_KEY_USAGE)),
+    # List items say whether their cost is known (see REQUEST_ITEMS), for the stored rows too.
+    Migration(14, "request_item_cost_known", (AddColumn(REQUEST_ITEMS, "cost_known"),)),
 )
 
 

@@ -36,8 +36,8 @@ READ_COLUMNS = (
 
 # What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
 # prompt input above all (a whole conversation, often the widest value), unread. ``trace`` is
-# empty for a record outside any trace.
-LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace"
+# empty for a record outside any trace; ``cost_known`` is copied out of ``detail``.
+LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace, cost_known"
 DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail"
 
 
@@ -220,7 +220,8 @@ def stored_row(values: Sequence[Any]) -> RequestRow:
 def item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
     """Build a row from ``request_items`` (LIST_COLUMNS, or DETAIL_COLUMNS if ``detail``).
 
-    A list's rows leave the detail's fields but the span fields at their defaults.
+    A list's rows leave the detail's fields but the span fields and ``cost_known`` at their
+    defaults.
     """
     fields: dict[str, Any] = dict(zip(ITEM_NAMES, json.loads(values[4]), strict=True))
     fields["model"] = values[3]  # a plain column of request_items: lists show it too
@@ -228,8 +229,10 @@ def item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
         fields.update(zip(DETAIL_NAMES, json.loads(values[5]), strict=True))
         fields["integration"] = fields["integration"] or {}
         fields["cost_known"] = bool(fields["cost_known"])
-    elif values[5]:
-        fields.update(zip(TRACE_NAMES, json.loads(values[5]), strict=True))
+    else:
+        if values[5]:
+            fields.update(zip(TRACE_NAMES, json.loads(values[5]), strict=True))
+        fields["cost_known"] = bool(values[6])
     for name in ("input_variables", "output", "metadata"):
         fields[name] = fields[name] or {}
     fields["estimated_cost_usd"] = float(fields["estimated_cost_usd"])

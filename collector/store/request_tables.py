@@ -169,6 +169,11 @@ _SPAN_FIELDS = (
 )
 _TRACE = f"if(startsWith({_SPAN_FIELDS}, '\"\",'), '', concat('[', {_SPAN_FIELDS}, ']'))"
 
+# Whether the record's model had a price, for list items (a cost of 0 may be a known price or
+# none): one Bool read beside ``item``, so a list still leaves ``detail`` unread. Computed from
+# ``detail`` like ``trace``, for stores made before migration 14 by its MATERIALIZE COLUMN.
+_COST_KNOWN = f"JSONExtractBool(detail, {DETAIL_NAMES.index('cost_known') + 1})"
+
 
 # The records as lists and details read them, in granules of 128 rows instead of ~1,000.
 # ClickHouse reads whole granules, and a granule of ``requests`` holds 2 MiB, ~1,000 records
@@ -195,6 +200,7 @@ REQUEST_ITEMS = Table(
         "detail String",
         f"trace String MATERIALIZED {_TRACE}",
         "trace_id String MATERIALIZED JSONExtractString(trace, 1)",
+        f"cost_known Bool MATERIALIZED {_COST_KNOWN}",
         "row_version UInt8",
         "is_deleted UInt8",
     ),

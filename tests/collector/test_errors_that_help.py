@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.keys import DEFAULT_KEY
+
 PROMPT = b'{"name": "a", "template": "t", "model": "gpt-4o"}'
 
 
@@ -68,3 +70,41 @@ def test_list_items_carry_the_model_whichever_way_the_list_is_read(api: TestClie
     for params in ({}, {"metadata.user_id": "u1"}, {"status": "success"}):
         listed = api.get("/v1/requests", params=params).json()["data"]
         assert [item["model"] for item in listed] == expected, params
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "body"),
+    [
+        ("/v1/prompts", "GET", None),
+        ("/v1/requests", "POST", {"output": "x"}),
+        # The key is checked before the body is parsed, on a body the API would refuse too.
+        ("/v1/prompts", "POST", {"name": 3}),
+    ],
+)
+def test_a_key_sent_without_bearer_is_told_to_add_bearer(
+    api: TestClient, path: str, method: str, body: Any
+) -> None:
+    anon = TestClient(api.app)
+
+    response = anon.request(method, path, json=body, headers={"Authorization": DEFAULT_KEY})
+
+    assert response.status_code == 401, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["type"]) == ("INVALID_API_KEY", "authentication_error")
+    assert "Bearer " in error["message"] and "Missing" not in error["message"]
+    # With no header at all the key is missing, and the message says so.
+    missing = anon.request(method, path, json=body).json()["error"]["message"]
+    assert missing.startswith("Missing API key")
+
+
+def test_validation_messages_carry_no_pydantic_prefix(api: TestClient) -> None:
+    too_many = {f"k{i}": "v" for i in range(101)}
+
+    one = api.post("/v1/requests", json={"metadata": too_many}).json()["error"]
+    batch = api.post(
+        "/v1/requests/batch", json={"records": [{"output": "ok"}, {"metadata": too_many}]}
+    ).json()["data"]["rejected"][0]["error"]
+
+    for error in (one, batch):
+        assert error["message"] == "metadata: metadata holds at most 100 keys", error
+        assert all("Value error" not in e["message"] for e in error["details"]["errors"])

@@ -103,6 +103,22 @@ def test_csv_export_contents(logged: TestClient) -> None:
     assert rows[0]["status"] == "error" and rows[0]["error"] == "boom"
 
 
+def test_csv_writes_a_missing_value_as_an_empty_cell(logged: TestClient) -> None:
+    export_id = start(logged, format="csv")["export_id"]
+    finish(logged, export_id)
+
+    text = logged.get(f"/v1/requests/exports/{export_id}/download").text
+
+    # req_e2 and req_e3 have no version: an empty cell, never ClickHouse's \N marker.
+    assert "\\N" not in text
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(text, newline=""))}
+    assert (rows["req_e1"]["version"], rows["req_e2"]["version"], rows["req_e3"]["version"]) == (
+        "1",
+        "",
+        "",
+    )
+
+
 def test_json_export_is_json_lines_with_objects_embedded(logged: TestClient) -> None:
     export_id = start(logged, format="json", include_metadata=False)["export_id"]
     finish(logged, export_id)

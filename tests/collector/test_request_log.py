@@ -94,6 +94,8 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "usage",
         "latency_ms",
         "created_at",
+        # Whether the model had a price: a cost of 0 is not "free" (issue 30.3).
+        "cost_known",
         # The span fields (null outside a trace): a trace's tree from one list call.
         "trace_id",
         "span_id",

@@ -430,7 +430,7 @@ def test_stream_relays_the_same_answer_and_usage_as_a_whole_run(
     assert all(e["type"] == "chunk" for e in chunks)
     assert [e["content"] for e in chunks] == PIECES  # one event per provider piece
     assert "".join(e["content"] for e in chunks) == whole["output"]
-    assert events[-1] == {"type": "end", "usage": whole["usage"]}
+    assert events[-1] == {"type": "end", "usage": whole["usage"], "cost_known": whole["cost_known"]}
     stored = record(runs_api, events[0]["request_id"])
     assert stored["status"] == "success"
     assert stored["output"]["content"] == whole["output"]

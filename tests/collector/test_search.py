@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pytest
@@ -61,6 +62,30 @@ def test_highlights_escape_html_and_mark_every_match(api: TestClient) -> None:
         "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; <em>ab</em> <em>AB</em> <em>aB</em>"
         " &amp; &lt;b&gt;<em>ab</em>&lt;/b&gt;"
     )
+
+
+def test_highlight_runs_are_the_same_snippet_as_plain_text(api: TestClient) -> None:
+    log(api, output="<b>ab</b> & AB", metadata={"note": "x" * 400 + " ab " + "y" * 400})
+
+    hit = search(api, "ab")["data"][0]
+
+    assert hit["highlight_runs"]["output"] == [
+        {"text": "<b>", "match": False},
+        {"text": "ab", "match": True},
+        {"text": "</b> & ", "match": False},
+        {"text": "AB", "match": True},
+    ]
+    assert list(hit["highlight_runs"]) == hit["matched_fields"] == ["output", "metadata.note"]
+    # Each snippet's runs, escaped and with the matches in <em>, are its highlight.
+    for path, runs in hit["highlight_runs"].items():
+        rebuilt = "".join(
+            f"<em>{html.escape(r['text'])}</em>" if r["match"] else html.escape(r["text"])
+            for r in runs
+        )
+        assert rebuilt == hit["highlights"][path]
+    cut = hit["highlight_runs"]["metadata.note"]
+    assert cut[0]["text"].startswith("…") and cut[-1]["text"].endswith("…")
+    assert [r["text"] for r in cut if r["match"]] == ["ab"]
 
 
 def test_long_texts_are_cut_to_a_window_around_the_first_match(api: TestClient) -> None:

@@ -22,6 +22,7 @@ from ...models.requests import (
     DeleteData,
     DeleteRequestsIn,
     DeleteResult,
+    HighlightRun,
     IntegrationOut,
     Period,
     RejectedRecord,
@@ -38,6 +39,7 @@ from ...models.requests import (
     UsageOut,
 )
 from ...services.helpers.dates import parse_date
+from ...services.helpers.highlights import as_html
 from ...store.request_filters import RequestFilter
 from ...store.request_rows import RequestRow
 from ..deps import IngestProject, Project, ServicesDep
@@ -68,6 +70,7 @@ def list_item(row: RequestRow) -> RequestListItem:
         usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
         latency_ms=row.latency_ms,
         created_at=row.created_at,
+        cost_known=row.cost_known,
         trace_id=row.trace_id or None,
         span_id=row.span_id or None,
         parent_span_id=row.parent_span_id or None,
@@ -278,8 +281,11 @@ def search_requests(
             SearchHit(
                 id=hit.row.id,
                 prompt_name=hit.row.prompt_name,
-                matched_fields=list(hit.highlights),
-                highlights=hit.highlights,
+                matched_fields=list(hit.runs),
+                highlights={path: as_html(runs) for path, runs in hit.runs.items()},
+                highlight_runs={
+                    path: [HighlightRun(**run) for run in runs] for path, runs in hit.runs.items()
+                },
                 created_at=hit.row.created_at,
             )
             for hit in page.hits
@@ -316,6 +322,7 @@ def analytics(
                 for g in outcome.groups
             ],
             period=Period(start=outcome.start, end=outcome.end),
+            cost_unknown_records=outcome.cost_unknown_records,
         )
     )
 

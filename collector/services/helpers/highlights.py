@@ -1,10 +1,15 @@
-"""Search hits: which fields of a record matched, and highlighted snippets of them."""
+"""Search hits: which fields of a record matched, and highlighted snippets of them.
+
+A snippet is a list of text runs, each plain text marked as a match or not: a console builds
+text nodes from them (nothing to unescape), and the spec's ``highlights`` is the same snippet
+written as HTML (escaped, every match in ``<em>``).
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from ...store.request_rows import RequestRow
 
@@ -13,10 +18,17 @@ MAX_SNIPPET = 300
 _CONTEXT = 120
 
 
-def matched_fields(row: RequestRow, query: str) -> dict[str, str]:
-    """Return ``{dotted field path: highlighted text}`` of every string value containing query."""
+class TextRun(TypedDict):
+    """A piece of a snippet: plain text, and whether it is a match of the query."""
+
+    text: str
+    match: bool
+
+
+def matched_fields(row: RequestRow, query: str) -> dict[str, list[TextRun]]:
+    """Return ``{dotted field path: snippet}`` of every string value containing query."""
     needle = query.lower()
-    hits: dict[str, str] = {}
+    hits: dict[str, list[TextRun]] = {}
     sources = (
         ("input_variables", row.input_variables),
         ("output", row.output),
@@ -26,7 +38,7 @@ def matched_fields(row: RequestRow, query: str) -> dict[str, str]:
     for root, value in sources:
         for path, text in _strings(root, value):
             if needle in text.lower():
-                hits.setdefault(_public_path(path), highlight(text, query))
+                hits.setdefault(_public_path(path), snippet(text, query))
     return hits
 
 
@@ -48,23 +60,39 @@ def _strings(path: str, value: Any) -> Iterator[tuple[str, str]]:
         yield path, str(value)
 
 
-def highlight(text: str, query: str) -> str:
-    """Wrap every case-insensitive match of query in ``<em>``; escape the rest as HTML."""
+def snippet(text: str, query: str) -> list[TextRun]:
+    """Split text into runs, every case-insensitive match of query a run of its own.
+
+    A text longer than ``MAX_SNIPPET`` is cut to about ``_CONTEXT`` characters either side of
+    the first match, with ``…`` where it was cut.
+    """
     lowered, needle = text.lower(), query.lower()
     start, end = 0, len(text)
     first = lowered.find(needle)
     if len(text) > MAX_SNIPPET and first >= 0:
         start = max(0, first - _CONTEXT)
         end = min(len(text), first + len(needle) + _CONTEXT)
-    pieces: list[str] = ["…" if start > 0 else ""]
+    runs: list[TextRun] = []
+    plain = "…" if start > 0 else ""
     position = start
     while True:
         found = lowered.find(needle, position, end)
         if found < 0 or found + len(needle) > end:
             break
-        pieces.append(html.escape(text[position:found]))
-        pieces.append(f"<em>{html.escape(text[found : found + len(needle)])}</em>")
-        position = found + len(needle)
-    pieces.append(html.escape(text[position:end]))
-    pieces.append("…" if end < len(text) else "")
-    return "".join(pieces)
+        plain += text[position:found]
+        if plain:
+            runs.append({"text": plain, "match": False})
+        runs.append({"text": text[found : found + len(needle)], "match": True})
+        plain, position = "", found + len(needle)
+    plain += text[position:end] + ("…" if end < len(text) else "")
+    if plain:
+        runs.append({"text": plain, "match": False})
+    return runs
+
+
+def as_html(runs: list[TextRun]) -> str:
+    """Write a snippet as the spec's highlight: HTML-escaped, every match in ``<em>``."""
+    return "".join(
+        f"<em>{html.escape(run['text'])}</em>" if run["match"] else html.escape(run["text"])
+        for run in runs
+    )
