@@ -23,7 +23,6 @@ from ._streams import AsyncStreamProxy, SyncStreamProxy
 from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "anthropic"
-_instruments = ("anthropic >= 0.40",)
 
 _MESSAGES = "anthropic.resources.messages"
 

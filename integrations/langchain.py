@@ -44,7 +44,6 @@ from ._calls import CallRecord, message_texts
 
 logger = logging.getLogger("promptrail")
 
-_instruments = ("langchain-core >= 0.3",)
 
 _HIDDEN = "langsmith:hidden"
 _MAX_DEPTH = 8

@@ -37,8 +37,6 @@ from promptrail import _genai, _runtime
 from promptrail._context import call_attributes, to_json
 from promptrail._spans import CaptureSpan
 
-_instruments = ("llama-index-instrumentation >= 0.4",)
-
 
 def _no_texts() -> list[str]:
     return []

@@ -19,7 +19,6 @@ from ._patching import Patch
 from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "openai"
-_instruments = ("openai >= 1.40",)
 
 _COMPLETIONS = "openai.resources.chat.completions"
 _RESPONSES = "openai.resources.responses"

@@ -29,8 +29,6 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from promptrail import _genai, _runtime
 from promptrail._context import call_attributes, to_json
 
-_instruments = ("pydantic-ai-slim >= 1.0",)
-
 # Model requests: the provider patches record these calls.
 _MODEL_OPERATIONS = frozenset(("chat", "text_completion", "generate_content", "embeddings"))
 _KINDS = {"invoke_agent": "agent", "execute_tool": "tool"}

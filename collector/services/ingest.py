@@ -32,7 +32,6 @@ from .helpers.dates import to_ms, utc_now_ms
 from .helpers.insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
 from .pricing import GenaiPriceBook, PriceBook
 
-_RECORDS = TypeAdapter(list[RequestRecordIn])
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _ENVELOPE = TypeAdapter(RequestBatchIn)
 _UNENCODABLE = {"field": "record", "message": "The record cannot be written as UTF-8 JSON"}

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import ValidationFailed
@@ -48,12 +48,6 @@ router = APIRouter(prefix="/requests", tags=["requests"])
 
 Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2000)]
-
-
-class BatchRejected(BaseModel):
-    """Every record of the batch was rejected."""
-
-    error: dict[str, object]
 
 
 def list_item(row: RequestRow) -> RequestListItem:
