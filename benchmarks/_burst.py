@@ -47,9 +47,18 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import collector, free_port, process, wait_until
+from _harness import (
+    MESSAGES,
+    async_provider_client,
+    call,
+    collector,
+    free_port,
+    overhead_in_processes,
+    process,
+    provider_client,
+    wait_until,
+)
 from _report import status_kib
-from sdk_overhead import MESSAGES, async_provider_client, call, provider_client
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 KEY = "pr-bench-burst-key"
@@ -379,7 +388,6 @@ INTRO = (
 def run_burst_section(args: Any) -> None:
     """Measure the added time per call (plain, streaming) and the bursts; print, maybe write."""
     from _report import Machine, load_average, write_block
-    from sdk_overhead import overhead_in_processes
 
     peers = args.peers_python if Path(args.peers_python).exists() else None
     loads = [load_average()]

@@ -1,6 +1,7 @@
 """What every benchmark shares to run servers: a free port, a process (its output in a log) that
 is always stopped, waiting until a URL answers, ``promptrail serve`` on a data directory, and
-checking an answer's status.
+checking an answer's status; and the in-process openai provider the SDK figures call (one chat
+completion, whole or streamed) with ``overhead_in_processes``.
 
 The benchmarks import nothing from ``tests/``: the provider stubs they need are the package's
 (``promptrail.testing``), as ``promptrail stub-provider`` serves them.
@@ -9,17 +10,22 @@ The benchmarks import nothing from ``tests/``: the provider stubs they need are 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import httpx2
+import openai
 
 from promptrail.collector.runtime_file import read_runtime
 from promptrail.testing import free_port
@@ -180,3 +186,104 @@ def _store_admin(
         timeout=30,
     )
     response.raise_for_status()
+
+
+# -- An openai client whose provider answers at once, in process (sdk_overhead.py, _burst.py,
+# langchain_handler.py): the same chat completion, whole or streamed, for every figure.
+
+COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hello from the transport."},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+).encode()
+MESSAGES = [{"role": "user", "content": "Say hello."}]
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    chunk = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+# A streamed answer of 24 events: the role, 22 pieces of text, the finish with the usage.
+STREAM = (
+    _chunk({"role": "assistant", "content": ""})
+    + b"".join(_chunk({"content": f"word{i} "}) for i in range(22))
+    + _chunk({}, "stop", usage={"prompt_tokens": 12, "completion_tokens": 22, "total_tokens": 34})
+    + b"data: [DONE]\n\n"
+)
+
+
+def _answer(request: httpx2.Request) -> httpx2.Response:
+    if b'"stream":true' in request.content.replace(b" ", b""):
+        return httpx2.Response(200, content=STREAM, headers={"content-type": "text/event-stream"})
+    return httpx2.Response(200, content=COMPLETION, headers={"content-type": "application/json"})
+
+
+def provider_client() -> openai.OpenAI:
+    """An openai client whose provider answers at once, in process (JSON, or SSE to a stream)."""
+    return openai.OpenAI(
+        api_key="sk-bench",
+        base_url="http://provider.invalid/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)),
+    )
+
+
+def async_provider_client() -> openai.AsyncOpenAI:
+    """:func:`provider_client` for asyncio."""
+    return openai.AsyncOpenAI(
+        api_key="sk-bench",
+        base_url="http://provider.invalid/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(_answer)),
+    )
+
+
+def call(client: openai.OpenAI, stream: bool = False) -> None:
+    """One chat call; a streamed one is read to its end."""
+    if stream:
+        for _ in client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=MESSAGES,
+            stream=True,
+            stream_options={"include_usage": True},
+        ):
+            pass
+    else:
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+
+
+SDK_OVERHEAD = Path(__file__).with_name("sdk_overhead.py")
+
+
+def overhead_in_processes(calls: int, processes: int, mode: str) -> dict[str, Any]:
+    """Run ``sdk_overhead.py``'s ``call_overhead`` (``mode``: own, joined, stream) in fresh
+    processes, one after another; return the medians over them."""
+    runs: list[dict[str, float]] = []
+    for _ in range(max(1, processes)):
+        done = subprocess.run(
+            [sys.executable, str(SDK_OVERHEAD), "--overhead-only", mode, "--calls", str(calls)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    merged: dict[str, Any] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    merged["added_runs"] = [run["added_p50"] for run in runs]
+    return merged

@@ -31,11 +31,11 @@ from typing import Any
 
 import httpx
 import httpx2
+from _harness import COMPLETION  # the same chat completion as the SDK overhead figures
 from _report import Machine, write_block
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_openai import ChatOpenAI
-from sdk_overhead import COMPLETION  # the same chat completion as the SDK overhead figures
 
 import promptrail
 from promptrail.integrations.langchain import CallbackHandler

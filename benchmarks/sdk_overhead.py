@@ -29,8 +29,6 @@ import gc
 import json
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -38,10 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import openai
 import wrapt
-from _harness import free_port
+from _harness import MESSAGES, call, free_port, overhead_in_processes, provider_client
 from _report import DOCS, Machine, load_average, write_section
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -52,23 +49,6 @@ from promptrail import _runtime
 
 SECTION = "## SDK overhead (`benchmarks/sdk_overhead.py`)"
 
-COMPLETION = json.dumps(
-    {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Hello from the transport."},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
-    }
-).encode()
-MESSAGES = [{"role": "user", "content": "Say hello."}]
 
 # What a capture of the call above puts on its span, precomputed: the floor measures the
 # OpenTelemetry span alone, not the work of finding these values.
@@ -95,65 +75,6 @@ CALL_END_ATTRIBUTES: dict[str, Any] = {
     ),
 }
 OBSERVED_ATTRIBUTES = {"promptrail.observation": "function", "promptrail.input_variables": "{}"}
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-    chunk = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        **extra,
-    }
-    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
-
-
-# A streamed answer of 24 events: the role, 22 pieces of text, the finish with the usage.
-STREAM = (
-    _chunk({"role": "assistant", "content": ""})
-    + b"".join(_chunk({"content": f"word{i} "}) for i in range(22))
-    + _chunk({}, "stop", usage={"prompt_tokens": 12, "completion_tokens": 22, "total_tokens": 34})
-    + b"data: [DONE]\n\n"
-)
-
-
-def _answer(request: httpx2.Request) -> httpx2.Response:
-    if b'"stream":true' in request.content.replace(b" ", b""):
-        return httpx2.Response(200, content=STREAM, headers={"content-type": "text/event-stream"})
-    return httpx2.Response(200, content=COMPLETION, headers={"content-type": "application/json"})
-
-
-def provider_client() -> openai.OpenAI:
-    """An openai client whose provider answers at once, in process (JSON, or SSE to a stream)."""
-    return openai.OpenAI(
-        api_key="sk-bench",
-        base_url="http://provider.invalid/v1",
-        http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)),
-    )
-
-
-def async_provider_client() -> openai.AsyncOpenAI:
-    """:func:`provider_client` for asyncio."""
-    return openai.AsyncOpenAI(
-        api_key="sk-bench",
-        base_url="http://provider.invalid/v1",
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(_answer)),
-    )
-
-
-def call(client: openai.OpenAI, stream: bool = False) -> None:
-    """One chat call; a streamed one is read to its end."""
-    if stream:
-        for _ in client.chat.completions.create(
-            model="gpt-4o-mini",
-            messages=MESSAGES,
-            stream=True,
-            stream_options={"include_usage": True},
-        ):
-            pass
-    else:
-        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
 
 
 def collector_transport() -> httpx.MockTransport:
@@ -346,22 +267,6 @@ def collector_down(seconds: float, rate: int) -> dict[str, float]:
         "dropped": stats["dropped_total"],
         "shutdown_s": time.perf_counter() - started,
     }
-
-
-def overhead_in_processes(calls: int, processes: int, mode: str) -> dict[str, Any]:
-    """:func:`call_overhead` in fresh processes, one after another: medians over them."""
-    runs: list[dict[str, float]] = []
-    for _ in range(max(1, processes)):
-        done = subprocess.run(
-            [sys.executable, __file__, "--overhead-only", mode, "--calls", str(calls)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    merged: dict[str, Any] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    merged["added_runs"] = [run["added_p50"] for run in runs]
-    return merged
 
 
 def main() -> None:
