@@ -118,7 +118,7 @@ def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
     console: Console, log: Callable[..., None], viewport: dict[str, int]
 ) -> None:
     log(
-        record(1, created_at=hours_ago(2)),
+        record(1, created_at=hours_ago(2), latency_ms=48_200),
         record(2, created_at=hours_ago(5)),
         record(3, created_at=hours_ago(24 * 5)),
     )
@@ -138,10 +138,18 @@ def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
     days = {text.split(" / ")[1] for text in labels if " / " in text}
     assert labels[0].count(" / ") == 1
     assert days == {hours_ago(24)[5:10], hours_ago(0)[5:10]} - {""}
-    # The first label is inside the chart, not cut at its left edge.
+    # The first label is inside the chart, not cut at its left edge; nor is any scale label.
     chart = page.locator("section.metric-usage svg.chart")
     first = chart.locator("g.column text").first
     assert first.bounding_box()["x"] >= chart.bounding_box()["x"]  # type: ignore[index]
+    for metric in ("cost", "usage", "latency", "errors"):
+        cut = page.locator(f"section.metric-{metric} svg.chart").evaluate(
+            """svg => [...svg.querySelectorAll("text")].filter(text =>
+                text.getBoundingClientRect().left < svg.getBoundingClientRect().left
+                || text.getBoundingClientRect().right > svg.getBoundingClientRect().right
+            ).map(text => text.textContent)"""
+        )
+        assert cut == [], metric
     # A value scale: 0, a middle and a top line, labelled in the metric's unit.
     scale = chart.locator("g.scale text").all_text_contents()
     assert scale[0] == "0" and len(scale) == 3

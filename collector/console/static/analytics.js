@@ -48,13 +48,15 @@ const METRICS = [
     total: (result) => `${fmt.count(result.total)} tokens`,
     text: (group) => fmt.count(group.value),
     scale: (value) => fmt.count(value),
+    whole: true,
   },
   {
     metric: "latency",
     title: "Latency (p50 / p95)",
     total: (result) => `mean ${fmt.duration(Math.round(result.total))}`,
     text: (group) => `${fmt.duration(group.p50)} / ${fmt.duration(group.p95)}`,
-    scale: (value) => fmt.duration(value),
+    // Seconds from 1 s up: "25 s" fits the scale's margin where "25,000 ms" does not.
+    scale: (value) => (value >= 1000 ? `${fmt.count(value / 1000)} s` : fmt.duration(value)),
     plot: (group) => ({ value: group.p95 ?? 0, inner: group.p50 ?? 0 }),
     // Colour keys: over time a p95 column holds its p50; grouped, the bars are the p95.
     legend: (overTime) => (overTime ? [["p95", ""], ["p50", "inner"]] : [["p95", ""]]),
@@ -65,6 +67,7 @@ const METRICS = [
     total: (result) => `${fmt.count(result.total)} ${result.total === 1 ? "error" : "errors"}`,
     text: (group) => fmt.count(group.value),
     scale: (value) => fmt.count(value),
+    whole: true,
   },
 ];
 
@@ -237,7 +240,7 @@ function timeChart(spec, result, grouping) {
       ...plotted(spec, group),
     };
   });
-  return columnChart(points, { label: `${spec.title} by ${grouping}`, scale: spec.scale });
+  return columnChart(points, { label: `${spec.title} by ${grouping}`, scale: spec.scale, whole: spec.whole });
 }
 
 /** Every day (YYYY-MM-DD) or hour (YYYY-MM-DDTHH:00:00Z) of the period, as the API names them. */

@@ -13,28 +13,35 @@ function svg(tag, attrs = {}, ...children) {
   return append(el, children);
 }
 
-const WIDTH = 600;
-const HEIGHT = 200;
+// About the width the chart is drawn at beside its total, so that its 12px text reads as 12px.
+const WIDTH = 420;
+const HEIGHT = 180;
 const TOP = 8; // room for the top scale label
-const BOTTOM = 32; // two lines of axis labels: time, and the date where it changes
-const LEFT = 56; // the value scale's labels
-const RIGHT = 24; // half of a last label centred under its column
+const BOTTOM = 34; // two lines of axis labels: time, and the date where it changes
+const LEFT = 66; // the value scale's labels ("30,000 ms")
+const RIGHT = 18; // half of a last label centred under its column
 
-/** The smallest of 1, 2, 2.5, 5 × a power of ten that is at least `value`: a readable top. */
-function roundTop(value) {
-  if (!(value > 0)) return 1;
+/**
+ * A readable top for the scale: the smallest of 1, 2, 2.5, 5 × a power of ten at least
+ * `value`; for counts (`whole`), an even whole number, so that the middle line is whole too.
+ */
+function roundTop(value, whole) {
+  if (!(value > 0)) return whole ? 2 : 1;
   const power = 10 ** Math.floor(Math.log10(value));
-  return [1, 2, 2.5, 5, 10].map((step) => step * power).find((top) => top >= value * 0.9999);
+  const steps = [1, 2, 2.5, 5, 10].map((step) => step * power);
+  const top = steps.find((step) => step >= value * 0.9999);
+  return whole ? Math.max(2, Math.ceil(top / 2) * 2) : top;
 }
 
 /**
  * Columns over time: `points` are {label, value, inner?, title} in time order; `label` is null
  * (no label) or [line, second line?] written under its column. Columns scale to a round top
  * above the largest value; `scale(value)` writes the values of the scale's three lines (0,
- * half, top). `inner` (p50 beside a p95 column) is drawn inside its column.
+ * half, top); `whole` keeps those whole numbers (counts). `inner` (p50 beside a p95 column)
+ * is drawn inside its column.
  */
-export function columnChart(points, { label, scale = String }) {
-  const top = roundTop(Math.max(...points.map((p) => p.value), 0));
+export function columnChart(points, { label, scale = String, whole = false }) {
+  const top = roundTop(Math.max(...points.map((p) => p.value), 0), whole);
   const slot = (WIDTH - LEFT - RIGHT) / Math.max(points.length, 1);
   const base = HEIGHT - BOTTOM;
   const y = (value) => base - (value / top) * (base - TOP);
@@ -69,8 +76,8 @@ export function columnChart(points, { label, scale = String }) {
             height: base - y(point.inner),
           }),
       svg("title", {}, point.title),
-      line ? svg("text", { x: x + slot / 2, y: base + 13, "text-anchor": "middle" }, line) : null,
-      date ? svg("text", { x: x + slot / 2, y: base + 26, "text-anchor": "middle", class: "date" }, date) : null,
+      line ? svg("text", { x: x + slot / 2, y: base + 14, "text-anchor": "middle" }, line) : null,
+      date ? svg("text", { x: x + slot / 2, y: base + 29, "text-anchor": "middle", class: "date" }, date) : null,
     );
   });
   return svg(

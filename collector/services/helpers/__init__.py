@@ -1,1 +1,0 @@
-"""Small helpers of the services: cursors, dates, caches, buffers, templates."""
