@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from promptrail.testing import OpenAIStub
 
@@ -21,6 +23,15 @@ def create(client: httpx.Client, name: str, template: str, **fields: Any) -> Non
 def update(client: httpx.Client, name: str, **fields: Any) -> None:
     response = client.patch(f"/v1/prompts/{name}", json=fields)
     assert response.status_code == 200, response.text
+
+
+def run_panel(
+    console: Console, client: httpx.Client, template: str, **fields: Any
+) -> tuple[Page, Locator]:
+    """Create prompt "greeting" with ``template`` and open its page's run panel."""
+    create(client, "greeting", template, **fields)
+    page = console.sign_in(route="#/prompts/greeting")
+    return page, page.get_by_role("form", name="Run this prompt")
 
 
 def settled(page: Page) -> None:
@@ -141,6 +152,11 @@ def test_create_a_prompt_edit_it_and_compare_the_two_versions(
         page, "Parameters"
     )
     assert diff_rows(page, "Model") == [["same", "gpt-4o-mini", "gpt-4o-mini"]]
+    # Inside a changed line, the words that changed are marked on each side.
+    template = page.locator("section.card", has=page.get_by_role("heading", name="Template"))
+    assert template.locator("tr.change del").all_inner_texts() == ["hello"]
+    assert template.locator("tr.change ins").all_inner_texts() == ["hi"]
+    assert template.locator("tr.same del, tr.same ins, tr.add ins").count() == 0
     console.screenshot("prompt-diff")
 
 
@@ -210,3 +226,56 @@ def test_the_run_panel_fills_the_variables_and_streams_the_output(
     assert sent["messages"][-1]["content"] == "Say hello to Ada from <b>London</b>."
     logged = client.get("/v1/requests", params={"prompt_name": "greeting"}).json()["data"]
     assert [record["output"]["content"] for record in logged] == ["Hello Ada, nice to meet you."]
+
+
+def test_a_blank_variable_is_named_before_running_and_empty_must_be_asked_for(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.script.reply = "Hello there."
+    page, run = run_panel(console, client, "Say a warm hello to {name}, who works on {team}.")
+
+    run.get_by_label("name", exact=True).fill("Ada")
+    run.get_by_label("team", exact=True).fill("   ")
+    run.get_by_role("button", name="Run").click()
+    expect(run.get_by_role("alert")).to_have_text(
+        "Fill in team, or tick its “send empty” box to send an empty value. Nothing was run."
+    )
+    assert openai_stub.calls == []
+    assert client.get("/v1/requests").json()["data"] == []
+
+    team = run.locator(".field", has=page.get_by_label("team", exact=True))
+    team.get_by_role("checkbox", name="empty value").check()
+    run.get_by_role("button", name="Run").click()
+    expect(run.get_by_role("status")).to_contain_text("Done:")
+    assert openai_stub.calls[-1].body["messages"][-1]["content"] == (
+        "Say a warm hello to Ada, who works on ."
+    )
+
+    # The answer links to the run's record.
+    record_id = client.get("/v1/requests").json()["data"][0]["id"]
+    link = run.get_by_role("link", name="See the record")
+    assert link.get_attribute("href") == f"#/requests/{record_id}"
+    link.click()
+    expect(page.get_by_text(record_id, exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="greeting")).to_be_visible()
+
+
+def test_the_prompt_page_shows_the_versions_own_creation_time(
+    console: Console, client: httpx.Client
+) -> None:
+    create(client, "greeting", "Hello {name}.")
+    first = client.get("/v1/prompts/greeting").json()["data"]["created_at"]
+    # The second version must be made in a later second than the first to tell them apart.
+    while datetime.now(UTC).replace(microsecond=0) <= datetime.fromisoformat(first):
+        time.sleep(0.05)
+    update(client, "greeting", template="Hi {name}!")
+    versions = client.get("/v1/prompts/greeting/versions").json()["data"]
+    second = next(v["created_at"] for v in versions if v["version"] == 2)
+
+    page = console.sign_in(route="#/prompts/greeting")
+    shown = page.locator("section.card", has=page.get_by_role("heading", name="Version 2"))
+    created = shown.locator("dt", has_text="Created (UTC)").locator(
+        "xpath=following-sibling::dd[1]"
+    )
+    expect(created).to_have_text(datetime.fromisoformat(second).strftime("%Y-%m-%d %H:%M:%S"))
+    assert created.inner_text() != datetime.fromisoformat(first).strftime("%Y-%m-%d %H:%M:%S")

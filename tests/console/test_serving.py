@@ -68,3 +68,12 @@ def test_no_console_script_can_parse_markup_or_evaluate_text() -> None:
     for script in sorted(STATIC_DIR.glob("*.js")):
         found = doors.findall(script.read_text())
         assert found == [], f"{script.name} uses {found}"
+
+
+def test_no_console_script_unescapes_markup_from_the_api() -> None:
+    # Search highlights arrive as text runs ({text, match}); a module that turns entities back
+    # into characters would be reading markup the API wrote (issue 29.8).
+    entities = re.compile(r"&(?:amp|lt|gt|quot|#x27|#39);|<\\?/?em>")
+    for script in sorted(STATIC_DIR.glob("*.js")):
+        found = entities.findall(script.read_text())
+        assert found == [], f"{script.name} handles {found}"

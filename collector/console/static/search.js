@@ -1,30 +1,16 @@
-// Full-text search of the request log: hits with the API's highlights, built as text nodes.
+// Full-text search of the request log: hits with the API's highlight runs, built as text nodes.
 
 import { api } from "./api.js";
 import { goTo, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { paged } from "./paging.js";
+import { PAGE_SIZE, paged } from "./paging.js";
 
-const PAGE_SIZE = 50;
-
-// The API's highlights are HTML-escaped text with every match in <em>…</em>
-// (docs/api-notes.md). They are split on those two tags and unescaped here; each piece becomes
-// a text node, and each match a <mark> made by the console, so no part of a record is parsed.
-const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'" };
-
-function unescape(text) {
-  return text.replace(/&(?:amp|lt|gt|quot|#x27);/g, (entity) => ENTITIES[entity]);
-}
-
-/** The nodes of one highlighted snippet: text, with each match in a <mark>. */
-export function highlighted(snippet) {
-  const nodes = [];
-  let marked = false;
-  for (const piece of snippet.split(/<\/?em>/)) {
-    if (piece) nodes.push(marked ? h("mark", {}, unescape(piece)) : unescape(piece));
-    marked = !marked;
-  }
-  return nodes;
+/**
+ * The nodes of one field's highlight: the API's runs ({text, match}) as text nodes, each match
+ * in a <mark> made by the console, so no part of a record is ever parsed.
+ */
+export function highlighted(runs) {
+  return runs.map((run) => (run.match ? h("mark", {}, run.text) : run.text));
 }
 
 /** The search box; submitting it routes to #/requests?q=<text>. */
@@ -86,9 +72,9 @@ function hitItem(hit, back) {
     h(
       "dl",
       { class: "facts" },
-      Object.entries(hit.highlights).map(([fieldName, snippet]) => [
+      Object.entries(hit.highlight_runs).map(([fieldName, runs]) => [
         h("dt", { class: "mono" }, fieldName),
-        h("dd", { class: "snippet" }, highlighted(snippet)),
+        h("dd", { class: "snippet" }, highlighted(runs)),
       ]),
     ),
   );
