@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,25 +171,54 @@ def wait_for(lines: list[str], text: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("online", [True, False], ids=["through-the-collector", "offline"])
-def test_a_round_trip_loses_nothing(tmp_path: Path, online: bool) -> None:
-    source, backup, target = tmp_path / "source", tmp_path / "backup", tmp_path / "target"
+@dataclass(frozen=True)
+class BackedUp:
+    """A filled collector's store, backed up both ways, and what it answered before.
+
+    ``made``: the backup command's result by mode (True: through the running collector, False:
+    with it stopped); ``tables``: the digest of the source once stopped, after both backups.
+    """
+
+    source: Path
+    backups: dict[bool, Path]
+    made: dict[bool, subprocess.CompletedProcess[str]]
+    keys: tuple[str, str, str]
+    before: dict[str, Any]
+    tables: dict[str, list[int | None]]
+
+
+@pytest.fixture(scope="module")
+def backed_up(tmp_path_factory: pytest.TempPathFactory) -> BackedUp:
+    """Fill one collector, back it up through it and then with it stopped; then delete it.
+
+    One fill (a collector start, three key commands, every read) serves both round trips.
+    """
+    root = tmp_path_factory.mktemp("round_trip")
+    source = root / "source"
+    backups = {True: root / "backup-online", False: root / "backup-offline"}
     log: list[str] = []
     lines: list[str] = []
     with collector(source, log, QUICK_ROLLUP, lines) as api:
-        team_key, revoked, export = fill(api, source)
+        keys = fill(api, source)
         wait_for(lines, "rollup: sealed")
-        before = reads(api, team_key, revoked, export)
-        if online:
-            made = cli("backup", str(backup), "--data-dir", str(source))
-    if not online:
-        made = cli("backup", str(backup), "--data-dir", str(source))
-        tables = digest(source)
-    assert made.returncode == 0, made.stderr
-    assert made.stdout.strip() == f"backed up {source} to {backup}"
-
+        before = reads(api, *keys)
+        online = cli("backup", str(backups[True]), "--data-dir", str(source))
+    offline = cli("backup", str(backups[False]), "--data-dir", str(source))
+    tables = digest(source)
     # The old machine is gone: nothing of it may be needed, export files included.
     shutil.rmtree(source)
+    return BackedUp(source, backups, {True: online, False: offline}, keys, before, tables)
+
+
+@pytest.mark.parametrize("online", [True, False], ids=["through-the-collector", "offline"])
+def test_a_round_trip_loses_nothing(backed_up: BackedUp, tmp_path: Path, online: bool) -> None:
+    source, backup, target = backed_up.source, backed_up.backups[online], tmp_path / "target"
+    made, tables, before = backed_up.made[online], backed_up.tables, backed_up.before
+    team_key, revoked, export = backed_up.keys
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.strip() == f"backed up {source} to {backup}"
+    assert not source.exists()
+
     restored = cli("restore", str(backup), "--data-dir", str(target))
     assert restored.returncode == 0, restored.stderr
     if not online:
@@ -196,6 +226,7 @@ def test_a_round_trip_loses_nothing(tmp_path: Path, online: bool) -> None:
         # registry, the key hashes and the export jobs.
         assert digest(target) == tables
         assert all(tables[name][0] for name in ("request_rollup", "request_seals", "exports"))
+    log: list[str] = []
     with collector(target, log) as api:
         after = reads(api, team_key, revoked, export)
 
@@ -213,8 +244,8 @@ def test_restore_refuses_a_store_with_data_and_replaces_it_when_asked(tmp_path: 
     log: list[str] = []
     with collector(store, log) as api:
         api.post("/v1/prompts", json={"name": "kept", "template": "x", "model": "gpt-4o"})
-    assert cli("backup", str(backup), "--data-dir", str(store)).returncode == 0
-    with collector(store, log) as api:
+        # Through the running collector (one start fewer than stopping it to back up).
+        assert cli("backup", str(backup), "--data-dir", str(store)).returncode == 0
         api.post("/v1/prompts", json={"name": "later", "template": "y", "model": "gpt-4o"})
 
     refused = cli("restore", str(backup), "--data-dir", str(store))

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -134,8 +135,10 @@ def test_a_busy_port_fails_before_a_key_is_made_or_listening_is_claimed(
 
 
 def test_version_and_help_read_as_a_user_expects() -> None:
-    version = cli("--version")
-    helps = [cli(*command, "--help") for command in ([], ["serve"], ["keys", "create"])]
+    # Four processes that only read: side by side, not one after another.
+    commands = [["--version"], ["--help"], ["serve", "--help"], ["keys", "create", "--help"]]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        version, *helps = pool.map(lambda command: cli(*command), commands)
 
     assert version.returncode == 0
     assert version.stdout.strip() == f"promptrail {promptrail.__version__}"
