@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from _report import Machine
 
 from promptrail.collector.services.keys import KeyCache, KeyService, hash_key
-from promptrail.collector.store.table_groups import Store
+from promptrail.collector.store.database import Store
 
 ROUNDS = 7
 CACHED_CALLS = 20_000

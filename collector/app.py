@@ -14,9 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from promptrail import __version__
 
 from .api.backpressure import IngestGateMiddleware
-from .api.deps import Services
+from .api.body_size import BodyLimitMiddleware
 from .api.errors import install_error_handlers
-from .api.limits import BodyLimitMiddleware
 from .api.routes import (
     admin,
     admin_backups,
@@ -34,7 +33,8 @@ from .api.routes import (
 from .config import Settings
 from .console import install_console
 from .models.envelopes import ERROR_RESPONSES
-from .store.table_groups import Store
+from .services.container import Services
+from .store.database import Store
 
 logger = logging.getLogger("promptrail.collector")
 

@@ -23,7 +23,7 @@ import uvicorn
 from fastapi import FastAPI
 
 import promptrail
-from promptrail.integrations.web import ASGIContextMiddleware
+from promptrail.integrations.middleware import ASGIContextMiddleware
 
 promptrail.init()  # PROMPTRAIL_API_KEY, PROMPTRAIL_BASE_URL (default http://127.0.0.1:8000)
 promptrail.instrument("openai")

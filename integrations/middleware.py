@@ -2,13 +2,13 @@
 
 Starlette / FastAPI (pure ASGI; streaming and SSE responses pass through untouched)::
 
-    from promptrail.integrations.web import ASGIContextMiddleware
+    from promptrail.integrations.middleware import ASGIContextMiddleware
 
     app.add_middleware(ASGIContextMiddleware)   # X-User-Id, X-Session-Id, X-Request-Id
 
 Flask (any WSGI app; Django: wrap ``application`` in ``wsgi.py``)::
 
-    from promptrail.integrations.web import WSGIContextMiddleware
+    from promptrail.integrations.middleware import WSGIContextMiddleware
 
     app.wsgi_app = WSGIContextMiddleware(app.wsgi_app)
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 from clickhouse_connect.driver.client import Client
 
-from promptrail.collector.api.deps import Services
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.services.container import Services
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.faults import StallMode, resume_writes, stall_writes
 from promptrail.testing import serve

@@ -20,7 +20,7 @@ from rich.console import Console
 from ..config import Settings
 
 if TYPE_CHECKING:
-    from ..store.table_groups import Store
+    from ..store.database import Store
 
 # Where commands write their messages and errors: stdout stays for what a script reads (a key,
 # JSON, the stub's exports).
@@ -65,7 +65,7 @@ def first_line(exc: Exception) -> str:
 def open_store(settings: Settings) -> Iterator[Store]:
     """Open the store for a command that works on it itself; failing to is one line."""
     from ..store.connection import StoreLocked
-    from ..store.table_groups import Store
+    from ..store.database import Store
 
     # The driver logs a failed connection on its own too (Python's last-resort handler prints
     # it): the one line below says it already.

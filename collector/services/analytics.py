@@ -11,8 +11,8 @@ from ..errors import ValidationFailed
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
-from .helpers.dates import parse_date, utc_now_ms
-from .helpers.pending_writes import PendingWrites
+from .dates import parse_date, utc_now_ms
+from .pending_writes import PendingWrites
 from .rollups import RollupService
 
 DEFAULT_PERIOD = timedelta(days=30)

@@ -9,7 +9,7 @@ import hmac
 import json
 from typing import Any
 
-from ...errors import ValidationFailed
+from ..errors import ValidationFailed
 
 _MAC_BYTES = 12
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
-from ...errors import ValidationFailed
+from ..errors import ValidationFailed
 
 
 def parse_date(value: str, field: str, end_of_day: bool = False) -> datetime:

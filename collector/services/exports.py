@@ -15,8 +15,8 @@ from ..models.requests import ExportCreate
 from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
-from .helpers.dates import parse_date, utc_now_ms
-from .helpers.pending_writes import PendingWrites
+from .dates import parse_date, utc_now_ms
+from .pending_writes import PendingWrites
 
 logger = logging.getLogger("promptrail.exports")
 

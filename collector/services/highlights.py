@@ -11,7 +11,7 @@ import html
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
-from ...store.request_rows import RequestRow
+from ..store.request_rows import RequestRow
 
 # Texts longer than this are cut to a window around the first match.
 MAX_SNIPPET = 300

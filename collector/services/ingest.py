@@ -28,8 +28,8 @@ from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
 from ..store.connection import error_summary, is_store_outage
 from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
-from .helpers.dates import to_ms, utc_now_ms
-from .helpers.insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
+from .dates import to_ms, utc_now_ms
+from .insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
 from .pricing import GenaiPriceBook, PriceBook
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
-from ...errors import StoreUnavailable
+from ..errors import StoreUnavailable
 
 logger = logging.getLogger("promptrail.runs")
 

@@ -10,11 +10,11 @@ from ..errors import RequestNotFound, ValidationFailed
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
-from .helpers.cursors import CursorCodec
-from .helpers.dates import utc_now_ms
-from .helpers.highlights import TextRun, matched_fields
-from .helpers.pending_writes import PendingWrites
+from .cursors import CursorCodec
+from .dates import utc_now_ms
+from .highlights import TextRun, matched_fields
 from .ingest import time_of_id
+from .pending_writes import PendingWrites
 
 
 @dataclass(frozen=True)

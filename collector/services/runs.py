@@ -42,13 +42,12 @@ from ..providers import (
 )
 from ..store.prompts import PromptVersionRow
 from ..store.request_rows import RequestRow
-from .helpers.dates import utc_now_ms
-from .helpers.model_routing import provider_for
-from .helpers.pending_writes import PendingWrites
-from .helpers.templating import render_template, template_variables
+from .dates import utc_now_ms
 from .ingest import IngestService, new_request_id
+from .pending_writes import PendingWrites
 from .pricing import PriceBook
 from .prompts import PromptService
+from .templates import provider_for, render_template, template_variables
 
 logger = logging.getLogger("promptrail.runs")
 

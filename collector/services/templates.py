@@ -1,18 +1,27 @@
-"""Single-brace templates: parse, list variables, render, convert to double braces.
+"""Templates: parse, list variables, render, the double-brace payload, model routing.
 
 A stored template writes variables as ``{name}`` and literal braces as ``{{`` and ``}}``
 (Python ``str.format`` rules, restricted to identifier names, any script included). A
 lone brace is an error, so a template that parses today renders the same way on the service
-and on every client.
+and on every client. The payload a client renders itself (spec 2.3, CONTRACT 4) names the
+provider that serves the version's model (CONTRACT 5), as runs choose it.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
-from ...errors import InvalidTemplate
+from ..errors import InvalidTemplate
+from ..models.prompts import TemplateOut, VariableSpec
+from ..store.prompts import PromptVersionRow
+
+Provider = Literal["openai", "anthropic"]
+
+_OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _EXCERPT = 200
@@ -90,3 +99,44 @@ def to_double_brace(template: str) -> str:
 
 def _excerpt(template: str) -> str:
     return template if len(template) <= _EXCERPT else template[:_EXCERPT] + "…"
+
+
+def provider_for(model: str) -> tuple[Provider, str] | None:
+    """Return (provider, provider's model name) for ``model``, or None when unknown.
+
+    >>> provider_for("anthropic/claude-sonnet-4")
+    ('anthropic', 'claude-sonnet-4')
+    """
+    prefix, _, rest = model.partition("/")
+    if rest and prefix == "openai":
+        return "openai", rest
+    if rest and prefix == "anthropic":
+        return "anthropic", rest
+    if model.startswith(_OPENAI_PREFIXES):
+        return "openai", model
+    if model.startswith("claude-"):
+        return "anthropic", model
+    return None
+
+
+def template_payload(row: PromptVersionRow) -> TemplateOut:
+    """Shape a version as the double-brace payload a client renders itself.
+
+    A model name the routing rules do not know is served as ``openai``: the OpenAI wire
+    format is what every OpenAI-compatible server (vLLM, Ollama, llama.cpp) speaks.
+    """
+    provider, model = provider_for(row.model) or ("openai", row.model)
+    temperature = row.parameters.get("temperature")
+    max_tokens = row.parameters.get("max_tokens")
+    return TemplateOut(
+        prompt_id=str(uuid.UUID(hex=row.prompt_id)),
+        prompt_name=row.name,
+        version=row.version,
+        version_id=row.version_id,
+        content=to_double_brace(row.template),
+        variables={name: VariableSpec(type="string") for name in template_variables(row.template)},
+        provider=provider,
+        model=model,
+        temperature=float(temperature) if temperature is not None else None,
+        max_tokens=int(max_tokens) if max_tokens is not None else None,
+    )

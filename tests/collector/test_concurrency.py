@@ -15,11 +15,11 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from promptrail.collector.api.deps import Services
 from promptrail.collector.config import Settings
 from promptrail.collector.errors import PromptAlreadyExists
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
-from promptrail.collector.store.table_groups import Store
+from promptrail.collector.services.container import Services
+from promptrail.collector.store.database import Store
 from tests.keys import DEFAULT_AUTH
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.services.helpers.dates import utc_now_ms
+from promptrail.collector.services.dates import utc_now_ms
 from tests.keys import DEFAULT_AUTH
 
 HEADERS = DEFAULT_AUTH

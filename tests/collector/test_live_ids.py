@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from promptrail.collector.api.deps import Services
 from promptrail.collector.config import Settings
 from promptrail.collector.errors import (
     LabelNotFound,
@@ -31,10 +30,11 @@ from promptrail.collector.errors import (
     VersionNotFound,
 )
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
-from promptrail.collector.services.helpers.live_ids import LiveIdIndex
+from promptrail.collector.services.container import Services
 from promptrail.collector.services.prompts import PromptService
+from promptrail.collector.services.prompts.live_ids import LiveIdIndex
+from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import LivePrompt, LiveState, PromptRef, PromptStore
-from promptrail.collector.store.table_groups import Store
 
 PROJECT = "default"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.table_groups import Store
+from promptrail.collector.store.database import Store
 from tests.collector.engines import run_script
 from tests.collector.upgrades import assert_stored_whole, encoded, store_before, wide_rows
 

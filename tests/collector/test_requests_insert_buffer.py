@@ -8,12 +8,12 @@ from concurrent.futures import Future
 import pytest
 
 from promptrail.collector.config import Settings
-from promptrail.collector.services.helpers.insert_buffer import (
+from promptrail.collector.services.insert_buffer import (
     BufferClosed,
     BufferFull,
     InsertBuffer,
 )
-from promptrail.collector.store.table_groups import Store
+from promptrail.collector.store.database import Store
 from tests.collector.upgrades import assert_stored_whole, encoded, wide_rows
 
 

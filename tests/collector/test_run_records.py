@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from promptrail.collector.api.deps import Services
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.services.container import Services
 from promptrail.collector.services.ingest import IngestService
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.test_runs import create_prompt, run

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from promptrail.collector.errors import InvalidTemplate, ValidationFailed
-from promptrail.collector.services.helpers.cursors import CursorCodec
-from promptrail.collector.services.helpers.templating import (
+from promptrail.collector.services.cursors import CursorCodec
+from promptrail.collector.services.templates import (
     render_template,
     template_variables,
     to_double_brace,

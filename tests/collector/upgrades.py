@@ -13,9 +13,9 @@ import pytest
 from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow, encode_rows
 from promptrail.collector.store.requests import RequestStore
-from promptrail.collector.store.table_groups import Store
 
 
 def store_before(

@@ -10,7 +10,7 @@ FRAMEWORKS = ("langchain", "llama_index", "pydantic_ai", "flask", "fastapi", "st
 
 def test_importing_promptrail_imports_no_framework() -> None:
     code = (
-        "import sys, promptrail, promptrail.integrations.web; "
+        "import sys, promptrail, promptrail.integrations.middleware; "
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FRAMEWORKS!r})))"
     )
 

@@ -21,7 +21,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 from werkzeug.serving import make_server
 
-from promptrail.integrations.web import ASGIContextMiddleware, WSGIContextMiddleware
+from promptrail.integrations.middleware import ASGIContextMiddleware, WSGIContextMiddleware
 from promptrail.testing import OpenAIStub, serve
 from tests.capture import Records
 

@@ -38,8 +38,8 @@ from ...models.requests import (
     UsageDetailOut,
     UsageOut,
 )
-from ...services.helpers.dates import parse_date
-from ...services.helpers.highlights import as_html
+from ...services.dates import parse_date
+from ...services.highlights import as_html
 from ...store.request_filters import RequestFilter
 from ...store.request_rows import RequestRow
 from ..deps import IngestProject, Project, ServicesDep
@@ -121,7 +121,7 @@ async def log_request(
     """Log one record of a call the client ran itself."""
     row = await run_in_threadpool(services.ingest.log_one, project, body)
     # The body was read (and kept) by the framework to parse it: this reads no more.
-    services.limits.charge_ingest(project, 1, len(await request.body()))
+    services.rate_limits.charge_ingest(project, 1, len(await request.body()))
     return RequestData(data=detail(row))
 
 
@@ -182,7 +182,7 @@ async def log_batch(request: Request, project: IngestProject, services: Services
         ) from None
     except ValueError:
         raise HTTPException(400, "There was an error parsing the body") from None
-    services.limits.charge_ingest(project, len(outcome.rows), len(body))
+    services.rate_limits.charge_ingest(project, len(outcome.rows), len(body))
     rejected = [RejectedRecord(index=i, error=e) for i, e in outcome.rejected]
     if rejected and not outcome.rows:
         raise ValidationFailed(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ...models.prompts import TemplateOut
-from ...services.helpers.template_payload import template_payload
+from ...services.templates import template_payload
 from ..deps import Project, ServicesDep
 from .versions import VersionNumber
 

@@ -101,5 +101,5 @@ async def export_traces(
     encoding = encoding_of(request.headers.get("content-type"))
     body = await request.body()
     answer, stored = await run_in_threadpool(services.otlp.export, project, body, encoding)
-    services.limits.charge_ingest(project, stored, len(body))
+    services.rate_limits.charge_ingest(project, stored, len(body))
     return Response(answer, media_type=encoding)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     LabelNotFound,
     PromptAlreadyExists,
     PromptNotFound,
@@ -18,13 +18,13 @@ from ..errors import (
     VersionContention,
     VersionNotFound,
 )
-from ..models.prompts import PromptCreate, PromptUpdate, check_label
-from ..store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
-from .helpers.cursors import CursorCodec
-from .helpers.dates import utc_now_ms
-from .helpers.live_ids import LiveIdIndex
-from .helpers.templating import parse_template
-from .helpers.version_cache import VersionCache
+from ...models.prompts import PromptCreate, PromptUpdate, check_label
+from ...store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
+from ..cursors import CursorCodec
+from ..dates import utc_now_ms
+from ..templates import parse_template
+from .live_ids import LiveIdIndex
+from .version_cache import VersionCache
 
 _ID = re.compile(r"^prompt_([0-9a-f]{32})$")
 LATEST = "latest"

@@ -1,0 +1,161 @@
+"""The services container: every service of one app, wired over one store.
+
+The composition root: :meth:`Services.build` is the one place that knows which store, cache,
+provider and setting each service is built from. ``app.py`` builds it at start-up; routes
+reach it through ``api/deps.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from ..config import Settings
+from ..providers import HttpPolicy, Provider, ProviderEndpoint
+from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+from ..providers.anthropic import AnthropicProvider
+from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
+from ..providers.openai import OpenAIProvider
+from ..store.database import Store
+from .analytics import AnalyticsService
+from .backups import BackupService
+from .exports import ExportService
+from .ingest import Backpressure, IngestService
+from .keys import KeyCache, KeyService
+from .otlp import OtlpService
+from .pending_writes import PendingWrites
+from .pricing import GenaiPriceBook
+from .prompts import PromptService
+from .prompts.live_ids import LiveIdIndex
+from .prompts.version_cache import VersionCache
+from .rate_limits import ProjectLimits
+from .requests import RequestService
+from .rollups import RollupService
+from .runs import RunService
+
+
+@dataclass
+class Services:
+    """Everything a route may call, built once per app."""
+
+    settings: Settings
+    store: Store
+    keys: KeyService
+    prompts: PromptService
+    ingest: IngestService
+    requests: RequestService
+    analytics: AnalyticsService
+    rollups: RollupService
+    exports: ExportService
+    backups: BackupService
+    runs: RunService
+    otlp: OtlpService
+    pending: PendingWrites
+    rate_limits: ProjectLimits
+
+    @classmethod
+    def build(cls, settings: Settings, store: Store) -> Services:
+        """Wire services over a store (start background work with :meth:`start`)."""
+        # Both are exact only where this process is the store's only writer.
+        prompts = PromptService(
+            store.prompts,
+            settings.cursor_secret,
+            VersionCache(enabled=store.is_embedded),
+            LiveIdIndex(enabled=store.is_embedded),
+        )
+        prices = GenaiPriceBook()  # one price book: runs and every ingest path price alike
+        ingest = IngestService(
+            store.requests,
+            buffered=store.is_embedded,
+            max_batch_records=settings.max_batch_records,
+            prices=prices,
+            writer=store.request_writes,
+            backpressure=Backpressure(
+                buffer_bytes=settings.ingest_buffer_bytes,
+                wait_seconds=settings.ingest_wait_seconds,
+                retry_after_seconds=settings.store_retry_after_seconds,
+            ),
+        )
+        pending = PendingWrites()
+        rollups = RollupService(
+            store.rollups,
+            settle=timedelta(seconds=settings.rollup_settle_seconds),
+            interval=settings.rollup_interval_seconds,
+        )
+        return cls(
+            settings=settings,
+            store=store,
+            # Every collector on an embedded store lives in this process: they share the
+            # cache of checked keys, which a revocation clears (services/keys.py).
+            keys=KeyService(
+                store.keys,
+                KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
+            ),
+            prompts=prompts,
+            ingest=ingest,
+            requests=RequestService(store.requests, settings.cursor_secret, pending),
+            analytics=AnalyticsService(store.analytics, rollups, pending),
+            rollups=rollups,
+            exports=ExportService(
+                store.exports,
+                settings.exports_path,
+                timedelta(days=settings.export_retention_days),
+                pending,
+            ),
+            backups=BackupService(store.backups, settings.exports_path, store.is_embedded),
+            runs=RunService(prompts, ingest, _providers(settings), prices, pending),
+            otlp=OtlpService(ingest),
+            pending=pending,
+            rate_limits=ProjectLimits(
+                settings.limit_requests,
+                settings.limit_records,
+                settings.limit_bytes,
+                settings.project_limits,
+            ),
+        )
+
+    def start(self) -> None:
+        """Start background work: exports and their upkeep, the rollup's sealer, keys' last use."""
+        self.exports.start(sole_runner=self.store.is_embedded)
+        self.rollups.start()
+        self.keys.start()
+
+    def close(self) -> None:
+        """Close provider clients, flush records, stop background work, close the store."""
+        self.runs.close()
+        self.pending.close()
+        self.ingest.close()
+        self.exports.close()
+        self.rollups.close()
+        self.keys.close()
+        self.store.close()
+
+
+def _providers(settings: Settings) -> dict[str, Provider]:
+    """Build one pooled client per model provider, as the settings configure them."""
+    policy = HttpPolicy(
+        connect_timeout=settings.provider_connect_timeout,
+        read_timeout=settings.provider_read_timeout,
+        max_retries=settings.provider_max_retries,
+        retry_base_delay=settings.provider_retry_base_delay,
+        retry_max_delay=settings.provider_retry_max_delay,
+        max_connections=settings.provider_max_connections,
+    )
+    openai_key = settings.openai_api_key
+    anthropic_key = settings.anthropic_api_key
+    return {
+        "openai": OpenAIProvider(
+            ProviderEndpoint(
+                settings.openai_base_url or OPENAI_BASE_URL,
+                openai_key.get_secret_value() if openai_key else None,
+            ),
+            policy,
+        ),
+        "anthropic": AnthropicProvider(
+            ProviderEndpoint(
+                settings.anthropic_base_url or ANTHROPIC_BASE_URL,
+                anthropic_key.get_secret_value() if anthropic_key else None,
+            ),
+            policy,
+        ),
+    }
