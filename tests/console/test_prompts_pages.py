@@ -158,6 +158,18 @@ def test_create_a_prompt_edit_it_and_compare_the_two_versions(
     assert template.locator("tr.change ins").all_inner_texts() == ["hi"]
     assert template.locator("tr.same del, tr.same ins, tr.add ins").count() == 0
     console.screenshot("prompt-diff")
+    # In both schemes a marked word stands out from its changed line's background.
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for mark, cell in (("del", "td.left"), ("ins", "td.right")):
+            word, line = (
+                template.locator(f"tr.change {selector}").first.evaluate(
+                    "el => getComputedStyle(el).backgroundColor"
+                )
+                for selector in (mark, cell)
+            )
+            assert word != line, (scheme, mark)
+    console.screenshot("prompt-diff-dark")
 
 
 def test_a_second_prompt_with_a_taken_name_is_refused_with_the_reason(
