@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -293,19 +294,27 @@ def test_each_failure_is_one_clear_line(tmp_path: Path) -> None:
     }
     (newer / "promptrail-backup.json").write_text(json.dumps(manifest))
 
-    failures = {
-        "exists and is not empty": cli("backup", str(junk), "--data-dir", str(store)),
-        "no embedded store in": cli("backup", str(backup), "--data-dir", str(tmp_path / "none")),
-        "is not a promptrail backup": cli("restore", str(junk), "--data-dir", str(store)),
-        "does not exist": cli("restore", str(backup), "--data-dir", str(tmp_path / "new")),
-        "made by a newer promptrail": cli("restore", str(newer), "--data-dir", str(store)),
+    server = {"PROMPTRAIL_CLICKHOUSE_URL": "http://127.0.0.1:1/db"}
+    none = tmp_path / "none"
+    # These fail before any store is opened: they run beside the rest, not after it.
+    early = {
+        "no embedded store in": lambda: cli("backup", str(backup), "--data-dir", str(none)),
+        "is not a promptrail backup": lambda: cli("restore", str(junk), "--data-dir", str(store)),
+        "does not exist": lambda: cli("restore", str(backup), "--data-dir", str(tmp_path / "new")),
+        "ClickHouse server": lambda: cli("backup", str(backup), env=server),
     }
     log: list[str] = []
+    with ThreadPoolExecutor(len(early)) as pool:
+        running = {expected: pool.submit(run) for expected, run in early.items()}
+        # These open the store of ``store``: one at a time (one process may hold it).
+        failures = {
+            "exists and is not empty": cli("backup", str(junk), "--data-dir", str(store)),
+            "made by a newer promptrail": cli("restore", str(newer), "--data-dir", str(store)),
+        }
+        # Done before a collector runs on ``store``: a restore would see it and say so.
+        failures.update({expected: done.result() for expected, done in running.items()})
     with collector(store, log):
         failures["stop it, then restore"] = cli("restore", str(junk), "--data-dir", str(store))
-    failures["ClickHouse server"] = cli(
-        "backup", str(backup), env={"PROMPTRAIL_CLICKHOUSE_URL": "http://127.0.0.1:1/db"}
-    )
 
     for expected, result in failures.items():
         assert one_line(result), (expected, result)
