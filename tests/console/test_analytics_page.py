@@ -150,13 +150,24 @@ def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
             ).map(text => text.textContent)"""
         )
         assert cut == [], metric
+        # Nor does an axis label run into a scale label.
+        overlaps = page.locator(f"section.metric-{metric} svg.chart").evaluate(
+            """svg => {
+                const boxes = (q) =>
+                    [...svg.querySelectorAll(q)].map(t => t.getBoundingClientRect());
+                const meet = (a, b) => a.left < b.right && b.left < a.right
+                    && a.top < b.bottom && b.top < a.bottom;
+                const scale = boxes("g.scale text");
+                return boxes("g.column text").filter(a => scale.some(b => meet(a, b))).length;
+            }"""
+        )
+        assert overlaps == 0, metric
     # A value scale: 0, a middle and a top line, labelled in the metric's unit.
     scale = chart.locator("g.scale text").all_text_contents()
     assert scale[0] == "0" and len(scale) == 3
     assert page.locator("section.metric-cost g.scale text").all_text_contents()[0] == "$0"
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-    if viewport is LAPTOP:
-        console.screenshot("analytics-24h")
+    console.screenshot("analytics-24h" if viewport is LAPTOP else "analytics-24h-phone")
 
     ranges.get_by_role("link", name="Last 7 days").click()
     assert totals(page)["Tokens"] == "369 tokens"

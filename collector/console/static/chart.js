@@ -17,7 +17,7 @@ function svg(tag, attrs = {}, ...children) {
 const WIDTH = 420;
 const HEIGHT = 180;
 const TOP = 8; // room for the top scale label
-const BOTTOM = 34; // two lines of axis labels: time, and the date where it changes
+const BOTTOM = 42; // two lines of axis labels: time, and the date where it changes
 const LEFT = 66; // the value scale's labels ("30,000 ms")
 const RIGHT = 18; // half of a last label centred under its column
 
@@ -76,8 +76,8 @@ export function columnChart(points, { label, scale = String, whole = false }) {
             height: base - y(point.inner),
           }),
       svg("title", {}, point.title),
-      line ? svg("text", { x: x + slot / 2, y: base + 14, "text-anchor": "middle" }, line) : null,
-      date ? svg("text", { x: x + slot / 2, y: base + 29, "text-anchor": "middle", class: "date" }, date) : null,
+      line ? svg("text", { x: x + slot / 2, y: base + 21, "text-anchor": "middle" }, line) : null,
+      date ? svg("text", { x: x + slot / 2, y: base + 35, "text-anchor": "middle", class: "date" }, date) : null,
     );
   });
   return svg(
