@@ -19,6 +19,7 @@ __all__ = [
     "AnalyticsResult",
     "BatchResult",
     "Export",
+    "HighlightRun",
     "Label",
     "LabelRemoved",
     "Prompt",
@@ -139,6 +140,8 @@ class RunResult(_Shape):
     model: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
+    # False when the model has no known price (the cost is then 0); None from older collectors.
+    cost_known: bool | None = None
     latency_ms: int
     created_at: datetime
 
@@ -208,13 +211,25 @@ class RequestsDeleted(_Shape):
     deleted_at: datetime
 
 
+class HighlightRun(_Shape):
+    """Hold a piece of a highlighted snippet: plain text, a match of the query or not."""
+
+    text: str
+    match: bool
+
+
 class SearchHit(_Shape):
-    """Hold a search hit (spec 2.6): matched field paths and ``<em>`` highlights."""
+    """Hold a search hit (spec 2.6): matched field paths and ``<em>`` highlights.
+
+    ``highlight_runs`` gives each snippet as runs of plain text (joined, the snippet; a run
+    with ``match`` is what ``highlights`` puts in ``<em>``), for display without HTML.
+    """
 
     id: str
     prompt_name: str = ""
     matched_fields: list[str] = Field(default_factory=list)
     highlights: dict[str, str] = Field(default_factory=dict)
+    highlight_runs: dict[str, list[HighlightRun]] = Field(default_factory=dict)
     created_at: datetime
 
 
@@ -255,6 +270,8 @@ class AnalyticsResult(_Shape):
     total: float
     groups: list[AnalyticsGroup] = Field(default_factory=list)
     period: AnalyticsPeriod
+    # metric=cost only: records with no known price, counted as 0 in the total.
+    cost_unknown_records: int | None = None
 
 
 class RequestLog(TypedDict, total=False):

@@ -65,12 +65,14 @@ def test_an_outage_is_one_warning_with_url_and_reason_and_its_end_one_line(
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+    # An export gives up within 0.2 s: each flush below makes its own failed attempts.
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=0.2)
     for i in range(5):
         work(i)
         assert promptrail.flush(timeout=0.3) is False
+    assert promptrail.stats()["export_retries_deferred"] >= 5  # many failed posts...
 
-    down = lines(caplog, "unreachable")
+    down = lines(caplog, "unreachable")  # ...one line
     assert down == [
         f"promptrail: collector at {url} unreachable (connection refused); records wait in "
         "memory and are retried (counted in promptrail.stats())"
@@ -78,9 +80,9 @@ def test_an_outage_is_one_warning_with_url_and_reason_and_its_end_one_line(
     assert [r.levelname for r in caplog.records if "unreachable" in r.getMessage()] == ["WARNING"]
 
     with serve(create_app(settings), port=port):
-        assert promptrail.flush(timeout=10)
+        assert promptrail.flush(timeout=20)
         work(5)
-        assert promptrail.flush(timeout=10)
+        assert promptrail.flush(timeout=20)
 
     only_line(
         lines(caplog, "reachable again"),
@@ -102,7 +104,7 @@ def test_a_collector_whose_store_fails_is_down_for_that_reason_until_it_is_back(
         promptrail.init(api_key=DEFAULT_KEY, base_url=live.url, export_timeout=0.5)
         work(1)
         work(2)
-        assert promptrail.flush(timeout=2) is False
+        assert promptrail.flush(timeout=0.5) is False
 
         only_line(
             lines(caplog, "unreachable"),
@@ -113,7 +115,7 @@ def test_a_collector_whose_store_fails_is_down_for_that_reason_until_it_is_back(
 
         live.resume()
         live.wait_ready()
-        assert promptrail.flush(timeout=10)
+        assert promptrail.flush(timeout=20)
 
     only_line(
         lines(caplog, "reachable again"),

@@ -48,6 +48,7 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((requests.BatchResult,), sdk.BatchResult),
     ((requests.RejectedRecord,), sdk.RejectedRecord),
     ((requests.SearchHit,), sdk.SearchHit),
+    ((requests.HighlightRun,), sdk.HighlightRun),
     ((requests.ExportOut,), sdk.Export),
     ((requests.DeleteResult,), sdk.RequestsDeleted),
     ((requests.AnalyticsResult,), sdk.AnalyticsResult),
