@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .services.rate_limits import ProjectLimitOverride, check_limit
+from .models.rate_limit_settings import ProjectLimitOverride, check_limit
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Mapping
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
@@ -81,3 +82,16 @@ async def ingest_project(project: Project, services: ServicesDep) -> str:
 
 
 IngestProject = Annotated[str, Depends(ingest_project)]
+
+
+async def require_admin(
+    request: Request, x_promptrail_admin: Annotated[str | None, Header()] = None
+) -> None:
+    """Refuse the request unless it carries this collector's admin token.
+
+    The token lives only in the collector's runtime file inside the data dir (mode 0600); a
+    collector started without one (not by ``promptrail serve``) refuses every admin route.
+    """
+    token: str | None = getattr(request.app.state, "admin_token", None)
+    if not token or not x_promptrail_admin or not hmac.compare_digest(token, x_promptrail_admin):
+        raise InvalidApiKey("Admin token required")

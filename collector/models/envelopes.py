@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+
+T = TypeVar("T")
+
+
+class Data(BaseModel, Generic[T]):
+    """``{"data": ...}``: the answer of every route but lists (OpenAPI names it ``Data_X_``)."""
+
+    data: T
 
 
 class Pagination(BaseModel):
@@ -19,6 +27,13 @@ class Pagination(BaseModel):
         # next_cursor is present only when there is a next page; total on prompt lists only.
         data: dict[str, Any] = handler(self)
         return {k: v for k, v in data.items() if v is not None}
+
+
+class Page(BaseModel, Generic[T]):
+    """``{"data": [...], "pagination": {...}}``: a page of a list."""
+
+    data: list[T]
+    pagination: Pagination
 
 
 class ErrorInfo(BaseModel):

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .envelopes import Data
+
 # The longest grace a rotation may give the old keys: a year.
 MAX_GRACE_SECONDS = 365 * 24 * 3600
 
@@ -22,12 +24,6 @@ class KeyCreated(BaseModel):
 
     project: str
     api_key: str
-
-
-class KeyCreatedData(BaseModel):
-    """``data`` = the new key."""
-
-    data: KeyCreated
 
 
 class KeyOut(BaseModel):
@@ -46,22 +42,10 @@ class KeyOut(BaseModel):
     )
 
 
-class KeyList(BaseModel):
-    """``data`` = the keys, by project, oldest first."""
-
-    data: list[KeyOut]
-
-
 class KeyRevoke(BaseModel):
     """The key to revoke: its id (``key_…``) or the key itself (in the body, never a URL)."""
 
     key: str = Field(min_length=1, max_length=512)
-
-
-class KeyData(BaseModel):
-    """``data`` = one key."""
-
-    data: KeyOut
 
 
 class KeyRotate(BaseModel):
@@ -82,7 +66,8 @@ class KeyRotated(BaseModel):
     revoked: list[KeyOut]
 
 
-class KeyRotatedData(BaseModel):
-    """``data`` = the rotation."""
-
-    data: KeyRotated
+# The envelopes the admin routes answer with, and the CLI prints as they do.
+KeyCreatedData = Data[KeyCreated]
+KeyList = Data[list[KeyOut]]
+KeyData = Data[KeyOut]
+KeyRotatedData = Data[KeyRotated]

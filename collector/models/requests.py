@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from .envelopes import Pagination
 from .json_values import check_json
 
 # Filters by metadata: any JSON values, compared as text (checked: they become query parameters).
@@ -227,32 +226,6 @@ class SearchHit(BaseModel):
     created_at: datetime
 
 
-class RequestPage(BaseModel):
-    """A page of records."""
-
-    data: list[RequestListItem]
-    pagination: Pagination
-
-
-class SearchPage(BaseModel):
-    """A page of search hits."""
-
-    data: list[SearchHit]
-    pagination: Pagination
-
-
-class RequestData(BaseModel):
-    """``data`` = one record."""
-
-    data: RequestDetail
-
-
-class BatchData(BaseModel):
-    """``data`` = batch outcome."""
-
-    data: BatchResult
-
-
 class ExportFilters(_Input):
     """Filters of an export (spec 4.5 keys, plus the list's)."""
 
@@ -284,12 +257,6 @@ class ExportOut(BaseModel):
     error: str | None = None
 
 
-class ExportData(BaseModel):
-    """``data`` = an export."""
-
-    data: ExportOut
-
-
 class DeleteRequestsIn(BaseModel):
     """``DELETE /v1/requests``."""
 
@@ -301,12 +268,6 @@ class DeleteResult(BaseModel):
 
     deleted_count: int
     deleted_at: datetime
-
-
-class DeleteData(BaseModel):
-    """``data`` = deletion outcome."""
-
-    data: DeleteResult
 
 
 class AnalyticsGroup(BaseModel):
@@ -339,9 +300,3 @@ class AnalyticsResult(BaseModel):
         description="metric=cost only: records of the period (and filters) whose model has "
         "no known price, counted as 0 in the total.",
     )
-
-
-class AnalyticsData(BaseModel):
-    """``data`` = analytics result."""
-
-    data: AnalyticsResult

@@ -56,9 +56,3 @@ class RunResult(BaseModel):
     )
     latency_ms: int
     created_at: datetime
-
-
-class RunData(BaseModel):
-    """``data`` = the run result."""
-
-    data: RunResult

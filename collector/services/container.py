@@ -20,6 +20,7 @@ from ..store.database import Store
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .exports import ExportService
+from .faults import FaultService
 from .ingest import Backpressure, IngestService
 from .keys import KeyCache, KeyService
 from .otlp import OtlpService
@@ -50,6 +51,7 @@ class Services:
     backups: BackupService
     runs: RunService
     otlp: OtlpService
+    faults: FaultService
     pending: PendingWrites
     rate_limits: ProjectLimits
 
@@ -105,6 +107,7 @@ class Services:
             backups=BackupService(store.backups, settings.exports_path, store.is_embedded),
             runs=RunService(prompts, ingest, _providers(settings), prices, pending),
             otlp=OtlpService(ingest),
+            faults=FaultService(store),
             pending=pending,
             rate_limits=ProjectLimits(
                 settings.limit_requests,

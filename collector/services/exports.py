@@ -14,9 +14,9 @@ from ..errors import ExportNotFound
 from ..models.requests import ExportCreate
 from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
-from ..store.request_rows import metadata_text
-from .dates import parse_date, utc_now_ms
+from .dates import utc_now_ms
 from .pending_writes import PendingWrites
+from .requests import request_filter
 
 logger = logging.getLogger("promptrail.exports")
 
@@ -187,13 +187,14 @@ class ExportService:
 
 def _filters(body: ExportCreate) -> RequestFilter:
     f = body.filters
-    return RequestFilter(
+    return request_filter(
         prompt_name=f.prompt_name,
         status=f.status,
         model=f.model,
-        start=parse_date(f.start_date, "filters.start_date") if f.start_date else None,
-        end=parse_date(f.end_date, "filters.end_date", end_of_day=True) if f.end_date else None,
-        metadata={str(k): metadata_text(v) for k, v in f.metadata.items()},
+        start_date=f.start_date,
+        end_date=f.end_date,
+        metadata=f.metadata,
+        field_prefix="filters.",
     )
 
 

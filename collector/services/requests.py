@@ -11,7 +11,7 @@ from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
 from .cursors import CursorCodec
-from .dates import utc_now_ms
+from .dates import parse_date, utc_now_ms
 from .highlights import TextRun, matched_fields
 from .ingest import time_of_id
 from .pending_writes import PendingWrites
@@ -65,9 +65,33 @@ class RequestService:
         return row
 
     def list_page(
-        self, project: str, filters: RequestFilter, limit: int, cursor: str | None
+        self,
+        project: str,
+        limit: int,
+        cursor: str | None,
+        *,
+        prompt_name: str | None = None,
+        status: str | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        metadata: dict[str, str] | None = None,
+        trace_id: str | None = None,
     ) -> RecordPage:
-        """Return records newest first, keyset-paginated on (created_at, id)."""
+        """Return records newest first, keyset-paginated on (created_at, id).
+
+        The dates are ISO 8601 or ``YYYY-MM-DD`` (a date-only end includes its whole day);
+        ``metadata`` pairs are ANDed.
+        """
+        filters = request_filter(
+            prompt_name=prompt_name,
+            status=status,
+            start_date=start_date,
+            end_date=end_date,
+            metadata=metadata,
+            trace_id=trace_id,
+        )
+        if filters.start and filters.end and filters.start > filters.end:
+            raise ValidationFailed("start_date", "start_date must not be after end_date")
         after = _position(self._list_cursors, cursor)
         self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1)
@@ -110,6 +134,34 @@ class RequestService:
             return None
         last = rows[limit - 1]
         return codec.encode({"at": last.created_at.isoformat(), "id": last.id})
+
+
+def request_filter(
+    *,
+    prompt_name: str | None = None,
+    status: str | None = None,
+    model: str | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    trace_id: str | None = None,
+    field_prefix: str = "",
+) -> RequestFilter:
+    """Return the store's filter of a list or export as a client gives it.
+
+    Dates are ISO 8601 or ``YYYY-MM-DD`` (a date-only end includes its whole day); a bad one
+    is a 400 naming ``<field_prefix>start_date`` or ``end_date``. Metadata values compare as
+    text.
+    """
+    return RequestFilter(
+        prompt_name=prompt_name,
+        status=status,
+        model=model,
+        start=parse_date(start_date, f"{field_prefix}start_date") if start_date else None,
+        end=parse_date(end_date, f"{field_prefix}end_date", end_of_day=True) if end_date else None,
+        metadata={str(k): metadata_text(v) for k, v in (metadata or {}).items()},
+        trace_id=trace_id,
+    )
 
 
 def _position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:

@@ -111,6 +111,38 @@ def test_the_key_routes_need_the_collector_s_admin_token(
     assert works(api, DEFAULT_KEY)  # nothing was revoked or rotated
 
 
+ADMIN_ROUTES = [
+    ("GET", "/v1/admin/keys"),
+    ("POST", "/v1/admin/keys"),
+    ("POST", REVOKE),
+    ("POST", ROTATE),
+    ("POST", "/v1/admin/backups"),
+    ("GET", "/v1/admin/backups/backup_0"),
+    ("POST", "/v1/admin/store/stall"),
+    ("POST", "/v1/admin/store/resume"),
+]
+
+
+def test_every_admin_route_checks_the_one_admin_token(settings: Settings) -> None:
+    # Keys, backups and the store's fault injection: one check guards them all, before the
+    # body is read (a wrong token never learns what the body lacks).
+    app = create_app(settings.model_copy(update={"fault_injection": True}))
+    with TestClient(app) as client:
+        app.state.admin_token = ADMIN_TOKEN
+        for method, path in ADMIN_ROUTES:
+            for headers in ({}, {"X-Promptrail-Admin": "wrong"}, DEFAULT_AUTH):
+                response = client.request(method, path, json={}, headers=headers)
+                assert response.status_code == 401, (method, path, response.text)
+                assert_refused(response)
+        # The routes are there: with the token, an empty body is the body's error.
+        for method, path in ADMIN_ROUTES:
+            if method == "POST" and path != "/v1/admin/store/resume":
+                answer = client.request(
+                    method, path, json={}, headers={"X-Promptrail-Admin": ADMIN_TOKEN}
+                )
+                assert answer.status_code == 400, (path, answer.text)
+
+
 @pytest.mark.parametrize("by", ["id", "key"])
 def test_a_revoked_key_is_refused_from_the_next_request_on(
     api: TestClient, admin: TestClient, by: str

@@ -13,9 +13,9 @@ from pathlib import Path
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
+from ...models.envelopes import Data
 from ...services.backups import BackupJob
-from ..deps import ServicesDep
-from .admin import require_admin
+from ..deps import ServicesDep, require_admin
 
 router = APIRouter(
     prefix="/admin/backups",
@@ -42,14 +42,8 @@ class BackupJobOut(BaseModel):
     done_bytes: int
 
 
-class BackupJobData(BaseModel):
-    """``data`` = the job."""
-
-    data: BackupJobOut
-
-
-def _out(job: BackupJob) -> BackupJobData:
-    return BackupJobData(
+def _out(job: BackupJob) -> Data[BackupJobOut]:
+    return Data(
         data=BackupJobOut(
             job_id=job.job_id,
             directory=job.directory,
@@ -61,13 +55,13 @@ def _out(job: BackupJob) -> BackupJobData:
     )
 
 
-@router.post("", status_code=202, response_model=BackupJobData)
-def start_backup(body: BackupCreate, services: ServicesDep) -> BackupJobData:
+@router.post("", status_code=202, response_model=Data[BackupJobOut])
+def start_backup(body: BackupCreate, services: ServicesDep) -> Data[BackupJobOut]:
     """Start backing up the store into a new or empty directory."""
     return _out(services.backups.start_backup(Path(body.directory)))
 
 
-@router.get("/{job_id}", response_model=BackupJobData)
-def get_backup(job_id: str, services: ServicesDep) -> BackupJobData:
+@router.get("/{job_id}", response_model=Data[BackupJobOut])
+def get_backup(job_id: str, services: ServicesDep) -> Data[BackupJobOut]:
     """Return how far a backup got and how it ended."""
     return _out(services.backups.job(job_id))

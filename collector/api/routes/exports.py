@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
-from ...models.requests import ExportCreate, ExportData, ExportOut
-from ...store.exports import ExportJob
+from ...models.envelopes import Data
+from ...models.requests import ExportCreate, ExportOut
+from ...services.mappers import export_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["exports"])
@@ -14,36 +17,27 @@ router = APIRouter(prefix="/requests", tags=["exports"])
 _MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/x-ndjson"}
 
 
-def export_out(job: ExportJob, request: Request) -> ExportOut:
-    """Shape a job; ``download_url`` only once the file is ready."""
-    url = None
-    if job.status == "completed":
-        url = str(request.url_for("download_export", export_id=job.export_id))
-    return ExportOut(
-        export_id=job.export_id,
-        status=job.status,
-        download_url=url,
-        created_at=job.created_at,
-        format=job.format,
-        row_count=job.row_count if job.status == "completed" else None,
-        error=job.error or None,
-    )
+def _download_url(request: Request) -> Callable[[str], str]:
+    """Return where an export of this request's API root is downloaded."""
+    return lambda export_id: str(request.url_for("download_export", export_id=export_id))
 
 
-@router.post("/export", status_code=201, response_model=ExportData)
+@router.post("/export", status_code=201, response_model=Data[ExportOut])
 def create_export(
     body: ExportCreate, request: Request, project: Project, services: ServicesDep
-) -> ExportData:
+) -> Data[ExportOut]:
     """Start exporting matching records as CSV or JSON lines."""
-    return ExportData(data=export_out(services.exports.create(project, body), request))
+    job = services.exports.create(project, body)
+    return Data(data=export_out(job, _download_url(request)))
 
 
-@router.get("/exports/{export_id}", response_model=ExportData)
+@router.get("/exports/{export_id}", response_model=Data[ExportOut])
 def get_export(
     export_id: str, request: Request, project: Project, services: ServicesDep
-) -> ExportData:
+) -> Data[ExportOut]:
     """Return an export's status (``download_url`` is set once completed)."""
-    return ExportData(data=export_out(services.exports.get(project, export_id), request))
+    job = services.exports.get(project, export_id)
+    return Data(data=export_out(job, _download_url(request)))
 
 
 @router.get(

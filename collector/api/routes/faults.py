@@ -7,19 +7,19 @@ it asks it to stall its own log (:mod:`..store.faults`, real ClickHouse insert l
 
 from __future__ import annotations
 
-import hmac
-from typing import Annotated
-
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from ...errors import InvalidApiKey
-from ...store.faults import StallMode, resume_writes, stall_writes
-from ..deps import ServicesDep
+from ...models.envelopes import Data
+from ...services.faults import StallMode
+from ..deps import ServicesDep, require_admin
 
-router = APIRouter(prefix="/admin/store", tags=["admin"], include_in_schema=False)
-
-AdminToken = Annotated[str | None, Header(alias="X-Promptrail-Admin")]
+router = APIRouter(
+    prefix="/admin/store",
+    tags=["admin"],
+    include_in_schema=False,
+    dependencies=[Depends(require_admin)],
+)
 
 
 class Stall(BaseModel):
@@ -36,31 +36,15 @@ class StallState(BaseModel):
     mode: StallMode | None = None
 
 
-class StallData(BaseModel):
-    """``data`` = the store's stall state."""
-
-    data: StallState
-
-
-def _check_admin(request: Request, given: str | None) -> None:
-    token: str | None = getattr(request.app.state, "admin_token", None)
-    if not token or not given or not hmac.compare_digest(token, given):
-        raise InvalidApiKey("Admin token required")
-
-
-@router.post("/stall", response_model=StallData)
-def stall(
-    body: Stall, request: Request, services: ServicesDep, token: AdminToken = None
-) -> StallData:
+@router.post("/stall", response_model=Data[StallState])
+def stall(body: Stall, services: ServicesDep) -> Data[StallState]:
     """Make the log's inserts fail (TOO_MANY_PARTS) or wait ``seconds``, or detach it."""
-    _check_admin(request, token)
-    stall_writes(services.store.client, services.store.database, body.mode, body.seconds)
-    return StallData(data=StallState(stalled=True, mode=body.mode))
+    services.faults.stall(body.mode, body.seconds)
+    return Data(data=StallState(stalled=True, mode=body.mode))
 
 
-@router.post("/resume", response_model=StallData)
-def resume(request: Request, services: ServicesDep, token: AdminToken = None) -> StallData:
+@router.post("/resume", response_model=Data[StallState])
+def resume(services: ServicesDep) -> Data[StallState]:
     """Give the request log's inserts ClickHouse's default limits back."""
-    _check_admin(request, token)
-    resume_writes(services.store.client, services.store.database)
-    return StallData(data=StallState(stalled=False))
+    services.faults.resume()
+    return Data(data=StallState(stalled=False))

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
 
-from ...models.envelopes import ErrorBody, Pagination
+from ...models.envelopes import Data, ErrorBody, Page
 from ...models.prompts import (
     PromptCreate,
     PromptDeleted,
@@ -17,71 +16,30 @@ from ...models.prompts import (
     PromptUpdate,
     PromptUpdateOut,
 )
-from ...services.prompts import public_id
-from ...store.prompts import ListFilter
+from ...services.mappers import (
+    pagination,
+    prompt_get_out,
+    prompt_list_item,
+    prompt_out,
+    prompt_update_out,
+)
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts", tags=["prompts"])
 
 
-class PromptData(BaseModel):
-    """``data`` = the created prompt."""
-
-    data: PromptOut
-
-
-class PromptGetData(BaseModel):
-    """``data`` = the prompt subset."""
-
-    data: PromptGetOut
-
-
-class PromptUpdateData(BaseModel):
-    """``data`` = the updated prompt."""
-
-    data: PromptUpdateOut
-
-
-class PromptDeletedData(BaseModel):
-    """``data`` = deletion result."""
-
-    data: PromptDeleted
-
-
-class PromptPageOut(BaseModel):
-    """A page of prompts."""
-
-    data: list[PromptListItem]
-    pagination: Pagination
-
-
 @router.post(
     "",
     status_code=201,
-    response_model=PromptData,
+    response_model=Data[PromptOut],
     responses={409: {"model": ErrorBody, "description": "PROMPT_ALREADY_EXISTS"}},
 )
-def create_prompt(body: PromptCreate, project: Project, services: ServicesDep) -> PromptData:
+def create_prompt(body: PromptCreate, project: Project, services: ServicesDep) -> Data[PromptOut]:
     """Create a prompt at version 1."""
-    row = services.prompts.create(project, body)
-    return PromptData(
-        data=PromptOut(
-            id=public_id(row.prompt_id),
-            name=row.name,
-            description=row.description,
-            template=row.template,
-            model=row.model,
-            parameters=row.parameters,
-            version=row.version,
-            tags=row.tags,
-            folder=row.folder or None,
-            created_at=row.prompt_created_at,
-            updated_at=row.created_at,
-        )
-    )
+    return Data(data=prompt_out(services.prompts.create(project, body)))
 
 
-@router.get("", response_model=PromptPageOut)
+@router.get("", response_model=Page[PromptListItem])
 def list_prompts(
     project: Project,
     services: ServicesDep,
@@ -92,72 +50,32 @@ def list_prompts(
     ] = None,
     folder: Annotated[str | None, Query(max_length=256)] = None,
     search: Annotated[str | None, Query(max_length=200)] = None,
-) -> PromptPageOut:
+) -> Page[PromptListItem]:
     """List live prompts, newest first."""
-    wanted = [t.strip() for value in tags or [] for t in value.split(",") if t.strip()]
-    folder_path = "/" + "/".join(p for p in folder.split("/") if p) if folder else None
     page = services.prompts.list_page(
-        project, ListFilter(tags=wanted, folder=folder_path, search=search or None), limit, cursor
+        project, limit, cursor, tags=tags, folder=folder, search=search
     )
-    return PromptPageOut(
-        data=[
-            PromptListItem(
-                id=public_id(h.prompt_id),
-                name=h.name,
-                description=h.description,
-                version=h.version,
-                created_at=h.prompt_created_at,
-                tags=h.tags,
-                folder=h.folder or None,
-            )
-            for h in page.items
-        ],
-        pagination=Pagination(
-            has_more=page.next_cursor is not None, next_cursor=page.next_cursor, total=page.total
-        ),
+    return Page(
+        data=[prompt_list_item(h) for h in page.items],
+        pagination=pagination(page.next_cursor, total=page.total),
     )
 
 
-@router.get("/{name}", response_model=PromptGetData)
-def get_prompt(name: str, project: Project, services: ServicesDep) -> PromptGetData:
+@router.get("/{name}", response_model=Data[PromptGetOut])
+def get_prompt(name: str, project: Project, services: ServicesDep) -> Data[PromptGetOut]:
     """Return a prompt's newest version."""
-    row = services.prompts.get(project, name)
-    return PromptGetData(
-        data=PromptGetOut(
-            id=public_id(row.prompt_id),
-            name=row.name,
-            template=row.template,
-            model=row.model,
-            version=row.version,
-            created_at=row.prompt_created_at,
-            description=row.description,
-            tags=row.tags,
-            folder=row.folder or None,
-        )
-    )
+    return Data(data=prompt_get_out(services.prompts.get(project, name)))
 
 
-@router.patch("/{name}", response_model=PromptUpdateData)
+@router.patch("/{name}", response_model=Data[PromptUpdateOut])
 def update_prompt(
     name: str, body: PromptUpdate, project: Project, services: ServicesDep
-) -> PromptUpdateData:
+) -> Data[PromptUpdateOut]:
     """Make a new version with the given fields changed."""
-    row = services.prompts.update(project, name, body)
-    return PromptUpdateData(
-        data=PromptUpdateOut(
-            id=public_id(row.prompt_id),
-            name=row.name,
-            template=row.template,
-            model=row.model,
-            version=row.version,
-            updated_at=row.created_at,
-        )
-    )
+    return Data(data=prompt_update_out(services.prompts.update(project, name, body)))
 
 
-@router.delete("/{name}", response_model=PromptDeletedData)
-def delete_prompt(name: str, project: Project, services: ServicesDep) -> PromptDeletedData:
+@router.delete("/{name}", response_model=Data[PromptDeleted])
+def delete_prompt(name: str, project: Project, services: ServicesDep) -> Data[PromptDeleted]:
     """Soft-delete a prompt: it vanishes from get, list, template and run."""
-    return PromptDeletedData(
-        data=PromptDeleted(deleted=True, id=services.prompts.delete(project, name))
-    )
+    return Data(data=PromptDeleted(deleted=True, id=services.prompts.delete(project, name)))

@@ -12,36 +12,26 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import ValidationFailed
-from ...models.envelopes import ErrorBody, Pagination
+from ...models.envelopes import Data, ErrorBody, Page
 from ...models.requests import (
-    AnalyticsData,
-    AnalyticsGroup,
     AnalyticsResult,
-    BatchData,
     BatchResult,
-    DeleteData,
     DeleteRequestsIn,
     DeleteResult,
-    HighlightRun,
-    IntegrationOut,
-    Period,
     RejectedRecord,
     RequestBatchIn,
-    RequestData,
     RequestDetail,
     RequestListItem,
-    RequestPage,
     RequestRecordIn,
     SearchHit,
-    SearchPage,
-    TimingOut,
-    UsageDetailOut,
-    UsageOut,
 )
-from ...services.dates import parse_date
-from ...services.highlights import as_html
-from ...store.request_filters import RequestFilter
-from ...store.request_rows import RequestRow
+from ...services.mappers import (
+    analytics_result,
+    pagination,
+    request_detail,
+    request_list_item,
+    search_hit,
+)
 from ..deps import IngestProject, Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["requests"])
@@ -50,79 +40,15 @@ Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2000)]
 
 
-def list_item(row: RequestRow) -> RequestListItem:
-    """Shape a record as a list item."""
-    return RequestListItem(
-        id=row.id,
-        prompt_name=row.prompt_name,
-        version=row.version or None,
-        model=row.model,
-        status=row.status,
-        input_variables=row.input_variables,
-        output=row.output,
-        metadata=row.metadata,
-        usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
-        latency_ms=row.latency_ms,
-        created_at=row.created_at,
-        cost_known=row.cost_known,
-        trace_id=row.trace_id or None,
-        span_id=row.span_id or None,
-        parent_span_id=row.parent_span_id or None,
-        span_name=row.span_name or None,
-    )
-
-
-def detail(row: RequestRow) -> RequestDetail:
-    """Shape a record as the detail."""
-    integration = row.integration
-    return RequestDetail(
-        id=row.id,
-        prompt_name=row.prompt_name,
-        version=row.version or None,
-        status=row.status,
-        input_variables=row.input_variables,
-        output=row.output,
-        metadata=row.metadata,
-        usage=UsageDetailOut(
-            prompt_tokens=row.prompt_tokens,
-            completion_tokens=row.completion_tokens,
-            total_tokens=row.total_tokens,
-            estimated_cost_usd=row.estimated_cost_usd,
-        ),
-        created_at=row.created_at,
-        model=row.model,
-        timing=TimingOut(
-            total_latency_ms=row.latency_ms,
-            pre_process_ms=row.pre_process_ms,
-            llm_call_ms=row.llm_call_ms,
-            post_process_ms=row.post_process_ms,
-        ),
-        integration=IntegrationOut(
-            pre_process_executed=bool(integration.get("pre_process_executed", False)),
-            post_process_executed=bool(integration.get("post_process_executed", False)),
-            errors=list(integration.get("errors", [])),
-        ),
-        provider=row.provider or None,
-        input=row.input,
-        error=row.error or None,
-        time_to_first_token_ms=row.time_to_first_token_ms,
-        cost_known=row.cost_known,
-        trace_id=row.trace_id or None,
-        span_id=row.span_id or None,
-        parent_span_id=row.parent_span_id or None,
-        span_name=row.span_name or None,
-    )
-
-
-@router.post("", status_code=201, response_model=RequestData)
+@router.post("", status_code=201, response_model=Data[RequestDetail])
 async def log_request(
     request: Request, body: RequestRecordIn, project: IngestProject, services: ServicesDep
-) -> RequestData:
+) -> Data[RequestDetail]:
     """Log one record of a call the client ran itself."""
     row = await run_in_threadpool(services.ingest.log_one, project, body)
     # The body was read (and kept) by the framework to parse it: this reads no more.
     services.rate_limits.charge_ingest(project, 1, len(await request.body()))
-    return RequestData(data=detail(row))
+    return Data(data=request_detail(row))
 
 
 _BATCH_BODY: dict[str, Any] = {
@@ -149,11 +75,13 @@ _BATCH_BODY: dict[str, Any] = {
 @router.post(
     "/batch",
     status_code=201,
-    response_model=BatchData,
+    response_model=Data[BatchResult],
     openapi_extra={"requestBody": _BATCH_BODY},
     responses={400: {"model": ErrorBody, "description": "every record was rejected"}},
 )
-async def log_batch(request: Request, project: IngestProject, services: ServicesDep) -> BatchData:
+async def log_batch(
+    request: Request, project: IngestProject, services: ServicesDep
+) -> Data[BatchResult]:
     """Log many records; each bad record is reported by index and never drops the others."""
     # The raw body goes to the service, which validates it in one pass when every record is
     # valid: parsing it here into Python objects first would double the cost of a batch.
@@ -190,7 +118,7 @@ async def log_batch(request: Request, project: IngestProject, services: Services
             f"all {len(rejected)} records were rejected",
             rejected=[r.model_dump() for r in rejected],
         )
-    return BatchData(data=BatchResult(accepted=len(outcome.rows), rejected=rejected))
+    return Data(data=BatchResult(accepted=len(outcome.rows), rejected=rejected))
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -216,7 +144,7 @@ def _raise_invalid_envelope(body: bytes | None) -> NoReturn:
     raise RequestValidationError(errors)
 
 
-@router.get("", response_model=RequestPage)
+@router.get("", response_model=Page[RequestListItem])
 def list_requests(
     request: Request,
     project: Project,
@@ -230,22 +158,21 @@ def list_requests(
     trace_id: Annotated[
         str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
     ] = None,
-) -> RequestPage:
+) -> Page[RequestListItem]:
     """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed)."""
-    filters = RequestFilter(
+    page = services.requests.list_page(
+        project,
+        limit,
+        cursor,
         prompt_name=prompt_name,
         status=status,
-        start=parse_date(start_date, "start_date") if start_date else None,
-        end=parse_date(end_date, "end_date", end_of_day=True) if end_date else None,
+        start_date=start_date,
+        end_date=end_date,
         metadata=_metadata_params(request),
         trace_id=trace_id,
     )
-    if filters.start and filters.end and filters.start > filters.end:
-        raise ValidationFailed("start_date", "start_date must not be after end_date")
-    page = services.requests.list_page(project, filters, limit, cursor)
-    return RequestPage(
-        data=[list_item(r) for r in page.rows],
-        pagination=Pagination(has_more=page.next_cursor is not None, next_cursor=page.next_cursor),
+    return Page(
+        data=[request_list_item(r) for r in page.rows], pagination=pagination(page.next_cursor)
     )
 
 
@@ -260,35 +187,22 @@ def _metadata_params(request: Request) -> dict[str, str]:
     return wanted
 
 
-@router.get("/search", response_model=SearchPage)
+@router.get("/search", response_model=Page[SearchHit])
 def search_requests(
     project: Project,
     services: ServicesDep,
     query: Annotated[str, Query(min_length=1, max_length=200)],
     limit: Limit = 20,
     cursor: Cursor = None,
-) -> SearchPage:
+) -> Page[SearchHit]:
     """Find records whose input variables, output, metadata or input contain ``query``."""
     page = services.requests.search(project, query, limit, cursor)
-    return SearchPage(
-        data=[
-            SearchHit(
-                id=hit.row.id,
-                prompt_name=hit.row.prompt_name,
-                matched_fields=list(hit.runs),
-                highlights={path: as_html(runs) for path, runs in hit.runs.items()},
-                highlight_runs={
-                    path: [HighlightRun(**run) for run in runs] for path, runs in hit.runs.items()
-                },
-                created_at=hit.row.created_at,
-            )
-            for hit in page.hits
-        ],
-        pagination=Pagination(has_more=page.next_cursor is not None, next_cursor=page.next_cursor),
+    return Page(
+        data=[search_hit(hit) for hit in page.hits], pagination=pagination(page.next_cursor)
     )
 
 
-@router.get("/analytics", response_model=AnalyticsData, response_model_exclude_none=True)
+@router.get("/analytics", response_model=Data[AnalyticsResult], response_model_exclude_none=True)
 def analytics(
     project: Project,
     services: ServicesDep,
@@ -297,44 +211,26 @@ def analytics(
     start_date: Annotated[str | None, Query(max_length=40)] = None,
     end_date: Annotated[str | None, Query(max_length=40)] = None,
     filters: Annotated[str | None, Query(max_length=10_000, description="A JSON object")] = None,
-) -> AnalyticsData:
+) -> Data[AnalyticsResult]:
     """Aggregate cost, usage, latency or errors over a period, optionally grouped."""
     outcome = services.analytics.run(project, metric, group_by, start_date, end_date, filters)
-    return AnalyticsData(
-        data=AnalyticsResult(
-            metric=outcome.metric,
-            total=outcome.total,
-            groups=[
-                AnalyticsGroup(
-                    name=g.name,
-                    value=g.value,
-                    count=g.count,
-                    p50=g.percentiles[0] if g.percentiles else None,
-                    p95=g.percentiles[1] if g.percentiles else None,
-                    p99=g.percentiles[2] if g.percentiles else None,
-                )
-                for g in outcome.groups
-            ],
-            period=Period(start=outcome.start, end=outcome.end),
-            cost_unknown_records=outcome.cost_unknown_records,
-        )
-    )
+    return Data(data=analytics_result(outcome))
 
 
-@router.delete("", response_model=DeleteData)
+@router.delete("", response_model=Data[DeleteResult])
 def delete_requests(
     project: Project, services: ServicesDep, body: DeleteRequestsIn | None = None
-) -> DeleteData:
+) -> Data[DeleteResult]:
     """Delete every record whose metadata has all the given pairs (never everything)."""
     count, at = services.requests.delete(project, body.metadata if body else None)
-    return DeleteData(data=DeleteResult(deleted_count=count, deleted_at=at))
+    return Data(data=DeleteResult(deleted_count=count, deleted_at=at))
 
 
-@router.get("/{request_id}", response_model=RequestData)
+@router.get("/{request_id}", response_model=Data[RequestDetail])
 def get_request(
     request_id: Annotated[str, Path(max_length=100)],
     project: Project,
     services: ServicesDep,
-) -> RequestData:
+) -> Data[RequestDetail]:
     """Return one record with its model, timing and integration."""
-    return RequestData(data=detail(services.requests.get(project, request_id)))
+    return Data(data=request_detail(services.requests.get(project, request_id)))

@@ -13,8 +13,8 @@ from typing import Any
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 
-from ...models.envelopes import ErrorBody
-from ...models.runs import RunData, RunRequest
+from ...models.envelopes import Data, ErrorBody
+from ...models.runs import RunRequest, RunResult
 from ...services.runs import RunTarget
 from ..deps import Project, ServicesDep
 from .versions import VersionNumber
@@ -37,12 +37,12 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 
 async def _run(
     services: ServicesDep, project: str, target: RunTarget, body: RunRequest
-) -> RunData | EventSourceResponse:
+) -> Data[RunResult] | EventSourceResponse:
     runs = services.runs
     run = await runs.prepare(project, target, body)
     if run.stream:
         return EventSourceResponse(_sse(runs.stream(run)), ping=_PING_SECONDS, sep="\n")
-    return RunData(data=await runs.complete(run))
+    return Data(data=await runs.complete(run))
 
 
 async def _sse(
@@ -54,33 +54,33 @@ async def _sse(
             yield JSONServerSentEvent(event, sep="\n")
 
 
-@router.post("/run", response_model=RunData, responses=_RESPONSES)
+@router.post("/run", response_model=Data[RunResult], responses=_RESPONSES)
 async def run_latest(
     id: str, project: Project, services: ServicesDep, body: RunRequest = _EMPTY
-) -> RunData | EventSourceResponse:
+) -> Data[RunResult] | EventSourceResponse:
     """Run the newest version."""
     return await _run(services, project, RunTarget(id), body)
 
 
-@router.post("/versions/{version}/run", response_model=RunData, responses=_RESPONSES)
+@router.post("/versions/{version}/run", response_model=Data[RunResult], responses=_RESPONSES)
 async def run_version(
     id: str,
     version: VersionNumber,
     project: Project,
     services: ServicesDep,
     body: RunRequest = _EMPTY,
-) -> RunData | EventSourceResponse:
+) -> Data[RunResult] | EventSourceResponse:
     """Run a numbered version."""
     return await _run(services, project, RunTarget(id, number=version), body)
 
 
-@router.post("/versions/by-label/{label}/run", response_model=RunData, responses=_RESPONSES)
+@router.post("/versions/by-label/{label}/run", response_model=Data[RunResult], responses=_RESPONSES)
 async def run_label(
     id: str,
     label: str,
     project: Project,
     services: ServicesDep,
     body: RunRequest = _EMPTY,
-) -> RunData | EventSourceResponse:
+) -> Data[RunResult] | EventSourceResponse:
     """Run the version carrying a label (``latest``: the newest)."""
     return await _run(services, project, RunTarget(id, label=label), body)

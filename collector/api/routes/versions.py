@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel
 
+from ...models.envelopes import Data
 from ...models.prompts import RollbackOut, RollbackRequest, VersionDetailOut, VersionOut
+from ...services.mappers import rollback_out, version_detail_out, version_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts/{name}", tags=["versions"])
@@ -15,65 +16,24 @@ router = APIRouter(prefix="/prompts/{name}", tags=["versions"])
 VersionNumber = Annotated[int, Path(ge=1, le=2**31)]
 
 
-class VersionListData(BaseModel):
-    """``data`` = versions, newest first."""
-
-    data: list[VersionOut]
-
-
-class VersionData(BaseModel):
-    """``data`` = one version."""
-
-    data: VersionDetailOut
-
-
-class RollbackData(BaseModel):
-    """``data`` = the rollback's new version."""
-
-    data: RollbackOut
-
-
-@router.get("/versions", response_model=VersionListData)
-def list_versions(name: str, project: Project, services: ServicesDep) -> VersionListData:
+@router.get("/versions", response_model=Data[list[VersionOut]])
+def list_versions(name: str, project: Project, services: ServicesDep) -> Data[list[VersionOut]]:
     """Return every version of a prompt, newest first."""
-    return VersionListData(
-        data=[
-            VersionOut(
-                version=v.row.version,
-                template=v.row.template,
-                model=v.row.model,
-                labels=v.labels,
-                note=v.row.note or None,
-                created_at=v.row.created_at,
-            )
-            for v in services.prompts.versions(project, name)
-        ]
-    )
+    return Data(data=[version_out(v) for v in services.prompts.versions(project, name)])
 
 
-@router.get("/versions/{version}", response_model=VersionData)
+@router.get("/versions/{version}", response_model=Data[VersionDetailOut])
 def get_version(
     name: str, version: VersionNumber, project: Project, services: ServicesDep
-) -> VersionData:
+) -> Data[VersionDetailOut]:
     """Return one version, with its parameters."""
-    v = services.prompts.version(project, name, version)
-    return VersionData(
-        data=VersionDetailOut(
-            version=v.row.version,
-            template=v.row.template,
-            model=v.row.model,
-            parameters=v.row.parameters,
-            labels=v.labels,
-            note=v.row.note or None,
-            created_at=v.row.created_at,
-        )
-    )
+    return Data(data=version_detail_out(services.prompts.version(project, name, version)))
 
 
-@router.post("/rollback", response_model=RollbackData)
+@router.post("/rollback", response_model=Data[RollbackOut])
 def rollback(
     name: str, body: RollbackRequest, project: Project, services: ServicesDep
-) -> RollbackData:
+) -> Data[RollbackOut]:
     """Make a new version with an earlier version's template, model and parameters."""
     row = services.prompts.rollback(project, name, body.version, body.labels)
-    return RollbackData(data=RollbackOut(version=row.version, template=row.template, note=row.note))
+    return Data(data=rollback_out(row))

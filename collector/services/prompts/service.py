@@ -188,11 +188,21 @@ class PromptService:
     def list_page(
         self,
         project: str,
-        filters: ListFilter,
         limit: int,
         cursor: str | None,
+        *,
+        tags: list[str] | None = None,
+        folder: str | None = None,
+        search: str | None = None,
     ) -> PromptPage:
-        """Return a page of live prompts, newest first."""
+        """Return a page of live prompts, newest first.
+
+        ``tags`` are repeated values or comma-separated ones (all must match); ``folder``
+        matches that folder and its subfolders, written with or without its slashes.
+        """
+        wanted = [t.strip() for value in tags or [] for t in value.split(",") if t.strip()]
+        folder_path = "/" + "/".join(p for p in folder.split("/") if p) if folder else None
+        filters = ListFilter(tags=wanted, folder=folder_path, search=search or None)
         after = None
         if cursor:
             position = self._cursors.decode(cursor)
