@@ -138,7 +138,9 @@ export async function showAnalytics(view, chosen) {
 /** Links to the last 24 hours, 7 and 30 days, keeping the prompt and model filters. */
 function quickRanges(chosen) {
   const kept = new URLSearchParams();
-  for (const name of ["prompt_name", "model", "meta_key"]) if (chosen.get(name)) kept.set(name, chosen.get(name));
+  for (const name of ["prompt_name", "model", "meta_key"]) {
+    if (chosen.get(name)) kept.set(name, chosen.get(name));
+  }
   const group = chosen.get("group_by");
   if (group && group !== "day" && group !== "hour") kept.set("group_by", group);
   const dated = chosen.get("start_date") || chosen.get("end_date");
@@ -149,7 +151,8 @@ function quickRanges(chosen) {
       const query = new URLSearchParams(kept);
       query.set("range", value);
       const current = !dated && chosen.get("range") === value;
-      return h("a", { class: "button quiet", href: `#/analytics?${query}`, "aria-current": current ? "page" : null }, label);
+      const attrs = { class: "button quiet", href: `#/analytics?${query}` };
+      return h("a", { ...attrs, "aria-current": current ? "page" : null }, label);
     }),
   );
 }

@@ -49,7 +49,13 @@ export function columnChart(points, { label, scale = String, whole = false }) {
     svg(
       "g",
       { class: "scale" },
-      svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y(value), y2: y(value), class: value ? "grid" : "axis" }),
+      svg("line", {
+        x1: LEFT,
+        x2: WIDTH - RIGHT,
+        y1: y(value),
+        y2: y(value),
+        class: value ? "grid" : "axis",
+      }),
       svg("text", { x: LEFT - 6, y: y(value) + 4, "text-anchor": "end" }, scale(value)),
     ),
   );
@@ -77,7 +83,9 @@ export function columnChart(points, { label, scale = String, whole = false }) {
           }),
       svg("title", {}, point.title),
       line ? svg("text", { x: x + slot / 2, y: base + 21, "text-anchor": "middle" }, line) : null,
-      date ? svg("text", { x: x + slot / 2, y: base + 35, "text-anchor": "middle", class: "date" }, date) : null,
+      date
+        ? svg("text", { x: x + slot / 2, y: base + 35, "text-anchor": "middle", class: "date" }, date)
+        : null,
     );
   });
   return svg(

@@ -93,7 +93,11 @@ export function longText(value, className = "") {
   const start = lines.slice(0, SHORT_LINES).join("\n").slice(0, SHORT_CHARS);
   const pre = h("pre", { class: `${className} clipped`.trim() }, `${start}…`);
   const size = `${count(text.length)} characters`;
-  const toggle = h("button", { type: "button", class: "quiet small", "aria-expanded": "false" }, `Show all (${size})`);
+  const toggle = h(
+    "button",
+    { type: "button", class: "quiet small", "aria-expanded": "false" },
+    `Show all (${size})`,
+  );
   toggle.addEventListener("click", () => {
     const open = toggle.getAttribute("aria-expanded") !== "true";
     replace(pre, open ? text : `${start}…`);
@@ -107,7 +111,8 @@ export function longText(value, className = "") {
   copyButton.addEventListener("click", async () => {
     replace(note, (await copy(text)) ? "Copied." : "Could not copy: select the text instead.");
   });
-  return h("div", { class: "long-value" }, pre, h("div", { class: "long-actions" }, toggle, copyButton, note));
+  const actions = h("div", { class: "long-actions" }, toggle, copyButton, note);
+  return h("div", { class: "long-value" }, pre, actions);
 }
 
 /**

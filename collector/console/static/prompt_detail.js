@@ -204,7 +204,11 @@ export async function showDiff(view, name, query) {
     view,
     h("a", { class: "back", href: promptHref(name) }, `← ${name}`),
     h("h1", {}, `${name}: v${left.version} → v${right.version}`),
-    section("Template", h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r)), "wide"),
+    section(
+      "Template",
+      h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r)),
+      "wide",
+    ),
     section("Model", diffTable(left.model, right.model, l, r), "wide"),
     section("Parameters", diffTable(json(left.parameters), json(right.parameters), l, r), "wide"),
   );

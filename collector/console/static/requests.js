@@ -191,7 +191,10 @@ function detailSections(record) {
         ["Prompt tokens", fmt.count(usage.prompt_tokens)],
         ["Completion tokens", fmt.count(usage.completion_tokens)],
         ["Total tokens", fmt.count(usage.total_tokens)],
-        ["Estimated cost", record.cost_known ? fmt.cost(usage.estimated_cost_usd) : `unknown (${fmt.NO_PRICE})`],
+        [
+          "Estimated cost",
+          record.cost_known ? fmt.cost(usage.estimated_cost_usd) : `unknown (${fmt.NO_PRICE})`,
+        ],
       ]),
     ),
     section(

@@ -134,5 +134,6 @@ function show(event, output, status, requestId) {
 /** " See the record." linking to the run's record in the request log. */
 function recordLink(requestId) {
   if (!requestId) return null;
-  return [" ", h("a", { href: `#/requests/${encodeURIComponent(requestId)}`, class: "run-record" }, "See the record")];
+  const href = `#/requests/${encodeURIComponent(requestId)}`;
+  return [" ", h("a", { href, class: "run-record" }, "See the record")];
 }
