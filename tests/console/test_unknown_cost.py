@@ -60,6 +60,14 @@ def test_analytics_totals_say_how_many_records_had_no_price(console: Console, lo
     expect(total).to_have_text("$0.00122 records with no price")
     assert total.locator(".unpriced").inner_text() == "2 records with no price"
     assert "not counted" in (total.locator(".unpriced").get_attribute("title") or "")
+    # Grouped by model, an unpriced model's bar reads $0: the card says why.
+    page.get_by_label("Group by").select_option("model")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("section.metric-cost .unpriced-note")).to_have_text(
+        "2 records have no price for their model: counted as $0 in the chart."
+    )
+    expect(page.locator("section.metric-usage .unpriced-note")).to_have_count(0)
+    page.get_by_label("Group by").select_option("")
 
     # With only unpriced records the total is unknown, not "$0".
     page.get_by_label("Model").fill("gpt-9-ultra")

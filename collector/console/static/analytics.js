@@ -194,9 +194,20 @@ function metricCard(spec, result, grouping) {
       "div",
       { class: "metric-body" },
       h("div", {}, h("p", { class: "total" }, spec.total(result)), legend(spec, overTime)),
-      chart,
+      h("div", {}, chart, unpricedNote(result)),
     ),
   );
+}
+
+/** Under a cost chart with unpriced records: their columns and bars hold them as $0. */
+function unpricedNote(result) {
+  const unknown = result.cost_unknown_records ?? 0;
+  if (unknown === 0) return null;
+  const which =
+    unknown === 1
+      ? "1 record has no price for its model"
+      : `${fmt.count(unknown)} records have no price for their model`;
+  return h("p", { class: "muted unpriced-note" }, `${which}: counted as $0 in the chart.`);
 }
 
 function legend(spec, overTime) {
