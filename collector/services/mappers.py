@@ -131,25 +131,32 @@ def label_out(label: str, version: int, updated_at: datetime) -> LabelOut:
 # -- request log -----------------------------------------------------------------------------
 
 
+def _record_fields(row: RequestRow) -> dict[str, Any]:
+    """What a list item and the detail both show of a record (``0`` and ``""`` as none)."""
+    return {
+        "id": row.id,
+        "prompt_name": row.prompt_name,
+        "version": row.version or None,
+        "model": row.model,
+        "status": row.status,
+        "input_variables": row.input_variables,
+        "output": row.output,
+        "metadata": row.metadata,
+        "created_at": row.created_at,
+        "cost_known": row.cost_known,
+        "trace_id": row.trace_id or None,
+        "span_id": row.span_id or None,
+        "parent_span_id": row.parent_span_id or None,
+        "span_name": row.span_name or None,
+    }
+
+
 def request_list_item(row: RequestRow) -> RequestListItem:
     """A record as lists show it."""
     return RequestListItem(
-        id=row.id,
-        prompt_name=row.prompt_name,
-        version=row.version or None,
-        model=row.model,
-        status=row.status,
-        input_variables=row.input_variables,
-        output=row.output,
-        metadata=row.metadata,
+        **_record_fields(row),
         usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
         latency_ms=row.latency_ms,
-        created_at=row.created_at,
-        cost_known=row.cost_known,
-        trace_id=row.trace_id or None,
-        span_id=row.span_id or None,
-        parent_span_id=row.parent_span_id or None,
-        span_name=row.span_name or None,
     )
 
 
@@ -157,21 +164,13 @@ def request_detail(row: RequestRow) -> RequestDetail:
     """A record as its detail (and the answer of a log) shows it."""
     integration = row.integration
     return RequestDetail(
-        id=row.id,
-        prompt_name=row.prompt_name,
-        version=row.version or None,
-        status=row.status,
-        input_variables=row.input_variables,
-        output=row.output,
-        metadata=row.metadata,
+        **_record_fields(row),
         usage=UsageDetailOut(
             prompt_tokens=row.prompt_tokens,
             completion_tokens=row.completion_tokens,
             total_tokens=row.total_tokens,
             estimated_cost_usd=row.estimated_cost_usd,
         ),
-        created_at=row.created_at,
-        model=row.model,
         timing=TimingOut(
             total_latency_ms=row.latency_ms,
             pre_process_ms=row.pre_process_ms,
@@ -187,11 +186,6 @@ def request_detail(row: RequestRow) -> RequestDetail:
         input=row.input,
         error=row.error or None,
         time_to_first_token_ms=row.time_to_first_token_ms,
-        cost_known=row.cost_known,
-        trace_id=row.trace_id or None,
-        span_id=row.span_id or None,
-        parent_span_id=row.parent_span_id or None,
-        span_name=row.span_name or None,
     )
 
 
