@@ -15,6 +15,7 @@ from promptrail import __version__
 
 from .api.backpressure import IngestGateMiddleware
 from .api.body_size import BodyLimitMiddleware
+from .api.cors import FeedbackCorsMiddleware
 from .api.errors import install_error_handlers
 from .api.routes import (
     admin,
@@ -26,6 +27,7 @@ from .api.routes import (
     prompts,
     requests,
     runs,
+    scores,
     templates,
     traces,
     versions,
@@ -53,10 +55,12 @@ def _api_router() -> APIRouter:
         exports,
         requests,
         traces,
+        scores,
         admin,
         admin_backups,
     ):
         router.include_router(module.router)
+    router.include_router(scores.feedback_router)
     return router
 
 
@@ -117,6 +121,8 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     # Outside the body limit, which reads gzip bodies: a refused request's body is never read.
     app.add_middleware(IngestGateMiddleware)
+    # Outermost: the feedback route's preflight and its every answer, errors included.
+    app.add_middleware(FeedbackCorsMiddleware)
     install_error_handlers(app)
     app.include_router(health.router)
     install_console(app)

@@ -124,6 +124,19 @@ class ExportNotFound(NotFound, code="EXPORT_NOT_FOUND"):
     """No export job with that id in the caller's project."""
 
 
+class ScoreNotFound(NotFound, code="SCORE_NOT_FOUND"):
+    """No score with that id in the caller's project."""
+
+    def __init__(self, score_id: str) -> None:
+        super().__init__(f"Score '{score_id}' not found", {"score_id": score_id})
+
+
+class InvalidFeedbackToken(
+    ContractError, status=401, code="INVALID_FEEDBACK_TOKEN", type="authentication_error"
+):
+    """A feedback token that is malformed, altered, expired, or from a revoked key."""
+
+
 class KeyNotFound(NotFound, code="KEY_NOT_FOUND"):
     """No API key with that id or value (admin routes and the CLI only)."""
 

@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from ..errors import ContractError, InvalidApiKey, StoreUnavailable, plain_message
 from ..store.connection import error_summary, is_store_outage
+from .cors import is_feedback_path
 from .deps import key_from_headers
 
 logger = logging.getLogger("promptrail.api")
@@ -75,7 +76,12 @@ async def _unauthenticated(request: Request) -> JSONResponse | None:
     """
     path = request.url.path
     services = getattr(request.app.state, "services", None)
-    if services is None or not path.startswith(_API_PREFIXES) or "/admin/" in path:
+    if (
+        services is None
+        or not path.startswith(_API_PREFIXES)
+        or "/admin/" in path
+        or is_feedback_path(path)  # keyless: its token is its credential
+    ):
         return None
     try:
         await run_in_threadpool(services.keys.authenticate, key_from_headers(request.headers))

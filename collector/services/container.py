@@ -33,6 +33,7 @@ from .rate_limits import ProjectLimits
 from .requests import RequestService
 from .rollups import RollupService
 from .runs import RunService
+from .scores import ScoreService
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Services:
     faults: FaultService
     pending: PendingWrites
     rate_limits: ProjectLimits
+    scores: ScoreService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -84,15 +86,16 @@ class Services:
             settle=timedelta(seconds=settings.rollup_settle_seconds),
             interval=settings.rollup_interval_seconds,
         )
+        # Every collector on an embedded store lives in this process: they share the
+        # cache of checked keys, which a revocation clears (services/keys.py).
+        keys = KeyService(
+            store.keys,
+            KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
+        )
         return cls(
             settings=settings,
             store=store,
-            # Every collector on an embedded store lives in this process: they share the
-            # cache of checked keys, which a revocation clears (services/keys.py).
-            keys=KeyService(
-                store.keys,
-                KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
-            ),
+            keys=keys,
             prompts=prompts,
             ingest=ingest,
             requests=RequestService(store.requests, settings.cursor_secret, pending),
@@ -114,6 +117,9 @@ class Services:
                 settings.limit_records,
                 settings.limit_bytes,
                 settings.project_limits,
+            ),
+            scores=ScoreService(
+                store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
             ),
         )
 

@@ -141,10 +141,11 @@ class BatchOutcome:
     rejected: list[tuple[int, dict[str, Any]]]
 
 
-def _error_body(exc: ValidationError) -> dict[str, Any]:
+def rejection_of(exc: ValidationError, item: str = "record") -> dict[str, Any]:
+    """The error of one rejected item of a batch (a record, a score), naming its field."""
     errors = [
         {
-            "field": ".".join(str(p) for p in e["loc"]) or "record",
+            "field": ".".join(str(p) for p in e["loc"]) or item,
             "message": plain_message(e["msg"]),
         }
         for e in exc.errors()
@@ -273,7 +274,7 @@ class IngestService:
                 try:
                     record = RequestRecordIn.model_validate(raw)
                 except ValidationError as exc:
-                    rejected.append((index, _error_body(exc)))
+                    rejected.append((index, rejection_of(exc)))
                     continue
                 problem = record_problem(record)
                 if problem is None:

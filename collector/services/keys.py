@@ -208,19 +208,37 @@ class KeyService:
                 "Missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
             )
         digest = hash_key(raw)
-        generation, entry = self._cache.lookup(digest) if self._cache else (0, None)
+        entry = self._checked(digest)
         if entry is None:
-            state = self._store.state(digest)
-            if state is None:
-                raise InvalidApiKey("Invalid API key")
-            entry = _Checked(state.project, _refused_from(state))
-            if self._cache is not None:
-                self._cache.keep(digest, generation, entry)
+            raise InvalidApiKey("Invalid API key")
         now = time.time()
         if entry.refused(now):
             raise InvalidApiKey("This API key was revoked")
         self._note_use(digest, now)
         return entry.project
+
+    def _checked(self, digest: str) -> _Checked | None:
+        """The key with this hash as checked (cached on the embedded store); None if unknown."""
+        generation, entry = self._cache.lookup(digest) if self._cache else (0, None)
+        if entry is None:
+            state = self._store.state(digest)
+            if state is None:
+                return None
+            entry = _Checked(state.project, _refused_from(state))
+            if self._cache is not None:
+                self._cache.keep(digest, generation, entry)
+        return entry
+
+    # -- feedback tokens (services/feedback_tokens.py) -------------------------------------
+
+    def active_project(self, digest: str) -> str | None:
+        """Return the project of the key with this hash while it is accepted, else None."""
+        entry = self._checked(digest)
+        return None if entry is None or entry.refused(time.time()) else entry.project
+
+    def hashes_by_id(self) -> dict[str, str]:
+        """Return key id -> key hash of every key of the store (revoked ones too)."""
+        return {key_id(row.key_hash): row.key_hash for row in self._store.rows()}
 
     # -- listing, revoking, rotating -------------------------------------------------------
 

@@ -36,9 +36,11 @@ from ..models.requests import (
     UsageDetailOut,
     UsageOut,
 )
+from ..models.scores import ScoreConfigOut, ScoreOut
 from ..store.exports import ExportJob
 from ..store.prompts import PromptHeadRow, PromptVersionRow
 from ..store.request_rows import RequestRow
+from ..store.scores import ScoreConfigRow, ScoreRow
 from .analytics import AnalyticsOutcome
 from .highlights import as_html
 from .prompts.service import LabeledVersion, public_id
@@ -235,4 +237,37 @@ def export_out(job: ExportJob, download_url: Callable[[str], str]) -> ExportOut:
         format=job.format,
         row_count=job.row_count if completed else None,
         error=job.error or None,
+    )
+
+
+# -- scores ----------------------------------------------------------------------------------
+
+
+def score_out(row: ScoreRow) -> ScoreOut:
+    """Return a score as every answer shows it."""
+    return ScoreOut(
+        id=row.id,
+        request_id=row.request_id,
+        trace_id=row.trace_id,
+        name=row.name,
+        data_type=row.data_type,
+        value=row.value,
+        comment=row.comment,
+        correction=row.correction,
+        source=row.source,
+        metadata=row.metadata,
+        created_at=row.created_at,
+    )
+
+
+def score_config_out(row: ScoreConfigRow) -> ScoreConfigOut:
+    """Return a score config."""
+    return ScoreConfigOut(
+        name=row.name,
+        data_type=row.data_type,
+        min=row.min,
+        max=row.max,
+        categories=row.categories,
+        description=row.description,
+        updated_at=row.updated_at,
     )

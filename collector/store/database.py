@@ -13,6 +13,7 @@ from .migrations import migrate
 from .prompts import PromptStore
 from .requests import RequestStore
 from .rollups import RollupStore
+from .scores import ScoreStore
 
 
 class Store:
@@ -45,6 +46,7 @@ class Store:
         self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
         self.backups = BackupStore(client, database)
+        self.scores = ScoreStore(client, database, cluster)
 
     @property
     def is_embedded(self) -> bool:

@@ -38,6 +38,7 @@ from .schema import (
     render,
     render_database,
 )
+from .scores import SCORE_CONFIGS, SCORES
 
 logger = logging.getLogger("promptrail.store")
 
@@ -157,6 +158,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "api_key_revocations", (API_KEY_REVOCATIONS, API_KEY_USAGE)),
     # List items say whether their cost is known (see REQUEST_ITEMS), for the stored rows too.
     Migration(14, "request_item_cost_known", (AddColumn(REQUEST_ITEMS, "cost_known"),)),
+    # Scores on records and traces, and what each score name must be (see store/scores.py).
+    Migration(15, "scores", (SCORES, SCORE_CONFIGS)),
 )
 
 

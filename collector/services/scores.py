@@ -1,0 +1,291 @@
+"""Scores, score configs and end-user feedback (CONTRACT 9): the rules between routes and store.
+
+Every contract error of the feature is raised here: the target (exactly one of a record or a
+trace), the value against its type and its name's config (400 naming ``value``), unknown ids
+(404 SCORE_NOT_FOUND) and feedback tokens (401 INVALID_FEEDBACK_TOKEN).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import (
+    ContractError,
+    InvalidFeedbackToken,
+    ScoreNotFound,
+    ValidationFailed,
+)
+from ..models.scores import (
+    FeedbackIn,
+    FeedbackTokenIn,
+    ScoreConfigIn,
+    ScoreIn,
+    infer_data_type,
+    value_problem,
+)
+from ..store.scores import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreStore
+from . import feedback_tokens
+from .cursors import CursorCodec
+from .feedback_tokens import KeyIds, TokenScope
+from .ingest import rejection_of
+from .keys import hash_key, key_id
+
+_SCORE_IN: TypeAdapter[ScoreIn] = TypeAdapter(ScoreIn)
+MAX_BATCH_SCORES = 1000
+
+
+class ScoreService:
+    """Write, read and delete scores; keep score configs; mint and take feedback tokens."""
+
+    def __init__(
+        self,
+        store: ScoreStore,
+        cursor_secret: str,
+        key_hashes: Callable[[], dict[str, str]],
+        active_project: Callable[[str], str | None],
+    ) -> None:
+        self._store = store
+        self._cursors = CursorCodec(cursor_secret, "scores")
+        self._key_ids = KeyIds(key_hashes)
+        self._active_project = active_project
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def create(self, project: str, body: ScoreIn) -> ScoreRow:
+        """Store one score (a repeated id replaces the score); return it."""
+        row = self._row(project, body)
+        self._check_configs(project, [row])
+        self._store.insert([row])
+        return row
+
+    def batch(
+        self, project: str, items: Sequence[Any]
+    ) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+        """Store every valid score of a batch; return how many and the rejected (index, error)."""
+        if len(items) > MAX_BATCH_SCORES:
+            raise ValidationFailed(
+                "scores", f"a batch holds at most {MAX_BATCH_SCORES} scores", max=MAX_BATCH_SCORES
+            )
+        rows: list[tuple[int, ScoreRow]] = []
+        rejected: list[tuple[int, dict[str, Any]]] = []
+        for index, item in enumerate(items):
+            try:
+                rows.append((index, self._row(project, _SCORE_IN.validate_python(item))))
+            except ValidationError as exc:
+                rejected.append((index, rejection_of(exc, "score")))
+            except ContractError as exc:
+                rejected.append((index, exc.body()["error"]))
+        configs = self._configs_of(project, [row for _, row in rows])
+        kept: list[ScoreRow] = []
+        for index, row in rows:
+            try:
+                _check_config(row, configs.get(row.name))
+                kept.append(row)
+            except ContractError as exc:
+                rejected.append((index, exc.body()["error"]))
+        rejected.sort(key=lambda item: item[0])
+        self._store.insert(kept)
+        return len(kept), rejected
+
+    def delete(self, project: str, score_id: str) -> ScoreRow:
+        """Delete a score; return what it was."""
+        row = self.get(project, score_id)
+        self._store.insert([row], deleted=True)
+        return row
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, project: str, score_id: str) -> ScoreRow:
+        """Return a score of the project, or raise SCORE_NOT_FOUND."""
+        row = self._store.get(project, score_id)
+        if row is None:
+            raise ScoreNotFound(score_id)
+        return row
+
+    def page(
+        self, project: str, filters: dict[str, str | None], limit: int, cursor: str | None
+    ) -> tuple[list[ScoreRow], str | None]:
+        """Return a page of scores, newest first, and the cursor of the next page (if any).
+
+        ``filters``: request_id, trace_id, name, source (None: any).
+        """
+        after = None
+        if cursor:
+            position = self._cursors.decode(cursor)
+            try:
+                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
+            except (KeyError, TypeError, ValueError):
+                raise ValidationFailed("cursor", "Invalid cursor") from None
+        query = ScoreQuery(
+            request_id=filters.get("request_id"),
+            trace_id=filters.get("trace_id"),
+            name=filters.get("name"),
+            source=filters.get("source"),
+            after=after,
+        )
+        rows = self._store.page(project, query, limit + 1)
+        if len(rows) <= limit:
+            return rows, None
+        last = rows[limit - 1]
+        return rows[:limit], self._cursors.encode(
+            {"at": last.created_at.isoformat(), "id": last.id}
+        )
+
+    def on_targets(
+        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+    ) -> list[ScoreRow]:
+        """Return the scores on these records and traces, newest first."""
+        return self._store.for_targets(project, request_ids, trace_ids)
+
+    def delete_on_records(self, project: str, request_ids: Sequence[str]) -> int:
+        """Delete the scores of deleted records; return how many."""
+        return self._store.delete_for_targets(project, request_ids)
+
+    # -- configs ---------------------------------------------------------------------------
+
+    def put_config(self, project: str, name: str, body: ScoreConfigIn) -> ScoreConfigRow:
+        """Store the config of a score name; return it."""
+        if not 1 <= len(name) <= 100:
+            raise ValidationFailed("name", "a score name has 1 to 100 characters")
+        config = ScoreConfigRow(
+            name=name,
+            data_type=body.data_type,
+            min=body.min,
+            max=body.max,
+            categories=body.categories,
+            description=body.description,
+            updated_at=datetime.now(UTC),
+        )
+        self._store.put_config(project, config)
+        return config
+
+    def configs(self, project: str) -> list[ScoreConfigRow]:
+        """Return the project's score configs by name."""
+        return self._store.configs(project)
+
+    # -- feedback tokens -------------------------------------------------------------------
+
+    def mint(self, project: str, raw_key: str, body: FeedbackTokenIn) -> tuple[str, datetime]:
+        """Return a feedback token for the caller's key, and when it expires."""
+        _one_target(body.request_id, body.trace_id)
+        expires = int(time.time()) + body.ttl_seconds
+        digest = hash_key(raw_key)
+        self._key_ids.learn(key_id(digest), digest)
+        scope = TokenScope(
+            key_id=key_id(digest),
+            request_id=body.request_id,
+            trace_id=body.trace_id,
+            name=body.name,
+            data_type=body.data_type or ("categorical" if body.categories else None),
+            categories=body.categories,
+            expires=expires,
+            score_id=feedback_tokens.new_score_id(),
+        )
+        return feedback_tokens.mint(scope, digest), datetime.fromtimestamp(expires, UTC)
+
+    def feedback(self, token: str, body: FeedbackIn) -> ScoreRow:
+        """Store an end user's vote through a token; return the score."""
+        digest, scope = feedback_tokens.verify(token, self._key_ids.hash_of)
+        project = self._active_project(digest)
+        if project is None:  # revoked since it minted the token
+            raise InvalidFeedbackToken("Invalid or expired feedback token")
+        data_type = scope.data_type or infer_data_type(body.value)
+        problem = value_problem(body.value, data_type)
+        if problem is None and scope.categories is not None and body.value not in scope.categories:
+            problem = f"the value must be one of {scope.categories}"
+        if problem is not None:
+            raise ValidationFailed("value", problem)
+        row = ScoreRow(
+            project=project,
+            id=scope.score_id,
+            request_id=scope.request_id,
+            trace_id=scope.trace_id,
+            name=scope.name,
+            data_type=data_type,
+            value=body.value,
+            comment=body.comment,
+            correction=body.correction,
+            source="end_user",
+            metadata={},
+            created_at=_stored_time(datetime.now(UTC)),
+        )
+        self._check_configs(project, [row])
+        self._store.insert([row])
+        return row
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _row(self, project: str, body: ScoreIn) -> ScoreRow:
+        _one_target(body.request_id, body.trace_id)
+        data_type = body.data_type or infer_data_type(body.value)
+        problem = value_problem(body.value, data_type)
+        if problem is not None:
+            raise ValidationFailed("value", problem)
+        created = _stored_time(body.created_at or datetime.now(UTC))
+        if not datetime(1970, 1, 1, tzinfo=UTC) <= created < datetime(2200, 1, 1, tzinfo=UTC):
+            raise ValidationFailed("created_at", "created_at must lie between 1970 and 2200")
+        return ScoreRow(
+            project=project,
+            id=body.id or feedback_tokens.new_score_id(),
+            request_id=body.request_id,
+            trace_id=body.trace_id,
+            name=body.name,
+            data_type=data_type,
+            value=body.value,
+            comment=body.comment,
+            correction=body.correction,
+            source=body.source,
+            metadata=body.metadata,
+            created_at=created,
+        )
+
+    def _configs_of(self, project: str, rows: Sequence[ScoreRow]) -> dict[str, ScoreConfigRow]:
+        if not rows:
+            return {}
+        return {c.name: c for c in self._store.configs(project, {r.name for r in rows})}
+
+    def _check_configs(self, project: str, rows: Sequence[ScoreRow]) -> None:
+        configs = self._configs_of(project, rows)
+        for row in rows:
+            _check_config(row, configs.get(row.name))
+
+
+def _stored_time(at: datetime) -> datetime:
+    """``at`` in UTC to the millisecond, as the store keeps it (the answer matches a read)."""
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def _one_target(request_id: str | None, trace_id: str | None) -> None:
+    if (request_id is None) == (trace_id is None):
+        raise ValidationFailed(
+            "request_id" if request_id is None else "trace_id",
+            "give exactly one of request_id and trace_id",
+        )
+
+
+def _check_config(row: ScoreRow, config: ScoreConfigRow | None) -> None:
+    """Refuse (400 naming ``value``) a score outside its name's config."""
+    if config is None:
+        return
+    problem = value_problem(row.value, config.data_type)
+    if problem is None and row.data_type != config.data_type:
+        problem = f"scores named '{row.name}' are {config.data_type}"
+    if problem is None and config.data_type == "numeric":
+        number = float(row.value)
+        if (
+            (config.min is not None and number < config.min)
+            or (config.max is not None and number > config.max)
+            or not math.isfinite(number)
+        ):
+            problem = f"the value must lie between {config.min} and {config.max}"
+    if problem is None and config.categories is not None and row.value not in config.categories:
+        problem = f"the value must be one of {config.categories}"
+    if problem is not None:
+        raise ValidationFailed("value", problem, name=row.name)

@@ -1,0 +1,384 @@
+"""Scores and score configs (CONTRACT 9): every SQL statement that reads or writes them.
+
+A score is only ever inserted: a repeat of its id is a newer row (``written_at``), a delete a
+newer row with ``is_deleted = 1``. The table is sorted by ``(project, id)``, so every version
+of one score shares a key. A read never trusts a row's target (``request_id``/``trace_id``)
+before resolving its id: it finds the candidate ids (any version that ever pointed at the
+target, through a bloom filter), then takes each id's newest version by key and filters on
+*that*. A replacement that moved a score to another record or name therefore never leaves the
+old one visible, before or after a merge (see docs/architecture.md, "Scores").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .schema import Table, quote
+
+SCORES = Table(
+    name="scores",
+    columns=(
+        "project String",
+        "id String",
+        "request_id String",  # '' on a trace's score
+        "trace_id String",  # '' on a record's score
+        "name String",
+        "data_type LowCardinality(String)",
+        "value String",  # the value's JSON text, returned as given
+        "value_number Nullable(Float64)",  # numeric, or boolean as 1/0: what means average
+        "value_text String",  # categorical, or boolean as true/false: what filters match
+        "comment Nullable(String)",
+        "correction Nullable(String)",
+        "source LowCardinality(String)",
+        "metadata String",
+        "created_at DateTime64(3, 'UTC')",
+        "written_at DateTime64(6, 'UTC')",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("written_at", "is_deleted"),
+    order_by="(project, id)",
+    indexes=(
+        "INDEX idx_request request_id TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_name name TYPE bloom_filter GRANULARITY 4",
+    ),
+)
+
+# One row per (project, name); the newest write wins.
+SCORE_CONFIGS = Table(
+    name="score_configs",
+    columns=(
+        "project String",
+        "name String",
+        "data_type LowCardinality(String)",
+        "min Nullable(Float64)",
+        "max Nullable(Float64)",
+        "categories Array(String)",
+        "has_categories UInt8",
+        "description Nullable(String)",
+        "updated_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at",),
+    order_by="(project, name)",
+)
+
+_FIELDS = (
+    "request_id",
+    "trace_id",
+    "name",
+    "data_type",
+    "value",
+    "value_number",
+    "value_text",
+    "comment",
+    "correction",
+    "source",
+    "metadata",
+    "created_at",
+    "is_deleted",
+)
+
+# What a read returns after the id, in ScoreRow's order.
+_READ = (
+    "request_id",
+    "trace_id",
+    "name",
+    "data_type",
+    "value",
+    "comment",
+    "correction",
+    "source",
+    "metadata",
+    "created_at",
+)
+_FIELD_REF = re.compile(r"\bs\.(" + "|".join(_FIELDS) + r")\b")
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One score as stored (``value`` decoded from its JSON text)."""
+
+    project: str
+    id: str
+    request_id: str | None
+    trace_id: str | None
+    name: str
+    data_type: str
+    value: Any
+    comment: str | None
+    correction: str | None
+    source: str
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def value_number(self) -> float | None:
+        """The value as a mean counts it: a number, true = 1, false = 0; None for text."""
+        if isinstance(self.value, bool | int | float):
+            return float(self.value)
+        return None
+
+    @property
+    def value_text(self) -> str:
+        """The value as ``score.<name>=<value>`` matches it."""
+        if isinstance(self.value, bool):
+            return "true" if self.value else "false"
+        return self.value if isinstance(self.value, str) else json.dumps(self.value)
+
+
+@dataclass(frozen=True)
+class ScoreConfigRow:
+    """One score config as stored."""
+
+    name: str
+    data_type: str
+    min: float | None
+    max: float | None
+    categories: list[str] | None
+    description: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ScoreQuery:
+    """Filters of ``GET /v1/scores`` and the position after which a page starts."""
+
+    request_id: str | None = None
+    trace_id: str | None = None
+    name: str | None = None
+    source: str | None = None
+    after: tuple[datetime, str] | None = None
+
+
+class ScoreStore:
+    """Reads and writes ``scores`` and ``score_configs``."""
+
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+        self._client = client
+        db = quote(database)
+        self.table = f"{db}.{quote(SCORES.name)}"
+        self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
+        self._columns = ["project", "id", *_FIELDS, "written_at"]
+        self._types = SCORES.column_types(self._columns)
+        self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
+        self._read_settings: dict[str, Any] = (
+            {"select_sequential_consistency": 1} if cluster else {}
+        )
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def insert(self, rows: Sequence[ScoreRow], deleted: bool = False) -> None:
+        """Store scores (each a new version of its id); ``deleted`` stores tombstones."""
+        if not rows:
+            return
+        written = datetime.now(UTC)
+        self._client.insert(
+            self.table,
+            [
+                [
+                    r.project,
+                    r.id,
+                    r.request_id or "",
+                    r.trace_id or "",
+                    r.name,
+                    r.data_type,
+                    json.dumps(r.value, ensure_ascii=False),
+                    r.value_number,
+                    r.value_text,
+                    r.comment,
+                    r.correction,
+                    r.source,
+                    json.dumps(r.metadata, ensure_ascii=False),
+                    r.created_at,
+                    int(deleted),
+                    written,
+                ]
+                for r in rows
+            ],
+            column_names=self._columns,
+            column_type_names=self._types,
+            settings=self._write_settings,
+        )
+
+    def delete_for_targets(
+        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+    ) -> int:
+        """Store a tombstone for every live score on these records (or traces); count them."""
+        rows = self.for_targets(project, request_ids, trace_ids)
+        self.insert(rows, deleted=True)
+        return len(rows)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def _resolved(self, candidates: str, post: str, tail: str = "") -> str:
+        """The newest version of each candidate id, kept when alive and ``post`` holds.
+
+        ``candidates`` narrows the ids before they are resolved (it may only ever widen what
+        ``post`` then keeps); ``post`` filters the resolved fields, named ``s.<field>``.
+        """
+        fields = ", ".join(_FIELDS)
+        shown = ", ".join(f"s.{f}" for f in _READ)
+        sql = (
+            f"SELECT id, {shown} FROM ("
+            f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {self.table} "
+            f"WHERE project = {{p:String}} AND {candidates} GROUP BY id"
+            f") WHERE s.is_deleted = 0 AND {post} {tail}"
+        )
+        # The tuple is positional: s.<field> names its element by place.
+        return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
+
+    def _rows(self, project: str, sql: str, params: dict[str, Any]) -> list[ScoreRow]:
+        result = self._client.query(
+            sql, parameters={"p": project, **params}, settings=self._read_settings
+        )
+        return [_row(project, row) for row in result.result_rows]
+
+    def get(self, project: str, score_id: str) -> ScoreRow | None:
+        """Return a live score by id, or None."""
+        rows = self._rows(project, self._resolved("id = {id:String}", "1"), {"id": score_id})
+        return rows[0] if rows else None
+
+    def page(self, project: str, query: ScoreQuery, limit: int) -> list[ScoreRow]:
+        """Return up to ``limit`` scores matching ``query``, newest first, after its position."""
+        pre, post = ["1"], ["1"]
+        params: dict[str, Any] = {}
+        if query.request_id is not None:
+            pre.append(_ids_of("request_id = {r:String}", self.table))
+            post.append("s.request_id = {r:String}")
+            params["r"] = query.request_id
+        if query.trace_id is not None:
+            pre.append(_ids_of("trace_id = {t:String}", self.table))
+            post.append("s.trace_id = {t:String}")
+            params["t"] = query.trace_id
+        if query.name is not None:
+            pre.append(_ids_of("name = {n:String}", self.table))
+            post.append("s.name = {n:String}")
+            params["n"] = query.name
+        if query.source is not None:
+            post.append("s.source = {src:String}")
+            params["src"] = query.source
+        if query.after is not None:
+            post.append("(s.created_at, id) < ({at:DateTime64(3, 'UTC')}, {aid:String})")
+            params["at"], params["aid"] = query.after
+        sql = self._resolved(
+            " AND ".join(pre),
+            " AND ".join(post),
+            "ORDER BY s.created_at DESC, id DESC LIMIT {limit:UInt32}",
+        )
+        return self._rows(project, sql, {**params, "limit": limit})
+
+    def for_targets(
+        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+    ) -> list[ScoreRow]:
+        """Return the live scores on any of these records or traces, newest first."""
+        if not request_ids and not trace_ids:
+            return []
+        targets = "(request_id IN {rs:Array(String)} OR trace_id IN {ts:Array(String)})"
+        post = "(s.request_id IN {rs:Array(String)} OR s.trace_id IN {ts:Array(String)})"
+        sql = self._resolved(
+            _ids_of(targets, self.table),
+            post,
+            "ORDER BY s.created_at DESC, id DESC",
+        )
+        # '' never matches: a record's score has no trace id and the reverse.
+        rs = [r for r in request_ids if r]
+        ts = [t for t in trace_ids if t]
+        return self._rows(project, sql, {"rs": rs, "ts": ts})
+
+    # -- configs ---------------------------------------------------------------------------
+
+    def put_config(self, project: str, config: ScoreConfigRow) -> None:
+        """Store (replace) the config of one score name."""
+        self._client.insert(
+            self._configs,
+            [
+                [
+                    project,
+                    config.name,
+                    config.data_type,
+                    config.min,
+                    config.max,
+                    config.categories or [],
+                    int(config.categories is not None),
+                    config.description,
+                    config.updated_at,
+                ]
+            ],
+            column_names=SCORE_CONFIGS.inserted_columns(),
+            column_type_names=SCORE_CONFIGS.column_types(SCORE_CONFIGS.inserted_columns()),
+            settings=self._write_settings,
+        )
+
+    def configs(self, project: str, names: Iterable[str] | None = None) -> list[ScoreConfigRow]:
+        """Return the project's configs (of ``names`` only, when given), by name."""
+        wanted = None if names is None else sorted(set(names))
+        if wanted == []:
+            return []
+        rows = self._client.query(
+            "SELECT name, data_type, min, max, categories, has_categories, description, "
+            f"updated_at FROM {self._configs} FINAL WHERE project = {{p:String}} "
+            + ("AND name IN {names:Array(String)} " if wanted is not None else "")
+            + "ORDER BY name",
+            parameters={"p": project, "names": wanted or []},
+            settings=self._read_settings,
+        ).result_rows
+        return [
+            ScoreConfigRow(
+                name=str(r[0]),
+                data_type=str(r[1]),
+                min=r[2],
+                max=r[3],
+                categories=list(r[4]) if r[5] else None,
+                description=r[6],
+                updated_at=_utc(r[7]),
+            )
+            for r in rows
+        ]
+
+
+def _ids_of(condition: str, table: str) -> str:
+    """Ids of the project's scores any version of which meets ``condition``."""
+    return f"id IN (SELECT id FROM {table} WHERE project = {{p:String}} AND {condition})"
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _row(project: str, row: Sequence[Any]) -> ScoreRow:
+    (
+        score_id,
+        request_id,
+        trace_id,
+        name,
+        data_type,
+        value,
+        comment,
+        correction,
+        source,
+        metadata,
+        created_at,
+    ) = row
+    return ScoreRow(
+        project=project,
+        id=str(score_id),
+        request_id=str(request_id) or None,
+        trace_id=str(trace_id) or None,
+        name=str(name),
+        data_type=str(data_type),
+        value=json.loads(value),
+        comment=comment,
+        correction=correction,
+        source=str(source),
+        metadata=json.loads(metadata),
+        created_at=_utc(created_at),
+    )
