@@ -19,3 +19,16 @@ def test_capture_api_is_exported() -> None:
     assert capture <= set(promptrail.__all__)
     assert isinstance(promptrail.context(user_id="u1"), promptrail.Context)
     assert promptrail.context.__doc__
+
+
+def test_scores_api_is_exported() -> None:
+    scores = {"score", "current_trace_id", "last_request_id", "feedback_token"}
+    models = {"Score", "ScoreConfig", "FeedbackToken"}
+
+    assert scores | models <= set(promptrail.__all__)
+    for name in scores:
+        assert getattr(promptrail, name).__doc__, name
+    client = promptrail.Client(api_key="pr-x", base_url="http://127.0.0.1:9")
+    with client:
+        methods = {"create", "batch", "list", "get", "delete", "token"}
+        assert methods <= {name for name in dir(client.scores) if not name.startswith("_")}

@@ -10,6 +10,9 @@ with promptrail.context(user_id="u1", session_id="s9"):
 
 @promptrail.observe(prompt_name="support-reply")
 def answer(question: str) -> str: ...
+
+promptrail.score("helpful", True, request_id=promptrail.last_request_id())
+token = promptrail.feedback_token("thumbs", request_id=...)   # for the end user's browser
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from ._context import Context, context
 from ._observe import observe
 from ._runtime import flush, init, shutdown, stats
+from ._scores import current_trace_id, feedback_token, last_request_id, score
 from ._version import __version__
 from .integrations import instrument, uninstrument
 
@@ -27,10 +31,14 @@ __all__ = [
     "Context",
     "__version__",
     "context",
+    "current_trace_id",
+    "feedback_token",
     "flush",
     "init",
     "instrument",
+    "last_request_id",
     "observe",
+    "score",
     "shutdown",
     "stats",
     "uninstrument",
@@ -56,6 +64,7 @@ from ._types import (
     AnalyticsResult,
     BatchResult,
     Export,
+    FeedbackToken,
     Label,
     LabelRemoved,
     Prompt,
@@ -66,6 +75,8 @@ from ._types import (
     RequestsDeleted,
     Rollback,
     RunResult,
+    Score,
+    ScoreConfig,
     SearchHit,
     TemplatePayload,
     Usage,
@@ -82,6 +93,7 @@ __all__ += [
     "Client",
     "ConflictError",
     "Export",
+    "FeedbackToken",
     "Label",
     "LabelRemoved",
     "MissingVariablesError",
@@ -99,6 +111,8 @@ __all__ += [
     "Rollback",
     "RunResult",
     "RunStream",
+    "Score",
+    "ScoreConfig",
     "SearchHit",
     "TemplatePayload",
     "Usage",

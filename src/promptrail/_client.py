@@ -15,7 +15,7 @@ import httpx
 
 from ._closing import AsyncClosing, Closing
 from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resolve_settings
-from ._resources import AsyncPrompts, AsyncRequests, Prompts, Requests
+from ._resources import AsyncPrompts, AsyncRequests, AsyncScores, Prompts, Requests, Scores
 from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
 
 __all__ = ["AsyncClient", "Client"]
@@ -42,7 +42,7 @@ class _BaseClient(Generic[HTTPClient]):
         self._open(self._settings, http_client)
 
     def _open(self, settings: HTTPSettings, http_client: HTTPClient | None) -> None:
-        """Build the HTTP plumbing and the resources (``prompts``, ``requests``)."""
+        """Build the HTTP plumbing and the resources (``prompts``, ``requests``, ``scores``)."""
         raise NotImplementedError
 
     @property
@@ -59,7 +59,7 @@ class _BaseClient(Generic[HTTPClient]):
 
 
 class Client(_BaseClient[httpx.Client], Closing):
-    """Talk to the collector's REST API: ``client.prompts`` and ``client.requests``.
+    """Talk to the collector's REST API: ``client.prompts``, ``client.requests``, ``client.scores``.
 
     ``api_key`` defaults to ``PROMPTRAIL_API_KEY`` and ``base_url`` to ``PROMPTRAIL_BASE_URL``
     (else ``http://127.0.0.1:8000``; a base URL may end in ``/api``). GETs are retried
@@ -72,6 +72,7 @@ class Client(_BaseClient[httpx.Client], Closing):
         self._http = SyncHTTP(settings, http_client)
         self.prompts = Prompts(self._http, self._templates)
         self.requests = Requests(self._http)
+        self.scores = Scores(self._http)
 
     def close(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
@@ -91,6 +92,7 @@ class AsyncClient(_BaseClient[httpx.AsyncClient], AsyncClosing):
         self._http = AsyncHTTP(settings, http_client)
         self.prompts = AsyncPrompts(self._http, self._templates)
         self.requests = AsyncRequests(self._http)
+        self.scores = AsyncScores(self._http)
 
     async def aclose(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""

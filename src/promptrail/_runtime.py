@@ -15,6 +15,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,9 @@ from opentelemetry.trace import Tracer
 
 from ._genai import is_recordable
 from ._sampling_and_fork import Sampler
+from ._score_shipping import ScoreExporter, ScoreShipper
 from ._shipping import SpanShipper
-from ._spans import CaptureTracer
+from ._spans import CaptureTracer, last_record
 from ._stats import CaptureStats
 from ._version import __version__
 from .otel import (
@@ -106,6 +108,8 @@ class _CountingProcessor(BatchSpanProcessor):
             self._stats.add("sampled_out")
             return
         self._stats.add("captured")
+        if context is not None:  # the thread ending the span: promptrail.last_request_id()
+            last_record.set((context.trace_id, context.span_id))
         super().on_end(span)
 
 
@@ -115,6 +119,8 @@ class _Pipeline:
     exporter: PromptrailSpanExporter | None = None
     shipper: SpanShipper | None = None  # promptrail's own spans
     processor: _CountingProcessor | None = None  # joined to the application's provider
+    scores: ScoreShipper | None = None  # promptrail.score(), to /v1/scores/batch
+    api_key: str = ""  # what feedback tokens are signed with
 
     @property
     def queued(self) -> int:
@@ -126,6 +132,7 @@ class _Pipeline:
 _lock = threading.RLock()
 _pipeline: _Pipeline | None = None
 _stats = CaptureStats()
+_score_stats = CaptureStats()  # scores are counted apart: stats()["scores"]
 _atexit_registered = False
 
 
@@ -166,6 +173,20 @@ def init(
             _pipeline = _Pipeline(trace.NoOpTracer())
             return
         budget = _queue_budget(max_queue_bytes)
+        scores = ScoreShipper(
+            ScoreExporter(
+                api_key,
+                base_url,
+                export_deadline=export_timeout,
+                max_pending_bytes=budget,
+                stats=_score_stats,
+                transport=transport,
+            ),
+            _score_stats,
+            max_bytes=budget,
+            flush_interval=flush_interval,
+        )
+        key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
         exporter = PromptrailSpanExporter(
             api_key,
             base_url,
@@ -183,7 +204,9 @@ def init(
                 max_bytes=budget,
                 flush_interval=flush_interval,
             )
-            _pipeline = _Pipeline(CaptureTracer(shipper.on_end), exporter, shipper=shipper)
+            _pipeline = _Pipeline(
+                CaptureTracer(shipper.on_end), exporter, shipper=shipper, scores=scores, api_key=key
+            )
         else:
             processor = _CountingProcessor(
                 exporter,
@@ -194,7 +217,7 @@ def init(
             )
             tracer_provider.add_span_processor(processor)
             tracer = tracer_provider.get_tracer("promptrail", __version__)
-            _pipeline = _Pipeline(tracer, exporter, processor=processor)
+            _pipeline = _Pipeline(tracer, exporter, processor=processor, scores=scores, api_key=key)
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
@@ -230,21 +253,47 @@ def tracer() -> Tracer:
     return pipeline.tracer if pipeline is not None else _ensure().tracer
 
 
+def score_shipper() -> ScoreShipper | None:
+    """The queue ``promptrail.score()`` appends to (None when capture is disabled)."""
+    pipeline = _pipeline
+    return (pipeline if pipeline is not None else _ensure()).scores
+
+
+def score_dropped(reason: str) -> None:
+    """Count a score that never reached the queue (``invalid``: a bad call) as dropped."""
+    with _score_stats.lock:
+        _score_stats.add("captured")
+        _score_stats.drop(reason)
+
+
+def configured_api_key() -> str:
+    """The API key capture sends with: ``init(api_key=...)``, else ``PROMPTRAIL_API_KEY``."""
+    pipeline = _pipeline
+    if pipeline is not None and pipeline.api_key:
+        return pipeline.api_key
+    return os.environ.get("PROMPTRAIL_API_KEY", "").strip()
+
+
 def flush(timeout: float = 5.0) -> bool:
-    """Send every captured record now; return False if ``timeout`` (seconds) ran out first."""
+    """Send every captured record and score now; False if ``timeout`` (seconds) ran out first."""
     pipeline = _pipeline
     if pipeline is None or pipeline.exporter is None:
         return True
     shipper, processor, exporter = pipeline.shipper, pipeline.processor, pipeline.exporter
+    scores = pipeline.scores
     outcome: list[bool] = []
 
     def run() -> None:
+        deadline = time.monotonic() + timeout
         if shipper is not None:
-            outcome.append(shipper.flush(timeout))
-            return
-        if processor is not None:
-            processor.force_flush(int(timeout * 1000))
-        outcome.append(exporter.force_flush(int(timeout * 1000)))
+            sent = shipper.flush(timeout)
+        else:
+            if processor is not None:
+                processor.force_flush(int(timeout * 1000))
+            sent = exporter.force_flush(int(timeout * 1000))
+        if scores is not None and not scores.idle:
+            sent = scores.flush(max(0.0, deadline - time.monotonic())) and sent
+        outcome.append(sent)
 
     worker = threading.Thread(target=run, name="promptrail-flush", daemon=True)
     worker.start()
@@ -262,6 +311,22 @@ def shutdown(timeout: float = _SHUTDOWN_TIMEOUT) -> None:
 
 
 def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
+    scores = pipeline.scores
+    if scores is None or scores.idle:
+        if scores is not None:
+            scores.shutdown(0.0)  # nothing to send: closes at once
+        _shutdown_records(pipeline, timeout)
+        return
+    # Scores go out beside the records, not after them: the shutdown keeps its one bound.
+    closer = threading.Thread(
+        target=scores.shutdown, args=(timeout,), name="promptrail-scores-exit", daemon=True
+    )
+    closer.start()
+    _shutdown_records(pipeline, timeout)
+    closer.join(timeout + 0.5)
+
+
+def _shutdown_records(pipeline: _Pipeline, timeout: float) -> None:
     if pipeline.shipper is not None:
         pipeline.shipper.shutdown(timeout)
         return
@@ -310,9 +375,23 @@ def stats() -> dict[str, Any]:
     if pipeline is not None and pipeline.shipper is not None:
         # The shipper counts a span as captured once it leaves its queue.
         snapshot["captured"] = snapshot.get("captured", 0) + queued
+    snapshot["scores"] = _score_snapshot(pipeline.scores if pipeline else None)
+    return snapshot
+
+
+def _score_snapshot(scores: ScoreShipper | None) -> dict[str, Any]:
+    """The scores' own counters, with the same invariant as the records'."""
+    with _score_stats.lock:
+        queued = scores.queued if scores else 0
+        waiting = scores.exporter.pending if scores else 0
+        snapshot = {"captured": 0, "exported": 0, **_score_stats.snapshot()}
+    snapshot["pending"] = queued + snapshot.pop("in_flight", 0) + waiting
+    snapshot["queued"] = queued
+    snapshot["captured"] += queued
     return snapshot
 
 
 def reset_stats() -> None:
     """Zero the counters (tests, benchmarks)."""
     _stats.reset()
+    _score_stats.reset()

@@ -13,9 +13,9 @@ import logging
 import threading
 import time
 from collections import deque
+from typing import Any, Protocol
 
 from ._sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
-from ._spans import CaptureSpan
 from ._stats import CaptureStats
 from .otel import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, PromptrailSpanExporter
 
@@ -31,6 +31,15 @@ _DEEP_BATCH = 4096
 # (docs/benchmarks.md, "Burst"), so that the budget bounds more than it counts.
 _SPAN_FIXED_BYTES = 1536
 _SPAN_TEXT_FACTOR = 1.5
+
+
+class Shippable(Protocol):
+    """What the shipper queues: an ended span (or a score, ``_score_shipping``)."""
+
+    @property
+    def trace_id(self) -> int: ...  # what sampling decides by
+
+    def to_record(self) -> dict[str, Any]: ...  # the JSON item posted
 
 
 class SpanShipper:
@@ -59,7 +68,7 @@ class SpanShipper:
         restart_after_fork(self)
 
     def _start(self) -> None:
-        self._queue: deque[CaptureSpan] = deque()
+        self._queue: deque[Shippable] = deque()
         self._wake = threading.Event()
         self._stopping = False
         # Held while spans are turned into records and sent: a flush waits for the batch
@@ -82,7 +91,7 @@ class SpanShipper:
         """The estimated memory of the spans waiting to become records."""
         return len(self._queue) * self._span_bytes
 
-    def on_end(self, span: CaptureSpan) -> None:
+    def on_end(self, span: Shippable) -> None:
         """Take an ended span (runs in the application's thread: keep it cheap)."""
         if not self._sampler.keeps(span.trace_id):
             self._stats.add("sampled_out")
@@ -119,7 +128,7 @@ class SpanShipper:
             except Exception:  # never let the thread die: the next round retries
                 logger.exception("promptrail: shipping failed")
 
-    def _take(self) -> list[CaptureSpan]:
+    def _take(self) -> list[Shippable]:
         """Take the next batch off the queue: captured, and in flight until shipped."""
         stats = self._stats
         with stats.lock:

@@ -18,6 +18,7 @@ instead, and pays that price.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import random
 import time
@@ -40,6 +41,14 @@ _time_ns = time.time_ns
 _get_current_span = trace.get_current_span
 
 OnEnd = Callable[["CaptureSpan"], None]
+
+# The (trace id, span id) of the last record captured in this thread or asyncio task (each has
+# its own context): promptrail.last_request_id() formats it only when asked, so ending a span
+# pays for one ContextVar.set, not for the id's text.
+last_record: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
+    "promptrail_last_record", default=None
+)
+_set_last_record = last_record.set
 Describe = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 logger = logging.getLogger("promptrail")
 
@@ -164,6 +173,7 @@ class CaptureSpan(trace.Span):
         if self.end_time is not None:
             return
         self.end_time = end_time or _time_ns()
+        _set_last_record((self.trace_id, self.span_id))
         self._on_end(self)
 
     # -- the record -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ __all__ = [
     "AnalyticsResult",
     "BatchResult",
     "Export",
+    "FeedbackToken",
     "HighlightRun",
     "Label",
     "LabelRemoved",
@@ -26,11 +27,14 @@ __all__ = [
     "PromptDeleted",
     "PromptVersion",
     "RejectedRecord",
+    "RejectedScore",
     "RequestLog",
     "RequestRecord",
     "RequestsDeleted",
     "Rollback",
     "RunResult",
+    "Score",
+    "ScoreConfig",
     "SearchHit",
     "TemplatePayload",
     "TemplateVariable",
@@ -272,6 +276,56 @@ class AnalyticsResult(_Shape):
     period: AnalyticsPeriod
     # metric=cost only: records with no known price, counted as 0 in the total.
     cost_unknown_records: int | None = None
+
+
+class Score(_Shape):
+    """Hold a score (CONTRACT 9): a judgement of one record (``request_id``) or one trace.
+
+    ``value`` comes back as it was given: a number, True/False, or a category's text.
+    """
+
+    id: str
+    name: str
+    value: bool | int | float | str
+    data_type: str
+    request_id: str | None = None
+    trace_id: str | None = None
+    comment: str | None = None
+    correction: str | None = None
+    source: str = "api"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class RejectedScore(_Shape):
+    """Hold a score of a batch that was not stored, and the error body saying why."""
+
+    index: int
+    error: dict[str, Any]
+
+
+class ScoreConfig(_Shape):
+    """Hold the rule a score name's values must follow (type, range, categories)."""
+
+    name: str
+    data_type: str
+    min: float | None = None
+    max: float | None = None
+    categories: list[str] | None = None
+    description: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class FeedbackToken(_Shape):
+    """Hold a feedback token: what an end user's browser posts a score with, no API key.
+
+    ``url`` is the path ``/v1/feedback/{token}`` (join it to the collector's public URL).
+    """
+
+    token: str
+    url: str
+    expires_at: datetime
 
 
 class RequestLog(TypedDict, total=False):

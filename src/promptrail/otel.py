@@ -128,6 +128,15 @@ def _span_record(span: ReadableSpan) -> dict[str, Any] | None:
 class PromptrailSpanExporter(SpanExporter):
     """Export spans as promptrail request records."""
 
+    # Where the JSON items go and the body's key holding them; the SDK's score shipper
+    # (promptrail._scores) reuses this exporter's buffering, retries and counting for
+    # /v1/scores/batch by changing these two.
+    _path = "/v1/requests/batch"
+    _body_key = b"records"
+    # Whether a missing API key is worth its own warning (the score shipper leaves it to
+    # the record exporter made next to it: one warning, not two).
+    _warn_without_key = True
+
     def __init__(
         self,
         api_key: str | None = None,
@@ -149,7 +158,7 @@ class PromptrailSpanExporter(SpanExporter):
         (``no_api_key``) instead of being retried.
         """
         self._api_key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
-        if not self._api_key:
+        if not self._api_key and self._warn_without_key:
             logger.warning(
                 "promptrail: no API key: set PROMPTRAIL_API_KEY (or pass api_key=); captured "
                 "records are dropped and counted in promptrail.stats() as 'no_api_key'"
@@ -397,7 +406,8 @@ class PromptrailSpanExporter(SpanExporter):
         """Post one batch; True once it is settled (stored, or refused for good)."""
         # The records are JSON already: the body is one join. Level 1: records repeat
         # themselves, so it still shrinks a batch about tenfold for a third of level 5's CPU.
-        body = gzip.compress(b'{"records":[' + b",".join(batch) + b"]}", compresslevel=1)
+        body = b'{"' + self._body_key + b'":[' + b",".join(batch) + b"]}"
+        body = gzip.compress(body, compresslevel=1)
         attempt = 0
         while True:
             wait = self._post(batch, body, request_timeout)
@@ -417,7 +427,7 @@ class PromptrailSpanExporter(SpanExporter):
         timeout = self._timeout if timeout is None else timeout
         try:
             response = self._client.post(
-                "/v1/requests/batch",
+                self._path,
                 content=body,
                 headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
                 timeout=timeout,

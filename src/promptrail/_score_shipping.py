@@ -1,0 +1,57 @@
+"""Shipping ``promptrail.score()``: the span shipper's queue and thread, posting scores.
+
+Scores go out as records do (docs/sdk.md, "Scores and feedback"): :class:`ScoreShipper` is the
+span shipper (bounded queue, one background thread, flush and bounded shutdown) and
+:class:`ScoreExporter` the record exporter pointed at ``/v1/scores/batch``, so a score gets the
+same buffer while the collector is down, the same retries with backoff and ``Retry-After``,
+and the same counted drops. Every score carries its own ``id``, so a resent batch is stored
+once. The caller's thread only wraps a ready dict and appends it to the queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._shipping import SpanShipper
+from .otel import PromptrailSpanExporter
+
+
+class ScoreExporter(PromptrailSpanExporter):
+    """The record exporter's buffering, retries and counting, posting to /v1/scores/batch."""
+
+    _path = "/v1/scores/batch"
+    _body_key = b"scores"
+    _warn_without_key = False  # the record exporter made with it already says so
+
+
+class QueuedScore:
+    """A score waiting in the shipper's queue (shipped as it is)."""
+
+    __slots__ = ("_item",)
+
+    trace_id = 0  # the score shipper keeps every score (it samples nothing)
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self._item = item
+
+    def to_record(self) -> dict[str, Any]:
+        """The score's JSON item for ``POST /v1/scores/batch``."""
+        return self._item
+
+
+class ScoreShipper(SpanShipper):
+    """Queue scores (from any thread) and post them in the background."""
+
+    @property
+    def exporter(self) -> PromptrailSpanExporter:
+        """The exporter posting the scores (its ``pending`` wait for the collector)."""
+        return self._exporter
+
+    @property
+    def idle(self) -> bool:
+        """Whether every score queued so far is settled (nothing to flush or send at exit)."""
+        return not self._queue and not self._exporter.pending
+
+    def put(self, item: dict[str, Any]) -> None:
+        """Queue one score (the caller's thread: keep it cheap)."""
+        self.on_end(QueuedScore(item))
