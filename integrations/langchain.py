@@ -16,6 +16,12 @@ into span ids in one trace. The handler records the model call itself and the ``
 models without a promptrail patch are recorded too). Runs LangChain marks hidden
 (``langsmith:hidden``, LangGraph's plumbing) are skipped, their children attached to the
 nearest recorded ancestor.
+
+While a chain, tool or retriever runs, its span is the current OpenTelemetry span, so what
+runs inside it without LangChain's callbacks (a provider call through a patched SDK, an
+``@observe`` function, another library's spans) nests under it. A LangGraph interrupt
+(``GraphBubbleUp``: ``interrupt()``, ``Command(graph=PARENT)``) is control flow, not an
+error: the runs it passes through end as successes.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
@@ -41,6 +48,7 @@ from promptrail._context import FrameworkCall, call_attributes, to_json
 from promptrail._spans import CaptureSpan
 
 from ._calls import CallRecord, message_texts
+from ._stand_in import StandInSpan
 
 logger = logging.getLogger("promptrail")
 
@@ -54,13 +62,50 @@ def _no_texts() -> list[str]:
 
 
 class _Node:
-    """A run's place in the trace: its own span, or (hidden runs) its ancestor's."""
+    """A run's place in the trace: its own span, or (hidden runs) its ancestor's.
 
-    __slots__ = ("owned", "span")
+    An owned run's span is current while it runs (:class:`_RunCurrent`); ``attached`` is the
+    OpenTelemetry context made current at its start, ``previous`` the one it replaced.
+    """
+
+    __slots__ = ("attached", "current", "owned", "previous", "span")
 
     def __init__(self, span: Span | None, owned: bool) -> None:
         self.span = span
         self.owned = owned
+        self.current: _RunCurrent | None = None
+        self.attached: Context | None = None
+        self.previous: Context | None = None
+
+    def make_current(self, span: Span) -> None:
+        """Make ``span`` current in the calling context (the run's start callback)."""
+        before = trace.get_current_span()
+        # A finished run's stand-in stands for its own ``before``: skip it, so a loop of
+        # ``ainvoke`` calls in one task does not build a chain of them.
+        while isinstance(before, _RunCurrent) and before.finished:
+            before = before.before
+        self.current = _RunCurrent(span, before)
+        self.previous = otel_context.get_current()
+        self.attached = trace.set_span_in_context(self.current)
+        otel_context.attach(self.attached)
+
+    def release(self) -> None:
+        """Stop being current: everywhere at once, and in this context, restore the one before.
+
+        LangChain's async managers call a run's end in a task of its own (a copy of the
+        caller's context), and a stream's end comes in whichever context drains it, so the
+        end cannot always undo the start where the start happened: ``detach`` would fail
+        there ("Failed to detach context", logged into the application). Instead the
+        stand-in left current turns into the span current before the run, wherever it is
+        still current; where the end does run in the start's context (sync runs) and
+        nothing was made current on top since, that context is restored outright.
+        """
+        if self.current is None:
+            return
+        self.current.finished = True
+        if otel_context.get_current() is self.attached:
+            # attach, not detach(token): the token may belong to another context
+            otel_context.attach(self.previous or Context())
 
 
 class _ModelRun:
@@ -114,8 +159,9 @@ class CallbackHandler(BaseCallbackHandler):
         span = _runtime.tracer().start_span(
             name, context=self._parent(parent_run_id), attributes=attributes
         )
-        self._nodes[run_id] = _Node(span, owned=True)
+        node = self._nodes[run_id] = _Node(span, owned=True)
         _describe(span, inputs)
+        node.make_current(span)
 
     def _end_span(
         self, run_id: UUID, outputs: Any = None, error: BaseException | None = None
@@ -123,7 +169,12 @@ class CallbackHandler(BaseCallbackHandler):
         node = self._nodes.pop(run_id, None)
         if node is None or not node.owned or node.span is None:
             return
+        node.release()
         span = node.span
+        if error is not None and _is_bubble_up(error):
+            # LangGraph's control flow (an interrupt, a command to the parent graph): the
+            # run stops here on purpose; what it stopped with is its output.
+            outputs, error = _bubble_up_output(error), None
         if error is not None:
             if span.is_recording():
                 span.record_exception(error)
@@ -286,6 +337,25 @@ class CallbackHandler(BaseCallbackHandler):
             run.record.fail(error)
 
 
+def _is_bubble_up(error: BaseException) -> bool:
+    """Whether ``error`` is LangGraph's ``GraphBubbleUp`` (found by name: no import of it)."""
+    return any(
+        cls.__name__ == "GraphBubbleUp" and cls.__module__.startswith("langgraph")
+        for cls in type(error).__mro__
+    )
+
+
+def _bubble_up_output(error: BaseException) -> dict[str, Any]:
+    """What a run stopped by LangGraph's control flow shows as output.
+
+    An interrupt shows its values as the graph's own result does (``__interrupt__``).
+    """
+    interrupts = error.args[0] if error.args else None
+    if type(error).__name__ == "GraphInterrupt" and isinstance(interrupts, list | tuple):
+        return {"__interrupt__": [_plain(getattr(i, "value", i)) for i in interrupts]}
+    return {"__bubble_up__": type(error).__name__}
+
+
 def _name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> str:
     name = kwargs.get("name")
     if isinstance(name, str) and name:
@@ -295,6 +365,26 @@ def _name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> st
         return str(serialized["name"])
     path = serialized.get("id")
     return str(path[-1]) if isinstance(path, list) and path else "chain"
+
+
+class _RunCurrent(StandInSpan):
+    """The current span a run leaves in a context: its span until the run ends, then the
+    span that was current before it (see :meth:`_Node.release`).
+
+    Every operation goes to the span it stands for at the time (:class:`StandInSpan`), so
+    parents, trace ids and what the application sets on the current span land where they
+    would without it.
+    """
+
+    __slots__ = ("before", "finished", "span")
+
+    def __init__(self, span: Span, before: Span) -> None:
+        self.span = span
+        self.before = before
+        self.finished = False
+
+    def _span(self) -> Span:
+        return self.before if self.finished else self.span
 
 
 # -- what a span shows: worked out on the shipper's thread on promptrail's own spans -------

@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
-from collections.abc import Mapping
 from contextvars import Token
 from typing import Any, TypeAlias
 
@@ -29,13 +28,14 @@ from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.span_handlers import BaseSpanHandler
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanContext, Status, StatusCode
-from opentelemetry.util.types import AnyValue, Attributes
+from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, PrivateAttr
 
 from promptrail import _genai, _runtime
 from promptrail._context import call_attributes, to_json
 from promptrail._spans import CaptureSpan
+
+from ._stand_in import StandInSpan
 
 
 def _no_texts() -> list[str]:
@@ -134,7 +134,7 @@ Stream: TypeAlias = "types.GeneratorType[Any, Any, Any] | types.AsyncGeneratorTy
 _stream_spans: weakref.WeakKeyDictionary[Stream, Span] = weakref.WeakKeyDictionary()
 
 
-class _StreamParent(Span):
+class _StreamParent(StandInSpan):
     """The current span after a dispatcher span returned a generator: the stream's span
     while the generator runs, the span that was current before at any other time.
 
@@ -178,50 +178,6 @@ class _StreamParent(Span):
             if running and (span := _stream_spans.get(stream)) is not None:
                 return span
         return self._before._span() if isinstance(self._before, _StreamParent) else self._before
-
-    def get_span_context(self) -> SpanContext:
-        """The context of the span this one stands for now."""
-        return self._span().get_span_context()
-
-    def is_recording(self) -> bool:
-        """Whether the span this one stands for records."""
-        return self._span().is_recording()
-
-    def end(self, end_time: int | None = None) -> None:
-        """End the span this one stands for."""
-        self._span().end(end_time)
-
-    def set_attributes(self, attributes: Mapping[str, AnyValue]) -> None:
-        """Set attributes on the span this one stands for."""
-        self._span().set_attributes(attributes)
-
-    def set_attribute(self, key: str, value: AnyValue) -> None:
-        """Set an attribute on the span this one stands for."""
-        self._span().set_attribute(key, value)
-
-    def add_event(
-        self, name: str, attributes: Attributes = None, timestamp: int | None = None
-    ) -> None:
-        """Add an event to the span this one stands for."""
-        self._span().add_event(name, attributes, timestamp)
-
-    def update_name(self, name: str) -> None:
-        """Rename the span this one stands for."""
-        self._span().update_name(name)
-
-    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        """Set the status of the span this one stands for."""
-        self._span().set_status(status, description)
-
-    def record_exception(
-        self,
-        exception: BaseException,
-        attributes: Attributes = None,
-        timestamp: int | None = None,
-        escaped: bool = False,
-    ) -> None:
-        """Record an exception on the span this one stands for."""
-        self._span().record_exception(exception, attributes, timestamp, escaped)
 
 
 def _set_json(span: Span, key: str, value: Any) -> None:

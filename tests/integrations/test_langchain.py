@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, TypedDict
@@ -15,9 +16,13 @@ from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 import promptrail
@@ -25,6 +30,7 @@ from promptrail import _runtime
 from promptrail.testing import AnthropicStub, OpenAIStub
 from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
+from tests.provider_clients import openai_client
 
 REPLY = "Hello from the stub provider."
 PROMPT = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{question}")])
@@ -304,3 +310,107 @@ def test_a_retriever_is_a_parent_span_with_its_documents(
         '[{"page_content": "otters live in rivers", "metadata": {"source": "atlas"}}]'
     )
     assert call["input"] == [{"role": "user", "content": "otters live in rivers"}]
+
+
+def test_a_langgraph_interrupt_is_control_flow_not_an_error(records: Records) -> None:
+    def approve(state: State) -> State:
+        return {"answer": str(interrupt(f"approve {state['question']}?"))}
+
+    graph = StateGraph(State)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "approve")
+    graph.add_edge("approve", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+
+    paused = app.invoke({"question": "otters"}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["approve otters?"]
+    paused_records = records(expected=2)
+    assert app.invoke(Command(resume="yes"), config)["answer"] == "yes"
+
+    recorded = records(expected=4)
+    assert len(paused_records) == 2 and len(recorded) == 4
+    assert [(r["status"], r["error"]) for r in recorded] == [("success", None)] * 4
+    stopped = named(paused_records, "approve")
+    assert stopped["output"] == {"__interrupt__": ["approve otters?"]}
+    assert named(paused_records, "LangGraph")["output"]["question"] == "otters"
+
+
+@promptrail.observe(name="look_up")
+def look_up(topic: str) -> str:
+    return f"facts about {topic}"
+
+
+def test_a_runs_span_is_current_inside_it(openai_stub: OpenAIStub, records: Records) -> None:
+    client = openai_client(openai_stub)
+
+    def research(topic: str) -> str:
+        facts = look_up(topic)  # neither knows about LangChain: they nest under the run
+        client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": facts}]
+        )
+        return facts
+
+    assert RunnableLambda(research).invoke("otters") == "facts about otters"
+    assert trace.get_current_span() is trace.INVALID_SPAN  # the run left nothing behind
+
+    recorded = records(expected=3)
+    run = named(recorded, "research")
+    assert run["parent_span_id"] is None
+    for record in (named(recorded, "look_up"), named(recorded, "chat gpt-4o")):
+        assert (record["trace_id"], record["parent_span_id"]) == (run["trace_id"], run["span_id"])
+    assert named(recorded, "chat gpt-4o")["input"] == [
+        {"role": "user", "content": "facts about otters"}
+    ]
+
+
+def test_a_failing_run_stops_being_current(records: Records) -> None:
+    def fail(_: str) -> str:
+        raise ValueError("no otters")
+
+    with pytest.raises(ValueError, match="no otters"):
+        RunnableLambda(fail).invoke("x")
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    look_up("after")
+
+    recorded = records(expected=2)
+    assert named(recorded, "fail")["status"] == "error"
+    assert named(recorded, "look_up")["parent_span_id"] is None
+
+
+def test_async_runs_are_current_in_their_own_tasks_without_detach_errors(
+    openai_stub: OpenAIStub, records: Records, caplog: pytest.LogCaptureFixture
+) -> None:
+    openai_stub.script.first_byte_delay = 0.05  # the two runs overlap
+
+    async def main() -> None:
+        client = openai.AsyncOpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
+
+        async def ask(topic: str) -> str:
+            facts = look_up(topic)
+            message = {"role": "user", "content": facts}
+            await client.chat.completions.create(model="gpt-4o", messages=[message])
+            return facts
+
+        async with client:
+            runs = [RunnableLambda(ask, name=f"ask {t}").ainvoke(t) for t in ("a", "b")]
+            assert await asyncio.gather(*runs) == ["facts about a", "facts about b"]
+            # LangChain ends an async run in a task of its own: what the run left current
+            # here now stands for the span before it (none), not for the ended run.
+            assert not trace.get_current_span().get_span_context().is_valid
+            look_up("after")
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(main())
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    recorded = records(expected=7)
+    for topic in ("a", "b"):
+        run = named(recorded, f"ask {topic}")
+        nested = [r for r in recorded if r["parent_span_id"] == run["span_id"]]
+        assert sorted(r["span_name"] for r in nested) == ["chat gpt-4o", "look_up"]
+        assert {r["trace_id"] for r in nested} == {run["trace_id"]}
+        call = named(nested, "chat gpt-4o")
+        assert call["input"] == [{"role": "user", "content": f"facts about {topic}"}]
+    after = [r for r in recorded if r["span_name"] == "look_up" and r["parent_span_id"] is None]
+    assert [r["input_variables"] for r in after] == [{"topic": "after"}]
