@@ -1,4 +1,6 @@
-"""The sync and async clients agree: the same cache states and answers give the same template.
+"""The sync and async clients agree: the same cache states and answers give the same template;
+every resource's async twin takes the same arguments, and the same score calls give the same
+answers.
 
 Each case is a sequence of ``prompts.template()`` calls on a real collector, with what the
 collector answers to the template requests each call causes (outages are put in at the wire).
@@ -11,6 +13,7 @@ template requests.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -21,6 +24,7 @@ import httpx
 import pytest
 
 import promptrail
+from promptrail import _resources as resources
 from tests.keys import DEFAULT_KEY
 
 pytestmark = pytest.mark.anyio
@@ -254,3 +258,92 @@ async def test_sync_and_async_clients_give_the_same_template(
     async_answers = await run_async(runs_url, "twins-async", steps)
 
     assert sync_answers == async_answers == expected
+
+
+# -- every resource: the async twin has the same methods, taking the same arguments ----------
+
+
+@pytest.mark.parametrize(
+    ("sync", "twin"),
+    [
+        (resources.Prompts, resources.AsyncPrompts),
+        (resources.Requests, resources.AsyncRequests),
+        (resources.Scores, resources.AsyncScores),
+    ],
+    ids=["prompts", "requests", "scores"],
+)
+def test_each_async_resource_has_the_sync_methods_and_arguments(sync: type, twin: type) -> None:
+    def methods(cls: type) -> dict[str, list[tuple[str, Any, Any]]]:
+        return {
+            name: [
+                (p.name, p.kind, p.default)
+                for p in inspect.signature(getattr(cls, name)).parameters.values()
+            ]
+            for name in dir(cls)
+            if not name.startswith("_")
+        }
+
+    assert methods(sync) == methods(twin)
+
+
+# -- scores: the same calls give the same answers ------------------------------------------
+
+
+def score_steps(trace_id: str) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+    """Calls on ``client.scores`` (method, args, kwargs) on the scores of one trace."""
+    on = {"trace_id": trace_id}
+    return [
+        ("create", ("stars", 2), {**on, "id": f"{trace_id[:4]}-1"}),
+        ("create", ("stars", 4), {**on, "id": f"{trace_id[:4]}-1"}),  # replaces
+        ("batch", ([{"name": "stars", "value": 5, **on}, {"name": "stars", "value": 1}],), {}),
+        ("list", (), {**on, "limit": 1}),
+        ("get", (f"{trace_id[:4]}-1",), {}),
+        ("delete", (f"{trace_id[:4]}-1",), {}),
+        ("get", (f"{trace_id[:4]}-1",), {}),
+        ("token", ("stars",), {**on, "ttl_seconds": 60}),
+    ]
+
+
+def outcome(value: Any) -> Any:
+    """What a step gave, without what differs between two runs (ids, times, tokens)."""
+    if isinstance(value, promptrail.Score):
+        return ("Score", value.name, value.value, value.data_type, value.source)
+    if isinstance(value, promptrail.BatchResult):
+        return ("BatchResult", value.accepted, [r.index for r in value.rejected])
+    if isinstance(value, promptrail.FeedbackToken):
+        return ("FeedbackToken", value.token.startswith("pft_"), value.url.endswith(value.token))
+    if isinstance(value, list):
+        return sorted(map(outcome, value))
+    return type(value).__name__
+
+
+async def test_sync_and_async_clients_give_the_same_scores(runs_url: str) -> None:
+    sync_answers: list[Any] = []
+    async_answers: list[Any] = []
+    with promptrail.Client(DEFAULT_KEY, runs_url) as client:
+        for method, args, kwargs in score_steps("aa" * 16):
+            try:
+                answer = getattr(client.scores, method)(*args, **kwargs)
+                sync_answers.append(outcome(list(answer) if method == "list" else answer))
+            except promptrail.PromptrailError as exc:
+                sync_answers.append(type(exc).__name__)
+    async with promptrail.AsyncClient(DEFAULT_KEY, runs_url) as aclient:
+        for method, args, kwargs in score_steps("bb" * 16):
+            try:
+                if method == "list":
+                    listed = [s async for s in aclient.scores.list(*args, **kwargs)]
+                    async_answers.append(outcome(listed))
+                else:
+                    async_answers.append(
+                        outcome(await getattr(aclient.scores, method)(*args, **kwargs))
+                    )
+            except promptrail.PromptrailError as exc:
+                async_answers.append(type(exc).__name__)
+
+    assert sync_answers == async_answers
+    assert sync_answers[4] == ("Score", "stars", 4, "numeric", "api")
+    assert sync_answers[6] == "NotFoundError"
+    assert sync_answers[3] == [
+        ("Score", "stars", 4, "numeric", "api"),
+        ("Score", "stars", 5, "numeric", "api"),
+    ]

@@ -16,9 +16,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 import promptrail
+from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 KEY = "pr-token-test-key"
 
@@ -133,3 +135,58 @@ def test_no_key_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 
     with pytest.raises(ValueError, match="no API key"):
         promptrail.feedback_token("thumbs", request_id="req_1")
+
+
+@pytest.fixture
+def collector_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tokens signed with the live collector's default key, from the environment."""
+    promptrail.shutdown()
+    monkeypatch.setenv("PROMPTRAIL_API_KEY", DEFAULT_KEY)
+    yield
+    promptrail.shutdown()
+
+
+def test_a_live_collector_takes_the_sdk_token_from_a_browser(
+    live_url: str, collector_key: None
+) -> None:
+    token = promptrail.feedback_token("thumbs", request_id="req_browser1", ttl_seconds=600)
+    browser = {"Origin": "https://shop.example"}  # no key
+
+    first = httpx.post(f"{live_url}/v1/feedback/{token}", json={"value": True}, headers=browser)
+    again = httpx.post(
+        f"{live_url}/v1/feedback/{token}",
+        json={"value": False, "comment": "wrong", "correction": "Paris"},
+        headers=browser,
+    )
+
+    assert first.status_code == again.status_code == 201, again.text
+    assert first.headers["access-control-allow-origin"] == "*"
+    vote = again.json()["data"]
+    assert vote["id"] == parts(token)[2]["i"] == first.json()["data"]["id"]
+    assert (vote["request_id"], vote["name"], vote["source"]) == (
+        "req_browser1",
+        "thumbs",
+        "end_user",
+    )
+    assert (vote["value"], vote["correction"]) == (False, "Paris")
+    stored = httpx.get(
+        f"{live_url}/v1/scores", params={"request_id": "req_browser1"}, headers=DEFAULT_AUTH
+    ).json()["data"]
+    assert [(s["id"], s["value"]) for s in stored] == [(vote["id"], False)]  # replaced, not added
+
+
+def test_a_live_collector_refuses_an_altered_or_expired_sdk_token(
+    live_url: str, collector_key: None
+) -> None:
+    token = promptrail.feedback_token("thumbs", request_id="req_a", ttl_seconds=600)
+    signed, mac, payload = parts(token)
+    widened = "pft_" + b64(
+        json.dumps({**payload, "r": "req_other"}, separators=(",", ":")).encode()
+    )
+    expired = promptrail.feedback_token("thumbs", request_id="req_a", ttl_seconds=1)
+    time.sleep(1.1)
+
+    for bad in (f"{widened}.{mac}", f"{signed}.{b64(b'x' * 32)}", expired):
+        answer = httpx.post(f"{live_url}/v1/feedback/{bad}", json={"value": True})
+        assert answer.status_code == 401, answer.text
+        assert answer.json()["error"]["code"] == "INVALID_FEEDBACK_TOKEN"
