@@ -6,11 +6,15 @@ Starlette / FastAPI (pure ASGI; streaming and SSE responses pass through untouch
 
     app.add_middleware(ASGIContextMiddleware)   # X-User-Id, X-Session-Id, X-Request-Id
 
-Flask (any WSGI app; Django: wrap ``application`` in ``wsgi.py``)::
+Flask (any WSGI app)::
 
     from promptrail.integrations.middleware import WSGIContextMiddleware
 
     app.wsgi_app = WSGIContextMiddleware(app.wsgi_app)
+
+Django: wrap ``application`` in ``wsgi.py`` (or ``asgi.py``, with the ASGI middleware)::
+
+    application = WSGIContextMiddleware(get_wsgi_application())
 
 Each request runs inside ``promptrail.context(...)`` with ``user_id`` and ``session_id`` taken
 from configurable headers (or returned by ``identify``), ``route`` (the route template, e.g.
@@ -128,7 +132,7 @@ class ASGIContextMiddleware(_ContextMiddleware):
 
     @staticmethod
     def _route(app: Any) -> RouteOf | None:
-        return starlette_route
+        return django_route(app) or starlette_route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -188,7 +192,7 @@ class WSGIContextMiddleware(_ContextMiddleware):
 
     @staticmethod
     def _route(app: Any) -> RouteOf | None:
-        return flask_route(app)
+        return flask_route(app) or django_route(app)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         values = {
@@ -253,5 +257,33 @@ def flask_route(app: Any) -> RouteOf | None:
         except Exception:  # 404, 405, a redirect: no route to name
             return None
         return str(rule.rule)
+
+    return route
+
+
+def django_route(app: Any) -> RouteOf | None:
+    """A route-template reader for Django's WSGI or ASGI application; None for other apps.
+
+    The middleware runs before Django, so it asks Django's URL resolver (``ROOT_URLCONF``)
+    the question Django will ask: the template is the matched patterns joined, with a
+    leading slash (``/items/<int:item_id>``). A path Django cannot resolve has no template.
+    """
+    if not type(app).__module__.startswith("django.core.handlers."):
+        return None
+    # Django ships no type information.
+    from django.core.handlers.wsgi import get_path_info  # type: ignore[import-untyped]
+    from django.urls import Resolver404, resolve  # type: ignore[import-untyped]
+
+    def route(request: Any) -> str | None:
+        if "PATH_INFO" in request:  # a WSGI environ
+            path = get_path_info(request)
+        else:  # an ASGI scope: its path below the root path, as Django takes it
+            path, root = request["path"], request.get("root_path", "")
+            path = path.removeprefix(root) if root else path
+        try:
+            match = resolve(path or "/")
+        except Resolver404:
+            return None
+        return "/" + str(match.route)
 
     return route
