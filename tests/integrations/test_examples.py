@@ -50,6 +50,7 @@ RUNS = {
     "langchain_chain.py": Expect(spans={"RunnableSequence", "LangGraph", f"chat {MODEL}"}),
     "llamaindex_chat.py": Expect(spans={"answer", "OpenAI.chat", f"chat {MODEL}"}),
     "fastapi_middleware.py": Expect(spans={f"chat {MODEL}"}, records=2),
+    "feedback_fastapi.py": Expect(spans={f"chat {MODEL}"}),
     "pydantic_ai_agent.py": Expect(spans={"invoke_agent greeter", f"chat {MODEL}"}, records=2),
 }
 
