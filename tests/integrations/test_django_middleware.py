@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import django
@@ -28,7 +27,14 @@ from promptrail.integrations.middleware import (
 )
 from promptrail.testing import OpenAIStub, serve
 from tests.capture import Records
-from tests.integrations.test_web_middleware import RELEASE_WAIT, USERS, ask_message, serve_wsgi
+from tests.integrations.test_web_middleware import (
+    RELEASE_WAIT,
+    USERS,
+    ask_message,
+    call_as_users,
+    read_events,
+    serve_wsgi,
+)
 
 if not settings.configured:
     settings.configure(
@@ -115,20 +121,7 @@ def test_concurrent_users_each_see_their_own_context_and_the_django_route(
     openai_stub.script.first_byte_delay = 0.05  # requests overlap in the app
     paths = ("ask", "ask-async") if kind == "asgi" else ("ask", "ask")
 
-    def user(i: int) -> None:
-        with httpx.Client(base_url=base_url) as client:
-            for n, view in enumerate(paths):
-                headers = {
-                    "X-User-Id": f"user-{i}",
-                    "X-Session-Id": f"session-{i}",
-                    "X-Request-Id": f"req-{i}-{n}",
-                }
-                response = client.get(f"/{view}/topic-{i}-{n}", headers=headers)
-                assert response.status_code == 200
-                assert response.json() == {"ok": f"topic-{i}-{n}"}
-
-    with ThreadPoolExecutor(USERS) as pool:
-        list(pool.map(user, range(USERS)))
+    call_as_users(base_url, paths)
 
     recorded = records(expected=2 * USERS)
     assert len(recorded) == 2 * USERS
@@ -163,15 +156,7 @@ def test_a_streamed_django_response_is_produced_inside_the_context(
 ) -> None:
     base_url = django_app("wsgi")
 
-    with (
-        httpx.Client(base_url=base_url) as client,
-        client.stream("GET", "/events", headers={"X-User-Id": "u-sse"}) as response,
-    ):
-        chunks = response.iter_text()
-        # The stream holds back its second event until the first has reached the client.
-        assert next(chunks) == "data: first\n\n"
-        _api["release"].set()
-        assert "".join(chunks) == "data: second\n\n"
+    read_events(base_url, _api["release"])
 
     (record,) = records()
     assert record["metadata"]["user_id"] == "u-sse"

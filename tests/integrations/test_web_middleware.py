@@ -111,6 +111,38 @@ def serve_wsgi(app: Any) -> Iterator[str]:
 ROUTES = {"fastapi": "/ask/{topic}", "flask": "/ask/<topic>"}
 
 
+def call_as_users(base_url: str, paths: tuple[str, ...]) -> None:
+    """USERS users at once, user i calling ``/{paths[n]}/topic-i-n`` with its own ids."""
+
+    def user(i: int) -> None:
+        with httpx.Client(base_url=base_url) as client:
+            for n, path in enumerate(paths):
+                headers = {
+                    "X-User-Id": f"user-{i}",
+                    "X-Session-Id": f"session-{i}",
+                    "X-Request-Id": f"req-{i}-{n}",
+                }
+                response = client.get(f"/{path}/topic-{i}-{n}", headers=headers)
+                assert response.status_code == 200
+
+    with ThreadPoolExecutor(USERS) as pool:
+        list(pool.map(user, range(USERS)))
+
+
+def read_events(base_url: str, release: threading.Event) -> None:
+    """Read ``/events`` as user ``u-sse``: its second event only once the first arrived."""
+    with (
+        httpx.Client(base_url=base_url) as client,
+        client.stream("GET", "/events", headers={"X-User-Id": "u-sse"}) as response,
+    ):
+        chunks = response.iter_text()
+        # The stream holds back its second event until the first has reached the client.
+        assert next(chunks) == "data: first\n\n"
+        release.set()
+        assert "".join(chunks) == "data: second\n\n"
+        assert response.headers["content-type"].startswith("text/event-stream")
+
+
 @pytest.fixture
 def run_app(openai_stub: OpenAIStub) -> Iterator[Callable[..., Any]]:
     """Start the named app under its middleware; yields (base URL, release event) per call."""
@@ -139,19 +171,7 @@ def test_ten_concurrent_users_each_see_only_their_own_id_on_their_records(
     base_url, _ = run_app(kind)
     openai_stub.script.first_byte_delay = 0.05  # requests overlap in the app
 
-    def user(i: int) -> None:
-        with httpx.Client(base_url=base_url) as client:
-            for n, path in enumerate(("ask", "ask-sync")):
-                headers = {
-                    "X-User-Id": f"user-{i}",
-                    "X-Session-Id": f"session-{i}",
-                    "X-Request-Id": f"req-{i}-{n}",
-                }
-                response = client.get(f"/{path}/topic-{i}-{n}", headers=headers)
-                assert response.status_code == 200
-
-    with ThreadPoolExecutor(USERS) as pool:
-        list(pool.map(user, range(USERS)))
+    call_as_users(base_url, ("ask", "ask-sync"))
 
     recorded = records(expected=2 * USERS)
     assert len(recorded) == 2 * USERS
@@ -172,16 +192,7 @@ def test_a_streamed_response_passes_through_unbuffered_inside_the_context(
 ) -> None:
     base_url, release = run_app(kind)
 
-    with (
-        httpx.Client(base_url=base_url) as client,
-        client.stream("GET", "/events", headers={"X-User-Id": "u-sse"}) as response,
-    ):
-        chunks = response.iter_text()
-        # The stream holds back its second event until the first has reached the client.
-        assert next(chunks) == "data: first\n\n"
-        release.set()
-        assert "".join(chunks) == "data: second\n\n"
-        assert response.headers["content-type"].startswith("text/event-stream")
+    read_events(base_url, release)
 
     (record,) = records()
     assert record["metadata"]["user_id"] == "u-sse"
