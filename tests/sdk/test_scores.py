@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,3 +218,37 @@ def test_last_request_id_is_per_thread_and_per_task(capture: None) -> None:
     assert promptrail.last_request_id() == mine  # the thread and the tasks left ours alone
     assert [inherited for inherited, _ in results] == [mine, mine]
     assert len({own for _, own in results} | {mine}) == 3
+
+
+def test_a_project_over_its_rate_gets_its_scores_after_retry_after(
+    settings: Settings, capture: None
+) -> None:
+    limited = settings.model_copy(update={"limit_requests": "1/2 seconds"})
+    with serve(create_app(limited)) as url:
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, export_timeout=10)
+        promptrail.score("first", 1, request_id="req_rate")
+        assert promptrail.flush(timeout=10)  # the window's one request
+        promptrail.score("second", 2, request_id="req_rate")
+        assert promptrail.flush(timeout=10)  # answered 429 + Retry-After, waited, then stored
+
+        counts = promptrail.stats()["scores"]
+        with promptrail.Client(DEFAULT_KEY, url, max_retries=3) as reader:  # reads wait too
+            stored = {s.name: s.value for s in reader.scores.list(request_id="req_rate")}
+
+    assert stored == {"first": 1, "second": 2}
+    assert counts["export_retries"] >= 1
+    assert (counts["exported"], counts["dropped_total"]) == (2, 0)
+
+
+def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(capture: None) -> None:
+    promptrail.init(api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}")
+    for n in range(3):
+        promptrail.score("n", n, request_id="req_exit")
+    assert promptrail.flush(timeout=0.3) is False  # the collector is known down now
+
+    started = time.monotonic()
+    promptrail.shutdown()
+
+    assert time.monotonic() - started < 2.5  # one quick attempt, not the 3 s bound
+    counts = promptrail.stats()["scores"]
+    assert counts["dropped"] == {"shutdown_unsent": 3} and counts["pending"] == 0
