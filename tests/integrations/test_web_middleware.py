@@ -124,6 +124,7 @@ def call_as_users(base_url: str, paths: tuple[str, ...]) -> None:
                 }
                 response = client.get(f"/{path}/topic-{i}-{n}", headers=headers)
                 assert response.status_code == 200
+                assert response.json() == {"ok": f"topic-{i}-{n}"}
 
     with ThreadPoolExecutor(USERS) as pool:
         list(pool.map(user, range(USERS)))
