@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .json_values import check_json
+from .scores import ScoreOut
 
 # Filters by metadata: any JSON values, compared as text (checked: they become query parameters).
 MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
@@ -177,6 +178,11 @@ class RequestListItem(BaseModel):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    scores: dict[str, bool | int | float | str] = Field(
+        default_factory=dict,
+        description="Per score name, of the record's and its trace's scores: the mean of the "
+        "numeric and boolean ones (true = 1), the newest value of a categorical one.",
+    )
 
 
 class RequestDetail(BaseModel):
@@ -203,6 +209,10 @@ class RequestDetail(BaseModel):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    scores: list[ScoreOut] = Field(
+        default_factory=list,
+        description="The scores on the record and on its trace, newest first.",
+    )
 
 
 class HighlightRun(BaseModel):

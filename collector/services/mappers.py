@@ -7,7 +7,7 @@ renamed once. The template payload, a model of its own rules, is built in ``temp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -153,20 +153,24 @@ def _record_fields(row: RequestRow) -> dict[str, Any]:
     }
 
 
-def request_list_item(row: RequestRow) -> RequestListItem:
-    """A record as lists show it."""
+def request_list_item(
+    row: RequestRow, scores: dict[str, bool | int | float | str] | None = None
+) -> RequestListItem:
+    """A record as lists show it, with its score summary (``ScoreService.summaries``)."""
     return RequestListItem(
         **_record_fields(row),
+        scores=scores or {},
         usage=UsageOut(total_tokens=row.total_tokens, estimated_cost_usd=row.estimated_cost_usd),
         latency_ms=row.latency_ms,
     )
 
 
-def request_detail(row: RequestRow) -> RequestDetail:
-    """A record as its detail (and the answer of a log) shows it."""
+def request_detail(row: RequestRow, scores: Sequence[ScoreRow] = ()) -> RequestDetail:
+    """A record as its detail (and the answer of a log) shows it, with its scores."""
     integration = row.integration
     return RequestDetail(
         **_record_fields(row),
+        scores=[score_out(s) for s in scores],
         usage=UsageDetailOut(
             prompt_tokens=row.prompt_tokens,
             completion_tokens=row.completion_tokens,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +12,7 @@ from ..errors import RequestNotFound, ValidationFailed
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
+from ..store.scores import ScoreTest
 from .cursors import CursorCodec
 from .dates import parse_date, utc_now_ms
 from .highlights import TextRun, matched_fields
@@ -76,6 +79,7 @@ class RequestService:
         end_date: str | None = None,
         metadata: dict[str, str] | None = None,
         trace_id: str | None = None,
+        score_params: Sequence[tuple[str, str]] = (),
     ) -> RecordPage:
         """Return records newest first, keyset-paginated on (created_at, id).
 
@@ -89,6 +93,8 @@ class RequestService:
             end_date=end_date,
             metadata=metadata,
             trace_id=trace_id,
+            scores=score_tests(score_params),
+            scores_table=self._store.scores_table,
         )
         if filters.start and filters.end and filters.start > filters.end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
@@ -145,6 +151,8 @@ def request_filter(
     end_date: str | None = None,
     metadata: dict[str, Any] | None = None,
     trace_id: str | None = None,
+    scores: tuple[ScoreTest, ...] = (),
+    scores_table: str = "",
     field_prefix: str = "",
 ) -> RequestFilter:
     """Return the store's filter of a list or export as a client gives it.
@@ -161,7 +169,45 @@ def request_filter(
         end=parse_date(end_date, f"{field_prefix}end_date", end_of_day=True) if end_date else None,
         metadata={str(k): metadata_text(v) for k, v in (metadata or {}).items()},
         trace_id=trace_id,
+        scores=scores,
+        scores_table=scores_table,
     )
+
+
+def is_score_param(key: str) -> bool:
+    """Whether a query parameter is a score filter (``score.<name>…``, ``unscored``)."""
+    return key.startswith("score.") or key == "unscored"
+
+
+def score_tests(params: Sequence[tuple[str, str]], field_prefix: str = "") -> tuple[ScoreTest, ...]:
+    """Parse ``score.<name>.min=<n>``, ``score.<name>.max=<n>``, ``score.<name>=<value>`` and
+    ``unscored=<name>``; a bad one is a 400 naming it."""
+    tests: list[ScoreTest] = []
+    for key, value in params:
+        field = f"{field_prefix}{key}"
+        if key == "unscored":
+            if not 1 <= len(value) <= 100:
+                raise ValidationFailed(field, "unscored names a score (1 to 100 characters)")
+            tests.append(ScoreTest(value, "unscored"))
+            continue
+        name = key.removeprefix("score.")
+        kind = "eq"
+        for bound in ("min", "max"):
+            if name.endswith(f".{bound}"):
+                name, kind = name.removesuffix(f".{bound}"), bound
+        if not 1 <= len(name) <= 100:
+            raise ValidationFailed(field, "score filters are score.<name>[.min|.max]=<value>")
+        if kind == "eq":
+            tests.append(ScoreTest(name, kind, value))
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValidationFailed(field, f"{key} must be a number") from None
+        if not math.isfinite(number):
+            raise ValidationFailed(field, f"{key} must be a finite number")
+        tests.append(ScoreTest(name, kind, number))
+    return tuple(tests)
 
 
 def _position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:

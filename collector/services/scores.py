@@ -143,6 +143,36 @@ class ScoreService:
         """Return the scores on these records and traces, newest first."""
         return self._store.for_targets(project, request_ids, trace_ids)
 
+    def summaries(
+        self, project: str, records: Sequence[tuple[str, str]]
+    ) -> dict[str, dict[str, bool | int | float | str]]:
+        """Per record id (of ``(id, trace_id)`` pairs), its scores by name as a list shows them.
+
+        A record's scores are its own and its trace's: per name, the mean of the numeric and
+        boolean ones (true = 1), or the newest value when the newest is categorical.
+        """
+        scores = self._store.for_targets(
+            project, [r for r, _ in records], sorted({t for _, t in records if t})
+        )
+        if not scores:
+            return {}
+        summaries: dict[str, dict[str, bool | int | float | str]] = {}
+        for record, trace in records:
+            mine = [s for s in scores if s.request_id == record or (trace and s.trace_id == trace)]
+            by_name: dict[str, list[ScoreRow]] = {}
+            for score in mine:  # newest first
+                by_name.setdefault(score.name, []).append(score)
+            summary: dict[str, bool | int | float | str] = {}
+            for name, named in by_name.items():
+                numbers = [n for n in (s.value_number for s in named) if n is not None]
+                if named[0].data_type == "categorical" or not numbers:
+                    summary[name] = named[0].value
+                else:
+                    summary[name] = sum(numbers) / len(numbers)
+            if summary:
+                summaries[record] = summary
+        return summaries
+
     def delete_on_records(self, project: str, request_ids: Sequence[str]) -> int:
         """Delete the scores of deleted records; return how many."""
         return self._store.delete_for_targets(project, request_ids)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .scores import ScoreTest, score_clauses
+
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 SLACK = 8
 
@@ -45,6 +47,9 @@ class RequestFilter:
     end: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     trace_id: str | None = None
+    # Score filters (``score.<name>.min`` …) and the scores table they read (store/scores.py).
+    scores: tuple[ScoreTest, ...] = ()
+    scores_table: str = ""
 
 
 def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, Any]]:
@@ -56,6 +61,11 @@ def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, A
         # ``requests`` and ``request_items`` carry it, the metadata index does not.
         clauses.append("trace_id = {trace_id:String}")
         params["trace_id"] = filters.trace_id
+    if filters.scores:
+        # ``requests`` and ``request_items`` carry id and trace_id, the metadata index does not.
+        score_where, score_params = score_clauses(filters.scores, filters.scores_table)
+        clauses += score_where
+        params.update(score_params)
     for i, (key, value) in enumerate(sorted(filters.metadata.items())):
         clauses.append(f"metadata_map[{{mk{i}:String}}] = {{mv{i}:String}}")
         clauses.append(f"mapContains(metadata_map, {{mk{i}:String}})")

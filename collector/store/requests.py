@@ -44,6 +44,7 @@ from .request_rows import (
 )
 from .request_tables import COLUMNS, REQUEST_IDS, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
 from .schema import quote
+from .scores import SCORES
 
 
 class RequestStore:
@@ -56,6 +57,7 @@ class RequestStore:
         self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
+        self.scores_table = f"{db}.{quote(SCORES.name)}"
         self._index = MetadataIndex(client, self.metadata_table, self.items_table)
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (

@@ -382,3 +382,64 @@ def _row(project: str, row: Sequence[Any]) -> ScoreRow:
         metadata=json.loads(metadata),
         created_at=_utc(created_at),
     )
+
+
+@dataclass(frozen=True)
+class ScoreTest:
+    """One score filter of a list or export: ``score.<name>.min/.max``, ``=``, ``unscored``."""
+
+    name: str
+    kind: str  # "min", "max", "eq" or "unscored"
+    value: float | str | None = None
+
+
+def _live_of_name(table: str, name: str) -> str:
+    """SQL: the project's live scores named ``{<name>:String}``: (rq, tr, num, txt)."""
+    fields = ", ".join(_FIELDS)
+    sql = (
+        "SELECT s.request_id AS rq, s.trace_id AS tr, s.value_number AS num, "
+        f"s.value_text AS txt FROM (SELECT id, argMax(tuple({fields}), written_at) AS s "
+        f"FROM {table} WHERE project = {{project:String}} AND id IN (SELECT id FROM {table} "
+        f"WHERE project = {{project:String}} AND name = {{{name}:String}}) GROUP BY id) "
+        f"WHERE s.is_deleted = 0 AND s.name = {{{name}:String}}"
+    )
+    return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
+
+
+def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], dict[str, Any]]:
+    """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
+
+    A record's scores are its own and its trace's. ``eq`` keeps a record with any such score
+    of that value; ``unscored`` one with none of that name; ``min``/``max`` bound the mean of
+    its numeric and boolean ones, read from one map per name, target -> (sum, count), which
+    ClickHouse computes once per query (a scalar subquery).
+    """
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for i, test in enumerate(tests):
+        name = f"sn{i}"
+        params[name] = test.name
+        live = _live_of_name(table, name)
+        if test.kind in ("eq", "unscored"):
+            where = "" if test.kind == "unscored" else f" WHERE txt = {{sv{i}:String}}"
+            if test.kind == "eq":
+                params[f"sv{i}"] = str(test.value)
+            scored = (
+                f"(id IN (SELECT rq FROM ({live}){where}) OR (trace_id != '' AND trace_id IN "
+                f"(SELECT tr FROM ({live}){where})))"
+            )
+            clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
+            continue
+        sums = (
+            "(SELECT CAST(mapFromArrays(groupArray(k), groupArray(tuple(sm, ct))), "
+            "'Map(String, Tuple(Float64, UInt64))') FROM (SELECT if(rq != '', "
+            "concat('r:', rq), concat('t:', tr)) AS k, sum(num) AS sm, count(num) AS ct "
+            f"FROM ({live}) GROUP BY k))"
+        )
+        own, trace = f"{sums}[concat('r:', id)]", f"{sums}[concat('t:', trace_id)]"
+        total = f"(tupleElement({own}, 1) + if(trace_id != '', tupleElement({trace}, 1), 0))"
+        count = f"(tupleElement({own}, 2) + if(trace_id != '', tupleElement({trace}, 2), 0))"
+        op = ">=" if test.kind == "min" else "<="
+        params[f"sv{i}"] = float(test.value or 0)
+        clauses.append(f"({count} > 0 AND {total} / {count} {op} {{sv{i}:Float64}})")
+    return clauses, params

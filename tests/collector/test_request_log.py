@@ -101,7 +101,10 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "span_id",
         "parent_span_id",
         "span_name",
+        # Per score name, the mean or newest category of its scores (issue 31, CONTRACT 9).
+        "scores",
     }
+    assert item["scores"] == {}
     assert item["model"] == "gpt-4o-mini"
     assert item["usage"] == {"total_tokens": 37, "estimated_cost_usd": 0.0004}
     assert item["latency_ms"] == 420

@@ -32,6 +32,7 @@ from ...services.mappers import (
     request_list_item,
     search_hit,
 )
+from ...services.requests import is_score_param
 from ..deps import IngestProject, Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["requests"])
@@ -170,9 +171,12 @@ def list_requests(
         end_date=end_date,
         metadata=_metadata_params(request),
         trace_id=trace_id,
+        score_params=[kv for kv in request.query_params.multi_items() if is_score_param(kv[0])],
     )
+    scores = services.scores.summaries(project, [(r.id, r.trace_id) for r in page.rows])
     return Page(
-        data=[request_list_item(r) for r in page.rows], pagination=pagination(page.next_cursor)
+        data=[request_list_item(r, scores.get(r.id)) for r in page.rows],
+        pagination=pagination(page.next_cursor),
     )
 
 
@@ -233,4 +237,6 @@ def get_request(
     services: ServicesDep,
 ) -> Data[RequestDetail]:
     """Return one record with its model, timing and integration."""
-    return Data(data=request_detail(services.requests.get(project, request_id)))
+    row = services.requests.get(project, request_id)
+    traces = [row.trace_id] if row.trace_id else []
+    return Data(data=request_detail(row, services.scores.on_targets(project, [row.id], traces)))
