@@ -15,6 +15,14 @@ from typing import Any
 from ._shipping import SpanShipper
 from .otel import PromptrailSpanExporter
 
+# What a queued score holds (its dict, id and name strings, the wrapper), rounded up from
+# sys.getsizeof; plus its text again, as for spans. A span's estimate (1.5 KB fixed) would
+# let a budget hold less than half the scores it can.
+_SCORE_FIXED_BYTES = 768
+_SCORE_TEXT_FACTOR = 1.5
+# A score's JSON until some are encoded (an id, a name, a value, a record id: ~150 bytes).
+_TYPICAL_SCORE_BYTES = 200
+
 
 class ScoreExporter(PromptrailSpanExporter):
     """The record exporter's buffering, retries and counting, posting to /v1/scores/batch."""
@@ -22,6 +30,13 @@ class ScoreExporter(PromptrailSpanExporter):
     _path = "/v1/scores/batch"
     _body_key = b"scores"
     _warn_without_key = False  # the record exporter made with it already says so
+
+    @property
+    def mean_record_bytes(self) -> int:
+        """The mean size of the scores encoded so far (a typical score's until there are some)."""
+        if not self._encoded_records:
+            return _TYPICAL_SCORE_BYTES
+        return super().mean_record_bytes
 
 
 class QueuedScore:
@@ -51,6 +66,10 @@ class ScoreShipper(SpanShipper):
     def idle(self) -> bool:
         """Whether every score queued so far is settled (nothing to flush or send at exit)."""
         return not self._queue and not self._exporter.pending
+
+    def _learn_size(self) -> None:
+        mean = self._exporter.mean_record_bytes
+        self._span_bytes = _SCORE_FIXED_BYTES + int(_SCORE_TEXT_FACTOR * mean)
 
     def put(self, item: dict[str, Any]) -> None:
         """Queue one score (the caller's thread: keep it cheap)."""

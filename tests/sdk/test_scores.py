@@ -252,3 +252,23 @@ def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(capture: No
     assert time.monotonic() - started < 2.5  # one quick attempt, not the 3 s bound
     counts = promptrail.stats()["scores"]
     assert counts["dropped"] == {"shutdown_unsent": 3} and counts["pending"] == 0
+
+
+def test_scores_waiting_are_bounded_by_the_capture_budget(capture: None) -> None:
+    promptrail.init(
+        api_key=DEFAULT_KEY,
+        base_url=f"http://127.0.0.1:{free_port()}",
+        max_queue_bytes=1_000_000,
+        flush_interval=60,  # all of them wait in the queue
+    )
+
+    for n in range(600):  # ~0.6 MB by the scores' own estimate: all kept
+        promptrail.score("n", n, request_id="req_budget")
+    kept = promptrail.stats()["scores"]
+    for n in range(2000):  # far past it: the new ones are dropped and counted
+        promptrail.score("n", n, request_id="req_budget")
+    full = promptrail.stats()["scores"]
+
+    assert (kept["pending"], kept["dropped_total"]) == (600, 0)
+    assert full["dropped"]["queue_full"] > 0
+    assert full["pending"] + full["dropped"]["queue_full"] == 2600
