@@ -102,7 +102,7 @@ class _Node:
         """
         if self.current is None:
             return
-        self.current.finished = True
+        self.current.finish()
         if otel_context.get_current() is self.attached:
             # attach, not detach(token): the token may belong to another context
             otel_context.attach(self.previous or Context())
@@ -383,8 +383,13 @@ class _RunCurrent(StandInSpan):
         self.before = before
         self.finished = False
 
+    def finish(self) -> None:
+        """Stand for ``before`` from now on (and hold the ended span no longer)."""
+        self.span = self.before
+        self.finished = True
+
     def _span(self) -> Span:
-        return self.before if self.finished else self.span
+        return self.span
 
 
 # -- what a span shows: worked out on the shipper's thread on promptrail's own spans -------

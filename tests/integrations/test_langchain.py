@@ -312,15 +312,20 @@ def test_a_retriever_is_a_parent_span_with_its_documents(
     assert call["input"] == [{"role": "user", "content": "otters live in rivers"}]
 
 
+def one_node_graph(node: Any) -> Any:
+    """A graph of one node, ``approve``, with a checkpointer (an interrupt needs one)."""
+    graph = StateGraph(State)
+    graph.add_node("approve", node)
+    graph.add_edge(START, "approve")
+    graph.add_edge("approve", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
 def test_a_langgraph_interrupt_is_control_flow_not_an_error(records: Records) -> None:
     def approve(state: State) -> State:
         return {"answer": str(interrupt(f"approve {state['question']}?"))}
 
-    graph = StateGraph(State)
-    graph.add_node("approve", approve)
-    graph.add_edge(START, "approve")
-    graph.add_edge("approve", END)
-    app = graph.compile(checkpointer=InMemorySaver())
+    app = one_node_graph(approve)
     config: Any = {"configurable": {"thread_id": "t1"}}
 
     paused = app.invoke({"question": "otters"}, config)
@@ -414,3 +419,37 @@ def test_async_runs_are_current_in_their_own_tasks_without_detach_errors(
         assert call["input"] == [{"role": "user", "content": f"facts about {topic}"}]
     after = [r for r in recorded if r["span_name"] == "look_up" and r["parent_span_id"] is None]
     assert [r["input_variables"] for r in after] == [{"topic": "after"}]
+
+
+def test_an_async_interrupt_is_no_error_and_leaves_no_run_current(records: Records) -> None:
+    async def approve(state: State) -> State:
+        return {"answer": str(interrupt("approve?"))}
+
+    app = one_node_graph(approve)
+    config: Any = {"configurable": {"thread_id": "t2"}}
+
+    async def main() -> None:
+        paused = await app.ainvoke({"question": "otters"}, config)
+        assert [i.value for i in paused["__interrupt__"]] == ["approve?"]
+        assert not trace.get_current_span().get_span_context().is_valid
+
+    asyncio.run(main())
+
+    recorded = records(expected=2)
+    assert [(r["status"], r["error"]) for r in recorded] == [("success", None)] * 2
+    assert named(recorded, "approve")["output"] == {"__interrupt__": ["approve?"]}
+
+
+def test_a_stream_left_early_stops_being_current(records: Records) -> None:
+    def count(_: str) -> Iterator[str]:
+        yield from ("one", "two", "three")
+
+    chain = RunnableLambda(lambda text: text) | RunnableLambda(count)
+    for chunk in chain.stream("go"):
+        assert chunk == "one"
+        break
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    look_up("after")
+
+    recorded = records(expected=4)
+    assert named(recorded, "look_up")["parent_span_id"] is None
