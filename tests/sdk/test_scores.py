@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 import promptrail
 from promptrail import _runtime
@@ -272,3 +273,22 @@ def test_scores_waiting_are_bounded_by_the_capture_budget(capture: None) -> None
     assert (kept["pending"], kept["dropped_total"]) == (600, 0)
     assert full["dropped"]["queue_full"] > 0
     assert full["pending"] + full["dropped"]["queue_full"] == 2600
+
+
+def test_with_your_own_tracer_provider_the_ids_are_the_collectors_too(
+    live_url: str, capture: None
+) -> None:
+    provider = TracerProvider()
+    promptrail.init(
+        api_key=DEFAULT_KEY, base_url=live_url, tracer_provider=provider, flush_interval=0.05
+    )
+
+    trace_id = answer("capital of Italy?")
+    request_id = promptrail.last_request_id()
+    assert promptrail.flush(timeout=10)
+    provider.shutdown()
+
+    record = httpx.get(f"{live_url}/v1/requests/{request_id}", headers=DEFAULT_AUTH)
+    assert record.status_code == 200, record.text
+    assert record.json()["data"]["trace_id"] == trace_id
+    assert [s["name"] for s in stored_scores(live_url, trace_id=str(trace_id))] == ["on_topic"]
