@@ -224,7 +224,9 @@ def test_last_request_id_is_per_thread_and_per_task(capture: None) -> None:
 def test_a_project_over_its_rate_gets_its_scores_after_retry_after(
     settings: Settings, capture: None
 ) -> None:
-    limited = settings.model_copy(update={"limit_requests": "1/2 seconds"})
+    # One request per 3 s: the two flushes below come well within one window, even on a
+    # loaded machine, so the second post is refused with a Retry-After.
+    limited = settings.model_copy(update={"limit_requests": "1/3 seconds"})
     with serve(create_app(limited)) as url:
         promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, export_timeout=10)
         promptrail.score("first", 1, request_id="req_rate")
