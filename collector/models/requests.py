@@ -301,7 +301,7 @@ class Period(BaseModel):
 class AnalyticsResult(BaseModel):
     """Spec 2.8, plus for ``cost`` how many records of the period had no known price."""
 
-    metric: Literal["cost", "usage", "latency", "errors"]
+    metric: Literal["cost", "usage", "latency", "errors", "score"]
     total: float
     groups: list[AnalyticsGroup]
     period: Period
@@ -309,4 +309,7 @@ class AnalyticsResult(BaseModel):
         default=None,
         description="metric=cost only: records of the period (and filters) whose model has "
         "no known price, counted as 0 in the total.",
+    )
+    score_count: int | None = Field(
+        default=None, description="metric=score only: how many scores the total is the mean of."
     )

@@ -30,6 +30,8 @@ class AnalyticsOutcome:
     end: datetime
     # metric=cost only: records of the period counted as 0 because their model has no price.
     cost_unknown_records: int | None = None
+    # metric=score only: how many scores the total is the mean of.
+    score_count: int | None = None
 
 
 class AnalyticsService:
@@ -53,12 +55,19 @@ class AnalyticsService:
         start_date: str | None,
         end_date: str | None,
         filters_json: str | None,
+        score_name: str | None = None,
     ) -> AnalyticsOutcome:
-        """Return the metric's total over the period and its value per group."""
-        if metric not in METRICS:
+        """Return the metric's total over the period and its value per group.
+
+        ``metric=score`` is the mean of the scores named ``score_name`` on the records
+        created in the period (CONTRACT 9); each group's count is its number of scores.
+        """
+        if metric not in METRICS and metric != "score":
             raise ValidationFailed(
-                "metric", f"metric must be one of {', '.join(METRICS)}", value=metric
+                "metric", f"metric must be one of {', '.join([*METRICS, 'score'])}", value=metric
             )
+        if metric == "score" and not score_name:
+            raise ValidationFailed("score_name", "metric=score needs score_name=<name>")
         if group_by is not None and not _valid_group(group_by):
             raise ValidationFailed(
                 "group_by",
@@ -72,6 +81,9 @@ class AnalyticsService:
         filters = _filters(filters_json, start, end)
         if self._pending is not None:
             self._pending.wait(project)
+        if metric == "score":
+            total, groups = self._store.scores(project, score_name or "", group_by, filters)
+            return AnalyticsOutcome(metric, total.value, groups, start, end, None, total.count)
         plan = self.plan(project, group_by, filters, start, end)
         total, groups = self._store.aggregate(
             project, metric, group_by, filters, plan, percentiles=metric == "latency"

@@ -227,6 +227,7 @@ def analytics_result(outcome: AnalyticsOutcome) -> AnalyticsResult:
         ],
         period=Period(start=outcome.start, end=outcome.end),
         cost_unknown_records=outcome.cost_unknown_records,
+        score_count=outcome.score_count,
     )
 
 

@@ -18,6 +18,7 @@ from clickhouse_connect.driver.client import Client
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
+from .scores import live_scores_of_name
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
 METRICS = {
@@ -98,6 +99,12 @@ class AnalyticsStore:
         self._client = client
         self._requests = requests
         self._rollups = rollups
+
+    def scores(
+        self, project: str, score_name: str, group_by: str | None, filters: RequestFilter
+    ) -> tuple[GroupRow, list[GroupRow]]:
+        """``metric=score``: the mean of a score name's scores on the matching records."""
+        return score_aggregate(self._client, self._requests, project, score_name, group_by, filters)
 
     def aggregate(
         self,
@@ -268,3 +275,54 @@ def _number(value: Any) -> float:
     # A mean over no rows is NaN in ClickHouse; an empty period has a mean of 0.
     number = float(value or 0)
     return 0.0 if number != number else number
+
+
+def _scored_records(requests: RequestStore, where: str, name: str) -> str:
+    """SQL: (group name, score id, value) of every numeric or boolean score of the records
+    matching ``where``, its own and its trace's (``name`` the group expression)."""
+    live = live_scores_of_name(requests.scores_table, "score_name")
+    records = f"SELECT {name} AS name, id, trace_id FROM {requests.table} FINAL WHERE {where}"
+    return (
+        f"SELECT r.name AS name, s.sid AS sid, s.num AS num FROM ({records}) AS r "
+        f"INNER JOIN ({live}) AS s ON r.id = s.rq WHERE s.num IS NOT NULL "
+        f"UNION ALL SELECT r.name, s.sid, s.num FROM ({records}) AS r "
+        f"INNER JOIN ({live}) AS s ON r.trace_id = s.tr "
+        "WHERE r.trace_id != '' AND s.num IS NOT NULL"
+    )
+
+
+def score_aggregate(
+    client: Client,
+    requests: RequestStore,
+    project: str,
+    score_name: str,
+    group_by: str | None,
+    filters: RequestFilter,
+) -> tuple[GroupRow, list[GroupRow]]:
+    """Return the mean of the scores named ``score_name`` on the matching records, and per
+    group largest first. A trace's score counts once per group (and once in the total),
+    however many of the trace's records the group holds."""
+    where, params = filter_where(project, filters)
+    params.update(score_name=score_name, limit=_MAX_GROUPS)
+    if group_by is None:
+        name = "''"
+    elif group_by.startswith("metadata."):
+        name = "metadata_map[{group_key:String}]"
+        params["group_key"] = group_by.removeprefix("metadata.")
+    else:
+        name = GROUPS[group_by].format(time="created_at")
+    scored = _scored_records(requests, where, name)
+    total = client.query(
+        f"SELECT avg(num), count() FROM (SELECT DISTINCT sid, num FROM ({scored}))",
+        parameters=params,
+    ).result_rows[0]
+    count = int(total[1])
+    total_row = GroupRow("", float(total[0]) if count else 0.0, count, None)
+    if group_by is None:
+        return total_row, []
+    rows = client.query(
+        f"SELECT name, avg(num) AS value, count() FROM (SELECT DISTINCT name, sid, num "
+        f"FROM ({scored})) GROUP BY name ORDER BY value DESC, name LIMIT {{limit:UInt32}}",
+        parameters=params,
+    ).result_rows
+    return total_row, [GroupRow(str(r[0]), float(r[1]), int(r[2]), None) for r in rows]

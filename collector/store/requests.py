@@ -44,7 +44,7 @@ from .request_rows import (
 )
 from .request_tables import COLUMNS, REQUEST_IDS, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
 from .schema import quote
-from .scores import SCORES
+from .scores import SCORES, tombstones_for_records
 
 
 class RequestStore:
@@ -248,6 +248,15 @@ class RequestStore:
         ).result_rows
         count = int(count_rows[0][0])
         if count:
+            # The records' scores go with them (CONTRACT 9), first: their ids are read from
+            # the records while those still stand.
+            self._client.command(
+                tombstones_for_records(
+                    self.scores_table, f"SELECT id FROM {self.table} FINAL WHERE {where}"
+                ),
+                parameters=params,
+                settings={**self._insert_settings, **settings},
+            )
             # The tombstones are built inside ClickHouse: no record travels through Python.
             columns = ", ".join(COLUMNS)
             replaced = ", ".join(

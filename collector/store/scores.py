@@ -393,11 +393,11 @@ class ScoreTest:
     value: float | str | None = None
 
 
-def _live_of_name(table: str, name: str) -> str:
-    """SQL: the project's live scores named ``{<name>:String}``: (rq, tr, num, txt)."""
+def live_scores_of_name(table: str, name: str) -> str:
+    """SQL: the project's live scores named ``{<name>:String}``: (sid, rq, tr, num, txt)."""
     fields = ", ".join(_FIELDS)
     sql = (
-        "SELECT s.request_id AS rq, s.trace_id AS tr, s.value_number AS num, "
+        "SELECT id AS sid, s.request_id AS rq, s.trace_id AS tr, s.value_number AS num, "
         f"s.value_text AS txt FROM (SELECT id, argMax(tuple({fields}), written_at) AS s "
         f"FROM {table} WHERE project = {{project:String}} AND id IN (SELECT id FROM {table} "
         f"WHERE project = {{project:String}} AND name = {{{name}:String}}) GROUP BY id) "
@@ -419,7 +419,7 @@ def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], di
     for i, test in enumerate(tests):
         name = f"sn{i}"
         params[name] = test.name
-        live = _live_of_name(table, name)
+        live = live_scores_of_name(table, name)
         if test.kind in ("eq", "unscored"):
             where = "" if test.kind == "unscored" else f" WHERE txt = {{sv{i}:String}}"
             if test.kind == "eq":
@@ -443,3 +443,22 @@ def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], di
         params[f"sv{i}"] = float(test.value or 0)
         clauses.append(f"({count} > 0 AND {total} / {count} {op} {{sv{i}:Float64}})")
     return clauses, params
+
+
+def tombstones_for_records(table: str, record_ids: str) -> str:
+    """SQL: insert a tombstone of every live score on the records ``record_ids`` selects.
+
+    ``record_ids`` is a subquery (parameters ``{project:String}`` and its own); the tombstones
+    are built inside ClickHouse, as the records' are (store/requests.py ``delete_matching``).
+    """
+    fields = ", ".join(_FIELDS)
+    kept = ", ".join("toUInt8(1)" if f == "is_deleted" else f"s.{f}" for f in _FIELDS)
+    sql = (
+        f"INSERT INTO {table} (project, id, {fields}, written_at) "
+        f"SELECT {{project:String}}, id, {kept}, now64(6) FROM ("
+        f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
+        f"WHERE project = {{project:String}} AND id IN (SELECT id FROM {table} "
+        f"WHERE project = {{project:String}} AND request_id IN ({record_ids})) GROUP BY id"
+        f") WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
+    )
+    return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)

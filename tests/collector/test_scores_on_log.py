@@ -16,7 +16,9 @@ from tests.collector.test_scores import assert_error, created, other_api, scores
 __all__ = ["other_api", "scores_api"]  # the module's shared collector
 
 
-def log(api: TestClient, tag: str, n: int, trace: str | None = None, **extra: Any) -> str:
+def log(
+    api: TestClient, tag: str, n: int, trace: str | None = None, user: str = "", **extra: Any
+) -> str:
     """Log one record tagged ``tag``; return its id."""
     record_id = f"req_{tag}_{n}"
     body: dict[str, Any] = {
@@ -24,7 +26,7 @@ def log(api: TestClient, tag: str, n: int, trace: str | None = None, **extra: An
         "created_at": f"2026-03-01T10:00:{n:02d}Z",
         "model": "gpt-4o-mini",
         "output": {"content": f"answer {n}"},
-        "metadata": {"tag": tag},
+        "metadata": {"tag": tag, "user": user},
         **extra,
     }
     if trace:
@@ -126,3 +128,55 @@ def test_another_project_s_scores_never_show_on_this_project_s_records(
     assert scores_api.get(f"/v1/requests/{record}").json()["data"]["scores"] == []
     assert listed(scores_api, tag)[0]["scores"] == {}
     assert [i["id"] for i in listed(scores_api, tag, unscored="helpful")] == [record]
+
+
+def test_deleting_records_by_metadata_deletes_their_scores(scores_api: TestClient) -> None:
+    tag, keep = uuid.uuid4().hex[:8], uuid.uuid4().hex[:8]
+    gone = log(scores_api, tag, 1, user="u-gone")
+    kept = log(scores_api, keep, 1)
+    score = created(scores_api, request_id=gone, name="helpful", value=1)
+    created(scores_api, request_id=gone, name="tone", value="kind")
+    survivor = created(scores_api, request_id=kept, name="helpful", value=0)
+    deleted = scores_api.request("DELETE", "/v1/requests", json={"metadata": {"tag": tag}})
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["data"]["deleted_count"] == 1
+    assert scores_api.get("/v1/scores", params={"request_id": gone}).json()["data"] == []
+    assert_error(scores_api.get(f"/v1/scores/{score['id']}"), 404, "SCORE_NOT_FOUND")
+    assert scores_api.get(f"/v1/scores/{survivor['id']}").json()["data"] == survivor
+
+
+def test_analytics_metric_score_is_the_mean_by_every_group(scores_api: TestClient) -> None:
+    tag, trace = uuid.uuid4().hex[:8], uuid.uuid4().hex
+    base = {"start_date": "2026-03-01", "end_date": "2026-03-01"}
+    filters = f'{{"metadata": {{"tag": "{tag}"}}}}'
+    a1 = log(scores_api, tag, 1, prompt_name="a", version=1)
+    a2 = log(scores_api, tag, 2, trace, prompt_name="a", version=2)
+    a3 = log(scores_api, tag, 3, trace, prompt_name="a", version=2)
+    b1 = log(scores_api, tag, 4, prompt_name="b", version=1)
+    created(scores_api, request_id=a1, name="helpful", value=1.0)
+    created(scores_api, request_id=a2, name="helpful", value=0.0)
+    created(scores_api, trace_id=trace, name="helpful", value=True)  # on a2 and a3: once
+    created(scores_api, request_id=b1, name="helpful", value=0.5)
+    created(scores_api, request_id=a3, name="tone", value="kind")  # not numeric: not counted
+
+    def run(**params: Any) -> dict[str, Any]:
+        response = scores_api.get(
+            "/v1/requests/analytics",
+            params={"metric": "score", "score_name": "helpful", "filters": filters, **base}
+            | params,
+        )
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()["data"]
+        return data
+
+    total = run()
+    assert (total["metric"], total["total"], total["score_count"]) == ("score", 0.625, 4)
+    by_prompt = {g["name"]: (g["value"], g["count"]) for g in run(group_by="prompt_name")["groups"]}
+    assert by_prompt == {"a": (2 / 3, 3), "b": (0.5, 1)}
+    by_version = {g["name"]: (g["value"], g["count"]) for g in run(group_by="version")["groups"]}
+    assert by_version == {"1": (0.75, 2), "2": (0.5, 2)}
+    for group_by in ("model", "status", "day", "hour", "metadata.tag"):
+        groups = run(group_by=group_by)["groups"]
+        assert [(g["value"], g["count"]) for g in groups] == [(0.625, 4)], group_by
+    missing = scores_api.get("/v1/requests/analytics", params={"metric": "score"})
+    assert_error(missing, 400, "VALIDATION_ERROR", "score_name")

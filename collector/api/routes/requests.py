@@ -215,9 +215,14 @@ def analytics(
     start_date: Annotated[str | None, Query(max_length=40)] = None,
     end_date: Annotated[str | None, Query(max_length=40)] = None,
     filters: Annotated[str | None, Query(max_length=10_000, description="A JSON object")] = None,
+    score_name: Annotated[
+        str | None, Query(min_length=1, max_length=100, description="With metric=score.")
+    ] = None,
 ) -> Data[AnalyticsResult]:
-    """Aggregate cost, usage, latency or errors over a period, optionally grouped."""
-    outcome = services.analytics.run(project, metric, group_by, start_date, end_date, filters)
+    """Aggregate cost, usage, latency, errors or a score's mean over a period, grouped."""
+    outcome = services.analytics.run(
+        project, metric, group_by, start_date, end_date, filters, score_name
+    )
     return Data(data=analytics_result(outcome))
 
 
