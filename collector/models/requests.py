@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .json_values import check_json
 from .scores import ScoreOut
@@ -245,6 +245,23 @@ class ExportFilters(_Input):
     start_date: str | None = None
     end_date: str | None = None
     metadata: MetadataFilter = Field(default_factory=dict)
+    scores: dict[str, Annotated[str, Field(max_length=200)] | float] = Field(
+        default_factory=dict,
+        max_length=20,
+        description="Score filters as the list takes them: score.<name>.min / .max / "
+        "score.<name> / unscored, given as keys of the filters object.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_keys(cls, data: Any) -> Any:
+        # ``score.<name>…`` and ``unscored`` keys sit beside the others, as on the list.
+        if isinstance(data, dict):
+            moved = {k: v for k, v in data.items() if k.startswith("score.") or k == "unscored"}
+            if moved:
+                data = {k: v for k, v in data.items() if k not in moved}
+                data["scores"] = {**data.get("scores", {}), **moved}
+        return data
 
 
 class ExportCreate(_Input):

@@ -16,7 +16,7 @@ from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
 from .dates import utc_now_ms
 from .pending_writes import PendingWrites
-from .requests import request_filter
+from .requests import request_filter, score_tests
 
 logger = logging.getLogger("promptrail.exports")
 
@@ -169,7 +169,11 @@ class ExportService:
         try:
             partial.unlink(missing_ok=True)
             count = self._store.write_file(
-                job.project, _job_filters(job), job.format, job.include_metadata, partial
+                job.project,
+                _job_filters(job, self._store.scores_table),
+                job.format,
+                job.include_metadata,
+                partial,
             )
             os.replace(partial, final)
             done = replace(job, status=COMPLETED, row_count=count, updated_at=utc_now_ms())
@@ -185,8 +189,9 @@ class ExportService:
                 self._running.pop(job.export_id, None)
 
 
-def _filters(body: ExportCreate) -> RequestFilter:
+def _filters(body: ExportCreate, scores_table: str = "") -> RequestFilter:
     f = body.filters
+    params = [(k, v if isinstance(v, str) else repr(v)) for k, v in f.scores.items()]
     return request_filter(
         prompt_name=f.prompt_name,
         status=f.status,
@@ -194,9 +199,11 @@ def _filters(body: ExportCreate) -> RequestFilter:
         start_date=f.start_date,
         end_date=f.end_date,
         metadata=f.metadata,
+        scores=score_tests(params, field_prefix="filters."),
+        scores_table=scores_table,
         field_prefix="filters.",
     )
 
 
-def _job_filters(job: ExportJob) -> RequestFilter:
-    return _filters(ExportCreate(format=job.format, filters=job.filters))
+def _job_filters(job: ExportJob, scores_table: str) -> RequestFilter:
+    return _filters(ExportCreate(format=job.format, filters=job.filters), scores_table)

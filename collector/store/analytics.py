@@ -172,13 +172,7 @@ class AnalyticsStore:
         untimed = replace(query.filters, start=None, end=None)
         where, raw_params = filter_where(query.project, untimed)
         params.update(raw_params)
-        if group_by is None:
-            name = "''"
-        elif group_by.startswith("metadata."):
-            name = "metadata_map[{group_key:String}]"
-            params["group_key"] = group_by.removeprefix("metadata.")
-        else:
-            name = GROUPS[group_by].format(time="created_at")
+        name = log_group(group_by, params)
         state = (
             f", quantilesBFloat16State({LEVELS})(latency_ms) AS part_q" if query.percentiles else ""
         )
@@ -277,6 +271,16 @@ def _number(value: Any) -> float:
     return 0.0 if number != number else number
 
 
+def log_group(group_by: str | None, params: dict[str, Any]) -> str:
+    """The group expression of ``group_by`` over the log (``params`` receives its key)."""
+    if group_by is None:
+        return "''"
+    if group_by.startswith("metadata."):
+        params["group_key"] = group_by.removeprefix("metadata.")
+        return "metadata_map[{group_key:String}]"
+    return GROUPS[group_by].format(time="created_at")
+
+
 def _scored_records(requests: RequestStore, where: str, name: str) -> str:
     """SQL: (group name, score id, value) of every numeric or boolean score of the records
     matching ``where``, its own and its trace's (``name`` the group expression)."""
@@ -304,13 +308,7 @@ def score_aggregate(
     however many of the trace's records the group holds."""
     where, params = filter_where(project, filters)
     params.update(score_name=score_name, limit=_MAX_GROUPS)
-    if group_by is None:
-        name = "''"
-    elif group_by.startswith("metadata."):
-        name = "metadata_map[{group_key:String}]"
-        params["group_key"] = group_by.removeprefix("metadata.")
-    else:
-        name = GROUPS[group_by].format(time="created_at")
+    name = log_group(group_by, params)
     scored = _scored_records(requests, where, name)
     total = client.query(
         f"SELECT avg(num), count() FROM (SELECT DISTINCT sid, num FROM ({scored}))",

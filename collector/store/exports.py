@@ -14,6 +14,7 @@ from .connection import utc
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .schema import Table, quote
+from .scores import record_scores_json
 
 # Job state survives restarts; the newest row of an export wins (FINAL).
 EXPORTS = Table(
@@ -62,7 +63,8 @@ _CSV_COLUMNS = (
     f"if(version = 0, NULL, version) AS version, {_NOT_A_FORMULA.format(c='model')}, "
     f"{_NOT_A_FORMULA.format(c='provider')}, toString(status) AS status, "
     "input_variables, input, output, {metadata}prompt_tokens, completion_tokens, total_tokens, "
-    f"estimated_cost_usd, latency_ms, {_NOT_A_FORMULA.format(c='error')}"
+    f"estimated_cost_usd, latency_ms, {_NOT_A_FORMULA.format(c='error')}, "
+    "{scores} AS scores"
 )
 
 # JSON lines are assembled inside ClickHouse so the stored JSON objects (input variables,
@@ -80,7 +82,8 @@ _JSON_LINE = (
     "',\"completion_tokens\":', toString(completion_tokens), "
     "',\"total_tokens\":', toString(total_tokens), "
     "',\"estimated_cost_usd\":', toString(estimated_cost_usd), '}}', "
-    "',\"latency_ms\":', toString(latency_ms), ',\"error\":', toJSONString(error), '}}') AS line"
+    "',\"latency_ms\":', toString(latency_ms), ',\"error\":', toJSONString(error), "
+    "',\"scores\":', {scores}, '}}') AS line"
 )
 
 # The CSV select names its formatted columns (created_at as text, status as text) after the
@@ -181,19 +184,28 @@ class ExportStore:
             for r in rows
         ]
 
+    @property
+    def scores_table(self) -> str:
+        """The scores table that score filters and the exported scores read."""
+        return self._requests.scores_table
+
     def write_file(
         self, project: str, filters: RequestFilter, fmt: str, include_metadata: bool, path: Path
     ) -> int:
         """Write matching records to ``path`` (CSVWithNames or JSON lines); return the count."""
         where, params = filter_where(project, filters)
+        # Each record's scores (CONTRACT 9): a JSON array, in CSV a column holding it.
+        scores = record_scores_json(self.scores_table)
         settings = _COLUMNS_BEFORE_ALIASES
         if fmt == "csv":
-            columns = _CSV_COLUMNS.format(metadata="metadata, " if include_metadata else "")
+            columns = _CSV_COLUMNS.format(
+                metadata="metadata, " if include_metadata else "", scores=scores
+            )
             output_format = "CSVWithNames"
             settings = _CSV_SETTINGS
         else:
             metadata = "',\"metadata\":', metadata, " if include_metadata else ""
-            columns = _JSON_LINE.format(metadata=metadata)
+            columns = _JSON_LINE.format(metadata=metadata, scores=scores)
             output_format = "TabSeparatedRaw"
         select = (
             f"SELECT {columns} FROM {self._requests.table} FINAL WHERE {where} "

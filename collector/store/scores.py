@@ -462,3 +462,43 @@ def tombstones_for_records(table: str, record_ids: str) -> str:
         f") WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
     )
     return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
+
+
+def record_scores_json(table: str) -> str:
+    """SQL expression: the JSON array of a log row's scores (its own and its trace's), newest
+    first, as score objects; over a table with ``id`` and ``trace_id``.
+
+    The project's live scores are read once per query into a map, target -> [(time, JSON)]
+    (a scalar subquery), which every exported row looks its record and trace up in.
+    """
+    fields = ", ".join(_FIELDS)
+    obj = (
+        "concat('{\"id\":', toJSONString(id), ',\"request_id\":', "
+        "if(s.request_id = '', 'null', toJSONString(s.request_id)), ',\"trace_id\":', "
+        "if(s.trace_id = '', 'null', toJSONString(s.trace_id)), ',\"name\":', "
+        "toJSONString(s.name), ',\"data_type\":', toJSONString(toString(s.data_type)), "
+        "',\"value\":', s.value, ',\"comment\":', "
+        "if(isNull(s.comment), 'null', toJSONString(assumeNotNull(s.comment))), "
+        "',\"correction\":', "
+        "if(isNull(s.correction), 'null', toJSONString(assumeNotNull(s.correction))), "
+        "',\"source\":', toJSONString(toString(s.source)), ',\"metadata\":', s.metadata, "
+        "',\"created_at\":', "
+        "toJSONString(formatDateTime(s.created_at, '%Y-%m-%dT%H:%i:%S.%fZ')), '}')"
+    )
+    live = (
+        f"SELECT if(s.request_id != '', concat('r:', s.request_id), "
+        f"concat('t:', s.trace_id)) AS k, (s.created_at, {obj}) AS o FROM ("
+        f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
+        "WHERE project = {project:String} GROUP BY id) WHERE s.is_deleted = 0"
+    )
+    by_target = _FIELD_REF.sub(
+        lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})",
+        "(SELECT CAST(mapFromArrays(groupArray(k), groupArray(os)), "
+        "'Map(String, Array(Tuple(DateTime64(3, \\'UTC\\'), String)))') "
+        f"FROM (SELECT k, groupArray(o) AS os FROM ({live}) GROUP BY k))",
+    )
+    return (
+        "concat('[', arrayStringConcat(arrayMap(x -> x.2, arrayReverseSort(x -> x.1, "
+        f"arrayConcat({by_target}[concat('r:', id)], if(trace_id != '', "
+        f"{by_target}[concat('t:', trace_id)], [])))), ','), ']')"
+    )

@@ -6,11 +6,15 @@ lists with that tag, so tests never see each other's records.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
 
+from tests.collector.test_exports import finish, start
 from tests.collector.test_scores import assert_error, created, other_api, scores_api
 
 __all__ = ["other_api", "scores_api"]  # the module's shared collector
@@ -180,3 +184,38 @@ def test_analytics_metric_score_is_the_mean_by_every_group(scores_api: TestClien
         assert [(g["value"], g["count"]) for g in groups] == [(0.625, 4)], group_by
     missing = scores_api.get("/v1/requests/analytics", params={"metric": "score"})
     assert_error(missing, 400, "VALIDATION_ERROR", "score_name")
+
+
+def _export(api: TestClient, fmt: str, filters: dict[str, Any]) -> str:
+    job = start(api, format=fmt, filters=filters)
+    done = finish(api, job["export_id"])
+    assert done["status"] == "completed", done
+    response = api.get(f"/v1/requests/exports/{job['export_id']}/download")
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def test_exports_carry_scores_and_take_the_score_filters(scores_api: TestClient) -> None:
+    tag, trace = uuid.uuid4().hex[:8], uuid.uuid4().hex
+    scored = log(scores_api, tag, 1, trace)
+    plain = log(scores_api, tag, 2)
+    own = created(scores_api, request_id=scored, name="helpful", value=0.9, comment='say "hi"')
+    on_trace = created(scores_api, trace_id=trace, name="tone", value="kind")
+    lines = [
+        json.loads(line)
+        for line in _export(scores_api, "json", {"metadata": {"tag": tag}}).splitlines()
+    ]
+    by_id = {line["id"]: line["scores"] for line in lines}
+    assert by_id == {scored: [on_trace, own], plain: []}
+    rows = list(csv.DictReader(io.StringIO(_export(scores_api, "csv", {"metadata": {"tag": tag}}))))
+    assert {row["id"]: json.loads(row["scores"]) for row in rows} == by_id
+    filtered = _export(
+        scores_api, "json", {"metadata": {"tag": tag}, "score.helpful.min": 0.5}
+    ).splitlines()
+    assert [json.loads(line)["id"] for line in filtered] == [scored]
+    queue = _export(scores_api, "json", {"metadata": {"tag": tag}, "unscored": "helpful"})
+    assert [json.loads(line)["id"] for line in queue.splitlines()] == [plain]
+    bad = scores_api.post(
+        "/v1/requests/export", json={"format": "json", "filters": {"score.x.min": "high"}}
+    )
+    assert_error(bad, 400, "VALIDATION_ERROR", "filters.score.x.min")
