@@ -7,6 +7,7 @@ import { h, replace } from "./dom.js";
 import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
+import { showReview } from "./review.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -15,6 +16,7 @@ const account = document.getElementById("account");
 const SECTIONS = [
   ["#/requests", "Requests"],
   ["#/prompts", "Prompts"],
+  ["#/review", "Review"],
   ["#/analytics", "Analytics"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
@@ -32,6 +34,7 @@ const ROUTES = [
   [/^#\/prompts\/([^/?]+)\/diff(?:\?(.*))?$/, (encoded, q) => showDiff(view, name(encoded), params(q))],
   [/^#\/prompts\/([^/?]+)$/, (encoded) => showPrompt(view, name(encoded))],
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
+  [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],
   [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
 ];
 

@@ -6,10 +6,22 @@ import { costText, facts, field, h, longText, replace, section, statusBadge } fr
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
+import { scoreBadges, scoreConfigs, scoresSection } from "./scores.js";
 import { searchForm, showHits } from "./search.js";
 import { traceSection } from "./trace.js";
 
-const FILTERS = ["prompt_name", "status", "start_date", "end_date", "meta_key", "meta_value"];
+const FILTERS = [
+  "prompt_name",
+  "status",
+  "start_date",
+  "end_date",
+  "meta_key",
+  "meta_value",
+  "score_name",
+  "score_min",
+  "score_max",
+  "score_value",
+];
 
 /** The list's query for the API from the route's filters (metadata as metadata.<key>). */
 function listQuery(filters) {
@@ -22,6 +34,17 @@ function listQuery(filters) {
   };
   const key = filters.get("meta_key");
   if (key) query[`metadata.${key}`] = filters.get("meta_value") || "";
+  return { ...query, ...scoreQuery(filters) };
+}
+
+/** The API's score filters from the route's: score.<name>.min/.max bound the mean, = a value. */
+function scoreQuery(filters) {
+  const name = filters.get("score_name");
+  if (!name) return {};
+  const query = {};
+  if (filters.get("score_min")) query[`score.${name}.min`] = filters.get("score_min");
+  if (filters.get("score_max")) query[`score.${name}.max`] = filters.get("score_max");
+  if (filters.get("score_value")) query[`score.${name}`] = filters.get("score_value");
   return query;
 }
 
@@ -79,6 +102,7 @@ function requestFilters(filters) {
   const named = (name) => ({ id: `filter-${name}`, name, value: value(name) });
   const text = (name, placeholder) => h("input", { ...named(name), type: "text", placeholder });
   const date = (name) => h("input", { ...named(name), type: "date" });
+  const bound = (name) => h("input", { ...named(name), type: "number", step: "any" });
   const status = h(
     "select",
     { id: "filter-status", name: "status" },
@@ -97,6 +121,10 @@ function requestFilters(filters) {
     field("To", date("end_date")),
     field("Metadata key", text("meta_key", "e.g. user_id")),
     field("Metadata value", text("meta_value", "")),
+    field("Score name", text("score_name", "e.g. helpfulness")),
+    field("Score min", bound("score_min")),
+    field("Score max", bound("score_max")),
+    field("Score value", text("score_value", "e.g. good, true")),
   ]);
 }
 
@@ -124,7 +152,7 @@ function recordRow(record, filters) {
   const href = detailHref(record.id, filters);
   const cells = [
     h("a", { href }, fmt.time(record.created_at)),
-    record.prompt_name || h("span", { class: "muted" }, "—"),
+    [record.prompt_name || h("span", { class: "muted" }, "—"), scoreBadges(record.scores)],
     record.version ?? "",
     record.model,
     statusBadge(record.status),
@@ -155,7 +183,10 @@ function detailHref(id, filters) {
 
 /** #/requests/<id>: everything the API knows of one record. */
 export async function showRequest(view, id, back = "") {
-  const { data: record } = await api(`/requests/${encodeURIComponent(id)}`);
+  const [{ data: record }, configs] = await Promise.all([
+    api(`/requests/${encodeURIComponent(id)}`),
+    scoreConfigs(),
+  ]);
   const trace = await traceSection(record);
   replace(
     view,
@@ -168,11 +199,12 @@ export async function showRequest(view, id, back = "") {
       statusBadge(record.status),
     ),
     h("p", { class: "muted mono record-id" }, record.id),
-    h("div", { class: "detail" }, trace, detailSections(record)),
+    h("div", { class: "detail" }, trace, scoresSection(record, configs), detailSections(record)),
   );
 }
 
-function detailSections(record) {
+/** The cards of one record's detail, from its summary to its integration. */
+export function detailSections(record) {
   const usage = record.usage;
   const timing = record.timing;
   const integration = record.integration;

@@ -1,0 +1,240 @@
+// Scores in the console: badges of a record's means, the scores of one record, the reviewer's
+// form (thumbs, a number or a category from the score config, comment and correction) and the
+// review queue. Scores are posted through POST /v1/scores with source "annotation".
+
+import { api, messageOf } from "./api.js";
+import { facts, field, h, longText, replace, section } from "./dom.js";
+import * as fmt from "./format.js";
+
+/** A score's value as text: booleans as yes/no, numbers to three decimals at most. */
+export function scoreText(value) {
+  if (value === true) return "yes";
+  if (value === false) return "no";
+  if (typeof value === "number") return String(Math.round(value * 1000) / 1000);
+  return String(value);
+}
+
+/** A score badge's classes: a boolean one is green (yes) or red (no). */
+function badgeClass(value) {
+  if (value === true) return "badge score good";
+  if (value === false) return "badge score bad";
+  return "badge score";
+}
+
+/** A list item's `scores` ({name: mean}) as one badge per name; nothing when it has none. */
+export function scoreBadges(means) {
+  // By name, so a row's badges keep their places whatever order the API gives.
+  const entries = Object.entries(means || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (entries.length === 0) return null;
+  return h(
+    "span",
+    { class: "score-badges" },
+    entries.map(([name, value]) =>
+      h("span", { class: badgeClass(value), title: `${name}: ${scoreText(value)}` }, `${name} ${scoreText(value)}`),
+    ),
+  );
+}
+
+/** One score as the detail shows it: name and value, then source, time, comment, correction. */
+function scoreItem(score) {
+  return h(
+    "li",
+    { class: "score-item", "data-score-id": score.id },
+    h(
+      "p",
+      { class: "score-head" },
+      h("span", { class: badgeClass(score.value) }, `${score.name} ${scoreText(score.value)}`),
+      h("span", { class: "muted" }, `${score.source} · ${fmt.time(score.created_at)}`),
+      score.trace_id && !score.request_id ? h("span", { class: "muted" }, "on the trace") : null,
+    ),
+    facts([
+      ["Comment", score.comment ? longText(score.comment) : ""],
+      ["Correction", score.correction ? longText(score.correction, "correction") : ""],
+    ]),
+  );
+}
+
+function scoreList(list, scores) {
+  replace(
+    list,
+    scores.length ? scores.map(scoreItem) : h("li", { class: "muted none" }, "No scores yet."),
+  );
+}
+
+/** The score configs by name (GET /v1/score-configs); none when the call fails. */
+export async function scoreConfigs() {
+  try {
+    const { data } = await api("/score-configs");
+    return new Map(data.map((config) => [config.name, config]));
+  } catch {
+    return new Map();
+  }
+}
+
+/**
+ * The "Scores" card of one record: its scores (the detail's `scores`, newest first) and the
+ * reviewer's form. `options.name` fixes the score name (the review queue); `options.onSaved`
+ * runs after a score is saved.
+ */
+export function scoresSection(record, configs, options = {}) {
+  const list = h("ol", { class: "scores", "aria-label": "Scores" });
+  const scores = [...(record.scores || [])];
+  scoreList(list, scores);
+  const form = scoreForm(record.id, configs, options, (score) => {
+    scores.unshift(score);
+    scoreList(list, scores);
+    options.onSaved?.(score);
+  });
+  return section("Scores", [list, form], "scores-card");
+}
+
+const TYPES = [
+  ["boolean", "Thumbs"],
+  ["numeric", "Number"],
+  ["categorical", "Category"],
+];
+
+/** The reviewer's form. Enter submits from any control but the correction (Ctrl+Enter there). */
+function scoreForm(requestId, configs, options, saved) {
+  const names = h(
+    "datalist",
+    { id: "score-names" },
+    [...configs.keys()].map((name) => h("option", { value: name })),
+  );
+  const name = h("input", {
+    id: "score-name",
+    name: "name",
+    type: "text",
+    list: "score-names",
+    required: true,
+    maxlength: 100,
+    value: options.name || "",
+    readonly: options.name ? true : null,
+  });
+  const type = h(
+    "select",
+    { id: "score-type", name: "data_type" },
+    TYPES.map(([value, label]) => h("option", { value }, label)),
+  );
+  const valueBox = h("div", { class: "score-value" });
+  const comment = h("input", { id: "score-comment", name: "comment", type: "text" });
+  const correction = h("textarea", { id: "score-correction", name: "correction", rows: 3 });
+  const note = h("p", { class: "note", role: "status" });
+  const submit = h("button", { type: "submit" }, "Save score");
+  let valueOf = () => undefined;
+
+  // The value's control follows the type: the config's when the name has one.
+  const showValue = () => {
+    const config = configs.get(name.value.trim());
+    if (config) type.value = config.data_type;
+    type.disabled = Boolean(config);
+    valueOf = renderValue(valueBox, type.value, config);
+  };
+  name.addEventListener("input", showValue);
+  type.addEventListener("change", showValue);
+  showValue();
+
+  const form = h(
+    "form",
+    { class: "score-form", "aria-label": "Add a score" },
+    h("h3", {}, "Add a score"),
+    names,
+    h("div", { class: "score-fields" }, field("Score name", name), field("Type", type)),
+    valueBox,
+    field("Comment", comment),
+    field("Correction", correction, "What the output should have been (Ctrl+Enter saves)"),
+    h("div", { class: "actions" }, submit),
+    note,
+  );
+  form.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    const inText = event.target instanceof HTMLTextAreaElement;
+    if (event.target instanceof HTMLButtonElement) return;
+    if (inText && !(event.ctrlKey || event.metaKey)) return;
+    event.preventDefault();
+    form.requestSubmit();
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const value = valueOf();
+    note.className = "note";
+    note.setAttribute("role", "status");
+    if (!name.value.trim()) return replace(note, "Name the score first.");
+    if (value === undefined) return replace(note, "Choose a value first.");
+    submit.disabled = true;
+    replace(note, "Saving…");
+    const body = {
+      request_id: requestId,
+      name: name.value.trim(),
+      value,
+      data_type: type.value,
+      source: "annotation",
+    };
+    if (comment.value.trim()) body.comment = comment.value.trim();
+    if (correction.value.trim()) body.correction = correction.value;
+    try {
+      const { data } = await api("/scores", { method: "POST", body });
+      comment.value = "";
+      correction.value = "";
+      showValue();
+      replace(note, `Saved ${data.name} ${scoreText(data.value)}.`);
+      saved(data);
+    } catch (error) {
+      note.className = "note error";
+      note.setAttribute("role", "alert");
+      replace(note, messageOf(error));
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+/** Fill `box` with the control of a value of `dataType`; return a reader of its value. */
+function renderValue(box, dataType, config) {
+  if (dataType === "boolean") {
+    const choice = (value, label) => {
+      const input = h("input", { type: "radio", name: "score-thumb", value: String(value) });
+      return h("label", { class: `thumb ${value ? "up" : "down"}` }, input, label);
+    };
+    const group = h(
+      "fieldset",
+      { class: "thumbs" },
+      h("legend", {}, "Value"),
+      choice(true, "▲ Good"),
+      choice(false, "▼ Bad"),
+    );
+    replace(box, group);
+    return () => {
+      const checked = group.querySelector("input:checked");
+      return checked ? checked.value === "true" : undefined;
+    };
+  }
+  if (dataType === "categorical" && config?.categories?.length) {
+    const select = h(
+      "select",
+      { id: "score-value", name: "value" },
+      h("option", { value: "" }, "Choose…"),
+      config.categories.map((category) => h("option", { value: category }, category)),
+    );
+    replace(box, field("Value", select));
+    return () => select.value || undefined;
+  }
+  if (dataType === "categorical") {
+    const input = h("input", { id: "score-value", name: "value", type: "text" });
+    replace(box, field("Value", input));
+    return () => input.value.trim() || undefined;
+  }
+  const range = config && (config.min != null || config.max != null);
+  const input = h("input", {
+    id: "score-value",
+    name: "value",
+    type: "number",
+    step: "any",
+    min: config?.min ?? null,
+    max: config?.max ?? null,
+  });
+  const hint = range ? `from ${config.min ?? "any"} to ${config.max ?? "any"}` : "";
+  replace(box, field("Value", input, hint));
+  return () => (input.value.trim() === "" ? undefined : Number(input.value));
+}

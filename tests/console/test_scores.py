@@ -1,0 +1,260 @@
+"""Scores in the console (issue 31, point 5): badges in the log and the detail, a reviewer's
+score from the keyboard, filters by score, the review queue. Scores are posted through the
+public API of a live collector, as an evaluator or the SDK posts them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import LAPTOP, PHONE, Console
+from .records import record
+from .test_requests_page import card, rows
+
+Log = Callable[..., None]
+ANY_HINT = "What the output should have been (Ctrl+Enter saves)"
+
+
+def post_score(client: httpx.Client, **score: Any) -> dict[str, Any]:
+    """Post one score through POST /v1/scores; return it as stored."""
+    response = client.post("/v1/scores", json=score)
+    assert response.status_code == 201, response.text
+    return dict(response.json()["data"])
+
+
+def four_records(log: Log) -> None:
+    """Three records of support-reply, a day apart (newest first), then one of another prompt."""
+    log(
+        record(1, created_at="2026-11-24T09:15:00Z"),
+        record(2, created_at="2026-11-23T09:15:00Z"),
+        record(3, created_at="2026-11-22T09:15:00Z"),
+        record(4, created_at="2026-11-21T09:15:00Z", prompt_name="classify-intent"),
+    )
+
+
+def scored_records(log: Log, client: httpx.Client) -> None:
+    """The four records, the first two scored."""
+    four_records(log)
+    post_score(client, request_id="req_console_0001", name="helpfulness", value=0.9)
+    post_score(client, request_id="req_console_0001", name="helpfulness", value=0.6)
+    post_score(
+        client,
+        request_id="req_console_0001",
+        name="tone",
+        value="friendly",
+        source="eval",
+        comment="<b>warm</b> and clear",
+        correction="Hello Ada, your order ships today (tracking: ZX-1).",
+    )
+    post_score(client, request_id="req_console_0002", name="helpfulness", value=0.2)
+
+
+def settled(page: Page) -> Page:
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+    return page
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_badges_show_the_means_in_the_log_and_every_score_in_the_detail(
+    console: Console, log: Log, client: httpx.Client, viewport: dict[str, int]
+) -> None:
+    scored_records(log, client)
+    page = console.sign_in()
+    page.set_viewport_size(viewport)
+    rows(page)
+
+    badges = page.locator("table.records tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.querySelectorAll('.badge.score')].map(b => b.innerText))"
+    )
+    assert badges == [["helpfulness 0.75", "tone friendly"], ["helpfulness 0.2"], [], []]
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    suffix = "" if viewport is LAPTOP else "-phone"
+    console.screenshot(f"scores-requests{suffix}")
+
+    page.get_by_role("link", name="2026-11-24 09:15:00").click()
+    scores = card(page, "Scores")
+    expect(scores.locator("li.score-item")).to_have_count(3)
+    newest = scores.locator("li.score-item").first
+    expect(newest.locator(".badge")).to_have_text("tone friendly")
+    expect(newest.locator(".score-head .muted").first).to_contain_text("eval · 2026-")
+    # Untrusted text stays text: the comment's markup is shown, not parsed.
+    expect(newest.locator("dd").first).to_have_text("<b>warm</b> and clear")
+    assert newest.locator("dd b").count() == 0
+    expect(newest.locator("pre.correction")).to_have_text(
+        "Hello Ada, your order ships today (tracking: ZX-1)."
+    )
+    assert scores.locator(".badge").all_inner_texts() == [
+        "tone friendly",
+        "helpfulness 0.6",
+        "helpfulness 0.9",
+    ]
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    console.screenshot(f"scores-detail{suffix}")
+    assert console.errors == []
+
+
+def focus_outline(page: Page) -> str:
+    """The outline of the focused element (or of the label holding a focused radio)."""
+    return str(
+        page.evaluate(
+            """() => {
+                const el = document.activeElement;
+                const shown = el.type === 'radio' ? el.closest('label') : el;
+                return getComputedStyle(shown).outlineStyle;
+            }"""
+        )
+    )
+
+
+def test_a_reviewer_scores_a_record_with_the_keyboard_alone(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    log(record(1))
+    response = client.put(
+        "/v1/score-configs/quality",
+        json={"data_type": "categorical", "categories": ["good", "off-topic", "wrong"]},
+    )
+    assert response.status_code == 200, response.text
+    page = settled(console.sign_in(route="#/requests/req_console_0001"))
+    expect(card(page, "Scores").get_by_text("No scores yet.")).to_be_visible()
+
+    # A thumbs-down: name typed, Tab to the type (Thumbs by default), Tab to the thumbs, an
+    # arrow picks "Bad", Enter saves.
+    page.get_by_label("Score name").focus()
+    page.keyboard.type("thumbs")
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Type")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("▲ Good")).to_be_focused()
+    assert focus_outline(page) == "solid"
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_label("▼ Bad")).to_be_checked()
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Comment")).to_be_focused()
+    assert focus_outline(page) == "solid"
+    page.keyboard.type("missed the tracking number")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status").filter(has_text="Saved")).to_have_text("Saved thumbs no.")
+    scores = card(page, "Scores")
+    expect(scores.locator(".badge")).to_have_text(["thumbs no"])
+
+    # A category from the config: the type follows the config, the value is a choice of its
+    # categories; the correction is a text box (Ctrl+Enter saves from it).
+    page.get_by_label("Score name").fill("")
+    page.get_by_label("Score name").focus()
+    page.keyboard.type("quality")
+    expect(page.get_by_label("Type")).to_be_disabled()
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Value", exact=True)).to_be_focused()
+    page.get_by_label("Value", exact=True).select_option("off-topic")
+    page.get_by_label("Correction").focus()
+    page.keyboard.type("Your order ships today.")
+    page.keyboard.press("Control+Enter")
+    expect(scores.locator(".badge")).to_have_text(["quality off-topic", "thumbs no"])
+
+    # A number of a config with a range: a value outside it is not sent.
+    client.put("/v1/score-configs/accuracy", json={"data_type": "numeric", "min": 0, "max": 1})
+    page.reload()
+    settled(page)
+    page.get_by_label("Score name").fill("accuracy")
+    page.get_by_label("Value", exact=True).fill("4")
+    page.get_by_label("Value", exact=True).press("Enter")
+    # The config's range is the control's: the browser holds the value back and says why.
+    assert page.get_by_label("Value", exact=True).evaluate("el => el.validity.rangeOverflow")
+    expect(page.locator(".score-form .hint")).to_have_text(["from 0 to 1", ANY_HINT])
+    page.get_by_label("Value", exact=True).fill("0.5")
+    page.get_by_label("Value", exact=True).press("Enter")
+    expect(card(page, "Scores").locator(".badge").first).to_have_text("accuracy 0.5")
+
+    stored = client.get("/v1/scores", params={"request_id": "req_console_0001"}).json()["data"]
+    assert [(s["name"], s["value"], s["source"]) for s in stored] == [
+        ("accuracy", 0.5, "annotation"),
+        ("quality", "off-topic", "annotation"),
+        ("thumbs", False, "annotation"),
+    ]
+    assert stored[1]["correction"] == "Your order ships today."
+    assert stored[2]["comment"] == "missed the tracking number"
+    console.screenshot("scores-reviewer")
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.emulate_media(color_scheme="dark")
+    console.screenshot("scores-reviewer-phone-dark")
+    assert console.errors == []
+
+
+def test_the_log_filters_by_a_score_through_the_address(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    scored_records(log, client)
+    page = console.sign_in()
+    rows(page)
+
+    def times_after(**values: str) -> list[str]:
+        for label, value in values.items():
+            page.get_by_label(label.replace("_", " "), exact=True).fill(value)
+        page.get_by_role("button", name="Apply").click()
+        return [row[0][:10] for row in rows(page)]
+
+    assert times_after(Score_name="helpfulness", Score_min="0.5") == ["2026-11-24"]
+    assert page.url.endswith("#/requests?score_name=helpfulness&score_min=0.5")
+    assert times_after(Score_min="", Score_max="0.5") == ["2026-11-23"]
+    assert times_after(Score_name="tone", Score_max="", Score_value="friendly") == ["2026-11-24"]
+    # The address alone shows the same list (a reload, a shared link).
+    page.goto(f"{console.url}/#/requests?score_name=helpfulness&score_min=0&score_max=1")
+    assert [row[0][:10] for row in rows(page)] == ["2026-11-24", "2026-11-23"]
+
+
+def test_the_review_queue_goes_oldest_first_without_leaving_the_page(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    four_records(log)
+    post_score(client, request_id="req_console_0002", name="helpfulness", value=0.7)
+    config = {"data_type": "numeric", "min": 0, "max": 1}
+    assert client.put("/v1/score-configs/helpfulness", json=config).status_code == 200
+    page = settled(console.sign_in())
+    page.get_by_role("link", name="Review").click()
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    expect(page.get_by_text("j or n next, k or p previous", exact=False)).to_be_visible()
+    page.get_by_label("Prompt").fill("support-reply")
+    page.get_by_label("Score name").fill("helpfulness")
+    page.get_by_role("button", name="Apply").click()
+    status = page.locator("p.summary")
+
+    # Record 3 (oldest), then record 1: record 2 has the score and record 4 is another prompt.
+    expect(status).to_have_text("Record 1 of 2 (2 to score).")
+    expect(page.locator(".review-title")).to_contain_text("2026-11-22 09:15:00")
+    url = page.url
+    # The value's control has the focus, and the keys work from it (no number takes a letter).
+    expect(page.get_by_label("Value", exact=True)).to_be_focused()
+    page.keyboard.press("j")
+    expect(status).to_have_text("Record 2 of 2 (2 to score).")
+    expect(page.locator(".review-title")).to_contain_text("2026-11-24 09:15:00")
+    page.keyboard.press("p")
+    expect(status).to_have_text("Record 1 of 2 (2 to score).")
+    page.keyboard.press("n")
+    expect(status).to_have_text("Record 2 of 2 (2 to score).")
+    page.get_by_role("button", name="← Previous").click()
+    expect(status).to_have_text("Record 1 of 2 (2 to score).")
+    assert page.url == url
+
+    # Saving moves on to the next record.
+    expect(page.get_by_label("Value", exact=True)).to_be_focused()
+    page.keyboard.type("0.4")
+    page.keyboard.press("Enter")
+    expect(status).to_have_text("Record 2 of 2 (1 to score).")
+    console.screenshot("scores-review-queue")
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    console.screenshot("scores-review-queue-phone")
+
+    stored = client.get("/v1/scores", params={"request_id": "req_console_0003"}).json()["data"]
+    assert [(s["name"], s["value"], s["source"]) for s in stored] == [
+        ("helpfulness", 0.4, "annotation")
+    ]
+    page.reload()
+    expect(status).to_have_text("Record 1 of 1 (1 to score).")
+    assert console.errors == []
