@@ -249,7 +249,13 @@ def test_otlp_json(api: TestClient, export: Any) -> None:
     body=body_of(
         {
             "format": "json",
-            "filters": {"prompt_name": "p", "start_date": "2026-01-01", "metadata": {"k": "v"}},
+            "filters": {
+                "prompt_name": "p",
+                "start_date": "2026-01-01",
+                "metadata": {"k": "v"},
+                "score.helpful.min": 0.5,
+                "unscored": "thumb",
+            },
             "include_metadata": True,
         }
     )
@@ -273,3 +279,99 @@ def test_request_delete(api: TestClient, body: Any) -> None:
     assert_answer(response, before, lambda: record_ids(api))
     if response.status_code == 200:
         assert record_ids(api) == before  # nothing generated names the kept record's metadata
+
+
+# -- scores, configs and feedback (issue 31) -------------------------------------------------
+
+SCORE = {
+    "id": "score-fuzz",
+    "request_id": "req_fuzz",
+    "trace_id": "0af7651916cd43dd8448eb211c80319c",
+    "name": "helpful",
+    "data_type": "numeric",
+    "value": 0.5,
+    "comment": "c",
+    "correction": "x",
+    "source": "eval",
+    "metadata": {"k": "v"},
+    "created_at": "2026-01-01T00:00:00Z",
+}
+
+
+def scores_state(api: TestClient) -> Any:
+    """Every score (id and value) and every config of the project."""
+    scores: list[Any] = []
+    params: dict[str, Any] = {"limit": 100}
+    while True:
+        page = api.get("/v1/scores", params=params).json()
+        scores += [(item["id"], item["value"]) for item in page["data"]]
+        cursor = page["pagination"].get("next_cursor")
+        if not cursor:
+            break
+        params = {"limit": 100, "cursor": cursor}
+    configs = api.get("/v1/score-configs").json()["data"]
+    return sorted(scores, key=str), configs
+
+
+@FUZZ
+@given(body=st.one_of(body_of(SCORE), JSON_VALUE))
+def test_score_create(api: TestClient, body: Any) -> None:
+    before = scores_state(api)
+    response = send(api, "POST", "/v1/scores", body)
+    assert_answer(response, before, lambda: scores_state(api))
+
+
+@FUZZ
+@given(scores=st.lists(st.one_of(body_of(SCORE), JSON_VALUE), max_size=3))
+def test_score_batch(api: TestClient, scores: list[Any]) -> None:
+    before = scores_state(api)
+    response = send(api, "POST", "/v1/scores/batch", {"scores": scores})
+    assert_answer(response, before, lambda: scores_state(api))
+    if response.status_code == 201:
+        result = response.json()["data"]
+        assert result["accepted"] + len(result["rejected"]) == len(scores)
+
+
+@FUZZ
+@given(
+    body=body_of(
+        {"data_type": "categorical", "min": 1, "max": 5, "categories": ["a"], "description": "d"}
+    ),
+    name=st.sampled_from(["stars", "x" * 101, "a.b"]),
+)
+def test_score_config_put(api: TestClient, body: dict[str, Any], name: str) -> None:
+    before = scores_state(api)
+    response = send(api, "PUT", f"/v1/score-configs/{name}", body)
+    assert_answer(response, before, lambda: scores_state(api))
+
+
+@FUZZ
+@given(
+    body=body_of(
+        {
+            "request_id": "req_fuzz",
+            "name": "thumb",
+            "data_type": "categorical",
+            "categories": ["up", "down"],
+            "ttl_seconds": 60,
+        }
+    )
+)
+def test_feedback_token_create(api: TestClient, body: dict[str, Any]) -> None:
+    assert_answer(send(api, "POST", "/v1/scores/tokens", body), None, lambda: None)
+
+
+@FUZZ
+@given(body=st.one_of(body_of({"value": "up", "comment": "c", "correction": "x"}), JSON_VALUE))
+def test_feedback_post(api: TestClient, body: Any) -> None:
+    token = api.post(
+        "/v1/scores/tokens",
+        json={"request_id": "req_fuzz", "name": "thumb", "categories": ["up", "down"]},
+    ).json()["data"]
+    before = scores_state(api)
+    browser = TestClient(api.app)  # no key: the token is the credential
+    response = send(browser, "POST", token["url"], body)
+    if response.status_code >= 400:
+        assert_answer(response, before, lambda: scores_state(api))
+    assert response.status_code < 500, response.text[:2000]
+    assert response.headers["access-control-allow-origin"] == "*"
