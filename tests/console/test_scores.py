@@ -258,3 +258,48 @@ def test_the_review_queue_goes_oldest_first_without_leaving_the_page(
     page.reload()
     expect(status).to_have_text("Record 1 of 1 (1 to score).")
     assert console.errors == []
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_analytics_charts_a_scores_mean_by_day_and_by_version(
+    console: Console, log: Log, client: httpx.Client, viewport: dict[str, int]
+) -> None:
+    log(
+        record(1, created_at="2026-11-24T09:15:00Z"),
+        record(2, created_at="2026-11-23T09:15:00Z"),
+        record(3, created_at="2026-11-22T09:15:00Z", version=2),
+    )
+    for number, value in ((1, 1.0), (1, 0.5), (2, 0.6), (3, 0.2)):
+        post_score(client, request_id=f"req_console_{number:04d}", name="helpfulness", value=value)
+    page = console.sign_in(route="#/analytics?start_date=2026-11-20&end_date=2026-11-24")
+    page.set_viewport_size(viewport)
+    settled(page)
+    expect(page.locator("section.metric")).to_have_count(4)  # no score chart till one is named
+
+    page.get_by_label("Score name").fill("helpfulness")
+    page.get_by_role("button", name="Apply").click()
+    chart = page.locator("section.metric-score")
+    expect(chart.locator("h2")).to_have_text("Score “helpfulness” (mean)")
+    expect(chart.locator(".total")).to_contain_text("mean 0.575")
+    expect(chart.locator(".total .score-count")).to_have_text("4 scores")
+    assert chart.locator("g.column title").all_text_contents() == [
+        "2026-11-20: no scores (0 scores)",
+        "2026-11-21: no scores (0 scores)",
+        "2026-11-22: 0.2 (1 scores)",
+        "2026-11-23: 0.6 (1 scores)",
+        "2026-11-24: 0.75 (2 scores)",
+    ]
+    assert page.url.endswith("score_name=helpfulness")
+    suffix = "" if viewport is LAPTOP else "-phone"
+    console.screenshot(f"scores-analytics-by-day{suffix}")
+
+    page.get_by_label("Group by").select_option("version")
+    page.get_by_role("button", name="Apply").click()
+    settled(page)
+    bars = chart.locator(".bar-row").evaluate_all(
+        "rows => rows.map(r => r.innerText.replace(/\\s+/g, ' ').trim())"
+    )
+    assert sorted(bars) == ["2 0.2", "3 0.7"]
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    console.screenshot(f"scores-analytics-by-version{suffix}")
+    assert console.errors == []

@@ -104,7 +104,7 @@ function period(chosen, now = Date.now()) {
   return { start_date: startDate, end_date: endDate, length: end - start };
 }
 
-/** #/analytics?start_date=&end_date=&group_by=&meta_key=&prompt_name=&model= */
+/** #/analytics?start_date=&end_date=&group_by=&meta_key=&prompt_name=&model=&score_name= */
 export async function showAnalytics(view, chosen) {
   const asked = period(chosen);
   const grouping = chosen.get("group_by") || (asked.length <= MOST_HOURS ? "hour" : "day");
@@ -127,18 +127,46 @@ export async function showAnalytics(view, chosen) {
     summary,
     cards,
   );
+  // A score name adds the mean of that score (metric=score) after the four metrics.
+  const scoreName = chosen.get("score_name") || "";
+  const specs = scoreName ? [...METRICS, scoreSpec(scoreName)] : METRICS;
   const results = await Promise.all(
-    METRICS.map(({ metric }) => api("/requests/analytics", { query: { ...query, metric } })),
+    specs.map(({ metric }) =>
+      api("/requests/analytics", {
+        query: { ...query, metric, score_name: metric === "score" ? scoreName : undefined },
+      }),
+    ),
   );
   const { start, end } = results[0].data.period;
   replace(summary, `${fmt.time(start)} → ${fmt.time(end)} (UTC), grouped by ${groupName(grouping, key)}.`);
-  replace(cards, METRICS.map((spec, index) => metricCard(spec, results[index].data, grouping)));
+  replace(cards, specs.map((spec, index) => metricCard(spec, results[index].data, grouping)));
+}
+
+/** A score's mean to three decimals at most ("0.75"). */
+const mean = (value) => String(Math.round((value ?? 0) * 1000) / 1000);
+
+/** The card of the mean of score `name`: each bucket or group its mean, `count` its scores. */
+function scoreSpec(name) {
+  return {
+    metric: "score",
+    title: `Score “${name}” (mean)`,
+    total: (result) => {
+      const scores = result.score_count ?? result.groups.reduce((sum, g) => sum + g.count, 0);
+      if (!scores) return "no scores";
+      const noun = scores === 1 ? "score" : "scores";
+      return [`mean ${mean(result.total)}`, h("span", { class: "score-count" }, `${fmt.count(scores)} ${noun}`)];
+    },
+    text: (group) => (group.count ? mean(group.value) : "no scores"),
+    scale: mean,
+    noun: "scores",
+    empty: "No scores in this period.",
+  };
 }
 
 /** Links to the last 24 hours, 7 and 30 days, keeping the prompt and model filters. */
 function quickRanges(chosen) {
   const kept = new URLSearchParams();
-  for (const name of ["prompt_name", "model", "meta_key"]) {
+  for (const name of ["prompt_name", "model", "meta_key", "score_name"]) {
     if (chosen.get(name)) kept.set(name, chosen.get(name));
   }
   const group = chosen.get("group_by");
@@ -179,6 +207,7 @@ function controls(chosen, grouping) {
     field("Metadata key", input("meta_key", "text", "with group by metadata key")),
     field("Prompt", input("prompt_name", "text", "any prompt")),
     field("Model", input("model", "text", "any model")),
+    field("Score name", input("score_name", "text", "chart a score's mean")),
     range,
   ]);
 }
@@ -224,7 +253,9 @@ function plotted(spec, group) {
 }
 
 function groupChart(spec, result) {
-  if (result.groups.length === 0) return h("p", { class: "muted" }, "No requests in this period.");
+  if (result.groups.length === 0) {
+    return h("p", { class: "muted" }, spec.empty ?? "No requests in this period.");
+  }
   const rows = result.groups.map((group) => ({
     name: group.name,
     text: spec.text(group),
@@ -250,7 +281,7 @@ function timeChart(spec, result, grouping) {
     }
     return {
       label,
-      title: `${bucket}: ${spec.text(group)} (${fmt.count(group.count)} requests)`,
+      title: `${bucket}: ${spec.text(group)} (${fmt.count(group.count)} ${spec.noun ?? "requests"})`,
       ...plotted(spec, group),
     };
   });
