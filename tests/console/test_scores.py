@@ -4,6 +4,7 @@ public API of a live collector, as an evaluator or the SDK posts them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -203,9 +204,14 @@ def test_the_log_filters_by_a_score_through_the_address(
     assert page.url.endswith("#/requests?score_name=helpfulness&score_min=0.5")
     assert times_after(Score_min="", Score_max="0.5") == ["2026-11-23"]
     assert times_after(Score_name="tone", Score_max="", Score_value="friendly") == ["2026-11-24"]
-    # The address alone shows the same list (a reload, a shared link).
+    # The address alone shows the same list (a reload, a shared link), and exports it.
     page.goto(f"{console.url}/#/requests?score_name=helpfulness&score_min=0&score_max=1")
     assert [row[0][:10] for row in rows(page)] == ["2026-11-24", "2026-11-23"]
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export JSON").click()
+    expect(page.locator(".export-status")).to_have_text("Exported 2 records as JSON.")
+    exported = [json.loads(line) for line in download.value.path().read_text().splitlines()]
+    assert [item["id"] for item in exported] == ["req_console_0001", "req_console_0002"]
 
 
 def test_the_review_queue_goes_oldest_first_without_leaving_the_page(

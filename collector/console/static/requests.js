@@ -56,7 +56,7 @@ function exportFilters(filters) {
   }
   const key = filters.get("meta_key");
   if (key) chosen.metadata = { [key]: filters.get("meta_value") || "" };
-  return chosen;
+  return { ...chosen, ...scoreQuery(filters) };
 }
 
 /** #/requests?<filters>: search, filters, the table and "Load more"; ?q=<text> searches. */
