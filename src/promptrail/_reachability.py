@@ -53,13 +53,13 @@ def seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
-def unsent_line(count: int, fate: str, why: str) -> str:
-    """The exit line: how many records, where they went ("dropped"), and why.
+def unsent_line(count: int, fate: str, why: str, noun: str = "records") -> str:
+    """The exit line: how many records (or scores), where they went ("dropped"), and why.
 
     ``fate`` is "dropped" while records live in memory only; a disk spool would say
     "kept on disk at <path>" here, with the same ``why``.
     """
-    return f"promptrail: {count} records {fate} at shutdown: {why}"
+    return f"promptrail: {count} {noun} {fate} at shutdown: {why}"
 
 
 class Reachability:
@@ -69,8 +69,9 @@ class Reachability:
     a recovery) in another thread, hence a lock of its own, so each change is said once.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, noun: str = "records") -> None:
         self.url = url
+        self.noun = noun  # what the exporter sends: "records", or "scores"
         self.down_since: float | None = None
         self.reason = ""
         # After an outage, until the send that found the collector back ends: how long the
@@ -93,10 +94,11 @@ class Reachability:
                 return
             self.down_since = time.monotonic()
         logger.warning(
-            "promptrail: collector at %s unreachable (%s); records wait in memory and are "
+            "promptrail: collector at %s unreachable (%s); %s wait in memory and are "
             "retried (counted in promptrail.stats())",
             self.url,
             reason,
+            self.noun,
         )
 
     def answered(self, sent: int) -> None:
@@ -119,10 +121,11 @@ class Reachability:
         # WARNING, like the line that announced the outage: whoever saw that one (Python's
         # default handler shows warnings only) must also see that it is over.
         logger.warning(
-            "promptrail: collector at %s reachable again after %s; %d records sent%s",
+            "promptrail: collector at %s reachable again after %s; %d %s sent%s",
             self.url,
             seconds(outage),
             sent,
+            self.noun,
             f", {waiting} more waiting" if waiting else "",
         )
 

@@ -29,6 +29,7 @@ class ScoreExporter(PromptrailSpanExporter):
 
     _path = "/v1/scores/batch"
     _body_key = b"scores"
+    _noun = "scores"
     _warn_without_key = False  # the record exporter made with it already says so
 
     @property
@@ -56,6 +57,8 @@ class QueuedScore:
 
 class ScoreShipper(SpanShipper):
     """Queue scores (from any thread) and post them in the background."""
+
+    _thread_name = "promptrail-scores"
 
     @property
     def exporter(self) -> PromptrailSpanExporter:

@@ -48,6 +48,8 @@ class SpanShipper:
     What waits (spans in the queue, records for the collector) is bounded by ``max_bytes``.
     """
 
+    _thread_name = "promptrail-shipper"
+
     def __init__(
         self,
         exporter: PromptrailSpanExporter,
@@ -74,7 +76,7 @@ class SpanShipper:
         # Held while spans are turned into records and sent: a flush waits for the batch
         # the worker has taken, so "flushed" means every span ended before it was shipped.
         self._drain_lock = threading.Lock()
-        self._worker = threading.Thread(target=self._run, name="promptrail-shipper", daemon=True)
+        self._worker = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
         self._worker.start()
 
     def _after_fork(self) -> None:

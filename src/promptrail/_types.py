@@ -27,7 +27,6 @@ __all__ = [
     "PromptDeleted",
     "PromptVersion",
     "RejectedRecord",
-    "RejectedScore",
     "RequestLog",
     "RequestRecord",
     "RequestsDeleted",
@@ -167,6 +166,25 @@ class Integration(_Shape):
     errors: list[Any] = Field(default_factory=list)
 
 
+class Score(_Shape):
+    """Hold a score (CONTRACT 9): a judgement of one record (``request_id``) or one trace.
+
+    ``value`` comes back as it was given: a number, True/False, or a category's text.
+    """
+
+    id: str
+    name: str
+    value: bool | int | float | str
+    data_type: str
+    request_id: str | None = None
+    trace_id: str | None = None
+    comment: str | None = None
+    correction: str | None = None
+    source: str = "api"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
 class RequestRecord(_Shape):
     """Hold a request record (spec 2.5): a list item, or the detail with model and timing."""
 
@@ -192,6 +210,9 @@ class RequestRecord(_Shape):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    # The detail: the score objects on the record and its trace, newest first. A list item:
+    # per score name, the mean (numeric, boolean as 1/0) or the newest category.
+    scores: list[Score] | dict[str, bool | int | float | str] = Field(default_factory=list)
 
 
 class RejectedRecord(_Shape):
@@ -276,32 +297,8 @@ class AnalyticsResult(_Shape):
     period: AnalyticsPeriod
     # metric=cost only: records with no known price, counted as 0 in the total.
     cost_unknown_records: int | None = None
-
-
-class Score(_Shape):
-    """Hold a score (CONTRACT 9): a judgement of one record (``request_id``) or one trace.
-
-    ``value`` comes back as it was given: a number, True/False, or a category's text.
-    """
-
-    id: str
-    name: str
-    value: bool | int | float | str
-    data_type: str
-    request_id: str | None = None
-    trace_id: str | None = None
-    comment: str | None = None
-    correction: str | None = None
-    source: str = "api"
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
-
-
-class RejectedScore(_Shape):
-    """Hold a score of a batch that was not stored, and the error body saying why."""
-
-    index: int
-    error: dict[str, Any]
+    # metric=score only: how many scores the total is the mean of.
+    score_count: int | None = None
 
 
 class ScoreConfig(_Shape):
@@ -313,7 +310,6 @@ class ScoreConfig(_Shape):
     max: float | None = None
     categories: list[str] | None = None
     description: str | None = None
-    created_at: datetime | None = None
     updated_at: datetime | None = None
 
 

@@ -130,9 +130,10 @@ class PromptrailSpanExporter(SpanExporter):
 
     # Where the JSON items go and the body's key holding them; the SDK's score shipper
     # (promptrail._scores) reuses this exporter's buffering, retries and counting for
-    # /v1/scores/batch by changing these two.
+    # /v1/scores/batch by changing these.
     _path = "/v1/requests/batch"
     _body_key = b"records"
+    _noun = "records"  # what the log lines call them
     # Whether a missing API key is worth its own warning (the score shipper leaves it to
     # the record exporter made next to it: one warning, not two).
     _warn_without_key = True
@@ -183,7 +184,7 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
         self._closed = False
-        self._reach = Reachability(self._base_url)
+        self._reach = Reachability(self._base_url, self._noun)
         self._client = self._new_client()
         restart_after_fork(self)
 
@@ -204,7 +205,7 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._pending = deque()
         self.pending_bytes = 0
-        self._reach = Reachability(self._base_url)
+        self._reach = Reachability(self._base_url, self._noun)
         self._client = self._new_client()
 
     @property
@@ -325,7 +326,7 @@ class PromptrailSpanExporter(SpanExporter):
             if lost:
                 self.stats.drop("shutdown_unsent", lost)
         if lost:
-            logger.warning(unsent_line(lost, "dropped", self._reach.why_unsent(waited)))
+            logger.warning(unsent_line(lost, "dropped", self._reach.why_unsent(waited), self._noun))
         # A post still stuck on a silent collector holds the lock and its connection: leave
         # that client to the post (the process is ending) rather than close it under it.
         if self._send_lock.acquire(blocking=False):
@@ -449,7 +450,10 @@ class PromptrailSpanExporter(SpanExporter):
             self._reach.answered(exported)
             if rejected:
                 logger.warning(
-                    "promptrail: collector rejected %d records: %s", len(rejected), rejected[0]
+                    "promptrail: collector rejected %d %s: %s",
+                    len(rejected),
+                    self._noun,
+                    rejected[0],
                 )
             return None
         reason = {400: "rejected", 401: "unauthorized", 413: "too_large"}.get(
@@ -458,8 +462,9 @@ class PromptrailSpanExporter(SpanExporter):
         self._settle(len(batch), exported=0, reason=reason)
         self._reach.answered(0)
         logger.warning(
-            "promptrail: collector refused %d records (%s): %s",
+            "promptrail: collector refused %d %s (%s): %s",
             len(batch),
+            self._noun,
             response.status_code,
             response.text[:300],
         )

@@ -243,16 +243,24 @@ def test_a_project_over_its_rate_gets_its_scores_after_retry_after(
     assert (counts["exported"], counts["dropped_total"]) == (2, 0)
 
 
-def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(capture: None) -> None:
-    promptrail.init(api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}")
+def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(
+    capture: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url)
     for n in range(3):
         promptrail.score("n", n, request_id="req_exit")
-    assert promptrail.flush(timeout=0.3) is False  # the collector is known down now
-
-    started = time.monotonic()
-    promptrail.shutdown()
+    with caplog.at_level(logging.WARNING, logger="promptrail"):
+        assert promptrail.flush(timeout=0.3) is False  # the collector is known down now
+        started = time.monotonic()
+        promptrail.shutdown()
 
     assert time.monotonic() - started < 2.5  # one quick attempt, not the 3 s bound
+    lines = [r.getMessage() for r in caplog.records]
+    assert f"promptrail: collector at {url} unreachable (connection refused); scores wait" in (
+        "\n".join(lines)
+    )
+    assert any(line.startswith("promptrail: 3 scores dropped at shutdown: ") for line in lines)
     counts = promptrail.stats()["scores"]
     assert counts["dropped"] == {"shutdown_unsent": 3} and counts["pending"] == 0
 

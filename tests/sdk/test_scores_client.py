@@ -91,3 +91,22 @@ async def test_async_client_does_the_same(aclient: promptrail.AsyncClient) -> No
     assert (await aclient.scores.delete("a-1")).id == "a-1"
     with pytest.raises(promptrail.NotFoundError):
         await aclient.scores.get("a-1")
+
+
+def test_records_carry_their_scores_in_the_detail_and_the_list(client: promptrail.Client) -> None:
+    logged = client.requests.log(prompt_name="scored", output="Rome", id="req_scored_1")
+    client.scores.create("stars", 2, request_id=logged.id)
+    client.scores.create("stars", 4, request_id=logged.id)
+    client.scores.create("verdict", "wrong", request_id=logged.id, correction="Paris")
+
+    detail = client.requests.get(logged.id)
+    (item,) = client.requests.list(prompt_name="scored")
+
+    assert isinstance(detail.scores, list)
+    assert all(isinstance(s, promptrail.Score) for s in detail.scores)
+    assert sorted((s.name, s.value) for s in detail.scores) == [
+        ("stars", 2),
+        ("stars", 4),
+        ("verdict", "wrong"),
+    ]
+    assert item.scores == {"stars": 3, "verdict": "wrong"}

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from promptrail import _types as sdk
-from promptrail.collector.models import prompts, requests, runs
+from promptrail.collector.models import prompts, requests, runs, scores
 
 # (the models of what the collector answers, the SDK model that reads all of them)
 ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
@@ -67,6 +67,9 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((prompts.VariableSpec,), sdk.TemplateVariable),
     ((runs.RunResult,), sdk.RunResult),
     ((runs.RunUsage,), sdk.Usage),
+    ((scores.ScoreOut,), sdk.Score),
+    ((scores.ScoreConfigOut,), sdk.ScoreConfig),
+    ((scores.FeedbackTokenOut,), sdk.FeedbackToken),
 ]
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its
