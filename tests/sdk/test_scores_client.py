@@ -110,3 +110,23 @@ def test_records_carry_their_scores_in_the_detail_and_the_list(client: promptrai
         ("verdict", "wrong"),
     ]
     assert item.scores == {"stars": 3, "verdict": "wrong"}
+
+
+def test_list_filters_by_score_and_analytics_averages_a_score(client: promptrail.Client) -> None:
+    for n, (prompt, stars) in enumerate([("good", 5), ("good", 4), ("bad", 1), ("bad", None)]):
+        logged = client.requests.log(prompt_name=prompt, output="x", id=f"req_filter_{n}")
+        if stars is not None:
+            client.scores.create("stars", stars, request_id=logged.id)
+            client.scores.create("liked", stars > 2, request_id=logged.id)
+
+    high = {r.id for r in client.requests.list(scores={"stars.min": 4})}
+    low = {r.id for r in client.requests.list(scores={"stars.max": 2})}
+    liked = {r.id for r in client.requests.list(scores={"liked": True})}
+    unscored = {r.id for r in client.requests.list(unscored="stars")}
+    by_prompt = client.requests.analytics("score", score_name="stars", group_by="prompt_name")
+
+    assert high == liked == {"req_filter_0", "req_filter_1"}
+    assert low == {"req_filter_2"}
+    assert unscored == {"req_filter_3"}
+    assert (by_prompt.total, by_prompt.score_count) == (pytest.approx(10 / 3), 3)
+    assert {g.name: g.value for g in by_prompt.groups} == {"good": 4.5, "bad": 1}

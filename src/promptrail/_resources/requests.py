@@ -38,7 +38,7 @@ from .._types import (
 )
 
 ExportFormat = Literal["csv", "json"]
-Metric = Literal["cost", "usage", "latency", "errors"]
+Metric = Literal["cost", "usage", "latency", "errors", "score"]
 
 # -- the calls ---------------------------------------------------------------------------------
 
@@ -64,6 +64,8 @@ def _list_page(
     end_date: DateLike | None,
     metadata: Mapping[str, Any] | None,
     trace_id: str | None,
+    scores: Mapping[str, Any] | None = None,
+    unscored: str | None = None,
 ) -> Callable[[str | None], Call[Page[RequestRecord]]]:
     def page(cursor: str | None) -> Call[Page[RequestRecord]]:
         query = params(
@@ -74,8 +76,10 @@ def _list_page(
             start_date=start_date,
             end_date=end_date,
             trace_id=trace_id,
+            unscored=unscored,
         )
         query += metadata_params(metadata)
+        query += params(**{f"score.{key}": value for key, value in (scores or {}).items()})
         return Call("GET", "/v1/requests", page_of(RequestRecord), params=query)
 
     return page
@@ -115,9 +119,11 @@ def _analytics(
     start_date: DateLike | None,
     end_date: DateLike | None,
     filters: Mapping[str, Any] | None,
+    score_name: str | None = None,
 ) -> Call[AnalyticsResult]:
     query = params(
         metric=metric,
+        score_name=score_name,
         group_by=group_by,
         start_date=start_date,
         end_date=end_date,
@@ -180,13 +186,20 @@ class Requests:
         metadata: Mapping[str, Any] | None = None,
         trace_id: str | None = None,
         limit: int | None = None,
+        scores: Mapping[str, Any] | None = None,
+        unscored: str | None = None,
     ) -> Iterator[RequestRecord]:
         """Iterate over records, newest first, fetching pages of ``limit`` as needed.
 
         ``metadata`` keeps records carrying every given key/value pair; ``trace_id`` the
-        records of one trace.
+        records of one trace. ``scores`` filters by score (own and trace's):
+        ``{"helpfulness.min": 0.5, "helpfulness.max": 1, "thumbs": True}`` (``<name>.min`` /
+        ``.max`` bound the mean, ``<name>`` matches a category or True/False); ``unscored``
+        keeps records with no score of that name (a review queue).
         """
-        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata, trace_id)
+        page = _list_page(
+            limit, prompt_name, status, start_date, end_date, metadata, trace_id, scores, unscored
+        )
         return self._http.paginate(page)
 
     def search(self, query: str, *, limit: int | None = None) -> Iterator[SearchHit]:
@@ -232,13 +245,16 @@ class Requests:
         start_date: DateLike | None = None,
         end_date: DateLike | None = None,
         filters: Mapping[str, Any] | None = None,
+        score_name: str | None = None,
     ) -> AnalyticsResult:
-        """Aggregate cost, usage, latency or errors over a period (default: 30 days).
+        """Aggregate cost, usage, latency, errors or a score over a period (default: 30 days).
 
         ``group_by``: prompt_name, model, status, version, day, hour or ``metadata.<key>``;
-        ``filters``: prompt_name, model, status, metadata.
+        ``filters``: prompt_name, model, status, metadata. ``metric="score"`` with
+        ``score_name``: the mean of that score (``score_count`` scores), by group.
         """
-        return self._http.call(_analytics(metric, group_by, start_date, end_date, filters))
+        call = _analytics(metric, group_by, start_date, end_date, filters, score_name)
+        return self._http.call(call)
 
 
 # -- async -------------------------------------------------------------------------------------
@@ -272,9 +288,13 @@ class AsyncRequests:
         metadata: Mapping[str, Any] | None = None,
         trace_id: str | None = None,
         limit: int | None = None,
+        scores: Mapping[str, Any] | None = None,
+        unscored: str | None = None,
     ) -> AsyncIterator[RequestRecord]:
-        """Iterate (``async for``) over records, newest first, page by page as needed."""
-        page = _list_page(limit, prompt_name, status, start_date, end_date, metadata, trace_id)
+        """Iterate (``async for``) over records, newest first (see :meth:`Requests.list`)."""
+        page = _list_page(
+            limit, prompt_name, status, start_date, end_date, metadata, trace_id, scores, unscored
+        )
         return self._http.paginate(page)
 
     def search(self, query: str, *, limit: int | None = None) -> AsyncIterator[SearchHit]:
@@ -320,6 +340,8 @@ class AsyncRequests:
         start_date: DateLike | None = None,
         end_date: DateLike | None = None,
         filters: Mapping[str, Any] | None = None,
+        score_name: str | None = None,
     ) -> AnalyticsResult:
         """Aggregate the request log over a period (see :meth:`Requests.analytics`)."""
-        return await self._http.call(_analytics(metric, group_by, start_date, end_date, filters))
+        call = _analytics(metric, group_by, start_date, end_date, filters, score_name)
+        return await self._http.call(call)
