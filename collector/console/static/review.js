@@ -93,10 +93,16 @@ export async function showReview(view, chosen) {
     replace(
       holder,
       h("h2", { class: "review-title" }, record.prompt_name || "Unnamed call", ` v${record.version ?? "?"}`, " · ", fmt.time(record.created_at)),
-      h("div", { class: "detail" }, scores, detailSections(record).slice(0, 5)),
+      h(
+        "div",
+        { class: "review-layout" },
+        h("div", { class: "review-cards" }, reviewedCards(record)),
+        scores,
+      ),
     );
-    // The value is where a reviewer starts: the first control of the form that takes one.
-    holder.querySelector(".score-value input, .score-value select")?.focus();
+    // The value is where a reviewer starts: the first control of the form that takes one. No
+    // scrolling to it: on a phone the output, above the form, is read first.
+    holder.querySelector(".score-value input, .score-value select")?.focus({ preventScroll: true });
   };
   shortcuts = (event) => {
     if (!document.body.contains(stage)) {
@@ -115,6 +121,12 @@ export async function showReview(view, chosen) {
   };
   window.addEventListener("keydown", shortcuts);
   await showItem();
+}
+
+/** What a reviewer judges, first: the error or output, then the input, then the summary. */
+function reviewedCards(record) {
+  const [summary, error, variables, input, output] = detailSections(record);
+  return [error, output, input, variables, summary];
 }
 
 /** The ids of the records to review, oldest first. */
