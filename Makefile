@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/request_log.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
+	$(PY) benchmarks/score_overhead.py
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py
 
