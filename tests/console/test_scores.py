@@ -94,7 +94,8 @@ def test_badges_show_the_means_in_the_log_and_every_score_in_the_detail(
         "helpfulness 0.9",
     ]
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    console.screenshot(f"scores-detail{suffix}")
+    if viewport is LAPTOP:
+        console.screenshot("scores-detail")
     assert console.errors == []
 
 
@@ -297,7 +298,8 @@ def test_analytics_charts_a_scores_mean_by_day_and_by_version(
     ]
     assert page.url.endswith("score_name=helpfulness")
     suffix = "" if viewport is LAPTOP else "-phone"
-    console.screenshot(f"scores-analytics-by-day{suffix}")
+    if viewport is LAPTOP:
+        console.screenshot("scores-analytics-by-day")
 
     page.get_by_label("Group by").select_option("version")
     page.get_by_role("button", name="Apply").click()
@@ -309,3 +311,21 @@ def test_analytics_charts_a_scores_mean_by_day_and_by_version(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     console.screenshot(f"scores-analytics-by-version{suffix}")
     assert console.errors == []
+
+
+def test_a_score_on_the_trace_shows_on_its_records(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    log(record(1, trace_id=trace, span_id="00f067aa0ba902b7"))
+    post_score(client, trace_id=trace, name="resolved", value=True, comment="user said thanks")
+    page = console.sign_in()
+
+    badge = page.locator("table.records tbody tr .badge.score")
+    # A list item carries means: a boolean's is the share of yes (true = 1).
+    expect(badge).to_have_text(["resolved 1"])
+    page.get_by_role("link", name="2026-11-24 09:15:00").click()
+    item = card(page, "Scores").locator("li.score-item")
+    expect(item.locator(".score-head")).to_contain_text("resolved yes")
+    expect(item.locator(".score-head")).to_contain_text("on the trace")
+    expect(item.locator("dd")).to_have_text("user said thanks")
