@@ -144,7 +144,17 @@ def _every_v1_route() -> list[tuple[str, str]]:
     return sorted(routes)
 
 
-ALL_ROUTES = _every_v1_route()
+# The one route that takes no key, by the contract (CONTRACT 9): its token is its credential.
+KEYLESS = [("POST", "/feedback/x")]
+ALL_ROUTES = [route for route in _every_v1_route() if route not in KEYLESS]
+
+
+def test_the_only_keyless_route_is_feedback_and_it_refuses_a_bad_token(anon: TestClient) -> None:
+    assert set(KEYLESS) <= set(_every_v1_route())
+    for prefix in PREFIXES:
+        for headers in BAD_AUTH_HEADERS:
+            response = anon.post(f"{prefix}/feedback/x", json={"value": 1}, headers=headers)
+            assert_error(response, 401, "INVALID_FEEDBACK_TOKEN", type_="authentication_error")
 
 
 def test_the_route_table_covers_the_prompt_routes() -> None:
