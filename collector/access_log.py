@@ -1,4 +1,5 @@
-"""The access log names the route of each request, never what its query string carried.
+"""The access log names the route of each request, never what its query string carried,
+nor the feedback token in a feedback route's path.
 
 A query string holds a user's data: search terms (``/v1/requests/search?query=...``),
 metadata filter values (``?metadata.user_id=...``), dates. uvicorn logs the whole request
@@ -11,6 +12,7 @@ import logging
 
 # What replaces a query string: the line still says there was one.
 _REDACTED = "?…"
+_TOKEN_PATHS = ("/v1/feedback/", "/api/v1/feedback/")
 
 
 class DropQueryStrings(logging.Filter):
@@ -22,7 +24,12 @@ class DropQueryStrings(logging.Filter):
         if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
             path = args[2]
             if "?" in path:
-                record.args = (args[0], args[1], path.split("?", 1)[0] + _REDACTED, *args[3:])
+                path = path.split("?", 1)[0] + _REDACTED
+            # A feedback token in the path is a credential (docs/security.md): cut it too.
+            for prefix in _TOKEN_PATHS:
+                if path.startswith(prefix):
+                    path = prefix + "…"
+            record.args = (args[0], args[1], path, *args[3:])
         return True
 
 

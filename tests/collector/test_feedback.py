@@ -229,3 +229,23 @@ def test_another_project_s_key_cannot_mint_onto_or_read_this_project(
 )
 def test_bad_token_requests_are_400(scores_api: TestClient, body: dict[str, Any]) -> None:
     assert_error(scores_api.post("/v1/scores/tokens", json=body), 400, "VALIDATION_ERROR")
+
+
+def test_the_access_log_never_holds_a_token() -> None:
+    import logging
+
+    from promptrail.collector.access_log import DropQueryStrings
+
+    token = "pft_eyJ2IjoxfQ.c2ln"
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        "",
+        0,
+        "%s %s %s %s %s",
+        ("1.2.3.4", "POST", f"/v1/feedback/{token}", "1.1", 201),
+        None,
+    )
+    DropQueryStrings().filter(record)
+    assert token not in record.getMessage()
+    assert "/v1/feedback/" in record.getMessage()
