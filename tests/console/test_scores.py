@@ -329,3 +329,28 @@ def test_a_score_on_the_trace_shows_on_its_records(
     expect(item.locator(".score-head")).to_contain_text("resolved yes")
     expect(item.locator(".score-head")).to_contain_text("on the trace")
     expect(item.locator("dd")).to_have_text("user said thanks")
+
+
+def test_a_prompt_page_leads_to_its_review_queue(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    body = {"name": "support-reply", "template": "Answer {customer}.", "model": "gpt-4o-mini"}
+    assert client.post("/v1/prompts", json=body).status_code == 201
+    log(record(1))
+    page = settled(console.sign_in(route="#/prompts/support-reply"))
+
+    page.get_by_role("link", name="Review records").click()
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    expect(page.get_by_label("Prompt")).to_have_value("support-reply")
+    expect(page.locator("p.summary")).to_have_text("Choose a score name (and a prompt) to review.")
+    page.get_by_label("Score name").fill("helpfulness")
+    page.get_by_label("Score name").press("Enter")
+    expect(page.locator("p.summary")).to_have_text("Record 1 of 1 (1 to score).")
+    # Thumbs by default for a name with no config: a click on a thumb, then Enter saves.
+    page.get_by_label("▲ Good").check()
+    page.get_by_label("▲ Good").press("Enter")
+    expect(page.locator("p.summary")).to_have_text("Record 1 of 1: queue done.")
+    page.reload()
+    expect(page.locator("p.summary")).to_have_text(
+        "Nothing to review: every record has this score."
+    )

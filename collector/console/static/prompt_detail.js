@@ -43,6 +43,12 @@ export async function showPrompt(view, name) {
         "div",
         { class: "export" },
         h("a", { class: "button quiet", href: promptHref(name, "/edit") }, "Edit"),
+        // Its records still to score, oldest first (the queue asks which score name).
+        h(
+          "a",
+          { class: "button quiet", href: `#/review?${new URLSearchParams({ prompt_name: name })}` },
+          "Review records",
+        ),
       ),
     ),
     note,
