@@ -354,3 +354,24 @@ def test_a_prompt_page_leads_to_its_review_queue(
     expect(page.locator("p.summary")).to_have_text(
         "Nothing to review: every record has this score."
     )
+
+
+def test_a_score_the_api_refuses_is_explained_and_the_form_kept(
+    console: Console, log: Log, client: httpx.Client
+) -> None:
+    log(record(1))
+    page = settled(console.sign_in(route="#/requests/req_console_0001"))
+    # The config arrives after the page loaded: only the API can refuse the value now.
+    config = {"data_type": "numeric", "min": 0, "max": 1}
+    assert client.put("/v1/score-configs/accuracy", json=config).status_code == 200
+    page.get_by_label("Score name").fill("accuracy")
+    page.get_by_label("Type").select_option("numeric")
+    page.get_by_label("Value", exact=True).fill("4")
+    page.get_by_label("Comment").fill("way off")
+    page.get_by_label("Comment").press("Enter")
+
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("VALIDATION_ERROR")
+    expect(page.get_by_label("Comment")).to_have_value("way off")
+    expect(card(page, "Scores").get_by_text("No scores yet.")).to_be_visible()
+    assert client.get("/v1/scores", params={"request_id": "req_console_0001"}).json()["data"] == []
