@@ -48,7 +48,7 @@ examples: $(STAMP)
 # Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores. The
 # examples ran just before (a failing example stops here early), so they are not run twice.
 test: lint chromium examples
-	$(VENV)/bin/pytest -n 2 --ignore=tests/integrations/test_examples.py
+	$(VENV)/bin/pytest -n 2 --durations=25 --ignore=tests/integrations/test_examples.py
 
 # The console's browser tests, writing their screenshots into docs/screenshots (for the README).
 screenshots: $(STAMP) chromium
