@@ -59,6 +59,7 @@ class ScoreShipper(SpanShipper):
     """Queue scores (from any thread) and post them in the background."""
 
     _thread_name = "promptrail-scores"
+    _noun = "scores"
 
     @property
     def exporter(self) -> PromptrailSpanExporter:

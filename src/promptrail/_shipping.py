@@ -49,6 +49,8 @@ class SpanShipper:
     """
 
     _thread_name = "promptrail-shipper"
+    # What the log lines call the items this shipper drops.
+    _noun = "records"
 
     def __init__(
         self,
@@ -115,10 +117,11 @@ class SpanShipper:
         if not self._warned:
             self._warned = True
             logger.warning(
-                "promptrail: capture is over its memory budget (%d MiB); dropping new records "
+                "promptrail: capture is over its memory budget (%d MiB); dropping new %s "
                 "(counted in promptrail.stats()). Raise it with init(max_queue_bytes=...) or "
                 "PROMPTRAIL_MAX_QUEUE_BYTES",
                 self._budget >> 20,
+                self._noun,
             )
 
     def _run(self) -> None:

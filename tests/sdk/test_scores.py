@@ -265,7 +265,10 @@ def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(
     assert counts["dropped"] == {"shutdown_unsent": 3} and counts["pending"] == 0
 
 
-def test_scores_waiting_are_bounded_by_the_capture_budget(capture: None) -> None:
+def test_scores_waiting_are_bounded_by_the_capture_budget(
+    capture: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="promptrail")
     promptrail.init(
         api_key=DEFAULT_KEY,
         base_url=f"http://127.0.0.1:{free_port()}",
@@ -283,6 +286,8 @@ def test_scores_waiting_are_bounded_by_the_capture_budget(capture: None) -> None
     assert (kept["pending"], kept["dropped_total"]) == (600, 0)
     assert full["dropped"]["queue_full"] > 0
     assert full["pending"] + full["dropped"]["queue_full"] == 2600
+    over = [r.getMessage() for r in caplog.records if "over its memory budget" in r.getMessage()]
+    assert len(over) == 1 and "dropping new scores" in over[0]
 
 
 def test_with_your_own_tracer_provider_the_ids_are_the_collectors_too(
