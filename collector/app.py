@@ -20,6 +20,7 @@ from .api.errors import install_error_handlers
 from .api.routes import (
     admin,
     admin_backups,
+    datasets,
     exports,
     faults,
     health,
@@ -56,6 +57,7 @@ def _api_router() -> APIRouter:
         requests,
         traces,
         scores,
+        datasets,
         admin,
         admin_backups,
     ):

@@ -131,6 +131,22 @@ class ScoreNotFound(NotFound, code="SCORE_NOT_FOUND"):
         super().__init__(f"Score '{score_id}' not found", {"score_id": score_id})
 
 
+class DatasetNotFound(NotFound, code="DATASET_NOT_FOUND"):
+    """No dataset with that name or id in the caller's project."""
+
+    def __init__(self, dataset: str) -> None:
+        super().__init__(f"Dataset '{dataset}' not found", {"dataset": dataset})
+
+
+class ExperimentNotFound(NotFound, code="EXPERIMENT_NOT_FOUND"):
+    """No experiment with that id in the caller's project."""
+
+    def __init__(self, experiment_id: str) -> None:
+        super().__init__(
+            f"Experiment '{experiment_id}' not found", {"experiment_id": experiment_id}
+        )
+
+
 class InvalidFeedbackToken(
     ContractError, status=401, code="INVALID_FEEDBACK_TOKEN", type="authentication_error"
 ):
@@ -148,6 +164,15 @@ class PromptAlreadyExists(
 
     def __init__(self, prompt_name: str) -> None:
         super().__init__(f"Prompt '{prompt_name}' already exists", {"prompt_name": prompt_name})
+
+
+class DatasetAlreadyExists(
+    ContractError, status=409, code="DATASET_ALREADY_EXISTS", type="conflict_error"
+):
+    """A live dataset already has that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Dataset '{name}' already exists", {"name": name})
 
 
 class PayloadTooLarge(ContractError, status=413, code="PAYLOAD_TOO_LARGE"):

@@ -19,6 +19,7 @@ from ..providers.openai import OpenAIProvider
 from ..store.database import Store
 from .analytics import AnalyticsService
 from .backups import BackupService
+from .datasets import DatasetService
 from .exports import ExportService
 from .faults import FaultService
 from .ingest import Backpressure, IngestService
@@ -56,6 +57,7 @@ class Services:
     pending: PendingWrites
     rate_limits: ProjectLimits
     scores: ScoreService
+    datasets: DatasetService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -92,13 +94,14 @@ class Services:
             store.keys,
             KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
         )
+        requests = RequestService(store.requests, settings.cursor_secret, pending)
         return cls(
             settings=settings,
             store=store,
             keys=keys,
             prompts=prompts,
             ingest=ingest,
-            requests=RequestService(store.requests, settings.cursor_secret, pending),
+            requests=requests,
             analytics=AnalyticsService(store.analytics, rollups, pending),
             rollups=rollups,
             exports=ExportService(
@@ -121,6 +124,7 @@ class Services:
             scores=ScoreService(
                 store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
             ),
+            datasets=DatasetService(store.datasets, requests, settings.cursor_secret),
         )
 
     def start(self) -> None:

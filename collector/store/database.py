@@ -7,6 +7,8 @@ from clickhouse_connect.driver.client import Client
 from .analytics import AnalyticsStore
 from .backups import BackupStore
 from .connection import close_client, open_client
+from .datasets import DatasetStore
+from .experiments import ExperimentStore
 from .exports import ExportStore
 from .keys import KeyStore
 from .migrations import migrate
@@ -47,6 +49,8 @@ class Store:
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
         self.backups = BackupStore(client, database)
         self.scores = ScoreStore(client, database, cluster)
+        self.datasets = DatasetStore(client, database, cluster)
+        self.experiments = ExperimentStore(client, database, cluster)
 
     @property
     def is_embedded(self) -> bool:

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 from clickhouse_connect.driver.client import Client
 
+from .datasets import DATASET_ITEMS, DATASETS
+from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
@@ -160,6 +162,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "request_item_cost_known", (AddColumn(REQUEST_ITEMS, "cost_known"),)),
     # Scores on records and traces, and what each score name must be (see store/scores.py).
     Migration(15, "scores", (SCORES, SCORE_CONFIGS)),
+    # Datasets and experiments (see store/datasets.py, store/experiments.py).
+    Migration(
+        18, "datasets_experiments", (DATASETS, DATASET_ITEMS, EXPERIMENTS, EXPERIMENT_RESULTS)
+    ),
 )
 
 

@@ -1,0 +1,350 @@
+"""Experiments and their results (CONTRACT 11): every SQL statement that reads or writes them.
+
+An experiment is one row per change (status, completion), newest ``updated_at`` wins; a result
+is one row per (item, repetition), newest ``written_at`` wins, so a result posted again
+replaces it. Reads use ``FINAL``. Counts and summaries are always computed from the result
+rows, each of which is written whole in one insert: a summary never counts half a result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .schema import Table, quote
+
+EXPERIMENTS = Table(
+    name="experiments",
+    columns=(
+        "project String",
+        "id String",
+        "name String",
+        "dataset_id String",
+        "dataset_name String",
+        "prompt_name String",  # '' for an experiment run in the client's code
+        "version Nullable(UInt32)",
+        "model String",
+        "task LowCardinality(String)",  # service | client
+        "status LowCardinality(String)",
+        "spec String",  # JSON: evaluators, label, parameters, repetitions, concurrency, reason
+        "metadata String",
+        "items UInt32",
+        "runs UInt32",
+        "created_at DateTime64(3, 'UTC')",
+        "completed_at Nullable(DateTime64(3, 'UTC'))",
+        "updated_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at",),
+    order_by="(project, id)",
+)
+
+EXPERIMENT_RESULTS = Table(
+    name="experiment_results",
+    columns=(
+        "project String",
+        "experiment_id String",
+        "position UInt64",  # the item's position in its dataset: results read in item order
+        "item_id String",
+        "repetition UInt16",
+        "request_id String",
+        "trace_id String",
+        "input_variables String",
+        "expected_output Nullable(String)",
+        "output String",
+        "status LowCardinality(String)",  # success | error
+        "error String",
+        "scores String",  # JSON object name -> value
+        "latency_ms Nullable(Float64)",
+        "estimated_cost_usd Float64",
+        "judge_cost_usd Float64",
+        "total_tokens UInt64",
+        "written_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("written_at",),
+    order_by="(project, experiment_id, position, item_id, repetition)",
+)
+
+
+@dataclass(frozen=True)
+class ExperimentRow:
+    """One experiment as stored."""
+
+    id: str
+    name: str
+    dataset_id: str
+    dataset_name: str
+    prompt_name: str | None
+    version: int | None
+    model: str | None
+    task: str
+    status: str
+    spec: dict[str, Any]
+    metadata: dict[str, Any]
+    items: int
+    runs: int
+    created_at: datetime
+    completed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One result (one repetition of an item) as stored."""
+
+    item_id: str
+    repetition: int
+    position: int
+    request_id: str | None
+    trace_id: str | None
+    input_variables: dict[str, Any]
+    expected_output: Any
+    output: str
+    status: str
+    error: str
+    scores: dict[str, Any] = field(default_factory=dict)
+    latency_ms: float | None = None
+    estimated_cost_usd: float = 0.0
+    judge_cost_usd: float = 0.0
+    total_tokens: int = 0
+
+
+_EXPERIMENT_COLUMNS = EXPERIMENTS.inserted_columns()
+_RESULT_COLUMNS = EXPERIMENT_RESULTS.inserted_columns()
+_RESULT_READ = (
+    "item_id, repetition, position, request_id, trace_id, input_variables, expected_output, "
+    "output, status, error, scores, latency_ms, estimated_cost_usd, judge_cost_usd, total_tokens"
+)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class ExperimentStore:
+    """Reads and writes ``experiments`` and ``experiment_results``."""
+
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+        self._client = client
+        db = quote(database)
+        self._experiments = f"{db}.{quote(EXPERIMENTS.name)}"
+        self._results = f"{db}.{quote(EXPERIMENT_RESULTS.name)}"
+        self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
+        self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
+
+    # -- experiments -----------------------------------------------------------------------
+
+    def put(self, project: str, row: ExperimentRow) -> None:
+        """Store an experiment (a new version of its id)."""
+        self._client.insert(
+            self._experiments,
+            [
+                [
+                    project,
+                    row.id,
+                    row.name,
+                    row.dataset_id,
+                    row.dataset_name,
+                    row.prompt_name or "",
+                    row.version,
+                    row.model or "",
+                    row.task,
+                    row.status,
+                    json.dumps(row.spec, ensure_ascii=False),
+                    json.dumps(row.metadata, ensure_ascii=False),
+                    row.items,
+                    row.runs,
+                    row.created_at,
+                    row.completed_at,
+                    datetime.now(UTC),
+                ]
+            ],
+            column_names=_EXPERIMENT_COLUMNS,
+            column_type_names=EXPERIMENTS.column_types(_EXPERIMENT_COLUMNS),
+            settings=self._write,
+        )
+
+    def get(self, project: str, experiment_id: str) -> ExperimentRow | None:
+        """Return an experiment by id, or None."""
+        rows = self._where(project, "id = {id:String}", id=experiment_id)
+        return rows[0] if rows else None
+
+    def page(
+        self,
+        project: str,
+        dataset_id: str | None,
+        prompt_name: str | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[ExperimentRow]:
+        """Return up to ``limit`` experiments, newest first, after ``after``."""
+        where: list[str] = ["1"]
+        params: dict[str, Any] = {}
+        if dataset_id is not None:
+            where.append("dataset_id = {ds:String}")
+            params["ds"] = dataset_id
+        if prompt_name is not None:
+            where.append("prompt_name = {pn:String}")
+            params["pn"] = prompt_name
+        if after is not None:
+            where.append("(created_at, id) < ({at:DateTime64(3, 'UTC')}, {aid:String})")
+            params.update(at=after[0], aid=after[1])
+        return self._where(
+            project,
+            " AND ".join(where),
+            tail=" ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
+            limit=limit,
+            **params,
+        )
+
+    def running(self, project: str | None, task: str) -> list[tuple[str, ExperimentRow]]:
+        """Return (project, experiment) of every running experiment of a task kind."""
+        where = "status = 'running' AND task = {task:String}"
+        params: dict[str, Any] = {"task": task}
+        if project is not None:
+            where += " AND project = {p:String}"
+            params["p"] = project
+        result = self._client.query(
+            f"SELECT project, {_EXPERIMENT_READ} FROM {self._experiments} FINAL WHERE {where}",
+            parameters=params,
+            settings=self._read,
+        )
+        return [(str(r[0]), _experiment(r[1:])) for r in result.result_rows]
+
+    def _where(
+        self, project: str, where: str, tail: str = "", **params: Any
+    ) -> list[ExperimentRow]:
+        result = self._client.query(
+            f"SELECT {_EXPERIMENT_READ} FROM {self._experiments} FINAL "
+            f"WHERE project = {{p:String}} AND {where}{tail}",
+            parameters={"p": project, **params},
+            settings=self._read,
+        )
+        return [_experiment(r) for r in result.result_rows]
+
+    # -- results ---------------------------------------------------------------------------
+
+    def put_results(self, project: str, experiment_id: str, rows: Sequence[ResultRow]) -> None:
+        """Store results (each replaces an earlier one of its item and repetition)."""
+        if not rows:
+            return
+        written = datetime.now(UTC)
+        self._client.insert(
+            self._results,
+            [
+                [
+                    project,
+                    experiment_id,
+                    r.position,
+                    r.item_id,
+                    r.repetition,
+                    r.request_id or "",
+                    r.trace_id or "",
+                    json.dumps(r.input_variables, ensure_ascii=False),
+                    None
+                    if r.expected_output is None
+                    else json.dumps(r.expected_output, ensure_ascii=False),
+                    r.output,
+                    r.status,
+                    r.error,
+                    json.dumps(r.scores, ensure_ascii=False),
+                    r.latency_ms,
+                    r.estimated_cost_usd,
+                    r.judge_cost_usd,
+                    r.total_tokens,
+                    written,
+                ]
+                for r in rows
+            ],
+            column_names=_RESULT_COLUMNS,
+            column_type_names=EXPERIMENT_RESULTS.column_types(_RESULT_COLUMNS),
+            settings=self._write,
+        )
+
+    def results(
+        self,
+        project: str,
+        experiment_id: str,
+        after: tuple[int, str, int] | None = None,
+        limit: int | None = None,
+    ) -> list[ResultRow]:
+        """Return results in item order (then repetition), after ``after``."""
+        where = "project = {p:String} AND experiment_id = {e:String}"
+        params: dict[str, Any] = {"p": project, "e": experiment_id}
+        if after is not None:
+            where += (
+                " AND (position, item_id, repetition) > ({ap:UInt64}, {ai:String}, {ar:UInt16})"
+            )
+            params.update(ap=after[0], ai=after[1], ar=after[2])
+        tail = " ORDER BY position, item_id, repetition"
+        if limit is not None:
+            tail += " LIMIT {limit:UInt32}"
+            params["limit"] = limit
+        result = self._client.query(
+            f"SELECT {_RESULT_READ} FROM {self._results} FINAL WHERE {where}{tail}",
+            parameters=params,
+            settings=self._read,
+        )
+        return [_result(r) for r in result.result_rows]
+
+    def counts(self, project: str, experiment_id: str) -> tuple[int, int]:
+        """Return (results stored, of them errors)."""
+        result = self._client.query(
+            f"SELECT count(), countIf(status = 'error') FROM {self._results} FINAL "
+            "WHERE project = {p:String} AND experiment_id = {e:String}",
+            parameters={"p": project, "e": experiment_id},
+            settings=self._read,
+        )
+        done, errors = result.result_rows[0]
+        return int(done), int(errors)
+
+
+_EXPERIMENT_READ = (
+    "id, name, dataset_id, dataset_name, prompt_name, version, model, task, status, spec, "
+    "metadata, items, runs, created_at, completed_at"
+)
+
+
+def _experiment(r: Sequence[Any]) -> ExperimentRow:
+    return ExperimentRow(
+        id=str(r[0]),
+        name=str(r[1]),
+        dataset_id=str(r[2]),
+        dataset_name=str(r[3]),
+        prompt_name=str(r[4]) or None,
+        version=None if r[5] is None else int(r[5]),
+        model=str(r[6]) or None,
+        task=str(r[7]),
+        status=str(r[8]),
+        spec=json.loads(r[9]),
+        metadata=json.loads(r[10]),
+        items=int(r[11]),
+        runs=int(r[12]),
+        created_at=_utc(r[13]),
+        completed_at=None if r[14] is None else _utc(r[14]),
+    )
+
+
+def _result(r: Sequence[Any]) -> ResultRow:
+    return ResultRow(
+        item_id=str(r[0]),
+        repetition=int(r[1]),
+        position=int(r[2]),
+        request_id=str(r[3]) or None,
+        trace_id=str(r[4]) or None,
+        input_variables=json.loads(r[5]),
+        expected_output=None if r[6] is None else json.loads(r[6]),
+        output=str(r[7]),
+        status=str(r[8]),
+        error=str(r[9]),
+        scores=json.loads(r[10]),
+        latency_ms=r[11],
+        estimated_cost_usd=float(r[12]),
+        judge_cost_usd=float(r[13]),
+        total_tokens=int(r[14]),
+    )
