@@ -21,6 +21,7 @@ from .api.routes import (
     admin,
     admin_backups,
     datasets,
+    experiments,
     exports,
     faults,
     health,
@@ -58,6 +59,7 @@ def _api_router() -> APIRouter:
         traces,
         scores,
         datasets,
+        experiments,
         admin,
         admin_backups,
     ):

@@ -20,6 +20,7 @@ from ..store.database import Store
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .datasets import DatasetService
+from .experiments import ExperimentService
 from .exports import ExportService
 from .faults import FaultService
 from .ingest import Backpressure, IngestService
@@ -58,6 +59,7 @@ class Services:
     rate_limits: ProjectLimits
     scores: ScoreService
     datasets: DatasetService
+    experiments: ExperimentService
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -95,6 +97,8 @@ class Services:
             KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
         )
         requests = RequestService(store.requests, settings.cursor_secret, pending)
+        runs = RunService(prompts, ingest, _providers(settings), prices, pending)
+        datasets = DatasetService(store.datasets, requests, settings.cursor_secret)
         return cls(
             settings=settings,
             store=store,
@@ -111,7 +115,7 @@ class Services:
                 pending,
             ),
             backups=BackupService(store.backups, settings.exports_path, store.is_embedded),
-            runs=RunService(prompts, ingest, _providers(settings), prices, pending),
+            runs=runs,
             otlp=OtlpService(ingest),
             faults=FaultService(store),
             pending=pending,
@@ -124,7 +128,10 @@ class Services:
             scores=ScoreService(
                 store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
             ),
-            datasets=DatasetService(store.datasets, requests, settings.cursor_secret),
+            datasets=datasets,
+            experiments=ExperimentService(
+                store.experiments, datasets, prompts, runs, store.scores, settings.cursor_secret
+            ),
         )
 
     def start(self) -> None:
@@ -132,9 +139,13 @@ class Services:
         self.exports.start(sole_runner=self.store.is_embedded)
         self.rollups.start()
         self.keys.start()
+        if self.store.is_embedded:
+            # The only runner of this store: an experiment still running died with its process.
+            self.experiments.recover()
 
     def close(self) -> None:
         """Close provider clients, flush records, stop background work, close the store."""
+        self.experiments.close()
         self.runs.close()
         self.pending.close()
         self.ingest.close()

@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -174,6 +174,21 @@ class RunService:
             started=started,
             pre_process_ms=_ms(time.perf_counter() - started),
         )
+
+    def retarget(
+        self, run: PreparedRun, model: str | None, parameters: Mapping[str, Any] | None
+    ) -> PreparedRun:
+        """Return ``run`` sent to ``model`` and with ``parameters`` laid over the version's
+        (an experiment's overrides); an unroutable model is a 400 naming ``model``."""
+        provider, request = run.provider, run.request
+        if model is not None:
+            route = provider_for(model)
+            if route is None:
+                raise ValidationFailed("model", f"Unknown model '{model}'", model=model)
+            provider, request = self._providers[route[0]], replace(request, model=route[1])
+        if parameters:
+            request = replace(request, parameters={**request.parameters, **parameters})
+        return replace(run, provider=provider, request=request)
 
     def _resolve(self, project: str, target: RunTarget) -> PromptVersionRow:
         return self._prompts.resolve_version(
