@@ -384,3 +384,50 @@ def test_another_project_sees_none_of_a_projects_records(
     usage = other.get("/v1/requests/analytics", params={"metric": "usage"}).json()["data"]
     owned = api.get("/v1/requests/analytics", params={"metric": "usage"}).json()["data"]
     assert (usage["total"], owned["total"]) == (0, 15)
+
+
+def test_another_project_sees_none_of_a_project_s_datasets_or_experiments(
+    api: TestClient, other: TestClient
+) -> None:
+    assert api.post("/v1/datasets", json={"name": "private-set"}).status_code == 201
+    items = {"items": [{"id": "i1", "input_variables": {"x": 1}}]}
+    assert api.post("/v1/datasets/private-set/items", json=items).status_code == 201
+    made = api.post("/v1/experiments", json={"dataset": "private-set", "task": "client"})
+    assert made.status_code == 201, made.text
+    experiment_id = made.json()["data"]["id"]
+    dataset_id = made.json()["data"]["dataset_id"]
+    results = {"results": [{"item_id": "i1", "output": "secret", "scores": {"ok": 1}}]}
+    assert api.post(f"/v1/experiments/{experiment_id}/results", json=results).status_code == 201
+
+    assert other.get("/v1/datasets").json()["data"] == []
+    assert other.get("/v1/experiments").json()["data"] == []
+    for ref in ("private-set", dataset_id):
+        for answer in (
+            other.get(f"/v1/datasets/{ref}"),
+            other.get(f"/v1/datasets/{ref}/items"),
+            other.post(f"/v1/datasets/{ref}/items", json=items),
+            other.delete(f"/v1/datasets/{ref}/items/i1"),
+            other.delete(f"/v1/datasets/{ref}"),
+            other.post("/v1/experiments", json={"dataset": ref, "task": "client"}),
+        ):
+            assert answer.status_code == 404, answer.text
+            assert answer.json()["error"]["code"] == "DATASET_NOT_FOUND"
+    for answer in (
+        other.get(f"/v1/experiments/{experiment_id}"),
+        other.get(f"/v1/experiments/{experiment_id}/results"),
+        other.post(f"/v1/experiments/{experiment_id}/results", json=results),
+        other.post(f"/v1/experiments/{experiment_id}/cancel"),
+        other.post(f"/v1/experiments/{experiment_id}/complete"),
+        other.get(
+            "/v1/experiments/compare", params={"base": experiment_id, "candidate": experiment_id}
+        ),
+    ):
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"]["code"] == "EXPERIMENT_NOT_FOUND"
+    # The other project's own dataset of the same name is its own.
+    assert other.post("/v1/datasets", json={"name": "private-set"}).status_code == 201
+    assert other.get("/v1/datasets/private-set").json()["data"]["item_count"] == 0
+    # The owner's data is untouched.
+    mine = api.get(f"/v1/experiments/{experiment_id}/results").json()["data"]
+    assert [r["output"] for r in mine] == ["secret"]
+    assert api.get("/v1/datasets/private-set").json()["data"]["item_count"] == 1

@@ -1,0 +1,171 @@
+"""Experiments run by the client's code, and comparisons paired by item (CONTRACT 11,
+issue 33 point 4): deltas with 95% intervals, improved/regressed/unchanged, regressions first."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.services.intervals import t_975
+from tests.collector.contract import assert_error
+
+
+def post(api: TestClient, path: str, body: dict[str, Any], status: int = 201) -> Any:
+    response = api.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()["data"]
+
+
+def client_experiment(api: TestClient, name: str, scores: dict[str, float], **extra: Any) -> str:
+    """A client experiment whose item ``i`` scored ``scores[i]`` (output ``<name>-<i>``)."""
+    made = post(api, "/v1/experiments", {"dataset": "qa", "task": "client", "name": name, **extra})
+    assert made["task"] == "client" and made["status"] == "running"
+    result = post(
+        api,
+        f"/v1/experiments/{made['id']}/results",
+        {
+            "results": [
+                {"item_id": item, "repetition": 1, "output": f"{name}-{item}",
+                 "scores": {"quality": value, "tone": "warm"}, "latency_ms": 10 + n,
+                 "estimated_cost_usd": 0.001}
+                for n, (item, value) in enumerate(scores.items())
+            ]
+        },
+    )  # fmt: skip
+    assert result == {"accepted": len(scores), "rejected": []}
+    done = post(api, f"/v1/experiments/{made['id']}/complete", {}, status=200)
+    assert done["status"] == "completed" and done["counts"]["done"] == len(scores)
+    experiment_id: str = made["id"]
+    return experiment_id
+
+
+@pytest.fixture
+def qa(api: TestClient) -> TestClient:
+    post(api, "/v1/datasets", {"name": "qa"})
+    items = [{"id": f"i{n}", "input_variables": {"n": n}, "expected_output": "x"} for n in range(6)]
+    post(api, "/v1/datasets/qa/items", {"items": items})
+    return api
+
+
+BASE = {"i0": 0.5, "i1": 0.5, "i2": 0.5, "i3": 0.5, "i4": 0.9}
+CANDIDATE = {"i0": 0.9, "i1": 0.7, "i2": 0.5, "i3": 0.1, "i5": 0.3}
+
+
+def test_two_experiments_compare_paired_by_item_with_the_interval_of_the_mean_delta(
+    qa: TestClient,
+) -> None:
+    base = client_experiment(qa, "base", BASE)
+    candidate = client_experiment(qa, "candidate", CANDIDATE)
+    response = qa.get("/v1/experiments/compare", params={"base": base, "candidate": candidate})
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    # Paired: i0..i3; i4 and i5 are each on one side only.
+    assert data["unmatched"] == 2
+    deltas = [0.4, 0.2, 0.0, -0.4]
+    mean = sum(deltas) / 4
+    sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / 3)
+    quality = data["scores"]["quality"]
+    assert quality["base"] == pytest.approx(0.5)
+    assert quality["candidate"] == pytest.approx(0.55)
+    assert quality["delta"] == pytest.approx(mean)
+    assert quality["ci_low"] == pytest.approx(mean - t_975(3) * sd / 2)
+    assert quality["ci_high"] == pytest.approx(mean + t_975(3) * sd / 2)
+    assert (quality["improved"], quality["regressed"], quality["unchanged"]) == (2, 1, 1)
+    # A text score is shown, not averaged or compared.
+    assert "tone" not in data["scores"]
+    assert data["estimated_cost_usd"]["base"] == pytest.approx(0.005)
+    assert data["estimated_cost_usd"]["delta"] == pytest.approx(0.0)
+    assert data["latency_ms"] == {"base": 12.0, "candidate": 12.0, "delta": 0.0}
+    # The largest regression first, then by item order.
+    assert [i["item_id"] for i in data["items"]] == ["i3", "i2", "i1", "i0"]
+    worst = data["items"][0]
+    assert worst["base"] == {"output": "base-i3", "scores": {"quality": 0.5, "tone": "warm"}}
+    assert worst["candidate"]["output"] == "candidate-i3"
+    assert worst["delta"]["quality"] == pytest.approx(-0.4)
+    assert worst["input_variables"] == {"n": 3} and worst["expected_output"] == "x"
+
+    # Items come in pages.
+    first = qa.get(
+        "/v1/experiments/compare", params={"base": base, "candidate": candidate, "limit": 3}
+    ).json()
+    assert [i["item_id"] for i in first["data"]["items"]] == ["i3", "i2", "i1"]
+    rest = qa.get(
+        "/v1/experiments/compare",
+        params={"base": base, "candidate": candidate, "limit": 3,
+                "cursor": first["pagination"]["next_cursor"]},
+    ).json()  # fmt: skip
+    assert [i["item_id"] for i in rest["data"]["items"]] == ["i0"]
+    assert rest["pagination"] == {"has_more": False}
+
+
+def test_repetitions_are_averaged_per_item_before_pairing(qa: TestClient) -> None:
+    base = client_experiment(qa, "base", {"i0": 0.0, "i1": 1.0})
+    made = post(qa, "/v1/experiments", {"dataset": "qa", "task": "client", "repetitions": 2})
+    post(
+        qa,
+        f"/v1/experiments/{made['id']}/results",
+        {"results": [
+            {"item_id": "i0", "repetition": 1, "scores": {"quality": 1}},
+            {"item_id": "i0", "repetition": 2, "scores": {"quality": 0}},
+            {"item_id": "i1", "repetition": 1, "scores": {"quality": True}},
+            {"item_id": "i1", "repetition": 2, "scores": {"quality": True}},
+        ]},
+    )  # fmt: skip
+    data = qa.get("/v1/experiments/compare", params={"base": base, "candidate": made["id"]}).json()[
+        "data"
+    ]
+    assert data["scores"]["quality"]["delta"] == pytest.approx(0.25)
+    assert {i["item_id"]: i["delta"]["quality"] for i in data["items"]} == {"i0": 0.5, "i1": 0.0}
+
+
+def test_client_results_replace_by_item_and_repetition_and_bad_ones_are_rejected(
+    qa: TestClient,
+) -> None:
+    record = qa.post("/v1/requests", json={"id": "req_task_1", "model": "gpt-4o-mini"})
+    assert record.status_code == 201, record.text
+    made = post(qa, "/v1/experiments", {"dataset": "qa", "task": "client", "repetitions": 2})
+    path = f"/v1/experiments/{made['id']}/results"
+    first = post(
+        qa, path, {"results": [{"item_id": "i0", "output": "one", "request_id": "req_task_1",
+                                "scores": {"ok": False}}]}
+    )  # fmt: skip
+    assert first == {"accepted": 1, "rejected": []}
+    result = post(
+        qa,
+        path,
+        {"results": [
+            {"item_id": "i0", "output": "two", "request_id": "req_task_1",
+             "scores": {"ok": True}},
+            {"item_id": "nope", "output": "x"},
+            {"item_id": "i1", "repetition": 3},
+            {"item_id": "i1", "scores": {"bad": [1]}},
+            {"item_id": "i1", "status": "error", "error": "task raised"},
+        ]},
+    )  # fmt: skip
+    assert result["accepted"] == 2
+    fields = [(r["index"], r["error"]["details"].get("field")) for r in result["rejected"]]
+    assert fields[:2] == [(1, "item_id"), (2, "repetition")]
+    assert fields[2][0] == 3 and fields[2][1].startswith("scores.bad")
+    rows = qa.get(path).json()["data"]
+    assert [(r["item_id"], r["output"], r["status"]) for r in rows] == [
+        ("i0", "two", "success"),
+        ("i1", "", "error"),
+    ]
+    # The verdict is a score (source eval) on the task's record, replaced with its result.
+    scores = qa.get("/v1/scores", params={"request_id": "req_task_1"}).json()["data"]
+    assert [(s["name"], s["value"], s["source"]) for s in scores] == [("ok", True, "eval")]
+    done = post(qa, f"/v1/experiments/{made['id']}/complete", {}, status=200)
+    assert done["counts"] == {"items": 6, "runs": 12, "done": 2, "errors": 1}
+    assert done["summary"]["scores"]["ok"]["mean"] == 1.0
+    # Completed: no more results.
+    assert_error(qa.post(path, json={"results": []}), 400, "VALIDATION_ERROR")
+    # A client experiment names no prompt; a service one cannot be completed by the client.
+    assert_error(
+        qa.post("/v1/experiments", json={"dataset": "qa", "task": "client", "prompt": "p"}),
+        400,
+        "VALIDATION_ERROR",
+        "prompt",
+    )
