@@ -30,8 +30,10 @@ from .api.routes import (
     requests,
     runs,
     scores,
+    sessions,
     templates,
     traces,
+    users,
     versions,
 )
 from .config import Settings
@@ -57,6 +59,8 @@ def _api_router() -> APIRouter:
         exports,
         requests,
         traces,
+        sessions,
+        users,
         scores,
         datasets,
         experiments,

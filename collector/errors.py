@@ -131,6 +131,20 @@ class ScoreNotFound(NotFound, code="SCORE_NOT_FOUND"):
         super().__init__(f"Score '{score_id}' not found", {"score_id": score_id})
 
 
+class TraceNotFound(NotFound, code="TRACE_NOT_FOUND"):
+    """No live record of that trace in the caller's project."""
+
+    def __init__(self, trace_id: str) -> None:
+        super().__init__(f"Trace '{trace_id}' not found", {"trace_id": trace_id})
+
+
+class SessionNotFound(NotFound, code="SESSION_NOT_FOUND"):
+    """No live record of that session in the caller's project."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session '{session_id}' not found", {"session_id": session_id})
+
+
 class DatasetNotFound(NotFound, code="DATASET_NOT_FOUND"):
     """No dataset with that name or id in the caller's project."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -14,6 +14,11 @@ from .scores import ScoreOut
 MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
 RequestId = Annotated[str, Field(pattern=r"^req_[A-Za-z0-9_\-]{1,64}$")]
 Count = Annotated[int, Field(ge=0, le=2**32 - 1)]
+# What a record is (CONTRACT 10): a model call, an embedding, or a span of the trace's shape.
+RecordKind = Literal["llm", "embedding", "chain", "agent", "tool", "retriever", "span"]
+RECORD_KINDS: tuple[str, ...] = get_args(RecordKind)
+# The kinds the request log shows unless ``kind=`` asks for others: the model calls.
+MODEL_CALL_KINDS = ("llm", "embedding")
 
 
 def _metadata_keys(value: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +103,11 @@ class RequestRecordIn(_Input):
     span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     parent_span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     span_name: Annotated[str, Field(max_length=256)] | None = None
+    kind: RecordKind = Field(
+        default="llm",
+        description="llm (a model call), embedding, or a span kind: chain, agent, tool, "
+        "retriever, span. The request log lists llm and embedding records unless asked.",
+    )
 
 
 class RequestBatchIn(BaseModel):
@@ -178,6 +188,9 @@ class RequestListItem(BaseModel):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    kind: str = Field(
+        default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
+    )
     scores: dict[str, bool | int | float | str] = Field(
         default_factory=dict,
         description="Per score name, of the record's and its trace's scores: the mean of the "
@@ -209,6 +222,9 @@ class RequestDetail(BaseModel):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    kind: str = Field(
+        default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
+    )
     scores: list[ScoreOut] = Field(
         default_factory=list,
         description="The scores on the record and on its trace, newest first.",

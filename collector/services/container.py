@@ -17,6 +17,7 @@ from ..providers.anthropic import AnthropicProvider
 from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..store.database import Store
+from ..store.traces import TraceStore
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .datasets import DatasetService
@@ -36,6 +37,7 @@ from .requests import RequestService
 from .rollups import RollupService
 from .runs import RunService
 from .scores import ScoreService
+from .traces import TraceService
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Services:
     pending: PendingWrites
     rate_limits: ProjectLimits
     scores: ScoreService
+    traces: TraceService
     datasets: DatasetService
     experiments: ExperimentService
 
@@ -97,6 +100,9 @@ class Services:
             KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
         )
         requests = RequestService(store.requests, settings.cursor_secret, pending)
+        scores = ScoreService(
+            store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
+        )
         runs = RunService(prompts, ingest, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret)
         return cls(
@@ -125,8 +131,9 @@ class Services:
                 settings.limit_bytes,
                 settings.project_limits,
             ),
-            scores=ScoreService(
-                store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
+            scores=scores,
+            traces=TraceService(
+                TraceStore(store.client, store.database), scores, settings.cursor_secret, pending
             ),
             datasets=datasets,
             experiments=ExperimentService(

@@ -130,6 +130,7 @@ def record_values(
         "span_id": record.span_id or "",
         "parent_span_id": record.parent_span_id or "",
         "span_name": record.span_name or "",
+        "kind": record.kind,
     }
 
 

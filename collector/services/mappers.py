@@ -150,6 +150,7 @@ def _record_fields(row: RequestRow) -> dict[str, Any]:
         "span_id": row.span_id or None,
         "parent_span_id": row.parent_span_id or None,
         "span_name": row.span_name or None,
+        "kind": row.kind,
     }
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import RequestNotFound, ValidationFailed
+from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
@@ -80,11 +81,13 @@ class RequestService:
         metadata: dict[str, str] | None = None,
         trace_id: str | None = None,
         score_params: Sequence[tuple[str, str]] = (),
+        kind: str | None = None,
     ) -> RecordPage:
         """Return records newest first, keyset-paginated on (created_at, id).
 
         The dates are ISO 8601 or ``YYYY-MM-DD`` (a date-only end includes its whole day);
-        ``metadata`` pairs are ANDed.
+        ``metadata`` pairs are ANDed. ``kind`` is as :func:`kinds_of` reads it; without it
+        a trace's list has every kind, any other list the model calls.
         """
         filters = request_filter(
             prompt_name=prompt_name,
@@ -95,19 +98,26 @@ class RequestService:
             trace_id=trace_id,
             scores=score_tests(score_params),
             scores_table=self._store.scores_table,
+            kinds=kinds_of(kind, every=trace_id is not None),
         )
         if filters.start and filters.end and filters.start > filters.end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
-        after = _position(self._list_cursors, cursor)
+        after = cursor_position(self._list_cursors, cursor)
         self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1)
         return RecordPage(rows[:limit], self._next(self._list_cursors, rows, limit))
 
-    def search(self, project: str, query: str, limit: int, cursor: str | None) -> HitPage:
-        """Return records whose input variables, output, metadata or input contain query."""
-        after = _position(self._search_cursors, cursor)
+    def search(
+        self, project: str, query: str, limit: int, cursor: str | None, kind: str | None = None
+    ) -> HitPage:
+        """Return records whose input variables, output, metadata or input contain query.
+
+        Model calls only, unless ``kind`` (as :func:`kinds_of` reads it) asks for others.
+        """
+        filters = RequestFilter(kinds=kinds_of(kind))
+        after = cursor_position(self._search_cursors, cursor)
         self._settle(project)
-        rows = self._store.page(project, RequestFilter(), after, limit + 1, search=query)
+        rows = self._store.page(project, filters, after, limit + 1, search=query)
         next_cursor = self._next(self._search_cursors, rows, limit)
         hits = []
         for row in rows[:limit]:
@@ -142,6 +152,27 @@ class RequestService:
         return codec.encode({"at": last.created_at.isoformat(), "id": last.id})
 
 
+def kinds_of(kind: str | None, every: bool = False, field: str = "kind") -> tuple[str, ...] | None:
+    """Return the record kinds a ``kind=`` parameter keeps (None: every kind).
+
+    Comma-separated kinds, or ``all``; without it the model calls (``llm``, ``embedding``),
+    or every kind if ``every`` (a trace's own list). An unknown kind is a 400 naming ``field``.
+    """
+    if kind is None or not kind.strip():
+        return None if every else MODEL_CALL_KINDS
+    names = [name.strip() for name in kind.split(",") if name.strip()]
+    if names == ["all"]:
+        return None
+    unknown = [name for name in names if name not in RECORD_KINDS]
+    if unknown:
+        raise ValidationFailed(
+            field,
+            f"kind must be 'all' or comma-separated kinds of {', '.join(RECORD_KINDS)}; "
+            f"not {unknown[0]!r}",
+        )
+    return tuple(dict.fromkeys(names))
+
+
 def request_filter(
     *,
     prompt_name: str | None = None,
@@ -154,6 +185,7 @@ def request_filter(
     scores: tuple[ScoreTest, ...] = (),
     scores_table: str = "",
     field_prefix: str = "",
+    kinds: tuple[str, ...] | None = None,
 ) -> RequestFilter:
     """Return the store's filter of a list or export as a client gives it.
 
@@ -171,6 +203,7 @@ def request_filter(
         trace_id=trace_id,
         scores=scores,
         scores_table=scores_table,
+        kinds=kinds,
     )
 
 
@@ -210,7 +243,8 @@ def score_tests(params: Sequence[tuple[str, str]], field_prefix: str = "") -> tu
     return tuple(tests)
 
 
-def _position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:
+def cursor_position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:
+    """Return the (time, key) position a cursor of ``codec`` names (None for no cursor)."""
     if not cursor:
         return None
     position = codec.decode(cursor)

@@ -20,6 +20,8 @@ from .request_tables import (
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
+    TRACE_RECORDS,
+    TRACE_RECORDS_MV,
 )
 from .rollups import (
     REQUEST_ROLLUP,
@@ -34,6 +36,7 @@ from .schema import (
     Backfill,
     DropIndex,
     Migration,
+    ModifyQuery,
     ModifySetting,
     Table,
     quote,
@@ -162,6 +165,22 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "request_item_cost_known", (AddColumn(REQUEST_ITEMS, "cost_known"),)),
     # Scores on records and traces, and what each score name must be (see store/scores.py).
     Migration(15, "scores", (SCORES, SCORE_CONFIGS)),
+    # Every record has a kind (CONTRACT 10): a column of the log and of its list copy, filled
+    # for the records stored before from what their rows have (request_tables.KIND_OF_STORED),
+    # then written by the copy's view from the record's own. And traces get their own index.
+    Migration(
+        17,
+        "record_kinds",
+        (
+            AddColumn(REQUESTS, "kind"),
+            AddColumn(REQUEST_ITEMS, "kind"),
+            ModifyQuery(REQUEST_ITEMS_MV),
+            # Each trace's records, by trace (see TRACE_RECORDS).
+            TRACE_RECORDS,
+            TRACE_RECORDS_MV,
+            Backfill(TRACE_RECORDS_MV, TRACE_RECORDS),
+        ),
+    ),
     # Datasets and experiments (see store/datasets.py, store/experiments.py).
     Migration(
         18, "datasets_experiments", (DATASETS, DATASET_ITEMS, EXPERIMENTS, EXPERIMENT_RESULTS)

@@ -47,6 +47,8 @@ class RequestFilter:
     end: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     trace_id: str | None = None
+    # The record kinds kept (CONTRACT 10); None keeps every kind.
+    kinds: tuple[str, ...] | None = None
     # Score filters (``score.<name>.min`` …) and the scores table they read (store/scores.py).
     scores: tuple[ScoreTest, ...] = ()
     scores_table: str = ""
@@ -61,6 +63,11 @@ def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, A
         # ``requests`` and ``request_items`` carry it, the metadata index does not.
         clauses.append("trace_id = {trace_id:String}")
         params["trace_id"] = filters.trace_id
+    if filters.kinds is not None:
+        # ``requests`` and ``request_items`` carry it, the metadata index does not: a
+        # metadata page tests it on the records it reads.
+        clauses.append("kind IN {kinds:Array(String)}")
+        params["kinds"] = list(filters.kinds)
     if filters.scores:
         # ``requests`` and ``request_items`` carry id and trace_id, the metadata index does not.
         score_where, score_params = score_clauses(filters.scores, filters.scores_table)

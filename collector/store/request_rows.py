@@ -31,14 +31,14 @@ READ_COLUMNS = (
     "input_variables, input, output, metadata, prompt_tokens, completion_tokens, total_tokens, "
     "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
     "llm_call_ms, post_process_ms, integration, error, trace_id, span_id, parent_span_id, "
-    "span_name"
+    "span_name, kind"
 )
 
 # What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
 # prompt input above all (a whole conversation, often the widest value), unread. ``trace`` is
 # empty for a record outside any trace; ``cost_known`` is copied out of ``detail``.
-LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace, cost_known"
-DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail"
+LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace, cost_known, kind"
+DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail, kind"
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,8 @@ class RequestRow:
     span_id: str = ""
     parent_span_id: str = ""
     span_name: str = ""
+    # llm, embedding, or a span kind (CONTRACT 10).
+    kind: str = "llm"
 
 
 def _json(value: Any) -> str:
@@ -214,6 +216,7 @@ def stored_row(values: Sequence[Any]) -> RequestRow:
         span_id=values[24],
         parent_span_id=values[25],
         span_name=values[26],
+        kind=values[27],
     )
 
 
@@ -229,10 +232,12 @@ def item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
         fields.update(zip(DETAIL_NAMES, json.loads(values[5]), strict=True))
         fields["integration"] = fields["integration"] or {}
         fields["cost_known"] = bool(fields["cost_known"])
+        fields["kind"] = values[6]
     else:
         if values[5]:
             fields.update(zip(TRACE_NAMES, json.loads(values[5]), strict=True))
         fields["cost_known"] = bool(values[6])
+        fields["kind"] = values[7]
     for name in ("input_variables", "output", "metadata"):
         fields[name] = fields[name] or {}
     fields["estimated_cost_usd"] = float(fields["estimated_cost_usd"])

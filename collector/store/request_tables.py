@@ -26,6 +26,16 @@ _VERTICAL_MERGES = (
 # merges up to 100 at once: more, narrower merges keep each one bounded.
 _MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
 
+# The kind of a record stored before records had one, from what the row has: a record that came
+# from a span (span_id) and names no model was a framework run or an observed function; a model
+# call's span named "embeddings <model>" (the openai patch) was an embedding; the rest are model
+# calls (a record logged by hand without a kind is one, CONTRACT 10).
+_KIND_OF = (
+    "multiIf({model} != '' AND ({span_name} = 'embeddings' OR startsWith({span_name}, "
+    "'embeddings ')), 'embedding', {model} = '' AND {span_id} != '', 'span', 'llm')"
+)
+KIND_OF_STORED = _KIND_OF.format(model="model", span_name="span_name", span_id="span_id")
+
 REQUESTS = Table(
     name="requests",
     columns=(
@@ -61,6 +71,9 @@ REQUESTS = Table(
         "search_text String",
         "row_version UInt8",
         "is_deleted UInt8",
+        # What the record is (CONTRACT 10). Every insert gives it; the default is what
+        # migration 17 fills the records stored before it with (see KIND_OF_STORED).
+        f"kind LowCardinality(String) DEFAULT {KIND_OF_STORED}",
     ),
     indexes=(
         # (Stores made before migration 5 also had a bloom filter on id, dropped by it: ids
@@ -203,6 +216,14 @@ REQUEST_ITEMS = Table(
         f"cost_known Bool MATERIALIZED {_COST_KNOWN}",
         "row_version UInt8",
         "is_deleted UInt8",
+        # Written by the view from the record's; the default fills the rows stored before
+        # migration 17 as ``requests``' does, from the detail's span fields.
+        "kind LowCardinality(String) DEFAULT "
+        + _KIND_OF.format(
+            model="model",
+            span_name=f"JSONExtractString(detail, {DETAIL_NAMES.index('span_name') + 1})",
+            span_id=f"JSONExtractString(detail, {DETAIL_NAMES.index('span_id') + 1})",
+        ),
     ),
     # List by prompt reads newest first and stops at a page: a common prompt needs no index,
     # but a rare one would scan every record; one filter per 8,192 rows spares that scan at a
@@ -228,7 +249,7 @@ REQUEST_ITEMS_MV = View(
     select=(
         "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
         f"{_pack(_ITEM_FIELDS)} AS item, {_pack(_DETAIL_FIELDS)} AS detail, "
-        "row_version, is_deleted FROM {db}.requests{local}"
+        "row_version, is_deleted, kind FROM {db}.requests{local}"
     ),
     sharded=True,
 )
@@ -337,4 +358,51 @@ COLUMNS = (
     "search_text",
     "row_version",
     "is_deleted",
+    "kind",
+)
+
+# The records of each trace, in the order a trace reads them: one row per record of a trace
+# (most records of a framework or an observed function are), with what a trace's summary
+# sums. A trace's summary and its pages are primary-key reads here, wherever in time its
+# records lie, where the log (sorted by time) would test the trace's bloom filter in every
+# granule. Filled by a view from the same inserts (copies and tombstones too: reads resolve
+# them with FINAL, over one trace's rows), and for the records stored before migration 17 by
+# its backfill.
+TRACE_RECORDS = Table(
+    name="trace_records",
+    columns=(
+        "project LowCardinality(String)",
+        "trace_id String",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "parent_span_id String",
+        "span_name String",
+        "kind LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "total_tokens UInt32",
+        "estimated_cost_usd Float64",
+        "latency_ms UInt32",
+        "user_id String",
+        "session_id String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    order_by="(project, trace_id, created_at, id)",
+    sharded=True,
+    sharding_key=REQUESTS.sharding_key,
+    settings=("index_granularity = 1024",),
+)
+
+TRACE_RECORDS_MV = View(
+    name="trace_records_mv",
+    to_table="trace_records",
+    select=(
+        "SELECT project, trace_id, created_at, id, parent_span_id, span_name, kind, status, "
+        "total_tokens, estimated_cost_usd, latency_ms, metadata_map['user_id'] AS user_id, "
+        "metadata_map['session_id'] AS session_id, row_version, is_deleted "
+        "FROM {db}.requests{local} WHERE trace_id != ''"
+    ),
+    sharded=True,
 )

@@ -131,8 +131,21 @@ class ModifySetting:
     setting: str
 
 
+@dataclass(frozen=True)
+class ModifyQuery:
+    """Give a materialized view made before it the ``select`` of its definition.
+
+    ``ALTER TABLE <view> MODIFY QUERY``: inserts from then on go through the new query, none
+    is missed (the view is never dropped). Its target table must have the new columns first.
+    """
+
+    view: View
+
+
 # What a migration is made of: each renders to its statements (see render).
-SchemaObject = Table | View | Backfill | DropIndex | AddColumn | AddIndex | ModifySetting
+SchemaObject = (
+    Table | View | Backfill | DropIndex | AddColumn | AddIndex | ModifySetting | ModifyQuery
+)
 
 
 @dataclass(frozen=True)
@@ -187,6 +200,13 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
         return [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
             f"{alter} MATERIALIZE COLUMN {quote(obj.column)}",
+        ]
+    if isinstance(obj, ModifyQuery):
+        view = obj.view
+        local = "_local" if cluster and view.sharded else ""
+        return [
+            f"ALTER TABLE {quote(database)}.{quote(view.name)}{_on_cluster(cluster)} "
+            f"MODIFY QUERY {view.select.format(db=quote(database), local=local)}"
         ]
     if isinstance(obj, View):
         return [_render_view(obj, database, cluster)]

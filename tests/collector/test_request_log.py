@@ -103,8 +103,11 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "span_name",
         # Per score name, the mean or newest category of its scores (issue 31, CONTRACT 9).
         "scores",
+        # llm, embedding or a span kind (issue 32, CONTRACT 10).
+        "kind",
     }
     assert item["scores"] == {}
+    assert item["kind"] == "llm"  # logged without one
     assert item["model"] == "gpt-4o-mini"
     assert item["usage"] == {"total_tokens": 37, "estimated_cost_usd": 0.0004}
     assert item["latency_ms"] == 420

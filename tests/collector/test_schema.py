@@ -196,7 +196,7 @@ def test_the_items_copy_packs_the_shown_fields_in_fine_granules() -> None:
     # The key, the filters of a page, the two packed arrays and the version columns.
     assert REQUEST_ITEMS.inserted_columns() == [
         "project", "created_at", "id", "prompt_name", "model", "status", "metadata_map",
-        "item", "detail", "row_version", "is_deleted",
+        "item", "detail", "row_version", "is_deleted", "kind",
     ]  # fmt: skip
     assert " AS item, concat('[', " in view
     assert REQUEST_ITEMS.order_by == REQUESTS.order_by == "(project, created_at, id)"

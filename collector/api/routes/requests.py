@@ -39,6 +39,14 @@ router = APIRouter(prefix="/requests", tags=["requests"])
 
 Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2000)]
+Kind = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        description="Record kinds, comma-separated (llm, embedding, chain, agent, tool, "
+        "retriever, span), or all. Default: llm,embedding (every kind with trace_id).",
+    ),
+]
 
 
 @router.post("", status_code=201, response_model=Data[RequestDetail])
@@ -159,8 +167,13 @@ def list_requests(
     trace_id: Annotated[
         str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
     ] = None,
+    kind: Kind = None,
 ) -> Page[RequestListItem]:
-    """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed)."""
+    """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed).
+
+    Model calls (``llm``, ``embedding``) unless ``kind`` names others; a trace's records
+    (``trace_id``) are of every kind unless ``kind`` narrows them.
+    """
     page = services.requests.list_page(
         project,
         limit,
@@ -171,6 +184,7 @@ def list_requests(
         end_date=end_date,
         metadata=_metadata_params(request),
         trace_id=trace_id,
+        kind=kind,
         score_params=[kv for kv in request.query_params.multi_items() if is_score_param(kv[0])],
     )
     scores = services.scores.summaries(project, [(r.id, r.trace_id) for r in page.rows])
@@ -198,9 +212,13 @@ def search_requests(
     query: Annotated[str, Query(min_length=1, max_length=200)],
     limit: Limit = 20,
     cursor: Cursor = None,
+    kind: Kind = None,
 ) -> Page[SearchHit]:
-    """Find records whose input variables, output, metadata or input contain ``query``."""
-    page = services.requests.search(project, query, limit, cursor)
+    """Find records whose input variables, output, metadata or input contain ``query``.
+
+    Model calls only unless ``kind`` names others.
+    """
+    page = services.requests.search(project, query, limit, cursor, kind)
     return Page(
         data=[search_hit(hit) for hit in page.hits], pagination=pagination(page.next_cursor)
     )

@@ -1,15 +1,23 @@
-"""OTLP/HTTP trace ingest (CONTRACT 6): model-call spans become request records."""
+"""Traces: OTLP/HTTP ingest (CONTRACT 6) and the trace list and detail (CONTRACT 10)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from ...models.envelopes import ErrorBody
+from ...models.envelopes import ErrorBody, Page
+from ...models.traces import TraceDetail, TraceListItem, TracePage
+from ...services.mappers import pagination, request_list_item
 from ...services.otlp import JSON, PROTOBUF, encoding_of
-from ..deps import IngestProject, ServicesDep
+from ...services.traces import Scores
+from ...store.traces import TraceSummary
+from ..deps import IngestProject, Project, ServicesDep
+
+Limit = Annotated[int, Query(ge=1, le=100)]
+Cursor = Annotated[str | None, Query(max_length=2000)]
+Date = Annotated[str | None, Query(max_length=40)]
 
 router = APIRouter(tags=["traces"])
 
@@ -103,3 +111,70 @@ async def export_traces(
     answer, stored = await run_in_threadpool(services.otlp.export, project, body, encoding)
     services.rate_limits.charge_ingest(project, stored, len(body))
     return Response(answer, media_type=encoding)
+
+
+@router.get("/traces", response_model=Page[TraceListItem])
+def list_traces(
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    start_date: Date = None,
+    end_date: Date = None,
+    user_id: Annotated[str | None, Query(max_length=1000)] = None,
+    session_id: Annotated[str | None, Query(max_length=1000)] = None,
+    name: Annotated[str | None, Query(max_length=256, description="Root span name.")] = None,
+) -> Page[TraceListItem]:
+    """List traces newest first (by their first record), with sums over all their records."""
+    page = services.traces.trace_page(
+        project,
+        limit,
+        cursor,
+        start_date=start_date,
+        end_date=end_date,
+        user_id=user_id,
+        session_id=session_id,
+        name=name,
+    )
+    return Page(
+        data=[trace_item(summary, scores) for summary, scores in page.items],
+        pagination=pagination(page.next_cursor),
+    )
+
+
+@router.get("/traces/{trace_id}", response_model=TracePage)
+def get_trace(
+    trace_id: Annotated[str, Path(max_length=100)],
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+) -> TracePage:
+    """One trace with its records of every kind, oldest first: page on through ``cursor``."""
+    found = services.traces.trace(project, trace_id, limit, cursor)
+    item = trace_item(found.summary, found.scores)
+    return TracePage(
+        data=TraceDetail(
+            **item.model_dump(),
+            items=[request_list_item(r, found.row_scores.get(r.id)) for r in found.rows],
+        ),
+        pagination=pagination(found.next_cursor),
+    )
+
+
+def trace_item(summary: TraceSummary, scores: Scores) -> TraceListItem:
+    """A trace as the list shows it."""
+    return TraceListItem(
+        trace_id=summary.trace_id,
+        name=summary.name,
+        started_at=summary.started_at,
+        duration_ms=summary.duration_ms,
+        records=summary.records,
+        llm_calls=summary.llm_calls,
+        errors=summary.errors,
+        total_tokens=summary.total_tokens,
+        estimated_cost_usd=summary.estimated_cost_usd,
+        user_id=summary.user_id or None,
+        session_id=summary.session_id or None,
+        scores=scores,
+    )

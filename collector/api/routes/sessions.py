@@ -1,0 +1,69 @@
+"""Sessions (CONTRACT 10): the records sharing a metadata.session_id, as conversations."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from ...models.envelopes import Page
+from ...models.traces import SessionDetail, SessionListItem, SessionPage
+from ...services.mappers import pagination, request_list_item
+from ..deps import Project, ServicesDep
+from .requests import Cursor, Kind, Limit
+
+router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+Date = Annotated[
+    str | None,
+    Query(max_length=40, description="Bounds the records' created_at (default: the last 30 days)."),
+]
+
+
+@router.get("", response_model=Page[SessionListItem])
+def list_sessions(
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    user_id: Annotated[str | None, Query(max_length=1000)] = None,
+    start_date: Date = None,
+    end_date: Date = None,
+    kind: Kind = None,
+) -> Page[SessionListItem]:
+    """List the period's sessions, latest activity first (sums over their model calls)."""
+    page = services.traces.session_page(
+        project,
+        limit,
+        cursor,
+        user_id=user_id,
+        start_date=start_date,
+        end_date=end_date,
+        kind=kind,
+    )
+    return Page(
+        data=[SessionListItem(**asdict(s), scores=scores) for s, scores in page.items],
+        pagination=pagination(page.next_cursor),
+    )
+
+
+@router.get("/{session_id}", response_model=SessionPage)
+def get_session(
+    session_id: Annotated[str, Path(max_length=1000)],
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+    kind: Kind = None,
+) -> SessionPage:
+    """One session with its records oldest first (its model calls unless ``kind``)."""
+    found = services.traces.session(project, session_id, limit, cursor, kind)
+    return SessionPage(
+        data=SessionDetail(
+            **asdict(found.summary),
+            scores=found.scores,
+            items=[request_list_item(r, found.row_scores.get(r.id)) for r in found.rows],
+        ),
+        pagination=pagination(found.next_cursor),
+    )

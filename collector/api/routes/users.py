@@ -1,0 +1,36 @@
+"""Users (CONTRACT 10): the records sharing a metadata.user_id, summed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter
+
+from ...models.envelopes import Page
+from ...models.traces import UserListItem
+from ...services.mappers import pagination
+from ..deps import Project, ServicesDep
+from .requests import Cursor, Kind, Limit
+from .sessions import Date
+
+router = APIRouter(prefix="/users", tags=["users"])
+
+
+@router.get("", response_model=Page[UserListItem])
+def list_users(
+    project: Project,
+    services: ServicesDep,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    start_date: Date = None,
+    end_date: Date = None,
+    kind: Kind = None,
+) -> Page[UserListItem]:
+    """List the period's users, latest activity first (sums over their model calls)."""
+    page = services.traces.user_page(
+        project, limit, cursor, start_date=start_date, end_date=end_date, kind=kind
+    )
+    return Page(
+        data=[UserListItem(**asdict(u)) for u in page.items],
+        pagination=pagination(page.next_cursor),
+    )

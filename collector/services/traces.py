@@ -1,0 +1,285 @@
+"""Traces, sessions and users (CONTRACT 10): lists and one of each, over the request log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar
+
+from ..errors import SessionNotFound, TraceNotFound, ValidationFailed
+from ..store.request_rows import RequestRow
+from ..store.scores import ScoreRow
+from ..store.traces import SessionSummary, TraceFilter, TraceStore, TraceSummary, UserSummary
+from .cursors import CursorCodec
+from .dates import parse_date, utc_now_ms
+from .pending_writes import PendingWrites
+from .requests import cursor_position, kinds_of
+from .scores import ScoreService
+
+# The period the session and user lists cover when not given one (CONTRACT 10).
+DEFAULT_PERIOD = timedelta(days=30)
+
+Scores = dict[str, bool | int | float | str]
+
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class SummaryPage(Generic[S]):
+    """A page of summaries (traces, sessions: each with its scores; users) and the cursor of
+    the next one."""
+
+    items: list[S]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Detail(Generic[S]):
+    """One trace or session: its summary, scores, a page of its records (oldest first) and
+    each record's scores."""
+
+    summary: S
+    scores: Scores
+    rows: list[RequestRow]
+    row_scores: dict[str, Scores]
+    next_cursor: str | None
+
+
+def score_means(scores: Sequence[ScoreRow]) -> Scores:
+    """Per score name: the mean of the numeric and boolean values (true = 1), or the newest
+    value when the newest is categorical (``scores`` newest first), as list items show."""
+    by_name: dict[str, list[ScoreRow]] = {}
+    for score in scores:
+        by_name.setdefault(score.name, []).append(score)
+    means: Scores = {}
+    for name, named in by_name.items():
+        numbers = [n for n in (s.value_number for s in named) if n is not None]
+        if named[0].data_type == "categorical" or not numbers:
+            means[name] = named[0].value
+        else:
+            means[name] = sum(numbers) / len(numbers)
+    return means
+
+
+class TraceService:
+    """Traces, sessions and users of one project at a time."""
+
+    def __init__(
+        self,
+        store: TraceStore,
+        scores: ScoreService,
+        cursor_secret: str,
+        pending: PendingWrites | None = None,
+    ) -> None:
+        self._store = store
+        self._scores = scores
+        self._pending = pending
+        self._trace_cursors = CursorCodec(cursor_secret, "traces")
+        self._record_cursors = CursorCodec(cursor_secret, "trace records")
+        self._session_cursors = CursorCodec(cursor_secret, "sessions")
+        self._session_record_cursors = CursorCodec(cursor_secret, "session records")
+        self._user_cursors = CursorCodec(cursor_secret, "users")
+
+    # -- traces ----------------------------------------------------------------------------
+
+    def trace_page(
+        self,
+        project: str,
+        limit: int,
+        cursor: str | None,
+        *,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> SummaryPage[tuple[TraceSummary, Scores]]:
+        """Return traces newest first (by their first record), keyset-paginated."""
+        start, end = _dates(start_date, end_date)
+        filters = TraceFilter(start, end, user_id, session_id, name)
+        after = cursor_position(self._trace_cursors, cursor)
+        self._settle(project)
+        found = self._store.trace_page(project, filters, after, limit + 1)
+        page = found[:limit]
+        next_cursor = None
+        if len(found) > limit:
+            last = page[-1]
+            next_cursor = _encode(self._trace_cursors, last.started_at, last.trace_id)
+        scores = self._trace_scores(project, [t.trace_id for t in page])
+        return SummaryPage([(t, scores.get(t.trace_id, {})) for t in page], next_cursor)
+
+    def trace(
+        self, project: str, trace_id: str, limit: int, cursor: str | None
+    ) -> Detail[TraceSummary]:
+        """Return one trace and a page of its records, oldest first; 404 TRACE_NOT_FOUND."""
+        after = cursor_position(self._record_cursors, cursor)
+        self._settle(project)
+        summary = self._store.summaries(project, [trace_id]).get(trace_id)
+        if summary is None:
+            raise TraceNotFound(trace_id)
+        rows = self._store.trace_records(project, trace_id, after, limit + 1)
+        page, next_cursor = self._records_page(self._record_cursors, rows, limit)
+        scores = self._scores.on_targets(project, [r.id for r in page], [trace_id])
+        return Detail(
+            summary,
+            score_means(self._scores.on_targets(project, [], [trace_id])),
+            page,
+            _per_record(page, scores),
+            next_cursor,
+        )
+
+    def _trace_scores(self, project: str, trace_ids: Sequence[str]) -> dict[str, Scores]:
+        """Per trace: the means of the scores on it and on its records."""
+        if not trace_ids:
+            return {}
+        records = self._store.trace_record_ids(project, trace_ids)
+        scores = self._scores.on_targets(project, [r for _, r in records], list(trace_ids))
+        if not scores:
+            return {}
+        trace_of = {record: trace for trace, record in records}
+        grouped: dict[str, list[ScoreRow]] = {}
+        for score in scores:
+            trace = score.trace_id or trace_of.get(score.request_id or "")
+            if trace:
+                grouped.setdefault(trace, []).append(score)
+        return {trace: score_means(found) for trace, found in grouped.items()}
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def session_page(
+        self,
+        project: str,
+        limit: int,
+        cursor: str | None,
+        *,
+        user_id: str | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        kind: str | None = None,
+    ) -> SummaryPage[tuple[SessionSummary, Scores]]:
+        """Return the period's sessions, latest activity first (model calls unless ``kind``)."""
+        period = _period(start_date, end_date)
+        after = cursor_position(self._session_cursors, cursor)
+        self._settle(project)
+        found = self._store.session_page(project, period, kinds_of(kind), user_id, after, limit + 1)
+        page = found[:limit]
+        next_cursor = None
+        if len(found) > limit:
+            last = page[-1]
+            next_cursor = _encode(self._session_cursors, last.last_at, last.session_id)
+        ids = self._store.session_record_ids(project, [s.session_id for s in page], *period)
+        scores = self._scores.on_targets(
+            project, [r for _, r, _ in ids], sorted({t for _, _, t in ids if t})
+        )
+        grouped: dict[str, list[ScoreRow]] = {}
+        for session, record, trace in ids:
+            mine = [s for s in scores if s.request_id == record or (trace and s.trace_id == trace)]
+            grouped.setdefault(session, []).extend(mine)
+        return SummaryPage(
+            [(s, score_means(_newest_first(grouped.get(s.session_id, [])))) for s in page],
+            next_cursor,
+        )
+
+    def session(
+        self,
+        project: str,
+        session_id: str,
+        limit: int,
+        cursor: str | None,
+        kind: str | None = None,
+    ) -> Detail[SessionSummary]:
+        """Return one session and a page of its records, oldest first; 404 if it has none."""
+        kinds = kinds_of(kind)
+        after = cursor_position(self._session_record_cursors, cursor)
+        self._settle(project)
+        summary = self._store.session(project, session_id, kinds)
+        if summary is None:
+            raise SessionNotFound(session_id)
+        rows = self._store.session_records(project, session_id, kinds, after, limit + 1)
+        page, next_cursor = self._records_page(self._session_record_cursors, rows, limit)
+        scores = self._scores.on_targets(
+            project, [r.id for r in page], sorted({r.trace_id for r in page if r.trace_id})
+        )
+        return Detail(summary, score_means(scores), page, _per_record(page, scores), next_cursor)
+
+    # -- users -----------------------------------------------------------------------------
+
+    def user_page(
+        self,
+        project: str,
+        limit: int,
+        cursor: str | None,
+        *,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        kind: str | None = None,
+    ) -> SummaryPage[UserSummary]:
+        """Return the period's users, latest activity first (model calls unless ``kind``)."""
+        period = _period(start_date, end_date)
+        after = cursor_position(self._user_cursors, cursor)
+        self._settle(project)
+        found = self._store.user_page(project, period, kinds_of(kind), after, limit + 1)
+        page = found[:limit]
+        next_cursor = None
+        if len(found) > limit:
+            last = page[-1]
+            next_cursor = _encode(self._user_cursors, last.last_at, last.user_id)
+        return SummaryPage(page, next_cursor)
+
+    # -- shared ----------------------------------------------------------------------------
+
+    def _settle(self, project: str) -> None:
+        """Wait for records this collector acknowledged but is still storing."""
+        if self._pending is not None:
+            self._pending.wait(project)
+
+    @staticmethod
+    def _records_page(
+        codec: CursorCodec, rows: list[RequestRow], limit: int
+    ) -> tuple[list[RequestRow], str | None]:
+        page = rows[:limit]
+        if len(rows) <= limit:
+            return page, None
+        return page, _encode(codec, page[-1].created_at, page[-1].id)
+
+
+def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreRow]) -> dict[str, Scores]:
+    """Per record: the means of its scores and its trace's, as list items show them."""
+    found: dict[str, Scores] = {}
+    for row in rows:
+        mine = [
+            s
+            for s in scores
+            if s.request_id == row.id or (row.trace_id and s.trace_id == row.trace_id)
+        ]
+        if mine:
+            found[row.id] = score_means(mine)
+    return found
+
+
+def _newest_first(scores: list[ScoreRow]) -> list[ScoreRow]:
+    return sorted(scores, key=lambda s: (s.created_at, s.id), reverse=True)
+
+
+def _dates(start_date: str | None, end_date: str | None) -> tuple[datetime | None, datetime | None]:
+    start = parse_date(start_date, "start_date") if start_date else None
+    end = parse_date(end_date, "end_date", end_of_day=True) if end_date else None
+    if start and end and start > end:
+        raise ValidationFailed("start_date", "start_date must not be after end_date")
+    return start, end
+
+
+def _period(start_date: str | None, end_date: str | None) -> tuple[datetime, datetime]:
+    """The period of a session or user list: the dates given, else the last 30 days."""
+    start, end = _dates(start_date, end_date)
+    end = end or utc_now_ms()
+    start = start or end - DEFAULT_PERIOD
+    if start > end:
+        raise ValidationFailed("start_date", "start_date must not be after end_date")
+    return start, end
+
+
+def _encode(codec: CursorCodec, at: datetime, key: str) -> str:
+    return codec.encode({"at": at.isoformat(), "id": key})

@@ -1,0 +1,513 @@
+"""Traces, sessions and users (CONTRACT 10), read from the request log's tables.
+
+- A trace's summary and its records are primary-key reads of ``trace_records`` (one row per
+  record of a trace, sorted by trace), resolved with FINAL over those rows only.
+- The trace list finds the newest traces in ``request_items`` (sorted by time) a window of
+  time at a time, as a list page does, then sums each candidate in ``trace_records``.
+- Sessions and users are sums over the period's records that carry a ``session_id`` or
+  ``user_id`` in their metadata (``request_items``, bounded by the period: 30 days unless
+  asked); a session's records are read through the metadata index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .connection import utc
+from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
+from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
+from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, TRACE_RECORDS
+from .schema import quote
+
+# The kinds counted as model calls.
+_MODEL_CALLS = "('llm', 'embedding')"
+# Where a list item's tokens and cost sit in its packed ``item`` (1-based JSON positions).
+_TOKENS = ITEM_NAMES.index("total_tokens") + 1
+_COST = ITEM_NAMES.index("estimated_cost_usd") + 1
+# A trace's name, user and session are its root record's (no parent), else its first
+# record's that has one: argMin over this key prefers the root, then the oldest.
+_ROOT_FIRST = "(parent_span_id != '', created_at)"
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What the trace list shows of a trace."""
+
+    trace_id: str
+    name: str
+    started_at: datetime
+    duration_ms: int
+    records: int
+    llm_calls: int
+    errors: int
+    total_tokens: int
+    estimated_cost_usd: float
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Filters of the trace list (None: not filtered)."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    name: str | None = None
+
+    def matches(self, trace: TraceSummary) -> bool:
+        """Whether a trace, as summed over all its records, passes the filter."""
+        return (
+            (self.user_id is None or trace.user_id == self.user_id)
+            and (self.session_id is None or trace.session_id == self.session_id)
+            and (self.name is None or trace.name == self.name)
+            and (self.start is None or trace.started_at >= self.start)
+            and (self.end is None or trace.started_at <= self.end)
+        )
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What the session list shows of a session."""
+
+    session_id: str
+    user_ids: list[str]
+    first_at: datetime
+    last_at: datetime
+    records: int
+    errors: int
+    total_tokens: int
+    estimated_cost_usd: float
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """What the user list shows of a user."""
+
+    user_id: str
+    first_at: datetime
+    last_at: datetime
+    records: int
+    sessions: int
+    errors: int
+    total_tokens: int
+    estimated_cost_usd: float
+
+
+class TraceStore:
+    """Every query of traces, sessions and users."""
+
+    def __init__(self, client: Client, database: str) -> None:
+        self._client = client
+        db = quote(database)
+        self.traces_table = f"{db}.{quote(TRACE_RECORDS.name)}"
+        self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
+        self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
+
+    # -- traces ----------------------------------------------------------------------------
+
+    def summaries(self, project: str, trace_ids: Sequence[str]) -> dict[str, TraceSummary]:
+        """Return the summary of each of these traces that has a live record."""
+        if not trace_ids:
+            return {}
+        rows = self._client.query(
+            "SELECT trace_id, min(created_at) AS started, "
+            "max(created_at + toIntervalMillisecond(latency_ms)) AS ended, "
+            f"argMin(span_name, {_ROOT_FIRST}), count(), "
+            f"countIf(kind IN {_MODEL_CALLS}), countIf(status = 'error'), "
+            "sum(total_tokens), sum(estimated_cost_usd), "
+            f"argMinIf(user_id, {_ROOT_FIRST}, user_id != ''), "
+            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != '') "
+            f"FROM {self.traces_table} FINAL "
+            "WHERE project = {project:String} AND trace_id IN {ids:Array(String)} "
+            "GROUP BY trace_id",
+            parameters={"project": project, "ids": list(trace_ids)},
+        ).result_rows
+        found = {}
+        for row in rows:
+            started, ended = utc(row[1]), utc(row[2])
+            found[str(row[0])] = TraceSummary(
+                trace_id=str(row[0]),
+                name=str(row[3]),
+                started_at=started,
+                duration_ms=max(0, round((ended - started).total_seconds() * 1000)),
+                records=int(row[4]),
+                llm_calls=int(row[5]),
+                errors=int(row[6]),
+                total_tokens=int(row[7]),
+                estimated_cost_usd=float(row[8]),
+                user_id=str(row[9]),
+                session_id=str(row[10]),
+            )
+        return found
+
+    def trace_page(
+        self,
+        project: str,
+        filters: TraceFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[TraceSummary]:
+        """Return traces newest first (by their first record), after a keyset position.
+
+        Candidates come from ``request_items`` a window of time at a time (see
+        :func:`.request_filters.windows`), each with its start as far as the window sees it:
+        a trace whose records all lie in the window has its true start there, one that began
+        below the window looks newer than it is. Each candidate is then summed over all its
+        records (``trace_records``): one that began below the window is left for the window
+        that holds its start, and the filters are checked on the whole trace.
+        """
+        found: list[TraceSummary] = []
+        position = after
+        fetch = limit + SLACK
+        lowers = windows(RequestFilter(start=filters.start, end=filters.end), after)
+        while len(found) < limit:
+            lower = lowers[0] if lowers[0] is not None else filters.start
+            candidates = self._trace_candidates(project, filters, position, fetch, lower)
+            summaries = self.summaries(project, [trace_id for _, trace_id in candidates])
+            for started, trace_id in candidates:
+                summary = summaries.get(trace_id)
+                if summary is None or (lower is not None and summary.started_at < lower):
+                    continue  # gone, or begun below the window: the next window has it
+                if summary.started_at != started or not filters.matches(summary):
+                    continue
+                found.append(summary)
+            if candidates:
+                position = candidates[-1]
+            if len(candidates) < fetch:
+                if lowers[0] is None:
+                    break
+                lowers = lowers[1:]
+        return found[:limit]
+
+    def _trace_candidates(
+        self,
+        project: str,
+        filters: TraceFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        lower: datetime | None,
+    ) -> list[tuple[datetime, str]]:
+        """Return (start as the window sees it, trace id) of traces newest first."""
+        where = ["project = {project:String}", "trace_id != ''"]
+        having: list[str] = []
+        params: dict[str, Any] = {"project": project, "limit": limit}
+        if lower is not None:
+            where.append("created_at >= {lower:DateTime64(3, 'UTC')}")
+            params["lower"] = lower
+        if filters.end is not None:
+            where.append("created_at <= {end:DateTime64(3, 'UTC')}")
+            params["end"] = filters.end
+        if after is not None:
+            having.append(
+                "(started, trace_id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
+            )
+            params.update(after_at=after[0], after_id=after[1])
+        # The filters narrow the candidates as the window sees each trace; the summary over
+        # the whole trace decides (TraceFilter.matches).
+        for name, value in (("user_id", filters.user_id), ("session_id", filters.session_id)):
+            if value is not None:
+                having.append(f"has(groupUniqArray(metadata_map['{name}']), {{{name}:String}})")
+                params[name] = value
+        if filters.name is not None:
+            having.append("has(groupUniqArray(JSONExtractString(trace, 4)), {name:String})")
+            params["name"] = filters.name
+        rows = self._client.query(
+            f"SELECT min(created_at) AS started, trace_id FROM {self.items_table} "
+            f"WHERE {' AND '.join(where)} GROUP BY trace_id "
+            + (f"HAVING {' AND '.join(having)} " if having else "")
+            + "ORDER BY started DESC, trace_id DESC LIMIT {limit:UInt32}",
+            parameters=params,
+        ).result_rows
+        return [(utc(r[0]), str(r[1])) for r in rows]
+
+    def trace_records(
+        self, project: str, trace_id: str, after: tuple[datetime, str] | None, limit: int
+    ) -> list[RequestRow]:
+        """Return a trace's live records oldest first, after a keyset position."""
+        where = "project = {project:String} AND trace_id = {trace_id:String}"
+        params: dict[str, Any] = {"project": project, "trace_id": trace_id}
+        return self._records_in_order(self.traces_table, where, params, after, limit)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def session_page(
+        self,
+        project: str,
+        period: tuple[datetime, datetime],
+        kinds: Sequence[str] | None,
+        user_id: str | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[SessionSummary]:
+        """Return sessions of the period, latest activity first, after a keyset position."""
+        having, params = self._group_position("last_at", "session_id", after)
+        if user_id is not None:
+            having.append("has(user_ids, {user_id:String})")
+            params["user_id"] = user_id
+        return self._sessions(project, _period(period, params), kinds, having, params, limit)
+
+    def session(
+        self, project: str, session_id: str, kinds: Sequence[str] | None
+    ) -> SessionSummary | None:
+        """Return one session's summary over all its records (None if it has none)."""
+        params: dict[str, Any] = {"session_id": session_id}
+        scope = (
+            f"(created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
+            "WHERE project = {project:String} AND key = 'session_id' "
+            "AND value = {session_id:String})"
+        )
+        found = self._sessions(project, scope, kinds, [], params, 1)
+        return found[0] if found else None
+
+    def _sessions(
+        self,
+        project: str,
+        scope: str,
+        kinds: Sequence[str] | None,
+        having: list[str],
+        params: dict[str, Any],
+        limit: int,
+    ) -> list[SessionSummary]:
+        rows = self._grouped(
+            project,
+            scope,
+            kinds,
+            "session_id",
+            "session_id, arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
+            "min(created_at), max(created_at) AS last_at, count(), countIf(status = 'error'), "
+            "sum(tokens), sum(cost)",
+            having,
+            params,
+            limit,
+        )
+        return [
+            SessionSummary(
+                session_id=str(r[0]),
+                user_ids=[str(u) for u in r[1]],
+                first_at=utc(r[2]),
+                last_at=utc(r[3]),
+                records=int(r[4]),
+                errors=int(r[5]),
+                total_tokens=int(r[6]),
+                estimated_cost_usd=float(r[7]),
+            )
+            for r in rows
+        ]
+
+    def session_records(
+        self,
+        project: str,
+        session_id: str,
+        kinds: Sequence[str] | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[RequestRow]:
+        """Return a session's live records oldest first (through the metadata index)."""
+        where = "project = {project:String} AND key = 'session_id' AND value = {session_id:String}"
+        params: dict[str, Any] = {"project": project, "session_id": session_id}
+        return self._records_in_order(self.metadata_table, where, params, after, limit, kinds)
+
+    def session_record_ids(
+        self, project: str, session_ids: Sequence[str], start: datetime, end: datetime
+    ) -> list[tuple[str, str, str]]:
+        """Return (session id, record id, trace id) of the sessions' records of the period."""
+        if not session_ids:
+            return []
+        rows = self._client.query(
+            "SELECT metadata_map['session_id'], id, any(trace_id) "
+            f"FROM {self.items_table} WHERE project = {{project:String}} "
+            "AND created_at >= {start:DateTime64(3, 'UTC')} "
+            "AND created_at <= {end:DateTime64(3, 'UTC')} "
+            "AND metadata_map['session_id'] IN {ids:Array(String)} "
+            "GROUP BY metadata_map['session_id'], id HAVING max(is_deleted) = 0",
+            parameters={"project": project, "ids": list(session_ids), "start": start, "end": end},
+        ).result_rows
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def trace_record_ids(self, project: str, trace_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """Return (trace id, record id) of the traces' live records."""
+        if not trace_ids:
+            return []
+        rows = self._client.query(
+            f"SELECT trace_id, id FROM {self.traces_table} FINAL "
+            "WHERE project = {project:String} AND trace_id IN {ids:Array(String)}",
+            parameters={"project": project, "ids": list(trace_ids)},
+        ).result_rows
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    # -- users -----------------------------------------------------------------------------
+
+    def user_page(
+        self,
+        project: str,
+        period: tuple[datetime, datetime],
+        kinds: Sequence[str] | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[UserSummary]:
+        """Return users of the period, latest activity first, after a keyset position."""
+        having, params = self._group_position("last_at", "user_id", after)
+        rows = self._grouped(
+            project,
+            _period(period, params),
+            kinds,
+            "user_id",
+            "user_id, min(created_at), max(created_at) AS last_at, count(), "
+            "uniqExactIf(session_id, session_id != ''), countIf(status = 'error'), "
+            "sum(tokens), sum(cost)",
+            having,
+            params,
+            limit,
+        )
+        return [
+            UserSummary(
+                user_id=str(r[0]),
+                first_at=utc(r[1]),
+                last_at=utc(r[2]),
+                records=int(r[3]),
+                sessions=int(r[4]),
+                errors=int(r[5]),
+                total_tokens=int(r[6]),
+                estimated_cost_usd=float(r[7]),
+            )
+            for r in rows
+        ]
+
+    # -- shared ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _group_position(
+        at: str, key: str, after: tuple[datetime, str] | None
+    ) -> tuple[list[str], dict[str, Any]]:
+        if after is None:
+            return [], {}
+        return (
+            [f"({at}, {key}) < ({{after_at:DateTime64(3, 'UTC')}}, {{after_id:String}})"],
+            {"after_at": after[0], "after_id": after[1]},
+        )
+
+    def _grouped(
+        self,
+        project: str,
+        scope: str,
+        kinds: Sequence[str] | None,
+        key: str,
+        select: str,
+        having: list[str],
+        params: dict[str, Any],
+        limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """Group the live records in ``scope`` that carry metadata ``key`` by its value.
+
+        The inner query resolves each record's copies and tombstone (one row per record,
+        gone if any copy is a tombstone), as pages do, without FINAL over the period.
+        """
+        kind_clause = ""
+        if kinds is not None:
+            kind_clause = "AND kind IN {kinds:Array(String)} "
+            params["kinds"] = list(kinds)
+        params.update(project=project, limit=limit)
+        records = (
+            "SELECT id, created_at, any(metadata_map['session_id']) AS session_id, "
+            "any(metadata_map['user_id']) AS user_id, any(status) AS status, "
+            f"any(JSONExtractUInt(item, {_TOKENS})) AS tokens, "
+            f"any(JSONExtractFloat(item, {_COST})) AS cost "
+            f"FROM {self.items_table} WHERE project = {{project:String}} AND {scope} "
+            f"AND mapContains(metadata_map, '{key}') AND metadata_map['{key}'] != '' "
+            f"{kind_clause}GROUP BY id, created_at HAVING max(is_deleted) = 0"
+        )
+        return [
+            tuple(r)
+            for r in self._client.query(
+                f"SELECT {select} FROM ({records}) GROUP BY {key} "
+                + (f"HAVING {' AND '.join(having)} " if having else "")
+                + f"ORDER BY last_at DESC, {key} DESC LIMIT {{limit:UInt32}}",
+                parameters=params,
+                # On a cluster a record's metadata entries live on its shard.
+                settings={"distributed_product_mode": "local"},
+            ).result_rows
+        ]
+
+    def _records_in_order(
+        self,
+        index: str,
+        where: str,
+        params: dict[str, Any],
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+    ) -> list[RequestRow]:
+        """Return live records oldest first from the keys an index lists under ``where``.
+
+        The index (``trace_records`` or the metadata index) holds every copy and tombstone
+        of its records; runs of copies are resolved as a list page does, and the records
+        read from ``request_items`` by key.
+        """
+        found: list[RequestRow] = []
+        position = after
+        fetch = limit + SLACK
+        while len(found) < limit:
+            query_params = {**params, "limit": fetch}
+            clause = where
+            if position is not None:
+                clause += (
+                    " AND (created_at, id) > ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
+                )
+                query_params.update(after_at=position[0], after_id=position[1])
+            rows = [
+                tuple(r)
+                for r in self._client.query(
+                    f"SELECT id, created_at, is_deleted FROM {index} WHERE {clause} "
+                    "ORDER BY created_at, id LIMIT {limit:UInt32}",
+                    parameters=query_params,
+                    settings=PAGE_READ,
+                ).result_rows
+            ]
+            runs, complete = whole_copies(rows, fetch)
+            if not runs and not complete:
+                fetch *= 2  # one key holds a whole fetch of copies: read more at once
+                continue
+            keys = [(utc(run[0][1]), str(run[0][0])) for run in runs if not any(r[-1] for r in run)]
+            found += self._read_keys(params["project"], keys, kinds)
+            if runs:
+                last = runs[-1][0]
+                position = (utc(last[1]), str(last[0]))
+            if complete:
+                break
+        return found[:limit]
+
+    def _read_keys(
+        self, project: str, keys: list[tuple[datetime, str]], kinds: Sequence[str] | None
+    ) -> list[RequestRow]:
+        """Return the live records of ``keys`` (oldest first) of the given kinds."""
+        if not keys:
+            return []
+        params: dict[str, Any] = {"project": project, "keys": keys}
+        kind_clause = ""
+        if kinds is not None:
+            kind_clause = "AND kind IN {kinds:Array(String)} "
+            params["kinds"] = list(kinds)
+        rows = [
+            tuple(r)
+            for r in self._client.query(
+                f"SELECT {LIST_COLUMNS}, is_deleted FROM {self.items_table} "
+                f"WHERE project = {{project:String}} {kind_clause}"
+                "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
+                "ORDER BY created_at, id",
+                parameters=params,
+            ).result_rows
+        ]
+        return [item_row(run[0]) for run in group_copies(rows) if not any(row[-1] for row in run)]
+
+
+def _period(period: tuple[datetime, datetime], params: dict[str, Any]) -> str:
+    """Return the condition of records created in ``period`` (``params`` get its bounds)."""
+    params.update(start=period[0], end=period[1])
+    return "created_at >= {start:DateTime64(3, 'UTC')} AND created_at <= {end:DateTime64(3, 'UTC')}"
