@@ -69,14 +69,16 @@ class Reachability:
     a recovery) in another thread, hence a lock of its own, so each change is said once.
     """
 
-    def __init__(self, url: str, noun: str = "records") -> None:
+    def __init__(self, url: str, noun: str = "records", spool: str | None = None) -> None:
         self.url = url
         self.noun = noun  # what the exporter sends: "records", or "scores"
+        self.spool = spool  # the directory they are kept in while it is down (None: memory)
         self.down_since: float | None = None
         self.reason = ""
         # After an outage, until the send that found the collector back ends: how long the
-        # outage lasted and the records sent since (the backlog may take several posts).
-        self._back: tuple[float, int] | None = None
+        # outage lasted, the records sent since (the backlog may take several posts) and how
+        # many of those came from the disk spool.
+        self._back: tuple[float, int, int] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -93,6 +95,16 @@ class Reachability:
             if self.down_since is not None:
                 return
             self.down_since = time.monotonic()
+        if self.spool is not None:
+            logger.warning(
+                "promptrail: collector at %s unreachable (%s); %s are kept on disk at %s and "
+                "sent when it is back (counted in promptrail.stats())",
+                self.url,
+                reason,
+                self.noun,
+                self.spool,
+            )
+            return
         logger.warning(
             "promptrail: collector at %s unreachable (%s); %s wait in memory and are "
             "retried (counted in promptrail.stats())",
@@ -101,31 +113,33 @@ class Reachability:
             self.noun,
         )
 
-    def answered(self, sent: int) -> None:
-        """A post got an answer (``sent`` records stored): the collector is up."""
+    def answered(self, sent: int, *, replayed: bool = False) -> None:
+        """A post got an answer (``sent`` records stored, ``replayed`` from the disk spool):
+        the collector is up."""
         with self._lock:
             if self.down_since is not None:
-                self._back = (time.monotonic() - self.down_since, 0)
+                self._back = (time.monotonic() - self.down_since, 0, 0)
                 self.down_since = None
             if self._back is not None:
-                outage, so_far = self._back
-                self._back = (outage, so_far + sent)
+                outage, so_far, from_disk = self._back
+                self._back = (outage, so_far + sent, from_disk + (sent if replayed else 0))
 
     def settled(self, waiting: int) -> None:
         """A round of sending ended: after an outage, say once that the collector is back."""
         with self._lock:
             if self._back is None:
                 return
-            outage, sent = self._back
+            outage, sent, from_disk = self._back
             self._back = None
         # WARNING, like the line that announced the outage: whoever saw that one (Python's
         # default handler shows warnings only) must also see that it is over.
         logger.warning(
-            "promptrail: collector at %s reachable again after %s; %d %s sent%s",
+            "promptrail: collector at %s reachable again after %s; %d %s sent%s%s",
             self.url,
             seconds(outage),
             sent,
             self.noun,
+            f" ({from_disk} from the spool)" if from_disk else "",
             f", {waiting} more waiting" if waiting else "",
         )
 

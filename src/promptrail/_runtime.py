@@ -31,6 +31,13 @@ from ._sampling_and_fork import Sampler
 from ._score_shipping import ScoreExporter, ScoreShipper
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer, last_record
+from ._spool import (
+    DEFAULT_SPOOL_MAX_AGE,
+    byte_setting,
+    remember_cache_dir,
+    resolve_cache_dir,
+    spool_bound,
+)
 from ._stats import CaptureStats
 from ._version import __version__
 from .otel import (
@@ -149,6 +156,9 @@ def init(
     flush_interval: float = 1.0,
     export_timeout: float = 10.0,
     transport: httpx.BaseTransport | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    spool_max_bytes: int | None = None,
+    spool_max_age: float = DEFAULT_SPOOL_MAX_AGE,
 ) -> None:
     """Start capturing: records go to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key``.
 
@@ -159,8 +169,12 @@ def init(
     while they wait to be shipped (``PROMPTRAIL_MAX_QUEUE_BYTES``, default 64 MiB); past it,
     new records are dropped and counted. ``max_queue_size``: with ``tracer_provider``, the
     length of its BatchSpanProcessor's queue. ``transport``: an httpx transport for shipping
-    (proxies, tests, benchmarks). Calling ``init`` again replaces the previous configuration
-    (flushing it first).
+    (proxies, tests, benchmarks). ``cache_dir``: where records the collector could not take
+    are kept (and templates' last good copies; ``PROMPTRAIL_CACHE_DIR``, default the user's
+    cache directory + ``/promptrail``; ``PROMPTRAIL_DISK_CACHE=0``: memory only), at most
+    ``spool_max_bytes`` (``PROMPTRAIL_SPOOL_MAX_BYTES``, default 256 MiB) for at most
+    ``spool_max_age`` seconds (default 7 days); docs/sdk.md, "Outages". Calling ``init``
+    again replaces the previous configuration (flushing it first).
 
     >>> import promptrail
     >>> promptrail.init(api_key="pr-...", base_url="http://127.0.0.1:8000")
@@ -173,6 +187,12 @@ def init(
             _pipeline = _Pipeline(trace.NoOpTracer())
             return
         budget = _queue_budget(max_queue_bytes)
+        remember_cache_dir(cache_dir)
+        disk: dict[str, Any] = {
+            "cache_dir": resolve_cache_dir(cache_dir),
+            "spool_max_bytes": spool_bound(spool_max_bytes),
+            "spool_max_age": spool_max_age,
+        }
         scores = ScoreShipper(
             ScoreExporter(
                 api_key,
@@ -181,6 +201,7 @@ def init(
                 max_pending_bytes=budget,
                 stats=_score_stats,
                 transport=transport,
+                # Scores stay in memory for now (their tests pin it): the spool is records'.
             ),
             _score_stats,
             max_bytes=budget,
@@ -195,6 +216,7 @@ def init(
             mask=mask,
             stats=_stats,
             transport=transport,
+            **disk,
         )
         if tracer_provider is None:
             shipper = SpanShipper(
@@ -224,17 +246,9 @@ def init(
 
 
 def _queue_budget(max_queue_bytes: int | None) -> int:
-    if max_queue_bytes is None:
-        value = os.environ.get("PROMPTRAIL_MAX_QUEUE_BYTES", "").strip()
-        try:
-            max_queue_bytes = int(value) if value else DEFAULT_MAX_PENDING_BYTES
-        except ValueError:
-            raise ValueError(
-                f"PROMPTRAIL_MAX_QUEUE_BYTES must be a number of bytes, not {value!r}"
-            ) from None
-    if max_queue_bytes <= 0:
-        raise ValueError("max_queue_bytes must be more than 0")
-    return max_queue_bytes
+    return byte_setting(
+        max_queue_bytes, "PROMPTRAIL_MAX_QUEUE_BYTES", DEFAULT_MAX_PENDING_BYTES, "max_queue_bytes"
+    )
 
 
 def _ensure() -> _Pipeline:
@@ -359,22 +373,28 @@ def _at_exit() -> None:
 
 
 def stats() -> dict[str, Any]:
-    """Return capture counters: captured, exported, pending, dropped (by reason).
+    """Return capture counters: captured, exported, pending, spooled, dropped (by reason).
 
-    ``captured == exported + pending + dropped_total`` in every snapshot; ``queued`` is the
-    part of ``pending`` not yet taken by the shipper.
+    ``captured == exported + pending + spooled + dropped_total`` in every snapshot; ``queued``
+    is the part of ``pending`` not yet taken by the shipper. ``spooled``: records written to
+    the disk spool for later; ``replayed``: spooled records (this process's or another's)
+    this process delivered; ``spool_dropped``: records the spool gave up on, by reason
+    (``spool_full``, ``spool_expired``, ``spool_corrupt``); ``spool``: its directory (None:
+    memory only).
     """
     pipeline = _pipeline
     with _stats.lock:
         queued = pipeline.queued if pipeline else 0
         waiting = pipeline.exporter.pending if pipeline and pipeline.exporter else 0
-        snapshot = {"captured": 0, "exported": 0, **_stats.snapshot()}
+        snapshot = {"captured": 0, "exported": 0, "spooled": 0, "replayed": 0, **_stats.snapshot()}
     in_flight = snapshot.pop("in_flight", 0)
     snapshot["pending"] = queued + in_flight + waiting
     snapshot["queued"] = queued
     if pipeline is not None and pipeline.shipper is not None:
         # The shipper counts a span as captured once it leaves its queue.
         snapshot["captured"] = snapshot.get("captured", 0) + queued
+    spool = pipeline.exporter.spool if pipeline and pipeline.exporter else None
+    snapshot["spool"] = str(spool.directory) if spool is not None else None
     snapshot["scores"] = _score_snapshot(pipeline.scores if pipeline else None)
     return snapshot
 
@@ -384,7 +404,13 @@ def _score_snapshot(scores: ScoreShipper | None) -> dict[str, Any]:
     with _score_stats.lock:
         queued = scores.queued if scores else 0
         waiting = scores.exporter.pending if scores else 0
-        snapshot = {"captured": 0, "exported": 0, **_score_stats.snapshot()}
+        snapshot = {
+            "captured": 0,
+            "exported": 0,
+            "spooled": 0,
+            "replayed": 0,
+            **_score_stats.snapshot(),
+        }
     snapshot["pending"] = queued + snapshot.pop("in_flight", 0) + waiting
     snapshot["queued"] = queued
     snapshot["captured"] += queued

@@ -126,7 +126,9 @@ class SpanShipper:
 
     def _run(self) -> None:
         while not self._stopping:
-            self._wake.wait(self._interval)
+            # A spool backlog is replayed in rounds (at its bounded rate): come back soon.
+            backlog = self._exporter.replay_backlog
+            self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
             self._wake.clear()
             try:
                 self._drain()
@@ -155,6 +157,8 @@ class SpanShipper:
             while batch := self._take():
                 ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 self._learn_size()
+            if send:
+                self._exporter.replay()
             self._exporter.report_recovery()
             return ok
 

@@ -2,9 +2,10 @@
 
 Every record capture takes is, at any moment, in exactly one place: queued (a span waiting for
 the shipper), in flight (taken by the shipper, not yet handed to the exporter), pending (a
-record waiting for the collector), exported, or dropped for a reason. The parts that move
+record waiting for the collector), exported, spooled (written to disk for a later
+replay: docs/sdk.md, "Outages"), or dropped for a reason. The parts that move
 records from one place to the next do it under :attr:`CaptureStats.lock`, and a snapshot is
-taken under it too, so ``captured == exported + pending + dropped_total`` holds in every
+taken under it too, so ``captured == exported + pending + spooled + dropped_total`` holds in every
 snapshot, not only once the pipeline is idle.
 """
 
@@ -23,6 +24,9 @@ class CaptureStats:
         self.lock = threading.RLock()
         self._counts: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
+        # Records the disk spool gave up on (its bounds, corrupt blocks): apart from
+        # ``dropped``, as the spool also holds other processes' records (docs/sdk.md, "Outages").
+        self._spool_dropped: Counter[str] = Counter()
 
     def add(self, name: str, amount: int = 1) -> None:
         """Count ``amount`` more of ``name`` (captured, exported, retried, in_flight…)."""
@@ -33,6 +37,11 @@ class CaptureStats:
         """Count records lost, by reason (queue_full, rejected, no_api_key…)."""
         with self.lock:
             self._dropped[reason] += amount
+
+    def spool_drop(self, reason: str, amount: int = 1) -> None:
+        """Count records lost from the disk spool, by reason (spool_full, spool_corrupt…)."""
+        with self.lock:
+            self._spool_dropped[reason] += amount
 
     def count(self, name: str) -> int:
         """The current value of counter ``name``."""
@@ -45,6 +54,7 @@ class CaptureStats:
             data: dict[str, Any] = dict(self._counts)
             data["dropped"] = dict(self._dropped)
             data["dropped_total"] = sum(self._dropped.values())
+            data["spool_dropped"] = dict(self._spool_dropped)
         data.update(extra)
         return data
 
@@ -53,3 +63,4 @@ class CaptureStats:
         with self.lock:
             self._counts.clear()
             self._dropped.clear()
+            self._spool_dropped.clear()

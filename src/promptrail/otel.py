@@ -29,6 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +42,7 @@ from opentelemetry.trace import StatusCode
 from ._genai import SpanData, build_record, is_recordable
 from ._reachability import Reachability, describe_error, describe_status, unsent_line
 from ._sampling_and_fork import restart_after_fork
+from ._spool import DEFAULT_SPOOL_MAX_AGE, DEFAULT_SPOOL_MAX_BYTES, Spool, SpoolFile, SpoolLoss
 from ._stats import CaptureStats
 
 __all__ = ["PromptrailSpanExporter", "readable_span_data"]
@@ -66,6 +68,18 @@ _TYPICAL_RECORD_BYTES = 600
 # At shutdown, a collector the last post found unreachable gets one attempt this long, not the
 # whole bound: waiting seconds for an answer that will not come only delays the exit.
 QUICK_SHUTDOWN_SECONDS = 1.0
+# Replay of the disk spool goes alongside live records at most this fast (records per second),
+# so a backlog of hours does not crowd out the present or flood a collector just back; a flush
+# replays as fast as the collector takes it.
+REPLAY_RECORDS_PER_SECOND = 20_000
+# How often a process looks for files other processes left (it always looks at start and after
+# spilling its own).
+_RESCAN_SECONDS = 30.0
+# A spool directory that could not be created or written is said once per process.
+_unusable_dirs: set[str] = set()
+
+# What one post of a batch came to: (records posted, records stored, reason for the others).
+Settle = Callable[[int, int, str], None]
 
 
 def readable_span_data(span: ReadableSpan) -> SpanData:
@@ -149,6 +163,9 @@ class PromptrailSpanExporter(SpanExporter):
         mask: Mask | None = None,
         stats: CaptureStats | None = None,
         transport: httpx.BaseTransport | None = None,
+        cache_dir: Path | None = None,
+        spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
+        spool_max_age: float = DEFAULT_SPOOL_MAX_AGE,
     ) -> None:
         """Ship to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key`` (``PROMPTRAIL_API_KEY``).
 
@@ -156,7 +173,11 @@ class PromptrailSpanExporter(SpanExporter):
         post waits at most ``min(timeout, export_deadline)``; ``max_pending_bytes`` bounds the
         records (their JSON) kept while the collector is unreachable. Without an API key
         nothing can be sent: one warning says so, and every record is counted as dropped
-        (``no_api_key``) instead of being retried.
+        (``no_api_key``) instead of being retried. ``cache_dir``: keep what the collector
+        could not take in a disk spool there (``promptrail._spool``), bounded by
+        ``spool_max_bytes`` and ``spool_max_age`` seconds, and replay it once it is back; None
+        (the default for this adapter; ``promptrail.init`` passes its cache directory) keeps
+        records in memory only.
         """
         self._api_key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
         if not self._api_key and self._warn_without_key:
@@ -184,9 +205,47 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
         self._closed = False
-        self._reach = Reachability(self._base_url, self._noun)
+        self._spool = self._open_spool(cache_dir, spool_max_bytes, spool_max_age)
+        # Files may be waiting from an earlier run: look at once. Then after each spill, and
+        # every _RESCAN_SECONDS for files other processes left.
+        self._spool_waiting = self._spool is not None
+        self._spool_scanned = time.monotonic()
+        self._replay_not_before = 0.0
+        self._reach = Reachability(self._base_url, self._noun, self._spool_place)
         self._client = self._new_client()
         restart_after_fork(self)
+
+    def _open_spool(self, cache_dir: Path | None, max_bytes: int, max_age: float) -> Spool | None:
+        if cache_dir is None or not self._api_key:
+            return None
+        try:
+            return Spool.open(
+                cache_dir,
+                self._base_url,
+                self._api_key,
+                self._noun,
+                max_bytes=max_bytes,
+                max_age=max_age,
+            )
+        except OSError as exc:
+            if str(cache_dir) not in _unusable_dirs:
+                _unusable_dirs.add(str(cache_dir))
+                logger.warning(
+                    "promptrail: cannot keep records on disk at %s (%s); they wait in memory "
+                    "only (set PROMPTRAIL_CACHE_DIR, or PROMPTRAIL_DISK_CACHE=0 to say so)",
+                    cache_dir,
+                    exc.strerror or exc,
+                )
+            return None
+
+    @property
+    def _spool_place(self) -> str | None:
+        return str(self._spool.directory) if self._spool is not None else None
+
+    @property
+    def spool(self) -> Spool | None:
+        """The disk spool of what the collector could not take (None: memory only)."""
+        return self._spool
 
     def _new_client(self) -> httpx.Client:
         headers = {"User-Agent": "promptrail-python"}
@@ -205,7 +264,7 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._pending = deque()
         self.pending_bytes = 0
-        self._reach = Reachability(self._base_url, self._noun)
+        self._reach = Reachability(self._base_url, self._noun, self._spool_place)
         self._client = self._new_client()
 
     @property
@@ -271,8 +330,8 @@ class PromptrailSpanExporter(SpanExporter):
         return self.pending_bytes < self._max_pending_bytes
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Send every pending record, retrying until ``timeout_millis``."""
-        sent = self._send(timeout_millis / 1000)
+        """Send every pending record (and the spool's), retrying until ``timeout_millis``."""
+        sent = self._send(timeout_millis / 1000, replay_all=True)
         self.report_recovery()
         return sent
 
@@ -282,6 +341,8 @@ class PromptrailSpanExporter(SpanExporter):
         Called when a round of sending ends (an export, a flush, the shipper's drain), so the
         count covers the backlog, not only the first post that got through.
         """
+        if self.replay_backlog and not self._reach.down:
+            return  # the line waits until the spool's backlog went too (or the collector did)
         self._reach.settled(len(self._pending))
 
     def stop_retrying(self) -> None:
@@ -316,6 +377,7 @@ class PromptrailSpanExporter(SpanExporter):
         One warning says how many, where they went and why (the collector's URL and what the
         last post found); ``waited`` is how long the shutdown tried. Closing twice is harmless.
         """
+        kept = self._spill() if self._spool is not None and not self._closed else 0
         with self._lock:
             if self._closed:
                 return
@@ -325,8 +387,12 @@ class PromptrailSpanExporter(SpanExporter):
             self.pending_bytes = 0
             if lost:
                 self.stats.drop("shutdown_unsent", lost)
+        why = self._reach.why_unsent(waited)
+        if kept:
+            place = f"kept on disk at {self._spool_place}"
+            logger.warning(unsent_line(kept, place, why, self._noun))
         if lost:
-            logger.warning(unsent_line(lost, "dropped", self._reach.why_unsent(waited), self._noun))
+            logger.warning(unsent_line(lost, "dropped", why, self._noun))
         # A post still stuck on a silent collector holds the lock and its connection: leave
         # that client to the post (the process is ending) rather than close it under it.
         if self._send_lock.acquire(blocking=False):
@@ -375,20 +441,174 @@ class PromptrailSpanExporter(SpanExporter):
                 self._max_pending_bytes >> 20,
             )
 
-    def _send(self, budget: float, request_timeout: float | None = None) -> bool:
+    def _send(
+        self, budget: float, request_timeout: float | None = None, *, replay_all: bool = False
+    ) -> bool:
         deadline = time.monotonic() + max(0.0, budget)
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             with self._send_lock:
+                sent = True
                 while True:
                     with self._lock:
                         batch = self._next_batch()
                     if not batch:
-                        return True
-                    if not self._post_with_retries(batch, deadline, request_timeout):
-                        return False
+                        break
+                    if not self._post_with_retries(
+                        batch, deadline, request_timeout, self._settle, patient=self._spool is None
+                    ):
+                        if self._spool is None or not self._reach.down:
+                            return False
+                        # An outage: to disk now (a kill must not lose them); the replay retries.
+                        self._spill()
+                        sent = False
+                        break
+                if self._spool is not None:
+                    replayed = self._replay(deadline, request_timeout, everything=replay_all)
+                    # A flush that sent what it had spilled after all has sent everything.
+                    sent = sent or (replay_all and replayed)
+                return sent
         finally:
             detach(token)
+
+    # -- the disk spool ----------------------------------------------------------------------
+
+    @property
+    def replay_backlog(self) -> bool:
+        """Whether spool files are known to wait for this process to replay them."""
+        return self._spool is not None and self._spool_waiting
+
+    def replay(self, budget: float | None = None) -> None:
+        """Send spooled records, at a bounded rate (a shipper's round), within ``budget`` s
+        (the export deadline by default)."""
+        if self._spool is None or not self._replay_due():
+            return
+        budget = self._deadline if budget is None else budget
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            # A round never waits behind a post already under way (a flush's).
+            if self._send_lock.acquire(blocking=False):
+                try:
+                    self._replay(time.monotonic() + budget, None, everything=False)
+                finally:
+                    self._send_lock.release()
+        finally:
+            detach(token)
+
+    def _replay_due(self) -> bool:
+        now = time.monotonic()
+        if not self._spool_waiting and now - self._spool_scanned >= _RESCAN_SECONDS:
+            self._spool_waiting = True
+        return self._spool_waiting and now >= self._replay_not_before
+
+    def _replay(self, deadline: float, request_timeout: float | None, *, everything: bool) -> bool:
+        """Send spool files, oldest first, while the collector takes them (under the send lock).
+
+        ``everything`` (a flush): until none is left or the deadline, retrying with backoff;
+        else (a shipper's round) one attempt per file, at most ``REPLAY_RECORDS_PER_SECOND``.
+        Only the holder of the spool's replay lock sends: other processes' files (orphans of
+        a killed one too) included. True when no file is left.
+        """
+        spool = self._spool
+        if spool is None or self._stopping.is_set():
+            return spool is None
+        if not everything and not self._replay_due():
+            return not self._spool_waiting
+        with spool.replaying() as mine:
+            if not mine:
+                # Another process is replaying this spool: look again later.
+                self._spool_waiting = False
+                self._spool_scanned = time.monotonic()
+                return False
+            self._spool_scanned = time.monotonic()
+            for spool_file in spool.files():
+                if time.monotonic() >= deadline or (
+                    not everything and time.monotonic() < self._replay_not_before
+                ):
+                    return False
+                if not self._replay_file(
+                    spool, spool_file, deadline, request_timeout, patient=everything
+                ):
+                    return False
+            self._spool_waiting = False
+            return True
+
+    def _replay_file(
+        self,
+        spool: Spool,
+        spool_file: SpoolFile,
+        deadline: float,
+        request_timeout: float | None,
+        *,
+        patient: bool,
+    ) -> bool:
+        """Post one file's records; True once the collector settled them (the file is gone)."""
+        records, lost = spool.read(spool_file)
+        if lost:
+            self.stats.spool_drop("spool_corrupt", lost)
+            logger.warning(
+                "promptrail: %d spooled %s lost: %s is torn or corrupt (the rest of it is sent)",
+                lost,
+                self._noun,
+                spool_file.path,
+            )
+        if records and not self._post_with_retries(
+            records, deadline, request_timeout, self._settle_replayed, patient=patient
+        ):
+            if lost:
+                # Its good blocks are rewritten whole, so the loss is counted and said once.
+                spool.rewrite(spool_file, records)
+            return False
+        spool.remove(spool_file)
+        self._replay_not_before = time.monotonic() + len(records) / REPLAY_RECORDS_PER_SECOND
+        return True
+
+    def _settle_replayed(self, count: int, exported: int, reason: str) -> None:
+        with self._lock:
+            self.stats.add("replayed", exported)
+            if count > exported:
+                self.stats.spool_drop(reason, count - exported)
+
+    def _spill(self) -> int:
+        """Move every pending record to the spool; how many went (0 if it could not write)."""
+        spool = self._spool
+        with self._lock:
+            records = list(self._pending)
+        if spool is None or not records:
+            return 0
+        try:
+            losses = spool.write(records)
+        except OSError as exc:
+            self._spool = None
+            logger.warning(
+                "promptrail: cannot write records to %s (%s); they wait in memory only",
+                spool.directory,
+                exc.strerror or exc,
+            )
+            return 0
+        with self._lock:
+            pending = self._pending
+            # Only the sender (this thread, under the send lock, or close) takes records off,
+            # and new ones are appended at the end: the first len(records) are those written.
+            for _ in range(min(len(records), len(pending))):
+                self.pending_bytes -= len(pending.popleft())
+            self.stats.add("spooled", len(records))
+            self._count_losses(losses)
+        self._spool_waiting = True
+        return len(records)
+
+    def _count_losses(self, losses: list[SpoolLoss]) -> None:
+        for loss in losses:
+            self.stats.spool_drop(loss.reason, loss.records)
+        if losses and not self._warned_full:
+            self._warned_full = True
+            logger.warning(
+                "promptrail: the spool at %s is over its bounds (%d MiB); its oldest %s are "
+                "dropped (counted in promptrail.stats(); raise PROMPTRAIL_SPOOL_MAX_BYTES)",
+                self._spool_place,
+                self._spool.max_bytes >> 20 if self._spool else 0,
+                self._noun,
+            )
 
     def _next_batch(self) -> list[bytes]:
         """The oldest pending records, within a post's count and size (at least one)."""
@@ -402,18 +622,31 @@ class PromptrailSpanExporter(SpanExporter):
         return batch
 
     def _post_with_retries(
-        self, batch: list[bytes], deadline: float, request_timeout: float | None
+        self,
+        batch: list[bytes],
+        deadline: float,
+        request_timeout: float | None,
+        settle: Settle,
+        *,
+        patient: bool = True,
     ) -> bool:
-        """Post one batch; True once it is settled (stored, or refused for good)."""
+        """Post one batch; True once it is settled (stored, or refused for good).
+
+        Not ``patient``: an outage ends the attempt at once (the records go to, or stay in,
+        the disk spool, whose replay is the retry); a 429 is still waited for.
+        """
         # The records are JSON already: the body is one join. Level 1: records repeat
         # themselves, so it still shrinks a batch about tenfold for a third of level 5's CPU.
         body = b'{"' + self._body_key + b'":[' + b",".join(batch) + b"]}"
         body = gzip.compress(body, compresslevel=1)
         attempt = 0
         while True:
-            wait = self._post(batch, body, request_timeout)
+            wait = self._post(len(batch), body, request_timeout, settle)
             if wait is None:
                 return True
+            if not patient and self._reach.down:
+                self.stats.add("export_retries_deferred")
+                return False
             attempt += 1
             backoff = min(wait if wait > 0 else 0.5 * 2**attempt, 30.0)
             backoff *= random.uniform(0.5, 1.0) if wait <= 0 else 1.0
@@ -423,7 +656,7 @@ class PromptrailSpanExporter(SpanExporter):
             self.stats.add("export_retries")
             self._stopping.wait(backoff)
 
-    def _post(self, batch: list[bytes], body: bytes, timeout: float | None) -> float | None:
+    def _post(self, count: int, body: bytes, timeout: float | None, settle: Settle) -> float | None:
         """Send once; None when settled, else seconds to wait (0: use backoff)."""
         timeout = self._timeout if timeout is None else timeout
         try:
@@ -445,9 +678,9 @@ class PromptrailSpanExporter(SpanExporter):
         if response.status_code == 201:
             data = response.json().get("data", {})
             rejected = data.get("rejected", [])
-            exported = len(batch) - len(rejected)
-            self._settle(len(batch), exported=exported, reason="rejected")
-            self._reach.answered(exported)
+            exported = count - len(rejected)
+            settle(count, exported, "rejected")
+            self._reach.answered(exported, replayed=settle != self._settle)
             if rejected:
                 logger.warning(
                     "promptrail: collector rejected %d %s: %s",
@@ -459,18 +692,18 @@ class PromptrailSpanExporter(SpanExporter):
         reason = {400: "rejected", 401: "unauthorized", 413: "too_large"}.get(
             response.status_code, "http_error"
         )
-        self._settle(len(batch), exported=0, reason=reason)
+        settle(count, 0, reason)
         self._reach.answered(0)
         logger.warning(
             "promptrail: collector refused %d %s (%s): %s",
-            len(batch),
+            count,
             self._noun,
             response.status_code,
             response.text[:300],
         )
         return None
 
-    def _settle(self, count: int, *, exported: int, reason: str) -> None:
+    def _settle(self, count: int, exported: int, reason: str) -> None:
         """Take the first ``count`` pending records off: ``exported`` stored, the rest dropped."""
         with self._lock:
             if self._closed:

@@ -44,6 +44,13 @@ def assert_balanced(stats: dict[str, Any]) -> None:
     assert stats["dropped_total"] == sum(stats["dropped"].values())
 
 
+@pytest.fixture(autouse=True)
+def memory_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``): what waits for the
+    collector stays in the process. With the disk spool (the default): tests/sdk/test_outage.py."""
+    monkeypatch.setenv("PROMPTRAIL_DISK_CACHE", "0")
+
+
 @pytest.fixture
 def fresh_stats() -> Iterator[None]:
     _runtime.reset_stats()

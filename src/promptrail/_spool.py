@@ -1,0 +1,373 @@
+"""The disk side of an outage: records the collector could not take, kept in files until it can.
+
+Where (docs/sdk.md, "Outages"): ``PROMPTRAIL_CACHE_DIR`` (or ``init(cache_dir=...)``), by
+default the user's cache directory + ``/promptrail``, created 0700; ``PROMPTRAIL_DISK_CACHE=0``
+keeps everything in memory. Under it, ``spool/<scope>/<kind>/`` holds the files of one
+collector URL and API key (``scope`` is a hash of both, so no key is written to disk and a
+process with another key or URL never even lists them) and one kind of item (records, scores).
+
+How the files stay whole and bounded (learnt from Vector's and Fluent Bit's disk buffers and
+Azure Monitor's exporter, which write whole files and checksum what they read back):
+
+- A process only ever creates files, each written to a hidden temporary name and renamed into
+  place, so a reader never sees a half-written file; several processes (gunicorn workers)
+  write side by side, each to names of its own (time, pid, sequence).
+- A file is a run of blocks, each with a magic, its record count, its length and a CRC-32: a
+  torn or corrupt file loses at most its bad blocks; reading goes on at the next magic.
+- The file name carries its record count, so the bounds (total bytes, age) drop the oldest
+  files first and count what they drop without reading them.
+- Replay is decided by an ``flock`` on ``replay.lock``: one process at a time sends files
+  (any process's, orphans of a killed one included), oldest first, and deletes each once the
+  collector settled it. A kill between the send and the delete resends a file: record ids
+  make that idempotent at the collector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import logging
+import os
+import struct
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger("promptrail")
+
+DEFAULT_SPOOL_MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_SPOOL_MAX_AGE = 7 * 24 * 3600.0
+# Records per file (and per replayed post) and per block: a bad block loses at most this many.
+FILE_RECORDS = 4096
+FILE_BYTES = 4 * 1024 * 1024
+_BLOCK_RECORDS = 256
+_MAGIC = b"PRS1"
+_HEADER = struct.Struct("<4sIII")  # magic, record count, payload length, CRC-32 of the payload
+_SUFFIX = ".spool"
+# A temporary file this old was left by a process killed mid-write: nobody will rename it.
+_STALE_TEMP_SECONDS = 600.0
+_OFF = {"0", "false", "no", "off"}
+
+
+def disk_cache_enabled() -> bool:
+    """Whether ``PROMPTRAIL_DISK_CACHE`` lets the SDK keep anything on disk (default: yes)."""
+    return os.environ.get("PROMPTRAIL_DISK_CACHE", "").strip().lower() not in _OFF
+
+
+def default_cache_dir() -> Path:
+    """The user's cache directory + ``/promptrail`` (XDG, macOS's Caches, LocalAppData)."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "promptrail"
+
+
+_configured: list[str | os.PathLike[str] | None] = [None]
+
+
+def remember_cache_dir(cache_dir: str | os.PathLike[str] | None) -> None:
+    """``init(cache_dir=...)``: the directory clients made later keep templates in too."""
+    _configured[0] = cache_dir
+
+
+def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The directory the SDK keeps things in, or None when the disk cache is turned off.
+
+    ``cache_dir`` beats ``init(cache_dir=...)``, which beats ``PROMPTRAIL_CACHE_DIR``, which
+    beats the default; ``PROMPTRAIL_DISK_CACHE=0`` turns it off whatever the directory.
+    """
+    if not disk_cache_enabled():
+        return None
+    if cache_dir is None:
+        cache_dir = _configured[0]
+    if cache_dir is None:
+        cache_dir = os.environ.get("PROMPTRAIL_CACHE_DIR", "").strip() or default_cache_dir()
+    return Path(cache_dir).expanduser()
+
+
+def byte_setting(value: int | None, variable: str, default: int, name: str) -> int:
+    """A size bound: ``value``, else the environment ``variable``, else ``default``.
+
+    Refused (ValueError) when it is not a number of bytes or not more than 0; ``name`` is the
+    ``init`` argument the message names.
+    """
+    if value is None:
+        text = os.environ.get(variable, "").strip()
+        try:
+            value = int(text) if text else default
+        except ValueError:
+            raise ValueError(f"{variable} must be a number of bytes, not {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be more than 0")
+    return value
+
+
+def spool_bound(value: int | None) -> int:
+    """``value``, else ``PROMPTRAIL_SPOOL_MAX_BYTES``, else 256 MiB."""
+    return byte_setting(
+        value, "PROMPTRAIL_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES, "spool_max_bytes"
+    )
+
+
+def scope_of(base_url: str, api_key: str) -> str:
+    """The name of one collector URL and key's part of the cache (the key is not on disk)."""
+    return hashlib.sha256(f"{base_url.rstrip('/')}\n{api_key}".encode()).hexdigest()[:32]
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and its parents) readable by this user only; raise OSError if it cannot.
+
+    Also proves the directory writable (a read-only mount must fail here, not at the first
+    spill, so the fallback to memory is decided once, at start).
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    probe = path / f".probe-{os.getpid()}-{threading.get_ident()}"
+    probe.write_bytes(b"")
+    probe.unlink()
+    return path
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once: a hidden temporary file renamed into place."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def encode_blocks(records: list[bytes]) -> bytes:
+    """The file body of ``records``: blocks of up to ``_BLOCK_RECORDS``, each checksummed."""
+    parts: list[bytes] = []
+    for start in range(0, len(records), _BLOCK_RECORDS):
+        chunk = records[start : start + _BLOCK_RECORDS]
+        # A record is compact JSON: it never holds a raw newline, so one separates them.
+        payload = b"\n".join(chunk)
+        parts.append(_HEADER.pack(_MAGIC, len(chunk), len(payload), zlib.crc32(payload)))
+        parts.append(payload)
+    return b"".join(parts)
+
+
+def decode_blocks(data: bytes) -> list[bytes]:
+    """Every record of the whole blocks in ``data``; a bad block is skipped, not the rest."""
+    records: list[bytes] = []
+    position = 0
+    size = _HEADER.size
+    while position + size <= len(data):
+        magic, count, length, crc = _HEADER.unpack_from(data, position)
+        start = position + size
+        payload = data[start : start + length]
+        if magic == _MAGIC and len(payload) == length and zlib.crc32(payload) == crc:
+            chunk = payload.split(b"\n") if length else []
+            if len(chunk) == count:
+                records.extend(chunk)
+                position = start + length
+                continue
+        # Torn or corrupt: resume at the next block's magic, if any.
+        found = data.find(_MAGIC, position + 1)
+        if found < 0:
+            break
+        position = found
+    return records
+
+
+@dataclass(frozen=True)
+class SpoolFile:
+    """One complete spool file: its path, its record count (from its name) and its size."""
+
+    path: Path
+    records: int
+    size: int
+    written_ns: int
+
+
+def _parse(path: Path) -> SpoolFile | None:
+    # <time_ns>-<pid>-<seq>-<records>.spool
+    parts = path.name.removesuffix(_SUFFIX).split("-")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # replayed and deleted meanwhile
+    return SpoolFile(path, int(parts[3]), size, int(parts[0]))
+
+
+@dataclass
+class SpoolLoss:
+    """Records the spool had to give up on, by reason (``spool_full``, ``spool_expired``,
+    ``spool_corrupt``)."""
+
+    reason: str
+    records: int
+
+
+class Spool:
+    """The files of one collector URL, key and kind of item; safe to share between processes."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
+        max_age: float = DEFAULT_SPOOL_MAX_AGE,
+    ) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self._sequence = itertools.count()
+        self._lock_path = directory / "replay.lock"
+
+    @classmethod
+    def open(
+        cls,
+        cache_dir: Path,
+        base_url: str,
+        api_key: str,
+        kind: str,
+        *,
+        max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
+        max_age: float = DEFAULT_SPOOL_MAX_AGE,
+    ) -> Spool:
+        """The spool of ``kind`` items for this URL and key under ``cache_dir`` (OSError if it
+        cannot be created or written)."""
+        private_dir(cache_dir)
+        directory = private_dir(cache_dir / "spool" / scope_of(base_url, api_key) / kind)
+        return cls(directory, max_bytes=max_bytes, max_age=max_age)
+
+    def write(self, records: list[bytes]) -> list[SpoolLoss]:
+        """Keep ``records`` in new files (oldest first), then apply the bounds.
+
+        Raises OSError when they could not be written (the caller keeps them in memory).
+        Returns what the bounds dropped to make room.
+        """
+        for chunk in _chunks(records):
+            name = f"{time.time_ns():020d}-{os.getpid()}-{next(self._sequence):06d}-{len(chunk)}"
+            write_whole(self.directory / f"{name}{_SUFFIX}", encode_blocks(chunk))
+        return self.enforce_bounds()
+
+    def files(self) -> list[SpoolFile]:
+        """The complete files, oldest first."""
+        try:
+            names = sorted(p for p in self.directory.iterdir() if p.name.endswith(_SUFFIX))
+        except OSError:
+            return []
+        return [f for f in map(_parse, names) if f is not None]
+
+    def enforce_bounds(self) -> list[SpoolLoss]:
+        """Drop files past the age bound, then the oldest until within the size bound."""
+        files = self.files()
+        losses: list[SpoolLoss] = []
+        oldest_kept = time.time_ns() - int(self.max_age * 1e9)
+        total = sum(f.size for f in files)
+        for spool_file in files:
+            expired = spool_file.written_ns < oldest_kept
+            if not expired and total <= self.max_bytes:
+                break
+            total -= spool_file.size
+            if self._remove(spool_file.path):
+                reason = "spool_expired" if expired else "spool_full"
+                losses.append(SpoolLoss(reason, spool_file.records))
+        return _merged(losses)
+
+    def read(self, spool_file: SpoolFile) -> tuple[list[bytes], int]:
+        """The records of a file that can still be read, and how many it lost (bad blocks)."""
+        try:
+            data = spool_file.path.read_bytes()
+        except FileNotFoundError:
+            return [], 0  # another process replayed it
+        records = decode_blocks(data)
+        return records, max(0, spool_file.records - len(records))
+
+    def rewrite(self, spool_file: SpoolFile, records: list[bytes]) -> None:
+        """Replace a file that lost blocks by one of its readable ``records`` (same place in
+        the order), so its loss is not found, counted and reported again."""
+        if not records:
+            self._remove(spool_file.path)
+            return
+        name = spool_file.path.name.rsplit("-", 1)[0]
+        with contextlib.suppress(OSError):
+            write_whole(self.directory / f"{name}-{len(records)}{_SUFFIX}", encode_blocks(records))
+            self._remove(spool_file.path)
+
+    def remove(self, spool_file: SpoolFile) -> None:
+        """Delete a file the collector settled."""
+        self._remove(spool_file.path)
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[bool]:
+        """Whether this process holds the replay lock (for the ``with`` block); never waits."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock; one process per spool is assumed there
+            yield True
+            return
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                yield False
+                return
+            self._clean_temporaries()
+            yield True
+        finally:
+            os.close(fd)  # closing releases the lock (as does the holder's death)
+
+    def _clean_temporaries(self) -> None:
+        cutoff = time.time() - _STALE_TEMP_SECONDS
+        with contextlib.suppress(OSError):
+            for path in self.directory.iterdir():
+                if path.name.endswith(".tmp") and path.stat().st_mtime < cutoff:
+                    self._remove(path)
+
+    @staticmethod
+    def _remove(path: Path) -> bool:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False  # another process got there first: it counts it
+        except OSError:
+            return False
+        return True
+
+
+def _chunks(records: list[bytes]) -> Iterator[list[bytes]]:
+    """Split ``records`` into file-sized runs (a file is one replayed post)."""
+    chunk: list[bytes] = []
+    size = 0
+    for record in records:
+        if chunk and (len(chunk) >= FILE_RECORDS or size + len(record) > FILE_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(record)
+        size += len(record)
+    if chunk:
+        yield chunk
+
+
+def _merged(losses: list[SpoolLoss]) -> list[SpoolLoss]:
+    totals: dict[str, int] = {}
+    for loss in losses:
+        totals[loss.reason] = totals.get(loss.reason, 0) + loss.records
+    return [SpoolLoss(reason, count) for reason, count in totals.items()]

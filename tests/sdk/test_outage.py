@@ -1,0 +1,156 @@
+"""An outage of the collector costs nothing (issue 34): real processes, killed with SIGKILL
+mid-outage, a real collector coming back at the same address, real spool files.
+
+The disk spool is on by default; every test here keeps it in a directory of its own
+(tests/sdk/conftest.py). The memory-only mode (``PROMPTRAIL_DISK_CACHE=0``) has its own tests:
+tests/sdk/test_shipping.py and tests/sdk/test_collector_down.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import promptrail
+from promptrail import _runtime
+from promptrail._spool import scope_of
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.testing import free_port, serve
+from tests.keys import DEFAULT_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@promptrail.observe(name="work")
+def work(tag: str, n: int) -> int:
+    return n
+
+
+@pytest.fixture
+def capture() -> Iterator[None]:
+    _runtime.reset_stats()
+    yield
+    promptrail.shutdown()
+
+
+def stored(url: str) -> list[dict[str, Any]]:
+    """Every record the collector holds for the default project (all pages)."""
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    with httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}, timeout=30) as client:
+        while True:
+            params: dict[str, Any] = {"limit": 100}
+            if cursor:
+                params["cursor"] = cursor
+            page = client.get("/v1/requests", params=params).json()
+            found.extend(page["data"])
+            cursor = page["pagination"].get("next_cursor")
+            if not cursor:
+                return found
+
+
+def calls(records: list[dict[str, Any]]) -> Counter[tuple[str, int]]:
+    """How often each captured call (tag, n) is in ``records``."""
+    return Counter((r["input_variables"]["tag"], r["input_variables"]["n"]) for r in records)
+
+
+def start_app(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.sdk.outage_app", *args],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_spooled(app: subprocess.Popen[str]) -> None:
+    assert app.stdout is not None
+    line = app.stdout.readline()
+    assert line.strip() == "spooled", app.communicate(timeout=10)
+
+
+def replay_app(url: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.sdk.outage_app", "replay", url, "60"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    stats: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return stats
+
+
+def spool_dir(url: str) -> Path:
+    return (
+        Path(os.environ["PROMPTRAIL_CACHE_DIR"]) / "spool" / scope_of(url, DEFAULT_KEY) / "records"
+    )
+
+
+def spool_files(url: str) -> list[Path]:
+    return sorted(spool_dir(url).glob("*.spool"))
+
+
+def test_an_app_killed_mid_outage_delivers_every_record_once_when_started_again(
+    settings: Settings,
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    app = start_app("capture", url, "5000", "solo")
+    wait_spooled(app)
+    app.send_signal(signal.SIGKILL)
+    app.communicate(timeout=10)
+    assert app.returncode == -signal.SIGKILL
+    files = spool_files(url)
+    assert files and oct(spool_dir(url).stat().st_mode & 0o777) == "0o700"
+    assert all(oct(f.stat().st_mode & 0o777) == "0o600" for f in files)
+    # A kill between a replayed post and the file's delete: that file is sent twice.
+    twin = files[0].with_name(f"{'9' * 20}-1-000000-{files[0].name.rsplit('-', 1)[1]}")
+    shutil.copy(files[0], twin)
+
+    with serve(create_app(settings), port=port):
+        stats = replay_app(url)
+        records = stored(url)
+
+    assert stats["replayed"] >= 5000 and stats["spool_dropped"] == {}
+    assert calls(records) == Counter({("solo", n): 1 for n in range(5000)})
+    assert spool_files(url) == []
+
+
+def test_four_workers_sharing_a_spool_two_of_them_killed_lose_nothing(
+    settings: Settings,
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    workers = [start_app("capture", url, "1250", f"w{i}") for i in range(4)]
+    for worker in workers:
+        wait_spooled(worker)
+    for worker in workers[:2]:
+        worker.send_signal(signal.SIGKILL)
+    for worker in workers[2:]:
+        worker.communicate("\n", timeout=30)  # a normal exit: atexit with the collector down
+        assert worker.returncode == 0
+    for worker in workers[:2]:
+        worker.communicate(timeout=10)
+    assert {f.name.split("-")[1] for f in spool_files(url)} == {str(w.pid) for w in workers}
+
+    with serve(create_app(settings), port=port):
+        replay_app(url)
+        records = stored(url)
+
+    assert calls(records) == Counter({(f"w{i}", n): 1 for i in range(4) for n in range(1250)})
