@@ -32,3 +32,18 @@ def test_scores_api_is_exported() -> None:
     with client:
         methods = {"create", "batch", "list", "get", "delete", "token"}
         assert methods <= {name for name in dir(client.scores) if not name.startswith("_")}
+
+
+def test_experiments_api_is_exported() -> None:
+    names = {"run_experiment", "ExperimentRun", "Dataset", "DatasetItem", "Experiment"}
+    names |= {"ExperimentResult", "Comparison"}
+
+    assert names <= set(promptrail.__all__)
+    assert promptrail.run_experiment.__doc__
+    client = promptrail.Client(api_key="pr-x", base_url="http://127.0.0.1:9")
+    with client:
+        datasets = {"create", "list", "get", "delete", "add_items", "add_from_requests", "items"}
+        assert datasets <= {n for n in dir(client.datasets) if not n.startswith("_")}
+        experiments = {"create", "get", "wait", "list", "results", "cancel", "compare"}
+        experiments |= {"post_results", "complete"}
+        assert experiments <= {n for n in dir(client.experiments) if not n.startswith("_")}

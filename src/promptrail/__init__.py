@@ -19,6 +19,7 @@ from __future__ import annotations
 
 # -- capture (begin)
 from ._context import Context, context
+from ._experiments import ExperimentRun, run_experiment
 from ._observe import observe
 from ._runtime import flush, init, shutdown, stats
 from ._scores import current_trace_id, feedback_token, last_request_id, score
@@ -29,6 +30,7 @@ from .integrations import instrument, uninstrument
 
 __all__ = [
     "Context",
+    "ExperimentRun",
     "__version__",
     "context",
     "current_trace_id",
@@ -38,6 +40,7 @@ __all__ = [
     "instrument",
     "last_request_id",
     "observe",
+    "run_experiment",
     "score",
     "shutdown",
     "stats",
@@ -58,6 +61,8 @@ from ._errors import (
     ProviderError,
     ValidationError,
 )
+from ._resources.datasets import Dataset, DatasetItem
+from ._resources.experiments import Comparison, Experiment, ExperimentResult
 from ._streaming import AsyncRunStream, RunStream
 from ._templates import PromptTemplate
 from ._types import (
@@ -91,7 +96,12 @@ __all__ += [
     "AuthenticationError",
     "BatchResult",
     "Client",
+    "Comparison",
     "ConflictError",
+    "Dataset",
+    "DatasetItem",
+    "Experiment",
+    "ExperimentResult",
     "Export",
     "FeedbackToken",
     "Label",

@@ -16,7 +16,17 @@ import httpx
 from ._closing import AsyncClosing, Closing
 from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resolve_settings
 from ._resources import AsyncPrompts, AsyncRequests, AsyncScores, Prompts, Requests, Scores
-from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
+from ._resources.datasets import AsyncDatasets, Datasets
+from ._resources.experiments import AsyncExperiments, Experiments
+from ._resources.traces import (
+    AsyncSessions,
+    AsyncTraces,
+    AsyncUsers,
+    Sessions,
+    Traces,
+    Users,
+)
+from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache, TemplateDisk
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -38,7 +48,8 @@ class _BaseClient(Generic[HTTPClient]):
         http_client: HTTPClient | None = None,
     ) -> None:
         self._settings = resolve_settings(api_key, base_url, timeout, max_retries)
-        self._templates = TemplateCache(template_ttl)
+        disk = TemplateDisk.open(self._settings.base_url, self._settings.api_key or "")
+        self._templates = TemplateCache(template_ttl, disk)
         self._open(self._settings, http_client)
 
     def _open(self, settings: HTTPSettings, http_client: HTTPClient | None) -> None:
@@ -73,6 +84,11 @@ class Client(_BaseClient[httpx.Client], Closing):
         self.prompts = Prompts(self._http, self._templates)
         self.requests = Requests(self._http)
         self.scores = Scores(self._http)
+        self.traces = Traces(self._http)
+        self.sessions = Sessions(self._http)
+        self.users = Users(self._http)
+        self.datasets = Datasets(self._http)
+        self.experiments = Experiments(self._http)
 
     def close(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
@@ -93,6 +109,11 @@ class AsyncClient(_BaseClient[httpx.AsyncClient], AsyncClosing):
         self.prompts = AsyncPrompts(self._http, self._templates)
         self.requests = AsyncRequests(self._http)
         self.scores = AsyncScores(self._http)
+        self.traces = AsyncTraces(self._http)
+        self.sessions = AsyncSessions(self._http)
+        self.users = AsyncUsers(self._http)
+        self.datasets = AsyncDatasets(self._http)
+        self.experiments = AsyncExperiments(self._http)
 
     async def aclose(self) -> None:
         """Close the connections (not those of an ``http_client`` you passed in)."""
