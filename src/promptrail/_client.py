@@ -18,15 +18,7 @@ from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resol
 from ._resources import AsyncPrompts, AsyncRequests, AsyncScores, Prompts, Requests, Scores
 from ._resources.datasets import AsyncDatasets, Datasets
 from ._resources.experiments import AsyncExperiments, Experiments
-from ._resources.traces import (
-    AsyncSessions,
-    AsyncTraces,
-    AsyncUsers,
-    Sessions,
-    Traces,
-    Users,
-)
-from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache, TemplateDisk
+from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -48,8 +40,7 @@ class _BaseClient(Generic[HTTPClient]):
         http_client: HTTPClient | None = None,
     ) -> None:
         self._settings = resolve_settings(api_key, base_url, timeout, max_retries)
-        disk = TemplateDisk.open(self._settings.base_url, self._settings.api_key or "")
-        self._templates = TemplateCache(template_ttl, disk)
+        self._templates = TemplateCache(template_ttl)
         self._open(self._settings, http_client)
 
     def _open(self, settings: HTTPSettings, http_client: HTTPClient | None) -> None:
@@ -84,9 +75,6 @@ class Client(_BaseClient[httpx.Client], Closing):
         self.prompts = Prompts(self._http, self._templates)
         self.requests = Requests(self._http)
         self.scores = Scores(self._http)
-        self.traces = Traces(self._http)
-        self.sessions = Sessions(self._http)
-        self.users = Users(self._http)
         self.datasets = Datasets(self._http)
         self.experiments = Experiments(self._http)
 
@@ -109,9 +97,6 @@ class AsyncClient(_BaseClient[httpx.AsyncClient], AsyncClosing):
         self.prompts = AsyncPrompts(self._http, self._templates)
         self.requests = AsyncRequests(self._http)
         self.scores = AsyncScores(self._http)
-        self.traces = AsyncTraces(self._http)
-        self.sessions = AsyncSessions(self._http)
-        self.users = AsyncUsers(self._http)
         self.datasets = AsyncDatasets(self._http)
         self.experiments = AsyncExperiments(self._http)
 
