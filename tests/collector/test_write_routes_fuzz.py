@@ -375,3 +375,98 @@ def test_feedback_post(api: TestClient, body: Any) -> None:
         assert_answer(response, before, lambda: scores_state(api))
     assert response.status_code < 500, response.text[:2000]
     assert response.headers["access-control-allow-origin"] == "*"
+
+
+# -- datasets and experiments (issue 33) -----------------------------------------------------
+
+ITEM = {"id": "item-1", "input_variables": {"q": "hi"}, "expected_output": "hello",
+        "metadata": {"k": "v"}}  # fmt: skip
+EXPERIMENT = {
+    "name": "fuzzed",
+    "dataset": "fuzzset",
+    "task": "client",
+    "evaluators": [{"type": "regex", "pattern": "h.llo"}],
+    "repetitions": 2,
+    "concurrency": 4,
+    "metadata": {"k": "v"},
+}
+RESULT = {"item_id": "item-1", "repetition": 1, "output": "hello", "status": "success",
+          "scores": {"ok": True}, "latency_ms": 5, "estimated_cost_usd": 0.1}  # fmt: skip
+
+
+@pytest.fixture
+def fuzzset(api: TestClient) -> str:
+    """A dataset with one item, and an open client experiment over it; the experiment's id."""
+    assert api.post("/v1/datasets", json={"name": "fuzzset"}).status_code == 201
+    assert api.post("/v1/datasets/fuzzset/items", json={"items": [ITEM]}).status_code == 201
+    made = api.post("/v1/experiments", json={"dataset": "fuzzset", "task": "client"})
+    assert made.status_code == 201, made.text
+    experiment_id: str = made.json()["data"]["id"]
+    return experiment_id
+
+
+def datasets_state(api: TestClient, experiment_id: str) -> Any:
+    """The datasets, the items of ``fuzzset``, the experiments and one experiment's results."""
+    datasets = sorted(d["name"] for d in api.get("/v1/datasets?limit=100").json()["data"])
+    items = api.get("/v1/datasets/fuzzset/items?limit=100").json()["data"]
+    experiments = sorted(e["id"] for e in api.get("/v1/experiments?limit=100").json()["data"])
+    results = api.get(f"/v1/experiments/{experiment_id}/results?limit=100").json()["data"]
+    return datasets, items, experiments, results
+
+
+@FUZZ
+@given(body=st.one_of(body_of({"name": "fuzz-2", "description": "d", "metadata": {}}), JSON_VALUE))
+def test_dataset_create(api: TestClient, fuzzset: str, body: Any) -> None:
+    before = datasets_state(api, fuzzset)
+    response = send(api, "POST", "/v1/datasets", body)
+    assert_answer(response, before, lambda: datasets_state(api, fuzzset))
+
+
+@FUZZ
+@given(items=st.lists(st.one_of(body_of(ITEM), JSON_VALUE), max_size=3))
+def test_dataset_items(api: TestClient, fuzzset: str, items: list[Any]) -> None:
+    before = datasets_state(api, fuzzset)
+    response = send(api, "POST", "/v1/datasets/fuzzset/items", {"items": items})
+    assert_answer(response, before, lambda: datasets_state(api, fuzzset))
+    if response.status_code == 201:
+        result = response.json()["data"]
+        assert result["accepted"] + len(result["rejected"]) == len(items)
+
+
+@FUZZ
+@given(
+    body=st.one_of(
+        body_of(
+            {
+                "filters": {"prompt_name": "p", "metadata": {"team": "a"}, "score.x.min": 1},
+                "limit": 10,
+                "output_as_expected": True,
+            }
+        ),
+        JSON_VALUE,
+    )
+)
+def test_dataset_items_from_requests(api: TestClient, fuzzset: str, body: Any) -> None:
+    before = datasets_state(api, fuzzset)
+    response = send(api, "POST", "/v1/datasets/fuzzset/items/from-requests", body)
+    assert_answer(response, before, lambda: datasets_state(api, fuzzset))
+
+
+@FUZZ
+@given(body=st.one_of(body_of(EXPERIMENT), JSON_VALUE))
+def test_experiment_create(api: TestClient, fuzzset: str, body: Any) -> None:
+    # No valid body names a prompt: nothing here may call a provider.
+    before = datasets_state(api, fuzzset)
+    response = send(api, "POST", "/v1/experiments", body)
+    assert_answer(response, before, lambda: datasets_state(api, fuzzset))
+
+
+@FUZZ
+@given(results=st.lists(st.one_of(body_of(RESULT), JSON_VALUE), max_size=3))
+def test_experiment_results(api: TestClient, fuzzset: str, results: list[Any]) -> None:
+    before = datasets_state(api, fuzzset)
+    response = send(api, "POST", f"/v1/experiments/{fuzzset}/results", {"results": results})
+    assert_answer(response, before, lambda: datasets_state(api, fuzzset))
+    if response.status_code == 201:
+        result = response.json()["data"]
+        assert result["accepted"] + len(result["rejected"]) == len(results)
