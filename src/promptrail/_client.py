@@ -18,7 +18,7 @@ from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resol
 from ._resources import AsyncPrompts, AsyncRequests, AsyncScores, Prompts, Requests, Scores
 from ._resources.datasets import AsyncDatasets, Datasets
 from ._resources.experiments import AsyncExperiments, Experiments
-from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache
+from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache, TemplateDisk
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -40,7 +40,8 @@ class _BaseClient(Generic[HTTPClient]):
         http_client: HTTPClient | None = None,
     ) -> None:
         self._settings = resolve_settings(api_key, base_url, timeout, max_retries)
-        self._templates = TemplateCache(template_ttl)
+        disk = TemplateDisk.open(self._settings.base_url, self._settings.api_key or "")
+        self._templates = TemplateCache(template_ttl, disk)
         self._open(self._settings, http_client)
 
     def _open(self, settings: HTTPSettings, http_client: HTTPClient | None) -> None:

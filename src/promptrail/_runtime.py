@@ -322,6 +322,7 @@ def shutdown(timeout: float = _SHUTDOWN_TIMEOUT) -> None:
         if _pipeline is not None:
             _shutdown_pipeline(_pipeline, timeout)
             _pipeline = None
+        remember_cache_dir(None)  # clients made from now on use the environment's again
 
 
 def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:

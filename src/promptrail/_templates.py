@@ -2,19 +2,24 @@
 
 A template is fetched once per (prompt, label or version) and kept for a TTL. When a refresh
 fails because the collector is unreachable or answers 5xx, the last good copy is served (with
-a warning) so an outage of the collector never takes the application down with it; with no
-copy to serve, the error is raised.
+a warning) so an outage of the collector never takes the application down with it. The last
+good copy of each template is also kept on disk (:class:`TemplateDisk`, under the SDK's cache
+directory: docs/sdk.md, "Outages"), so a process that starts while the collector is unreachable
+serves it, marked ``stale=True``; with no copy to serve, the error is raised.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
 import threading
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict
@@ -22,6 +27,7 @@ from pydantic import ConfigDict
 from ._api_call import Call, prompt_path, unwrapped
 from ._context import remember_rendering
 from ._errors import APIConnectionError, MissingVariablesError, PromptrailError
+from ._spool import private_dir, resolve_cache_dir, scope_of, write_whole
 from ._types import TemplatePayload
 
 logger = logging.getLogger("promptrail")
@@ -135,6 +141,72 @@ def template_call(key: TemplateKey) -> Call[PromptTemplate]:
     return Call("GET", addressed_path(key, "template"), unwrapped(PromptTemplate))
 
 
+_DISK_MAGIC = b"PRT1"
+_unusable_dirs: set[str] = set()
+
+
+class TemplateDisk:
+    """The last good copy of each fetched template, one file per (prompt, label or version).
+
+    Under ``<cache dir>/templates/<scope>/`` (one collector URL and API key; the key itself is
+    not on disk), each file written whole by rename with a CRC-32 of its JSON: a torn or
+    corrupt copy is ignored (as if there were none), never served.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @classmethod
+    def open(cls, base_url: str, api_key: str) -> TemplateDisk | None:
+        """The copies of this collector and key, or None (disk cache off, or unusable: said
+        once)."""
+        cache_dir = resolve_cache_dir()
+        if cache_dir is None:
+            return None
+        try:
+            private_dir(cache_dir)
+            return cls(private_dir(cache_dir / "templates" / scope_of(base_url, api_key)))
+        except OSError as exc:
+            if str(cache_dir) not in _unusable_dirs:
+                _unusable_dirs.add(str(cache_dir))
+                logger.warning(
+                    "promptrail: cannot keep templates on disk at %s (%s); they are cached "
+                    "in memory only",
+                    cache_dir,
+                    exc.strerror or exc,
+                )
+            return None
+
+    def _path(self, key: TemplateKey) -> Path:
+        name = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:32]
+        return self.directory / f"{name}.json"
+
+    def save(self, key: TemplateKey, template: PromptTemplate) -> None:
+        """Keep ``template`` as the last good copy of ``key`` (a failed write only logs)."""
+        payload = template.model_dump_json(exclude={"stale"}).encode()
+        header = _DISK_MAGIC + b" %d\n" % zlib.crc32(payload)
+        try:
+            write_whole(self._path(key), header + payload)
+        except OSError as exc:
+            logger.debug("promptrail: template %r not kept on disk: %s", key[0], exc)
+
+    def load(self, key: TemplateKey) -> PromptTemplate | None:
+        """The last good copy of ``key``, marked ``stale``; None if none is whole."""
+        try:
+            data = self._path(key).read_bytes()
+        except OSError:
+            return None
+        header, _, payload = data.partition(b"\n")
+        magic, _, crc = header.partition(b" ")
+        if magic != _DISK_MAGIC or not crc.isdigit() or int(crc) != zlib.crc32(payload):
+            return None
+        try:
+            template = PromptTemplate.model_validate_json(payload)
+        except ValueError:
+            return None
+        return template.model_copy(update={"stale": True})
+
+
 @dataclass
 class _Entry:
     template: PromptTemplate
@@ -162,8 +234,9 @@ class TemplateCache:
     - :meth:`refreshed`: the answer of a background refresh.
     """
 
-    def __init__(self, ttl: float = DEFAULT_TEMPLATE_TTL) -> None:
+    def __init__(self, ttl: float = DEFAULT_TEMPLATE_TTL, disk: TemplateDisk | None = None) -> None:
         self.ttl = _checked_ttl(ttl)
+        self._disk = disk
         self._entries: dict[TemplateKey, _Entry] = {}
         self._refreshing: set[TemplateKey] = set()
         self._lock = threading.Lock()
@@ -196,6 +269,8 @@ class TemplateCache:
         if isinstance(outcome, PromptTemplate):
             self._store(key, outcome, ttl)
             return outcome
+        if self._copy(key) is None and _is_outage(outcome):
+            self._from_disk(key)  # a cold start: the last good copy beats a fallback
         if fallback is not None and self._copy(key) is None:
             return fallback_template(key[0], fallback)
         served = self._last_good(key, outcome, ttl)
@@ -237,7 +312,20 @@ class TemplateCache:
     def _store(self, key: TemplateKey, template: PromptTemplate, ttl: float | None) -> None:
         fresh_until = time.monotonic() + self._ttl(ttl)
         with self._lock:
+            previous = self._entries.get(key)
             self._entries[key] = _Entry(template, fresh_until)
+        # Written when it changed only: a refresh every TTL that brings the same copy is free.
+        if self._disk is not None and (previous is None or previous.template != template):
+            self._disk.save(key, template)
+
+    def _from_disk(self, key: TemplateKey) -> None:
+        """Load the disk's last good copy of ``key`` (stale) into memory, if there is one."""
+        template = self._disk.load(key) if self._disk is not None else None
+        if template is None:
+            return
+        with self._lock:
+            # Expired at once: _last_good serves it (with its warning) and decides its TTL.
+            self._entries.setdefault(key, _Entry(template, 0.0))
 
     def _last_good(
         self, key: TemplateKey, error: Exception, ttl: float | None

@@ -465,8 +465,10 @@ class PromptrailSpanExporter(SpanExporter):
                         break
                 if self._spool is not None:
                     replayed = self._replay(deadline, request_timeout, everything=replay_all)
-                    # A flush that sent what it had spilled after all has sent everything.
-                    sent = sent or (replay_all and replayed)
+                    if replay_all:
+                        # A flush is done when nothing waits, in memory or on disk (what it
+                        # spilled above may have gone out in the replay after all).
+                        sent = replayed
                 return sent
         finally:
             detach(token)

@@ -1,0 +1,150 @@
+"""The disk spool's files and bounds, and the template copies a cold start serves (issue 34):
+real files, a real collector, real processes for the cold start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import promptrail
+from promptrail import _runtime
+from promptrail._spool import scope_of
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.testing import free_port, serve
+from tests.keys import DEFAULT_KEY
+from tests.sdk.conftest import greet
+from tests.sdk.test_outage import ROOT, calls, stored, work
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> None:
+    _runtime.reset_stats()
+
+
+def spooled_while_down(url: str, rounds: int, per_round: int, **init: object) -> None:
+    """Capture ``rounds`` x ``per_round`` calls with the collector down: one spill per round."""
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, **init)  # type: ignore[arg-type]
+    for r in range(rounds):
+        for n in range(per_round):
+            work("t", r * per_round + n)
+        assert promptrail.flush(timeout=1.0) is False
+    promptrail.shutdown()
+
+
+def files_of(url: str) -> list[Path]:
+    cache = Path(os.environ["PROMPTRAIL_CACHE_DIR"])
+    return sorted((cache / "spool" / scope_of(url, DEFAULT_KEY) / "records").glob("*.spool"))
+
+
+def test_a_torn_and_a_corrupt_file_lose_only_their_bad_blocks_counted_and_said_once(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    spooled_while_down(url, rounds=2, per_round=600)
+    torn, flipped = files_of(url)
+    data = torn.read_bytes()
+    torn.write_bytes(data[: len(data) - 100])  # mid-way through its last block (88 records)
+    data = bytearray(flipped.read_bytes())
+    data[40] ^= 0xFF  # inside the first block's records (256)
+    flipped.write_bytes(bytes(data))
+
+    _runtime.reset_stats()
+    with serve(create_app(settings), port=port):
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+        assert promptrail.flush(timeout=20)
+        promptrail.flush(timeout=5)
+        got = calls(stored(url))
+        stats = promptrail.stats()
+        promptrail.shutdown()
+
+    assert stats["spool_dropped"] == {"spool_corrupt": 88 + 256}
+    assert stats["replayed"] == 1200 - 88 - 256 == sum(got.values())
+    assert set(got.values()) == {1}
+    assert ("t", 0) in got and ("t", 599) not in got and ("t", 600) not in got
+    lost = [r.getMessage() for r in caplog.records if "torn or corrupt" in r.getMessage()]
+    assert len(lost) == 2, lost
+    assert files_of(url) == []
+
+
+def test_a_full_spool_drops_its_oldest_records_and_counts_them(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    spooled_while_down(url, rounds=8, per_round=100, spool_max_bytes=150_000)
+    dropped = promptrail.stats()["spool_dropped"]["spool_full"]
+    assert 0 < dropped < 800 and dropped % 100 == 0
+    assert sum(f.stat().st_size for f in files_of(url)) <= 150_000
+    assert len([r for r in caplog.records if "over its bounds" in r.getMessage()]) == 1
+
+    with serve(create_app(settings), port=port):
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+        assert promptrail.flush(timeout=20)
+        got = calls(stored(url))
+        promptrail.shutdown()
+
+    assert sorted(n for _, n in got) == list(range(dropped, 800))  # the newest were kept
+
+
+def test_a_spool_of_another_key_or_url_is_never_sent(settings: Settings) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    spooled_while_down(url, rounds=1, per_round=10)
+    with serve(create_app(settings), port=port):
+        for key, base in (("pr-another-project", url), (DEFAULT_KEY, f"http://localhost:{port}")):
+            promptrail.init(api_key=key, base_url=base, flush_interval=0.05)
+            promptrail.flush(timeout=5)
+            assert promptrail.stats()["replayed"] == 0
+            promptrail.shutdown()
+        assert stored(url) == [] and len(files_of(url)) == 1
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+        assert promptrail.flush(timeout=10)
+        assert len(stored(url)) == 10
+        promptrail.shutdown()
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "/proc/promptrail-cache"])
+def test_an_unusable_cache_directory_falls_back_to_memory_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    cache = tmp_path / "a-file" / "cache" if where == "under-a-file" else Path(where)
+    for _ in range(2):
+        promptrail.init(
+            api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}", cache_dir=cache
+        )
+        assert promptrail.stats()["spool"] is None
+        assert work("t", 1) == 1
+        promptrail.shutdown()
+    warned = [
+        r.getMessage() for r in caplog.records if "cannot keep records on disk" in r.getMessage()
+    ]
+    assert len(warned) == 1 and str(cache) in warned[0]
+
+
+def test_a_process_started_with_the_collector_down_serves_the_last_good_template(
+    settings: Settings,
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serve(create_app(settings), port=port), promptrail.Client(DEFAULT_KEY, url) as client:
+        greet(client, "cold")
+        assert client.prompts.template("cold").version == 1
+    script = (
+        "import promptrail\n"
+        f"with promptrail.Client({DEFAULT_KEY!r}, {url!r}, max_retries=0) as client:\n"
+        "    tpl = client.prompts.template('cold')\n"
+        "    print(tpl.version, tpl.stale, tpl.render(name='Ada'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1 True Say hello to Ada."
+    assert "serving the cached template of 'cold'" in done.stderr
