@@ -47,6 +47,7 @@ RUNS = {
     "otel_exporter.py": Expect(spans={"openai.chat"}),
     "local_template.py": Expect(prompts={"support-reply"}),
     "run_prompt.py": Expect(prompts={"example-greeting"}, records=2),
+    "experiment.py": Expect(prompts={"example-support"}, records=8),
     "langchain_chain.py": Expect(spans={"RunnableSequence", "LangGraph", f"chat {MODEL}"}),
     "llamaindex_chat.py": Expect(spans={"answer", "OpenAI.chat", f"chat {MODEL}"}),
     "fastapi_middleware.py": Expect(spans={f"chat {MODEL}"}, records=2),
