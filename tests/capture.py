@@ -43,14 +43,16 @@ def records(capture: str) -> Records:
 
 
 def fetch_records(base_url: str, expected: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
-    """Flush, then the collector's records (details), newest first, once ``expected`` arrived."""
+    """Flush, then the collector's records of every kind (details), newest first, once
+    ``expected`` arrived."""
     deadline = time.monotonic() + timeout
     with httpx.Client(
         base_url=base_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}
     ) as client:
         while True:
             assert promptrail.flush(timeout=5.0)
-            listed = client.get("/v1/requests", params={"limit": 100}).json()["data"]
+            # Every kind: the log lists model calls only unless asked (CONTRACT 10).
+            listed = client.get("/v1/requests", params={"limit": 100, "kind": "all"}).json()["data"]
             if len(listed) >= expected or time.monotonic() > deadline:
                 return [client.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
             time.sleep(0.05)

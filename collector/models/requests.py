@@ -261,6 +261,10 @@ class ExportFilters(_Input):
     start_date: str | None = None
     end_date: str | None = None
     metadata: MetadataFilter = Field(default_factory=dict)
+    kind: Annotated[str, Field(max_length=200)] | None = Field(
+        default=None,
+        description="Record kinds, comma-separated, or all; default: llm,embedding (the list's).",
+    )
     scores: dict[str, Annotated[str, Field(max_length=200)] | float] = Field(
         default_factory=dict,
         max_length=20,

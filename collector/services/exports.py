@@ -16,7 +16,7 @@ from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
 from .dates import utc_now_ms
 from .pending_writes import PendingWrites
-from .requests import request_filter, score_tests
+from .requests import kinds_of, request_filter, score_tests
 
 logger = logging.getLogger("promptrail.exports")
 
@@ -202,6 +202,7 @@ def _filters(body: ExportCreate, scores_table: str = "") -> RequestFilter:
         scores=score_tests(params, field_prefix="filters."),
         scores_table=scores_table,
         field_prefix="filters.",
+        kinds=kinds_of(f.kind, field="filters.kind"),
     )
 
 

@@ -169,18 +169,32 @@ class TraceService:
         if len(found) > limit:
             last = page[-1]
             next_cursor = _encode(self._session_cursors, last.last_at, last.session_id)
-        ids = self._store.session_record_ids(project, [s.session_id for s in page], *period)
+        scores = self._session_scores(project, [s.session_id for s in page], period)
+        return SummaryPage([(s, scores.get(s.session_id, {})) for s in page], next_cursor)
+
+    def _session_scores(
+        self,
+        project: str,
+        session_ids: Sequence[str],
+        period: tuple[datetime, datetime] | None,
+    ) -> dict[str, Scores]:
+        """Per session: the means of the scores on its records and their traces (of the
+        period, or all of them)."""
+        ids = self._store.session_record_ids(project, session_ids, period)
         scores = self._scores.on_targets(
             project, [r for _, r, _ in ids], sorted({t for _, _, t in ids if t})
         )
-        grouped: dict[str, list[ScoreRow]] = {}
+        # By score id: a trace's score counts once however many of its records the session has.
+        grouped: dict[str, dict[str, ScoreRow]] = {}
         for session, record, trace in ids:
-            mine = [s for s in scores if s.request_id == record or (trace and s.trace_id == trace)]
-            grouped.setdefault(session, []).extend(mine)
-        return SummaryPage(
-            [(s, score_means(_newest_first(grouped.get(s.session_id, [])))) for s in page],
-            next_cursor,
-        )
+            mine = grouped.setdefault(session, {})
+            for s in scores:
+                if s.request_id == record or (trace and s.trace_id == trace):
+                    mine[s.id] = s
+        return {
+            session: score_means(_newest_first(list(found.values())))
+            for session, found in grouped.items()
+        }
 
     def session(
         self,
@@ -202,7 +216,8 @@ class TraceService:
         scores = self._scores.on_targets(
             project, [r.id for r in page], sorted({r.trace_id for r in page if r.trace_id})
         )
-        return Detail(summary, score_means(scores), page, _per_record(page, scores), next_cursor)
+        session_scores = self._session_scores(project, [session_id], None).get(session_id, {})
+        return Detail(summary, session_scores, page, _per_record(page, scores), next_cursor)
 
     # -- users -----------------------------------------------------------------------------
 

@@ -315,19 +315,30 @@ class TraceStore:
         return self._records_in_order(self.metadata_table, where, params, after, limit, kinds)
 
     def session_record_ids(
-        self, project: str, session_ids: Sequence[str], start: datetime, end: datetime
+        self,
+        project: str,
+        session_ids: Sequence[str],
+        period: tuple[datetime, datetime] | None,
     ) -> list[tuple[str, str, str]]:
-        """Return (session id, record id, trace id) of the sessions' records of the period."""
+        """Return (session id, record id, trace id) of the sessions' live records of every
+        kind: those of the period, or (without one) all of them, through the metadata index."""
         if not session_ids:
             return []
+        params: dict[str, Any] = {"project": project, "ids": list(session_ids)}
+        scope = (
+            _period(period, params)
+            if period is not None
+            else f"(created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
+            "WHERE project = {project:String} AND key = 'session_id' "
+            "AND value IN {ids:Array(String)})"
+        )
         rows = self._client.query(
             "SELECT metadata_map['session_id'], id, any(trace_id) "
-            f"FROM {self.items_table} WHERE project = {{project:String}} "
-            "AND created_at >= {start:DateTime64(3, 'UTC')} "
-            "AND created_at <= {end:DateTime64(3, 'UTC')} "
+            f"FROM {self.items_table} WHERE project = {{project:String}} AND {scope} "
             "AND metadata_map['session_id'] IN {ids:Array(String)} "
             "GROUP BY metadata_map['session_id'], id HAVING max(is_deleted) = 0",
-            parameters={"project": project, "ids": list(session_ids), "start": start, "end": end},
+            parameters=params,
+            settings={"distributed_product_mode": "local"},
         ).result_rows
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 

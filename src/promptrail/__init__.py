@@ -83,8 +83,11 @@ from ._types import (
     Score,
     ScoreConfig,
     SearchHit,
+    Session,
     TemplatePayload,
+    Trace,
     Usage,
+    User,
 )
 
 __all__ += [
@@ -124,8 +127,11 @@ __all__ += [
     "Score",
     "ScoreConfig",
     "SearchHit",
+    "Session",
     "TemplatePayload",
+    "Trace",
     "Usage",
+    "User",
     "ValidationError",
 ]
 # -- REST client (end)

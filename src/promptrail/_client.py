@@ -18,6 +18,14 @@ from ._http import DEFAULT_MAX_RETRIES, AsyncHTTP, HTTPSettings, SyncHTTP, resol
 from ._resources import AsyncPrompts, AsyncRequests, AsyncScores, Prompts, Requests, Scores
 from ._resources.datasets import AsyncDatasets, Datasets
 from ._resources.experiments import AsyncExperiments, Experiments
+from ._resources.traces import (
+    AsyncSessions,
+    AsyncTraces,
+    AsyncUsers,
+    Sessions,
+    Traces,
+    Users,
+)
 from ._templates import DEFAULT_TEMPLATE_TTL, TemplateCache, TemplateDisk
 
 __all__ = ["AsyncClient", "Client"]
@@ -76,6 +84,9 @@ class Client(_BaseClient[httpx.Client], Closing):
         self.prompts = Prompts(self._http, self._templates)
         self.requests = Requests(self._http)
         self.scores = Scores(self._http)
+        self.traces = Traces(self._http)
+        self.sessions = Sessions(self._http)
+        self.users = Users(self._http)
         self.datasets = Datasets(self._http)
         self.experiments = Experiments(self._http)
 
@@ -98,6 +109,9 @@ class AsyncClient(_BaseClient[httpx.AsyncClient], AsyncClosing):
         self.prompts = AsyncPrompts(self._http, self._templates)
         self.requests = AsyncRequests(self._http)
         self.scores = AsyncScores(self._http)
+        self.traces = AsyncTraces(self._http)
+        self.sessions = AsyncSessions(self._http)
+        self.users = AsyncUsers(self._http)
         self.datasets = AsyncDatasets(self._http)
         self.experiments = AsyncExperiments(self._http)
 

@@ -28,6 +28,31 @@ CALL_INPUT = "promptrail.input"
 OUTPUT = "promptrail.output"
 TIME_TO_FIRST_TOKEN = "promptrail.time_to_first_token_ms"
 COST = "promptrail.cost_usd"
+# The record's kind (CONTRACT 10), when the span says it outright (``@observe(kind=...)``).
+KIND = "promptrail.kind"
+
+# What a record can be: a model call, an embedding, or one of the span kinds.
+KINDS = frozenset(("llm", "embedding", "chain", "agent", "tool", "retriever", "span"))
+# OpenInference's span kinds (``openinference.span.kind``) as record kinds.
+_OPENINFERENCE_KINDS = {
+    "LLM": "llm",
+    "EMBEDDING": "embedding",
+    "CHAIN": "chain",
+    "AGENT": "agent",
+    "TOOL": "tool",
+    "RETRIEVER": "retriever",
+    "RERANKER": "retriever",
+}
+# GenAI operations (``gen_ai.operation.name``) as record kinds; other operations are model calls.
+_OPERATION_KINDS = {
+    "embeddings": "embedding",
+    "execute_tool": "tool",
+    "invoke_agent": "agent",
+    "create_agent": "agent",
+}
+# What the integrations put in ``promptrail.observation`` as record kinds; any other value
+# (an @observe function, a LlamaIndex or pydantic-ai step) is a plain span.
+_OBSERVATION_KINDS = {"chain": "chain", "agent": "agent", "tool": "tool", "retriever": "retriever"}
 
 _INDEXED = re.compile(
     r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$"
@@ -96,8 +121,34 @@ _COMPLETION_TOKENS = (
 _MODELS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 _PROVIDERS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
 _FUNCTION_KEYS = frozenset(
-    (OBSERVATION, PROMPT_NAME, PROMPT_VERSION, INPUT_VARIABLES, METADATA, OUTPUT)
+    (OBSERVATION, PROMPT_NAME, PROMPT_VERSION, INPUT_VARIABLES, METADATA, OUTPUT, KIND)
 )
+
+
+def record_kind(attrs: Mapping[str, Any]) -> str:
+    """Return the kind of the record a span becomes (CONTRACT 10).
+
+    An explicit ``promptrail.kind`` wins; then OpenInference's span kind, then the GenAI
+    operation, then what an integration's span says it is; a span with none of them that is
+    recorded at all is a model call.
+    """
+    get = attrs.get
+    given = get(KIND)
+    if given in KINDS:
+        return str(given)
+    inference = get("openinference.span.kind")
+    if isinstance(inference, str):
+        kind = _OPENINFERENCE_KINDS.get(inference.upper())
+        if kind is not None:
+            return kind
+        return "span"  # a guardrail, an evaluator...: not a model call
+    operation = get("gen_ai.operation.name")
+    if isinstance(operation, str):
+        return _OPERATION_KINDS.get(operation, "llm")
+    observation = get(OBSERVATION)
+    if observation is not None:
+        return _OBSERVATION_KINDS.get(str(observation), "span")
+    return "llm"
 
 
 def build_record(
@@ -143,6 +194,7 @@ def build_record(
         "span_id": span_hex,
         "parent_span_id": f"{parent_span_id:016x}" if parent_span_id else None,
         "span_name": name,
+        "kind": record_kind(attrs),
     }
     version = get(PROMPT_VERSION)
     if isinstance(version, int) and version > 0:

@@ -49,6 +49,7 @@ def observe(
     exclude: Sequence[str] = (),
     capture_input: bool = True,
     capture_output: bool = True,
+    kind: str | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -63,12 +64,19 @@ def observe(
     exclude: Sequence[str] = (),
     capture_input: bool = True,
     capture_output: bool = True,
+    kind: str | None = None,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Record each call of the decorated function, and link the model calls made inside.
+
+    Its record is of kind ``span`` unless ``kind`` names another (``chain``, ``agent``,
+    ``tool``, ``retriever``, ``llm``, ``embedding``): the request log lists ``llm`` and
+    ``embedding`` records, a trace lists them all.
 
     >>> @promptrail.observe(prompt_name="support-reply", metadata={"team": "care"})
     ... def answer(question: str) -> str: ...
     """
+    if kind is not None and kind not in _genai.KINDS:
+        raise ValueError(f"kind must be one of {', '.join(sorted(_genai.KINDS))}, not {kind!r}")
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         options = _Options(
@@ -80,6 +88,7 @@ def observe(
             capture_input,
             capture_output,
             inspect.signature(function),
+            kind,
         )
         if inspect.isasyncgenfunction(function):
             return _wrap_async_generator(function, options)
@@ -108,6 +117,7 @@ class _Options:
         "capture_input",
         "capture_output",
         "exclude",
+        "kind",
         "metadata",
         "name",
         "outside",
@@ -126,8 +136,10 @@ class _Options:
         capture_input: bool,
         capture_output: bool,
         signature: inspect.Signature,
+        kind: str | None = None,
     ) -> None:
         self.name = name
+        self.kind = kind
         self.prompt_name = prompt_name
         self.prompt_version = prompt_version
         self.metadata = metadata
@@ -223,6 +235,8 @@ class _Scope:
             # Given at the start, the attributes are checked once with the span's own;
             # with capture disabled the arguments are never serialised.
             attributes = options.attributes(observation)
+            if options.kind is not None:
+                attributes[_genai.KIND] = options.kind
             if options.capture_input:
                 attributes[_genai.INPUT_VARIABLES] = to_json(options.variables(args, kwargs))
         self.span = span = tracer.start_span(

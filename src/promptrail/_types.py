@@ -210,9 +210,67 @@ class RequestRecord(_Shape):
     span_id: str | None = None
     parent_span_id: str | None = None
     span_name: str | None = None
+    # llm (a model call), embedding, or a span kind: chain, agent, tool, retriever, span.
+    kind: str = "llm"
     # The detail: the score objects on the record and its trace, newest first. A list item:
     # per score name, the mean (numeric, boolean as 1/0) or the newest category.
     scores: list[Score] | dict[str, bool | int | float | str] = Field(default_factory=list)
+
+
+ScoreMeans = dict[str, bool | int | float | str]
+
+
+class Trace(_Shape):
+    """Hold a trace (CONTRACT 10): its root's name and sums over all its records.
+
+    From ``client.traces.get`` it holds every record of the trace (``items``), oldest first;
+    list items leave ``items`` empty.
+    """
+
+    trace_id: str
+    name: str = ""
+    started_at: datetime
+    duration_ms: int = 0
+    records: int = 0
+    llm_calls: int = 0
+    errors: int = 0
+    total_tokens: int = 0
+    estimated_cost_usd: float = 0.0
+    user_id: str | None = None
+    session_id: str | None = None
+    scores: ScoreMeans = Field(default_factory=dict)
+    items: list[RequestRecord] = Field(default_factory=list)
+
+
+class Session(_Shape):
+    """Hold a session (CONTRACT 10): the records sharing a ``metadata.session_id``.
+
+    From ``client.sessions.get`` it holds its records (``items``), oldest first.
+    """
+
+    session_id: str
+    user_ids: list[str] = Field(default_factory=list)
+    first_at: datetime
+    last_at: datetime
+    records: int = 0
+    errors: int = 0
+    total_tokens: int = 0
+    estimated_cost_usd: float = 0.0
+    scores: ScoreMeans = Field(default_factory=dict)
+    items: list[RequestRecord] = Field(default_factory=list)
+
+
+class User(_Shape):
+    """Hold a user's totals (CONTRACT 10): the records sharing a ``metadata.user_id``."""
+
+    user_id: str
+    first_at: datetime
+    last_at: datetime
+    records: int = 0
+    sessions: int = 0
+    errors: int = 0
+    total_tokens: int = 0
+    estimated_cost_usd: float = 0.0
 
 
 class RejectedRecord(_Shape):
@@ -354,3 +412,4 @@ class RequestLog(TypedDict, total=False):
     span_id: str
     parent_span_id: str
     span_name: str
+    kind: Literal["llm", "embedding", "chain", "agent", "tool", "retriever", "span"]

@@ -130,7 +130,8 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
     assert done.returncode == 0, done.stderr
     assert REPLY in done.stdout
     with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
-        listed = api.get("/v1/requests", params={"limit": 100}).json()["data"]
+        # Every kind: the examples' observed functions are spans (CONTRACT 10).
+        listed = api.get("/v1/requests", params={"limit": 100, "kind": "all"}).json()["data"]
         details = [api.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
     assert len(listed) >= expect.records, listed
     assert {r["span_name"] for r in details} >= expect.spans

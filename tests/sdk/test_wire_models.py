@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from promptrail import _types as sdk
-from promptrail.collector.models import prompts, requests, runs, scores
+from promptrail.collector.models import prompts, requests, runs, scores, traces
 
 # (the models of what the collector answers, the SDK model that reads all of them)
 ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
@@ -70,6 +70,9 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((scores.ScoreOut,), sdk.Score),
     ((scores.ScoreConfigOut,), sdk.ScoreConfig),
     ((scores.FeedbackTokenOut,), sdk.FeedbackToken),
+    ((traces.TraceDetail, traces.TraceListItem), sdk.Trace),
+    ((traces.SessionDetail, traces.SessionListItem), sdk.Session),
+    ((traces.UserListItem,), sdk.User),
 ]
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its

@@ -66,6 +66,7 @@ def _list_page(
     trace_id: str | None,
     scores: Mapping[str, Any] | None = None,
     unscored: str | None = None,
+    kind: str | None = None,
 ) -> Callable[[str | None], Call[Page[RequestRecord]]]:
     def page(cursor: str | None) -> Call[Page[RequestRecord]]:
         query = params(
@@ -77,6 +78,7 @@ def _list_page(
             end_date=end_date,
             trace_id=trace_id,
             unscored=unscored,
+            kind=kind,
         )
         query += metadata_params(metadata)
         query += params(**{f"score.{key}": value for key, value in (scores or {}).items()})
@@ -188,6 +190,7 @@ class Requests:
         limit: int | None = None,
         scores: Mapping[str, Any] | None = None,
         unscored: str | None = None,
+        kind: str | None = None,
     ) -> Iterator[RequestRecord]:
         """Iterate over records, newest first, fetching pages of ``limit`` as needed.
 
@@ -195,10 +198,21 @@ class Requests:
         records of one trace. ``scores`` filters by score (own and trace's):
         ``{"helpfulness.min": 0.5, "helpfulness.max": 1, "thumbs": True}`` (``<name>.min`` /
         ``.max`` bound the mean, ``<name>`` matches a category or True/False); ``unscored``
-        keeps records with no score of that name (a review queue).
+        keeps records with no score of that name (a review queue). The log lists model calls
+        (kinds ``llm``, ``embedding``) unless ``kind`` names others (comma-separated, or
+        ``all``); a trace's records are of every kind.
         """
         page = _list_page(
-            limit, prompt_name, status, start_date, end_date, metadata, trace_id, scores, unscored
+            limit,
+            prompt_name,
+            status,
+            start_date,
+            end_date,
+            metadata,
+            trace_id,
+            scores,
+            unscored,
+            kind,
         )
         return self._http.paginate(page)
 
@@ -290,10 +304,20 @@ class AsyncRequests:
         limit: int | None = None,
         scores: Mapping[str, Any] | None = None,
         unscored: str | None = None,
+        kind: str | None = None,
     ) -> AsyncIterator[RequestRecord]:
         """Iterate (``async for``) over records, newest first (see :meth:`Requests.list`)."""
         page = _list_page(
-            limit, prompt_name, status, start_date, end_date, metadata, trace_id, scores, unscored
+            limit,
+            prompt_name,
+            status,
+            start_date,
+            end_date,
+            metadata,
+            trace_id,
+            scores,
+            unscored,
+            kind,
         )
         return self._http.paginate(page)
 

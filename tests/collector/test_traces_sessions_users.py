@@ -1,0 +1,310 @@
+"""Traces, sessions and users (issue 32 points 2-3, CONTRACT 10): the lists with their sums,
+filters and cursors; a trace and a session read whole, oldest first, through paging; 404s;
+bad input as 400s; and a second project sees none of it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+T1 = "0af7651916cd43dd8448eb211c80319c"
+T2 = "4bf92f3577b34da6a3ce929d0e0e4736"
+T3 = "5b8efff798038103d269b633813fc60c"
+
+
+def span(
+    trace: str,
+    i: int,
+    at: datetime,
+    *,
+    kind: str = "llm",
+    parent: int | None = 0,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Record ``i`` of ``trace`` at ``at``: under span 0 unless ``parent`` is None (a root)."""
+    made: dict[str, Any] = {
+        "id": f"req_{trace[:6]}-{i:03d}",
+        "created_at": at.isoformat(),
+        "trace_id": trace,
+        "span_id": f"{i:016x}",
+        "span_name": f"{kind}-{i}",
+        "kind": kind,
+        **extra,
+    }
+    if kind in ("llm", "embedding"):
+        made.setdefault("model", "gpt-4o-mini")
+        made.setdefault(
+            "usage", {"prompt_tokens": 4, "completion_tokens": 1, "estimated_cost_usd": 0.25}
+        )
+    if parent is not None:
+        made["parent_span_id"] = f"{parent:016x}"
+    return made
+
+
+def log(api: TestClient, records: list[dict[str, Any]]) -> None:
+    for at in range(0, len(records), 500):
+        batch = records[at : at + 500]
+        response = api.post("/v1/requests/batch", json={"records": batch})
+        assert response.json()["data"] == {"accepted": len(batch), "rejected": []}, response.text
+
+
+def walk(api: TestClient, path: str, limit: int, **params: Any) -> list[dict[str, Any]]:
+    """Every item of a list through its cursors."""
+    found: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {"limit": limit, **params, **({"cursor": cursor} if cursor else {})}
+        response = api.get(path, params=query)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert len(body["data"]) <= limit
+        found += body["data"]
+        cursor = body["pagination"].get("next_cursor")
+        assert body["pagination"]["has_more"] is (cursor is not None)
+        if not cursor:
+            return found
+
+
+def read_whole(api: TestClient, path: str, limit: int, **params: Any) -> tuple[dict[str, Any], int]:
+    """A trace or session through the pages of its items: the summary, every item, the pages."""
+    summary: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    cursor, pages = None, 0
+    while True:
+        query = {"limit": limit, **params, **({"cursor": cursor} if cursor else {})}
+        response = api.get(path, params=query)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        pages += 1
+        page_items = body["data"].pop("items")
+        assert len(page_items) <= limit
+        assert summary in ({}, body["data"])  # every page carries the same summary
+        summary = body["data"]
+        items += page_items
+        cursor = body["pagination"].get("next_cursor")
+        if not cursor:
+            return {**summary, "items": items}, pages
+
+
+@pytest.fixture
+def traces(api: TestClient) -> TestClient:
+    """T1: a chain root, 3 model calls (one an error), a tool; user u1, session s1, an hour ago.
+    T2: a root agent and one embedding, user u2, session s2, 2 hours ago.
+    T3: a root made 3 days ago whose last call is today: it started 3 days ago."""
+    one = {"user_id": "u1", "session_id": "s1"}
+    base = NOW - timedelta(hours=1)
+    t1 = [
+        span(T1, 0, base, kind="chain", parent=None, latency_ms=9000, metadata=one),
+        span(T1, 1, base + timedelta(seconds=1), metadata=one),
+        span(T1, 2, base + timedelta(seconds=2), status="error", error="boom", metadata=one),
+        span(T1, 3, base + timedelta(seconds=3), kind="tool", latency_ms=500, metadata=one),
+        span(T1, 4, base + timedelta(seconds=4), latency_ms=1000, metadata=one),
+    ]
+    two = {"user_id": "u2", "session_id": "s2"}
+    t2 = [
+        span(T2, 0, NOW - timedelta(hours=2), kind="agent", parent=None, metadata=two),
+        span(T2, 1, NOW - timedelta(hours=2), kind="embedding", metadata=two),
+    ]
+    t3 = [
+        span(T3, 0, NOW - timedelta(days=3), kind="chain", parent=None),
+        span(T3, 1, NOW - timedelta(minutes=5)),
+    ]
+    log(api, t1 + t2 + t3)
+    return api
+
+
+def test_the_trace_list_sums_each_trace_newest_first(traces: TestClient) -> None:
+    listed = traces.get("/v1/traces").json()["data"]
+
+    assert [t["trace_id"] for t in listed] == [T1, T2, T3]
+    assert listed[0] == {
+        "trace_id": T1,
+        "name": "chain-0",
+        "started_at": (NOW - timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "duration_ms": 9000,
+        "records": 5,
+        "llm_calls": 3,
+        "errors": 1,
+        "total_tokens": 15,
+        "estimated_cost_usd": 0.75,
+        "user_id": "u1",
+        "session_id": "s1",
+        "scores": {},
+    }
+    assert (listed[1]["name"], listed[1]["records"], listed[1]["llm_calls"]) == ("agent-0", 2, 1)
+    # T3 began 3 days ago: listed once, by its first record, though its last is the newest.
+    assert listed[2]["started_at"].startswith((NOW - timedelta(days=3)).date().isoformat())
+    assert listed[2]["duration_ms"] == 3 * 86_400_000 - 300_000
+    assert listed[2]["user_id"] is None and listed[2]["session_id"] is None
+    # One a page: the cursors walk the same list.
+    assert [t["trace_id"] for t in walk(traces, "/v1/traces", 1)] == [T1, T2, T3]
+
+
+def test_the_trace_list_filters_by_user_session_name_and_dates(traces: TestClient) -> None:
+    def ids(**params: Any) -> list[str]:
+        response = traces.get("/v1/traces", params=params)
+        assert response.status_code == 200, response.text
+        return [t["trace_id"] for t in response.json()["data"]]
+
+    assert ids(user_id="u1") == [T1]
+    assert ids(session_id="s2") == [T2]
+    assert ids(name="chain-0") == [T1, T3]
+    assert ids(name="llm-1") == []  # a child's name is not the trace's
+    assert ids(start_date=(NOW - timedelta(days=1)).isoformat()) == [T1, T2]
+    assert ids(end_date=(NOW - timedelta(days=2)).isoformat()) == [T3]
+    assert ids(user_id="nobody") == []
+
+
+def test_a_trace_of_500_records_reads_whole_oldest_first_through_pages(api: TestClient) -> None:
+    at = NOW - timedelta(days=2)
+    records = [span(T1, 0, at, kind="agent", parent=None)] + [
+        span(T1, i, at + timedelta(milliseconds=i), kind=("llm", "tool", "retriever")[i % 3])
+        for i in range(1, 500)
+    ]
+    log(api, records)
+
+    trace, pages = read_whole(api, f"/v1/traces/{T1}", 100)
+
+    assert pages == 5
+    assert [r["id"] for r in trace["items"]] == [r["id"] for r in records]
+    assert trace["records"] == 500 and trace["llm_calls"] == 166
+    assert {r["kind"] for r in trace["items"]} == {"agent", "llm", "tool", "retriever"}
+    # A deleted record leaves the trace, its sums and its pages.
+    doomed = [span(T2, i, at, metadata={"doomed": "yes"}) for i in range(3)]
+    log(api, doomed)
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"doomed": "yes"}})
+    assert gone.json()["data"]["deleted_count"] == 3
+    assert api.get(f"/v1/traces/{T2}").status_code == 404
+
+
+def test_unknown_and_malformed_trace_reads(api: TestClient) -> None:
+    missing = api.get(f"/v1/traces/{T1}")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == {
+        "type": "not_found_error",
+        "code": "TRACE_NOT_FOUND",
+        "message": f"Trace '{T1}' not found",
+        "details": {"trace_id": T1},
+    }
+    for path, params, field in (
+        ("/v1/traces", {"cursor": "bogus"}, "cursor"),
+        ("/v1/traces", {"limit": 0}, "limit"),
+        ("/v1/traces", {"start_date": "yesterday"}, "start_date"),
+        ("/v1/traces", {"start_date": "2026-05-03", "end_date": "2026-05-01"}, "start_date"),
+        (f"/v1/traces/{T1}", {"cursor": "bogus"}, "cursor"),
+        ("/v1/sessions", {"cursor": "x"}, "cursor"),
+        ("/v1/sessions", {"end_date": "soon"}, "end_date"),
+        ("/v1/users", {"limit": 101}, "limit"),
+    ):
+        response = api.get(path, params=params)
+        assert response.status_code == 400, (path, params, response.text)
+        error = response.json()["error"]
+        assert (error["code"], error["details"]["field"]) == ("VALIDATION_ERROR", field)
+
+
+def test_sessions_list_latest_activity_first_and_read_as_conversations(
+    traces: TestClient,
+) -> None:
+    api = traces
+    # s1 gets a later turn outside any trace, and an older turn beyond 30 days.
+    log(
+        api,
+        [
+            {
+                "id": "req_turn-late",
+                "created_at": (NOW - timedelta(minutes=1)).isoformat(),
+                "model": "gpt-4o-mini",
+                "metadata": {"user_id": "u3", "session_id": "s1"},
+            },
+            {
+                "id": "req_turn-old",
+                "created_at": (NOW - timedelta(days=40)).isoformat(),
+                "model": "gpt-4o-mini",
+                "metadata": {"user_id": "u1", "session_id": "s1"},
+            },
+        ],
+    )
+    api.post("/v1/scores", json={"request_id": "req_0af765-001", "name": "stars", "value": 4})
+    api.post("/v1/scores", json={"trace_id": T1, "name": "stars", "value": 2})
+
+    sessions = api.get("/v1/sessions").json()["data"]
+
+    assert [s["session_id"] for s in sessions] == ["s1", "s2"]
+    s1 = sessions[0]
+    assert s1["user_ids"] == ["u1", "u3"]
+    assert (s1["records"], s1["errors"], s1["total_tokens"]) == (4, 1, 15)  # model calls
+    assert s1["first_at"] == (NOW - timedelta(hours=1, seconds=-1)).isoformat().replace(
+        "+00:00", "Z"
+    )
+    assert s1["scores"] == {"stars": 3.0}
+    assert [s["session_id"] for s in walk(api, "/v1/sessions", 1)] == ["s1", "s2"]
+    assert [
+        s["session_id"] for s in api.get("/v1/sessions", params={"user_id": "u3"}).json()["data"]
+    ] == ["s1"]
+    back = (NOW - timedelta(days=41)).isoformat()
+    wide = api.get("/v1/sessions", params={"start_date": back}).json()["data"]
+    assert wide[0]["records"] == 5
+
+    # One session: every turn, oldest first, however old, each with its scores.
+    whole, pages = read_whole(api, "/v1/sessions/s1", 2)
+    assert pages == 3
+    assert [r["id"] for r in whole["items"]] == [
+        "req_turn-old",
+        "req_0af765-001",
+        "req_0af765-002",
+        "req_0af765-004",
+        "req_turn-late",
+    ]
+    assert whole["records"] == 5 and whole["user_ids"] == ["u1", "u3"]
+    assert whole["items"][1]["scores"] == {"stars": 3.0}
+    assert whole["items"][0]["scores"] == {}
+    every, _ = read_whole(api, "/v1/sessions/s1", 100, kind="all")
+    assert [r["kind"] for r in every["items"]][:3] == ["llm", "chain", "llm"]
+
+    missing = api.get("/v1/sessions/nope")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "SESSION_NOT_FOUND"
+
+
+def test_users_list_their_totals_latest_activity_first(traces: TestClient) -> None:
+    api = traces
+    log(
+        api,
+        [
+            {
+                "id": f"req_u1-extra-{i}",
+                "created_at": (NOW - timedelta(minutes=10 + i)).isoformat(),
+                "model": "gpt-4o-mini",
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                "metadata": {"user_id": "u1", "session_id": f"s1-{i}"},
+            }
+            for i in range(2)
+        ],
+    )
+
+    users = api.get("/v1/users").json()["data"]
+
+    assert [u["user_id"] for u in users] == ["u1", "u2"]
+    u1 = users[0]
+    assert (u1["records"], u1["sessions"], u1["errors"], u1["total_tokens"]) == (5, 3, 1, 19)
+    assert u1["last_at"] == (NOW - timedelta(minutes=10)).isoformat().replace("+00:00", "Z")
+    assert [u["user_id"] for u in walk(api, "/v1/users", 1)] == ["u1", "u2"]
+    assert [u["records"] for u in api.get("/v1/users", params={"kind": "all"}).json()["data"]] == [
+        7,
+        2,
+    ]
+
+
+def test_another_project_sees_none_of_these(traces: TestClient) -> None:
+    key = traces.app.state.services.keys.create("other")
+    other = TestClient(traces.app, headers={"X-API-Key": key})
+
+    for path in ("/v1/traces", "/v1/sessions", "/v1/users"):
+        body = other.get(path).json()
+        assert body["data"] == [] and body["pagination"]["has_more"] is False, path
+    assert other.get(f"/v1/traces/{T1}").json()["error"]["code"] == "TRACE_NOT_FOUND"
+    assert other.get("/v1/sessions/s1").json()["error"]["code"] == "SESSION_NOT_FOUND"
