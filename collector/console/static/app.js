@@ -8,6 +8,9 @@ import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
 import { showReview } from "./review.js";
+import { showSession, showSessions } from "./sessions.js";
+import { showTrace, showTraces } from "./traces.js";
+import { showUser, showUsers } from "./users.js";
 
 const view = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -15,6 +18,9 @@ const account = document.getElementById("account");
 
 const SECTIONS = [
   ["#/requests", "Requests"],
+  ["#/traces", "Traces"],
+  ["#/sessions", "Sessions"],
+  ["#/users", "Users"],
   ["#/prompts", "Prompts"],
   ["#/review", "Review"],
   ["#/analytics", "Analytics"],
@@ -36,6 +42,12 @@ const ROUTES = [
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
   [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],
   [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
+  [/^#\/traces\/([^/?]+)$/, (encoded) => showTrace(view, name(encoded))],
+  [/^#\/traces(?:\?(.*))?$/, (query) => showTraces(view, params(query))],
+  [/^#\/sessions\/([^/?]+)$/, (encoded) => showSession(view, name(encoded))],
+  [/^#\/sessions(?:\?(.*))?$/, (query) => showSessions(view, params(query))],
+  [/^#\/users\/([^/?]+)$/, (encoded) => showUser(view, name(encoded))],
+  [/^#\/users(?:\?(.*))?$/, (query) => showUsers(view, params(query))],
 ];
 
 function route() {

@@ -8,7 +8,8 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges, scoreConfigs, scoresSection } from "./scores.js";
 import { searchForm, showHits } from "./search.js";
-import { traceSection } from "./trace.js";
+import { traceHref, traceSection } from "./trace.js";
+import { sessionHref, userHref } from "./traces.js";
 
 const FILTERS = [
   "prompt_name",
@@ -199,8 +200,24 @@ export async function showRequest(view, id, back = "") {
       statusBadge(record.status),
     ),
     h("p", { class: "muted mono record-id" }, record.id),
+    relatedLinks(record),
     h("div", { class: "detail" }, trace, scoresSection(record, configs), detailSections(record)),
   );
+}
+
+/** Links to the record's trace, session and user pages (those it has), or null. */
+function relatedLinks(record) {
+  const metadata = record.metadata || {};
+  const text = (value) => (typeof value === "string" && value ? value : null);
+  const session = text(metadata.session_id);
+  const user = text(metadata.user_id);
+  const links = [
+    record.trace_id ? h("a", { href: traceHref(record.trace_id) }, "Trace") : null,
+    session ? h("a", { href: sessionHref(session), title: session }, `Session ${session}`) : null,
+    user ? h("a", { href: userHref(user), title: user }, `User ${user}`) : null,
+  ].filter(Boolean);
+  if (!links.length) return null;
+  return h("nav", { class: "related", "aria-label": "This record's trace, session and user" }, links);
 }
 
 /** The cards of one record's detail, from its summary to its integration. */

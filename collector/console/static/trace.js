@@ -1,38 +1,88 @@
-// The trace a record belongs to, as a tree of its spans: the records sharing its trace_id
-// (one API page of them, through the list's trace_id filter), nested by parent_span_id, each
-// with a bar placing its start and duration within the whole trace.
+// A trace as a tree of its records (every kind: model calls, embeddings, chains, agents, tools,
+// retrievers, spans), nested by parent_span_id, each with a bar placing its start and duration
+// within the whole trace: the tree and the waterfall in one list. The trace is read whole,
+// page after page of GET /v1/traces/{id}, up to MAX_RECORDS.
 
-import { api } from "./api.js";
+import { ApiError, api } from "./api.js";
 import { h, statusBadge } from "./dom.js";
 import * as fmt from "./format.js";
 
-// One page of a trace's records: the list's largest page.
+// The API's largest page, and how many records a trace view reads (a runaway agent loop can
+// log tens of thousands; past this the view says how many it left out).
 const TRACE_PAGE = 100;
+const MAX_RECORDS = 2000;
+
+/**
+ * The trace `traceId` read whole: `{trace, items, complete}`, its summary (the API's detail
+ * without items), its records oldest first, and whether all of them were read. Null when the
+ * trace is unknown (404 TRACE_NOT_FOUND).
+ */
+export async function readTrace(traceId) {
+  const items = [];
+  let trace = null;
+  let cursor;
+  do {
+    let page;
+    try {
+      page = await api(`/traces/${encodeURIComponent(traceId)}`, {
+        query: { limit: TRACE_PAGE, cursor },
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
+    const { items: pageItems, ...summary } = page.data;
+    trace = summary;
+    items.push(...pageItems);
+    cursor = page.pagination.has_more ? page.pagination.next_cursor : null;
+  } while (cursor && items.length < MAX_RECORDS);
+  return { trace, items, complete: !cursor };
+}
 
 /** The "Trace" card of a record's detail, or null when the record is in no trace. */
 export async function traceSection(record) {
   if (!record.trace_id) return null;
-  const { data: spans, pagination } = await api("/requests", {
-    query: { trace_id: record.trace_id, limit: TRACE_PAGE },
-  });
-  const roots = buildTree(spans);
-  const { start, end } = extent(spans);
+  const found = await readTrace(record.trace_id);
+  if (found === null) return null;
   return h(
     "section",
     { class: "card wide trace" },
-    h("h2", {}, "Trace"),
+    h(
+      "div",
+      { class: "card-head" },
+      h("h2", {}, "Trace"),
+      h("a", { href: traceHref(record.trace_id) }, "Open the trace"),
+    ),
+    traceTree(found, record.id),
+  );
+}
+
+/** The route of the trace page of `traceId`. */
+export function traceHref(traceId) {
+  return `#/traces/${encodeURIComponent(traceId)}`;
+}
+
+/**
+ * A trace's records as a tree with a waterfall: a line saying how many over how long, then one
+ * row per record (`currentId`'s marked). `found` is what `readTrace` answers.
+ */
+export function traceTree({ trace, items, complete }, currentId = null) {
+  const roots = buildTree(items);
+  const { start, end } = extent(items);
+  const noun = items.length === 1 ? "span" : "spans";
+  return [
     h(
       "p",
       { class: "muted" },
-      `${spans.length} span${spans.length === 1 ? "" : "s"} over ${fmt.duration(end - start)}`,
-      pagination.has_more ? ` (the ${TRACE_PAGE} newest shown)` : "",
+      `${fmt.count(items.length)} ${noun} over ${fmt.duration(end - start)}`,
+      complete ? "" : ` (the first ${fmt.count(items.length)} of ${fmt.count(trace.records)} shown)`,
     ),
     h(
       "ul",
       { class: "trace-tree", role: "tree", "aria-label": "Spans of the trace" },
-      flatten(roots).map((item) => row(item, record.id, start, end)),
+      flatten(roots).map((item) => row(item, currentId, start, end)),
     ),
-  );
+  ];
 }
 
 /**
@@ -120,7 +170,9 @@ function row(item, currentId, start, end) {
     label,
   );
   const elbow = depth ? h("span", { class: "trace-elbow", "aria-hidden": "true" }, "└ ") : null;
-  const nameCell = h("span", { class: "trace-name" }, elbow, name);
+  // Every kind is shown: the model calls and the chains, tools and retrievers around them.
+  const kind = h("span", { class: `kind-tag kind-${kindOf(span)}` }, kindOf(span));
+  const nameCell = h("span", { class: "trace-name" }, elbow, kind, name);
   nameCell.style.paddingLeft = `${depth * 1.25}rem`;
   return h(
     "li",
@@ -136,4 +188,11 @@ function row(item, currentId, start, end) {
     h("span", { class: "trace-duration" }, fmt.duration(span.latency_ms)),
     h("span", { class: "trace-track", "aria-hidden": "true" }, bar),
   );
+}
+
+const KINDS = new Set(["llm", "embedding", "chain", "agent", "tool", "retriever", "span"]);
+
+/** A record's kind as the API gives it (a record stored before kinds existed reads "llm"). */
+export function kindOf(record) {
+  return KINDS.has(record.kind) ? record.kind : "llm";
 }
