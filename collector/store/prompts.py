@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -162,20 +162,30 @@ class PromptRef:
 
 @dataclass(frozen=True)
 class LivePrompt:
-    """A live prompt as the embedded store's index keeps it: newest version and labels."""
+    """A live prompt as the embedded store's index keeps it: newest version and labels.
+
+    ``rows`` are the stored versions a read can ask for by default (the newest and each
+    labeled one), so the index answers those reads from memory.
+    """
 
     name: str
     prompt_id: str
     newest: int
     labels: tuple[tuple[str, int], ...]
+    rows: tuple[PromptVersionRow, ...] = ()
 
 
 @dataclass(frozen=True)
 class LiveState:
-    """Every live prompt of a project, and the newest label move ever stored in it."""
+    """Every live prompt of a project, and the newest label move ever stored in it.
+
+    ``generations`` is the highest generation each name ever claimed (deleted ones too): the
+    generation a create of that name claims next is one more.
+    """
 
     prompts: list[LivePrompt]
     label_stamp: datetime | None
+    generations: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,8 @@ class ListFilter:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Versions read per query when an index loads a project's newest and labeled versions.
+_ROWS_CHUNK = 5_000
 
 
 def _packed_version(text: str) -> PromptVersionRow:
@@ -210,6 +222,34 @@ def _packed_version(text: str) -> PromptVersionRow:
     )
 
 
+def _version_token(project: str, prompt_id: str, version: int) -> str:
+    return f"version/{project}/{prompt_id}/{version}"
+
+
+def _claim_token(project: str, name: str, generation: int) -> str:
+    return f"claim/{project}/{name}/{generation}"
+
+
+def _version_values(project: str, row: PromptVersionRow) -> list[Any]:
+    """The inserted columns of ``prompt_versions`` for a version, in table order."""
+    return [
+        project,
+        row.prompt_id,
+        row.version,
+        row.version_id,
+        row.name,
+        row.description,
+        row.template,
+        row.model,
+        json.dumps(row.parameters, ensure_ascii=False, sort_keys=True),
+        row.tags,
+        row.folder,
+        row.note,
+        row.prompt_created_at,
+        row.created_at,
+    ]
+
+
 class PromptStore:
     """Every query of the prompt tables."""
 
@@ -224,6 +264,9 @@ class PromptStore:
             **self._point_read,
             **({"select_sequential_consistency": 1} if cluster else {}),
         }
+        # chDB runs several statements in one call: an insert and its read-back are then one
+        # round trip into the engine instead of two (the compare-and-set stays the same).
+        self._embedded = type(client).__name__ == "ChdbClient"
         db = quote(database)
         self._prompts = f"{db}.{quote(PROMPTS.name)}"
         self._versions = f"{db}.{quote(PROMPT_VERSIONS.name)}"
@@ -243,6 +286,25 @@ class PromptStore:
             column_type_names=table.column_types(names),
             settings=settings,
         )
+
+    def _insert_sql(self, table: Table, prefix: str) -> str:
+        """An ``INSERT .. VALUES`` of one row with ``{<prefix><n>:Type}`` placeholders, its
+        deduplication token the ``{<prefix>token:String}`` parameter."""
+        names = table.inserted_columns()
+        columns = ", ".join(quote(name) for name in names)
+        values = ", ".join(
+            f"{{{prefix}{i}:{kind}}}" for i, kind in enumerate(table.column_types(names))
+        )
+        return (
+            f"INSERT INTO {self._targets[table.name]} ({columns}) "
+            f"SETTINGS insert_deduplication_token = {{{prefix}token:String}} VALUES ({values})"
+        )
+
+    @staticmethod
+    def _insert_parameters(prefix: str, row: list[Any], token: str) -> dict[str, Any]:
+        named = {f"{prefix}{i}": value for i, value in enumerate(row)}
+        named[f"{prefix}token"] = token
+        return named
 
     def _point_rows(self, sql: str, **parameters: Any) -> Sequence[Sequence[Any]]:
         """Run a point read (a few granules, one thread) and return its rows."""
@@ -283,20 +345,21 @@ class PromptStore:
     def live_prompts(self, project: str, limit: int) -> LiveState | None:
         """Return every live prompt of a project with its newest version and labels.
 
-        None past ``limit`` live claims. Claims are sorted by (name, generation), so a name's
-        newest live claim comes last: the same answer :meth:`live_prompt_id` gives for each
-        name and id. Three queries in this order (claims, versions, labels), so a prompt's
+        None past ``limit`` name claims (deleted ones included). Claims are sorted by (name,
+        generation), so a name's newest live claim comes last: the same answer
+        :meth:`live_prompt_id` gives for each name and id. Four queries in this order (claims,
+        newest versions, labels, the rows of the newest and labeled versions), so a prompt's
         claim is never read without its first version, nor a label without its version.
         """
         params: dict[str, Any] = {"project": project, "limit": limit + 1}
         claims = self._client.query(
-            f"SELECT name, prompt_id FROM {self._prompts} FINAL "
-            "WHERE project = {project:String} AND is_deleted = 0 "
-            "ORDER BY name, generation LIMIT {limit:UInt64}",
+            f"SELECT name, prompt_id, generation, is_deleted FROM {self._prompts} FINAL "
+            "WHERE project = {project:String} ORDER BY name, generation LIMIT {limit:UInt64}",
             parameters=params,
         ).result_rows
         if len(claims) > limit:
             return None
+        generations = {str(name): int(generation) for name, _, generation, _ in claims}
         live = (
             f"prompt_id IN (SELECT prompt_id FROM {self._prompts} FINAL "
             "WHERE project = {project:String} AND is_deleted = 0)"
@@ -321,6 +384,12 @@ class PromptStore:
             "WHERE project = {project:String}",
             parameters=params,
         ).result_rows
+        wanted = {(pid, v) for pid, v in newest.items()} | {
+            (pid, v) for pid, pairs in labels.items() for _, v in pairs
+        }
+        rows: dict[str, list[PromptVersionRow]] = {}
+        for row in self._rows_at(project, sorted(wanted)):
+            rows.setdefault(row.prompt_id, []).append(row)
         return LiveState(
             prompts=[
                 LivePrompt(
@@ -328,11 +397,34 @@ class PromptStore:
                     prompt_id=str(prompt_id),
                     newest=newest.get(str(prompt_id), 0),
                     labels=tuple(labels.get(str(prompt_id), ())),
+                    rows=tuple(rows.get(str(prompt_id), ())),
                 )
-                for name, prompt_id in claims
+                for name, prompt_id, _, is_deleted in claims
+                if not is_deleted
             ],
             label_stamp=utc(stamp[0][1]) if stamp and stamp[0][0] else None,
+            generations=generations,
         )
+
+    def _rows_at(self, project: str, keys: Sequence[tuple[str, int]]) -> list[PromptVersionRow]:
+        """Read the versions at (prompt_id, version) keys, in chunks the key index can use."""
+        found: list[PromptVersionRow] = []
+        for start in range(0, len(keys), _ROWS_CHUNK):
+            chunk = keys[start : start + _ROWS_CHUNK]
+            found.extend(
+                _packed_version(r[0])
+                for r in self._client.query(
+                    f"SELECT version_json FROM {self._versions} "
+                    "WHERE project = {project:String} AND prompt_id IN {ids:Array(String)} "
+                    "AND (prompt_id, version) IN {keys:Array(Tuple(String, UInt32))}",
+                    parameters={
+                        "project": project,
+                        "ids": sorted({pid for pid, _ in chunk}),
+                        "keys": list(chunk),
+                    },
+                ).result_rows
+            )
+        return found
 
     # -- versions --------------------------------------------------------------------------
 
@@ -386,14 +478,29 @@ class PromptStore:
         )
         return _packed_version(rows[0][0]) if rows else None
 
-    def versions(self, project: str, prompt_id: str) -> list[PromptVersionRow]:
-        """Return every version of a prompt, newest first."""
+    def versions(
+        self,
+        project: str,
+        prompt_id: str,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> list[PromptVersionRow]:
+        """Return a prompt's versions newest first: those numbered below ``before`` if given,
+        at most ``limit`` of them if given (a range of the sorting key, read backwards)."""
+        params: dict[str, Any] = {"project": project, "pid": prompt_id}
+        below = ""
+        if before is not None:
+            below = "AND version < {before:UInt32} "
+            params["before"] = before
+        most = ""
+        if limit is not None:
+            most = " LIMIT {limit:UInt32}"
+            params["limit"] = limit
         rows = self._point_rows(
             f"SELECT version_json FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
-            "ORDER BY version DESC",
-            project=project,
-            pid=prompt_id,
+            f"{below}ORDER BY version DESC{most}",
+            **params,
         )
         return [_packed_version(r[0]) for r in rows]
 
@@ -406,38 +513,81 @@ class PromptStore:
 
         The row's own ``version_id`` when this writer got the number, another writer's when it
         lost the race (the number is then stored all the same), None if nothing is stored.
+        On the embedded store the insert and its read-back are one call.
         """
-        token = f"version/{project}/{row.prompt_id}/{row.version}"
-        self._insert(
-            PROMPT_VERSIONS,
-            [
-                project,
-                row.prompt_id,
-                row.version,
-                row.version_id,
-                row.name,
-                row.description,
-                row.template,
-                row.model,
-                json.dumps(row.parameters, ensure_ascii=False, sort_keys=True),
-                row.tags,
-                row.folder,
-                row.note,
-                row.prompt_created_at,
-                row.created_at,
-            ],
-            {**self._write_settings, "insert_deduplication_token": token},
-        )
-        winner = self._client.query(
+        token = _version_token(project, row.prompt_id, row.version)
+        readback = (
             f"SELECT toString(version_id) FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
-            "AND version = {v:UInt32} LIMIT 1",
-            parameters={"project": project, "pid": row.prompt_id, "v": row.version},
-            settings=self._readback_settings,
+            "AND version = {v:UInt32} LIMIT 1"
+        )
+        keys = {"project": project, "pid": row.prompt_id, "v": row.version}
+        if self._embedded:
+            winner = self._client.command(
+                f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {readback}",
+                parameters={
+                    **keys,
+                    **self._insert_parameters("r", _version_values(project, row), token),
+                },
+                settings=self._point_read,
+            )
+            return str(winner) if winner else None
+        self._insert(
+            PROMPT_VERSIONS,
+            _version_values(project, row),
+            {**self._write_settings, "insert_deduplication_token": token},
+        )
+        rows = self._client.query(
+            readback, parameters=keys, settings=self._readback_settings
         ).result_rows
-        return str(winner[0][0]) if winner else None
+        return str(rows[0][0]) if rows else None
 
     # -- names: claim and soft delete ------------------------------------------------------
+
+    def create(self, project: str, row: PromptVersionRow, generation: int) -> bool:
+        """Store a new prompt's first version, then claim its name's ``generation``; return
+        whether this writer got the claim.
+
+        The version goes in first and stays unreachable until the claim, the commit point,
+        succeeds: a lost race leaves an unreachable row, never a half prompt. On the embedded
+        store both inserts and the claim's read-back are one call.
+        """
+        claim = [
+            project,
+            row.name,
+            generation,
+            row.prompt_id,
+            row.prompt_created_at,
+            0,
+            row.prompt_created_at,
+            1,
+        ]
+        if not self._embedded:
+            self.insert_version(project, row)
+            return self.try_claim_name(
+                project, row.name, generation, row.prompt_id, row.prompt_created_at
+            )
+        winner = self._client.command(
+            f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {self._insert_sql(PROMPTS, 'c')}; "
+            f"{self._claim_readback()}",
+            parameters={
+                **self._insert_parameters(
+                    "r", _version_values(project, row), _version_token(project, row.prompt_id, 1)
+                ),
+                **self._insert_parameters("c", claim, _claim_token(project, row.name, generation)),
+                "project": project,
+                "name": row.name,
+                "g": generation,
+            },
+            settings=self._point_read,
+        )
+        return bool(winner) and str(winner) == row.prompt_id
+
+    def _claim_readback(self) -> str:
+        return (
+            f"SELECT prompt_id FROM {self._prompts} FINAL WHERE project = {{project:String}} "
+            "AND name = {name:String} AND generation = {g:UInt32} LIMIT 1"
+        )
 
     def try_claim_name(
         self, project: str, name: str, generation: int, prompt_id: str, created_at: datetime
@@ -448,12 +598,11 @@ class PromptStore:
             [project, name, generation, prompt_id, created_at, 0, created_at, 1],
             {
                 **self._write_settings,
-                "insert_deduplication_token": f"claim/{project}/{name}/{generation}",
+                "insert_deduplication_token": _claim_token(project, name, generation),
             },
         )
         winner = self._client.query(
-            f"SELECT prompt_id FROM {self._prompts} FINAL WHERE project = {{project:String}} "
-            "AND name = {name:String} AND generation = {g:UInt32} LIMIT 1",
+            self._claim_readback(),
             parameters={"project": project, "name": name, "g": generation},
             settings=self._readback_settings,
         ).result_rows

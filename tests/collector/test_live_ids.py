@@ -66,14 +66,20 @@ def status(api: TestClient, path: str) -> tuple[int, Any]:
 # -- reads through the index after each kind of write -------------------------------------
 
 
-def test_the_embedded_collector_indexes_a_project_on_its_first_read(api: TestClient) -> None:
+def test_the_embedded_collector_indexes_a_project_on_its_first_use(api: TestClient) -> None:
+    # A create decides from the index (issue 35): the first write of a project loads it, as
+    # the first read does, and what the write stored is in it at once.
     index = services_of(api).prompts.live_ids
-    api.post("/v1/prompts", json={"name": "a", "template": "A", "model": "gpt-4o"})
-
     assert index.enabled
     assert not index.indexed(PROJECT)
-    assert api.get("/v1/prompts/a").status_code == 200
+    assert api.get("/v1/prompts/a").status_code == 404
     assert index.indexed(PROJECT)
+    index.forget(PROJECT)
+
+    api.post("/v1/prompts", json={"name": "a", "template": "A", "model": "gpt-4o"})
+
+    assert index.indexed(PROJECT)
+    assert api.get("/v1/prompts/a").status_code == 200
 
 
 def test_reads_after_every_write_are_exact_without_name_lookups(
@@ -404,20 +410,23 @@ def test_cold_reads_are_one_point_read_on_the_full_key(
     assert status(api, "/v1/prompts/nothing") == (404, "PROMPT_NOT_FOUND")  # loads the index
     no_name_lookups(monkeypatch, services.store.prompts)
 
+    # The newest and labeled versions are held in memory (issue 35): no query at all. Any
+    # other version is one point read on the full key.
     reads = {
-        "/v1/prompts/p/template": "v3",
-        "/v1/prompts/p/versions/1/template": "v1",
-        "/v1/prompts/p/versions/by-label/production/template": "v2",
-        "/v1/prompts/p/versions/by-label/latest/template": "v3",
+        "/v1/prompts/p/template": ("v3", 0),
+        "/v1/prompts/p/versions/1/template": ("v1", 1),
+        "/v1/prompts/p/versions/2/template": ("v2", 0),
+        "/v1/prompts/p/versions/by-label/production/template": ("v2", 0),
+        "/v1/prompts/p/versions/by-label/latest/template": ("v3", 0),
     }
-    for path, content in reads.items():
+    for path, (content, queries) in reads.items():
         services.prompts._cache.invalidate(PROJECT)  # cold: past the version cache
         seen = record_queries(monkeypatch, services)
         assert status(api, path)[1]["content"] == content, path
-        assert len(seen) == 1, (path, seen)
-        sql = seen[0]
-        assert "prompt_versions" in sql and "version = {v:UInt32}" in sql, sql
-        assert "FINAL" not in sql and "ORDER BY" not in sql and "prompt_labels" not in sql, sql
+        assert len(seen) == queries, (path, seen)
+        for sql in seen:
+            assert "prompt_versions" in sql and "version = {v:UInt32}" in sql, sql
+            assert "FINAL" not in sql and "ORDER BY" not in sql and "prompt_labels" not in sql
 
 
 def test_what_the_index_does_not_hold_gives_the_same_errors_as_the_store(

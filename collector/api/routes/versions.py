@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 
-from ...models.envelopes import Data
+from ...models.envelopes import Data, Page
 from ...models.prompts import RollbackOut, RollbackRequest, VersionDetailOut, VersionOut
-from ...services.mappers import rollback_out, version_detail_out, version_out
+from ...services.mappers import pagination, rollback_out, version_detail_out, version_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts/{name}", tags=["versions"])
@@ -16,10 +16,17 @@ router = APIRouter(prefix="/prompts/{name}", tags=["versions"])
 VersionNumber = Annotated[int, Path(ge=1, le=2**31)]
 
 
-@router.get("/versions", response_model=Data[list[VersionOut]])
-def list_versions(name: str, project: Project, services: ServicesDep) -> Data[list[VersionOut]]:
-    """Return every version of a prompt, newest first."""
-    return Data(data=[version_out(v) for v in services.prompts.versions(project, name)])
+@router.get("/versions", response_model=Page[VersionOut])
+def list_versions(
+    name: str,
+    project: Project,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 100,
+    cursor: Annotated[str | None, Query(max_length=1000)] = None,
+) -> Page[VersionOut]:
+    """List a prompt's versions, newest first, a page at a time."""
+    page = services.prompts.versions_page(project, name, limit, cursor)
+    return Page(data=[version_out(v) for v in page.items], pagination=pagination(page.next_cursor))
 
 
 @router.get("/versions/{version}", response_model=Data[VersionDetailOut])

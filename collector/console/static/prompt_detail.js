@@ -4,7 +4,9 @@
 import { api, messageOf } from "./api.js";
 import { diffTable } from "./diff.js";
 import { facts, goTo, h, replace, section } from "./dom.js";
+import { experimentForm } from "./experiments.js";
 import * as fmt from "./format.js";
+import { PAGE_SIZE, paged } from "./paging.js";
 import { promptHref } from "./prompt_list.js";
 import { runPanel } from "./run.js";
 
@@ -24,11 +26,14 @@ function action(note, act) {
 /** #/prompts/<name> */
 export async function showPrompt(view, name) {
   const path = `/prompts/${encodeURIComponent(name)}`;
-  const [{ data: prompt }, { data: versions }, { data: labels }] = await Promise.all([
+  // The versions come a page at a time (issue 35): the pickers offer the newest page (and
+  // whatever a label points at); the history's "Load more" follows the cursor.
+  const [{ data: prompt }, firstPage, { data: labels }] = await Promise.all([
     api(path),
-    api(`${path}/versions`),
+    api(`${path}/versions?${new URLSearchParams({ limit: PAGE_SIZE })}`),
     api(`${path}/labels`),
   ]);
+  const versions = firstPage.data;
   const note = h("p", { class: "action-note", role: "status" });
   // The prompt's own created_at is its first version's: the shown version has its own time.
   const shown = versions.find((v) => v.version === prompt.version) ?? prompt;
@@ -64,18 +69,23 @@ export async function showPrompt(view, name) {
         h("pre", { class: "template" }, prompt.template),
       ]),
       section("Run", await runPanel(name, prompt.version)),
+      // Issue 33: the shown version over a dataset, as an experiment.
+      section("Run over a dataset", await experimentForm(name, prompt.version)),
       section("Labels", labelTable(path, labels, versions, note)),
       section("Compare versions", comparePicker(name, versions)),
     ),
-    section("Version history", history(path, versions, note), "wide"),
+    section("Version history", await history(path, firstPage, note), "wide"),
   );
 }
 
 function versionSelect(id, versions, chosen) {
+  // Only the newest page of versions is loaded: a label may point further back.
+  const numbers = versions.map((v) => v.version);
+  if (chosen !== undefined && !numbers.includes(chosen)) numbers.push(chosen);
   return h(
     "select",
     { id },
-    versions.map((v) => h("option", { value: v.version, selected: v.version === chosen }, `v${v.version}`)),
+    numbers.map((n) => h("option", { value: n, selected: n === chosen }, `v${n}`)),
   );
 }
 
@@ -147,9 +157,11 @@ function comparePicker(name, versions) {
   );
 }
 
-function history(path, versions, note) {
-  const newest = versions[0]?.version;
-  return h(
+/** The version history, one page at a time: `firstPage` is shown, "Load more" adds the next. */
+async function history(path, firstPage, note) {
+  const newest = firstPage.data[0]?.version;
+  const body = h("tbody", {});
+  const table = h(
     "div",
     { class: "table-wrap" },
     h(
@@ -160,37 +172,49 @@ function history(path, versions, note) {
         {},
         h("tr", {}, ["Version", "Created (UTC)", "Model", "Labels", "Note", ""].map((l) => h("th", { scope: "col" }, l))),
       ),
+      body,
+    ),
+  );
+  const container = h("div", { class: "version-history" });
+  await paged(container, table, {
+    loading: "Loading versions…",
+    fetchPage: (cursor) =>
+      cursor === undefined
+        ? firstPage
+        : api(`${path}/versions?${new URLSearchParams({ limit: PAGE_SIZE, cursor })}`),
+    add: (items) => body.append(...historyRows(path, items, newest, note)),
+    describe: (shown, hasMore) =>
+      hasMore ? `Newest ${shown} versions` : `${shown} version${shown === 1 ? "" : "s"}`,
+  });
+  return container;
+}
+
+function historyRows(path, versions, newest, note) {
+  return versions.map((v) =>
+    h(
+      "tr",
+      {},
+      h("td", {}, `v${v.version}`),
+      h("td", { class: "mono" }, fmt.time(v.created_at)),
+      h("td", {}, v.model),
+      h("td", {}, v.labels.map((label) => h("span", { class: "badge label" }, label))),
+      h("td", { class: "muted" }, v.note ?? ""),
       h(
-        "tbody",
+        "td",
         {},
-        versions.map((v) =>
-          h(
-            "tr",
-            {},
-            h("td", {}, `v${v.version}`),
-            h("td", { class: "mono" }, fmt.time(v.created_at)),
-            h("td", {}, v.model),
-            h("td", {}, v.labels.map((label) => h("span", { class: "badge label" }, label))),
-            h("td", { class: "muted" }, v.note ?? ""),
-            h(
-              "td",
-              {},
-              v.version === newest
-                ? ""
-                : h(
-                    "button",
-                    {
-                      type: "button",
-                      class: "quiet",
-                      onclick: action(note, () =>
-                        api(`${path}/rollback`, { method: "POST", body: { version: v.version } }),
-                      ),
-                    },
-                    `Roll back to v${v.version}`,
-                  ),
+        v.version === newest
+          ? ""
+          : h(
+              "button",
+              {
+                type: "button",
+                class: "quiet",
+                onclick: action(note, () =>
+                  api(`${path}/rollback`, { method: "POST", body: { version: v.version } }),
+                ),
+              },
+              `Roll back to v${v.version}`,
             ),
-          ),
-        ),
       ),
     ),
   );

@@ -41,26 +41,39 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from ...store.prompts import LiveState, PromptRef
+from ...store.prompts import LiveState, PromptRef, PromptVersionRow
 
 # A project with more live prompts than this is not indexed: its reads ask the store.
 _MAX_PROJECT_PROMPTS = 200_000
 # Live prompts kept over all indexed projects; the least recently used projects go first.
 _MAX_TOTAL_PROMPTS = 1_000_000
 _TICK = timedelta(microseconds=1)
+# Writers of one name (a create) or one prompt (a new version) take one of these locks, picked
+# by hash: writers of different prompts rarely share one, so they are not serialised.
+_STRIPES = 256
 
 Loader = Callable[[str, int], LiveState | None]
 T = TypeVar("T")
 
 
 class _Live:
-    """One live prompt: its newest stored version and where its labels point."""
+    """One live prompt: its newest stored version, where its labels point, and the rows of
+    those versions (the newest and each labeled one) as far as they are known."""
 
-    __slots__ = ("labels", "newest")
+    __slots__ = ("labels", "newest", "rows")
 
     def __init__(self, newest: int) -> None:
         self.newest = newest
         self.labels: dict[str, int] | None = None
+        self.rows: dict[int, PromptVersionRow] = {}
+
+    def keep(self, row: PromptVersionRow | None) -> None:
+        """Hold ``row`` if a default read can ask for it; drop rows no read asks for now."""
+        if row is not None:
+            self.rows[row.version] = row
+        wanted = {self.newest, *(self.labels or {}).values()}
+        for version in [v for v in self.rows if v not in wanted]:
+            del self.rows[version]
 
     def pick(self, number: int | None, label: str | None) -> int | None:
         """The version a read asks for, or None if the prompt has no such version or label."""
@@ -77,6 +90,8 @@ class _Project:
     def __init__(self) -> None:
         self.by_name: dict[str, str] = {}
         self.prompts: dict[str, _Live] = {}
+        # The highest generation each name ever claimed, deleted ones too.
+        self.generations: dict[str, int] = {}
 
     def lookup(self, ref: PromptRef) -> str | None:
         if ref.by_id:
@@ -91,22 +106,43 @@ class _Project:
             return None, None
         return prompt_id, self.prompts[prompt_id].pick(number, label)
 
-    def created(self, name: str, prompt_id: str, newest: int = 1) -> None:
+    def located_row(
+        self, ref: PromptRef, number: int | None, label: str | None
+    ) -> tuple[str | None, int | None, PromptVersionRow | None]:
+        prompt_id, version = self.locate(ref, number, label)
+        if prompt_id is None or version is None:
+            return prompt_id, version, None
+        return prompt_id, version, self.prompts[prompt_id].rows.get(version)
+
+    def created(
+        self,
+        name: str,
+        prompt_id: str,
+        newest: int = 1,
+        row: PromptVersionRow | None = None,
+        generation: int | None = None,
+    ) -> None:
         self.by_name[name] = prompt_id
+        if generation is not None:
+            self.generations[name] = max(generation, self.generations.get(name, 0))
         live = self.prompts.setdefault(prompt_id, _Live(newest))
         live.newest = max(live.newest, newest)
+        live.keep(row)
 
     def deleted(self, name: str, prompt_id: str) -> None:
         if self.by_name.get(name) == prompt_id:
             del self.by_name[name]
         self.prompts.pop(prompt_id, None)
 
-    def stored(self, prompt_id: str, version: int) -> None:
+    def stored(self, prompt_id: str, version: int, row: PromptVersionRow | None = None) -> None:
         live = self.prompts.get(prompt_id)
         if live is not None:
             live.newest = max(live.newest, version)
+            live.keep(row)
 
-    def labeled(self, prompt_id: str, label: str, version: int) -> None:
+    def labeled(
+        self, prompt_id: str, label: str, version: int, row: PromptVersionRow | None = None
+    ) -> None:
         live = self.prompts.get(prompt_id)
         if live is None:
             return
@@ -117,6 +153,7 @@ class _Project:
             live.newest = max(live.newest, version)
         elif live.labels:
             live.labels.pop(label, None)
+        live.keep(row)
 
 
 class LiveIdIndex:
@@ -139,6 +176,7 @@ class LiveIdIndex:
         self._lock = threading.Lock()
         self._write_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._load_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -168,6 +206,51 @@ class LiveIdIndex:
             return known, None, None
         return True, found[0], found[1]
 
+    def find(
+        self, project: str, ref: PromptRef, number: int | None, label: str | None, load: Loader
+    ) -> tuple[bool, str | None, int | None, PromptVersionRow | None]:
+        """Like :meth:`locate`, with the version's row when the index holds it (the newest
+        and labeled versions): such a read needs no query at all."""
+        known, found = self._answer(
+            project, load, lambda indexed: indexed.located_row(ref, number, label)
+        )
+        if not known or found is None:
+            return known, None, None, None
+        return True, found[0], found[1], found[2]
+
+    def peek(
+        self, project: str, ref: PromptRef, number: int | None, label: str | None
+    ) -> PromptVersionRow | None:
+        """The row a read asks for if the project is loaded and holds it; never loads."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            indexed = self._projects.get(project)
+            return indexed.located_row(ref, number, label)[2] if indexed is not None else None
+
+    def claim_state(self, project: str, name: str, load: Loader) -> tuple[bool, int, str | None]:
+        """Return (known, highest generation the name claimed, live prompt id or None): what a
+        create needs to decide, from memory."""
+        known, found = self._answer(
+            project,
+            load,
+            lambda indexed: (indexed.generations.get(name, 0), indexed.by_name.get(name)),
+        )
+        if not known or found is None:
+            return False, 0, None
+        return True, found[0], found[1]
+
+    @contextlib.contextmanager
+    def holding(self, project: str, key: str) -> Iterator[None]:
+        """Serialise the writers of one name or prompt (``key``) of a project, so they decide
+        from state no other writer of it is changing; writers of other keys run at once.
+
+        Unlike :meth:`writing` it drops nothing when the block raises: the writer applies (or
+        forgets) each store write itself, inside :meth:`writing`.
+        """
+        with self._stripes[hash((project, key)) % _STRIPES]:
+            yield
+
     def _answer(
         self, project: str, load: Loader, ask: Callable[[_Project], T]
     ) -> tuple[bool, T | None]:
@@ -188,10 +271,13 @@ class LiveIdIndex:
             if state is None:
                 return False, None
             built = _Project()
+            built.generations.update(state.generations)
             for live in state.prompts:
                 built.created(live.name, live.prompt_id, live.newest)
                 for label, version in live.labels:
                     built.labeled(live.prompt_id, label, version)
+                for row in live.rows:
+                    built.prompts[live.prompt_id].keep(row)
             if any(live.newest < 1 for live in built.prompts.values()):
                 return False, None  # a claim without a version: not a state to trust
             with self._lock:
@@ -246,22 +332,42 @@ class LiveIdIndex:
             self._stamps[project] = now
             return now
 
-    def created(self, project: str, name: str, prompt_id: str) -> None:
-        """Record a stored claim of ``name`` by a new prompt, at version 1 (in :meth:`writing`)."""
-        self._apply(project, lambda indexed: indexed.created(name, prompt_id))
+    def created(
+        self,
+        project: str,
+        name: str,
+        prompt_id: str,
+        row: PromptVersionRow | None = None,
+        generation: int | None = None,
+    ) -> None:
+        """Record a stored claim of ``name``'s ``generation`` by a new prompt, at version 1
+        (``row``; under :meth:`writing` or :meth:`holding` the name)."""
+        self._apply(
+            project,
+            lambda indexed: indexed.created(name, prompt_id, 1, row, generation),
+        )
 
     def deleted(self, project: str, name: str, prompt_id: str) -> None:
         """Record a stored soft delete of ``prompt_id`` (inside :meth:`writing`)."""
         self._apply(project, lambda indexed: indexed.deleted(name, prompt_id))
 
-    def stored_version(self, project: str, prompt_id: str, version: int) -> None:
-        """Record that ``version`` of the prompt is durably stored (inside :meth:`writing`)."""
-        self._apply(project, lambda indexed: indexed.stored(prompt_id, version))
+    def stored_version(
+        self, project: str, prompt_id: str, version: int, row: PromptVersionRow | None = None
+    ) -> None:
+        """Record that ``version`` of the prompt (``row``, if known) is durably stored."""
+        self._apply(project, lambda indexed: indexed.stored(prompt_id, version, row))
 
-    def labeled(self, project: str, prompt_id: str, label: str, version: int) -> None:
-        """Record a stored label move to a stored ``version`` (0 removes the label; inside
-        :meth:`writing`)."""
-        self._apply(project, lambda indexed: indexed.labeled(prompt_id, label, version))
+    def labeled(
+        self,
+        project: str,
+        prompt_id: str,
+        label: str,
+        version: int,
+        row: PromptVersionRow | None = None,
+    ) -> None:
+        """Record a stored label move to a stored ``version`` (``row``, if known; 0 removes the
+        label; inside :meth:`writing`)."""
+        self._apply(project, lambda indexed: indexed.labeled(prompt_id, label, version, row))
 
     def forget(self, project: str) -> None:
         """Drop the project's index (loads in flight are discarded too)."""
@@ -280,6 +386,10 @@ class LiveIdIndex:
                 self._total -= len(indexed.prompts)
                 change(indexed)
                 self._total += len(indexed.prompts)
+                if len(indexed.prompts) > self._max_project:
+                    # Grown past the limit a load refuses: read it from the store from now on.
+                    del self._projects[project]
+                    self._total -= len(indexed.prompts)
                 self._evict()
 
     def indexed(self, project: str) -> bool:

@@ -31,6 +31,9 @@ LATEST = "latest"
 # Each lost race costs a read and an insert; this many losses in a row means something is
 # wrong (a hot loop of writers), not ordinary contention.
 _MAX_VERSION_ATTEMPTS = 200
+# A lost name claim is retried only when the name is not live after all (another store client
+# used the generation and deleted it again); a few such rounds in a row do not happen.
+_MAX_CLAIM_ATTEMPTS = 5
 
 
 def prompt_ref(value: str) -> PromptRef:
@@ -54,6 +57,14 @@ class PromptPage:
 
 
 @dataclass(frozen=True)
+class VersionPage:
+    """One page of a prompt's versions, newest first."""
+
+    items: list[LabeledVersion]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
 class LabeledVersion:
     """A version and the labels pointing at it."""
 
@@ -73,6 +84,7 @@ class PromptService:
     ) -> None:
         self._store = store
         self._cursors = CursorCodec(cursor_secret, "prompts")
+        self._version_cursors = CursorCodec(cursor_secret, "prompt-versions")
         self._cache = cache or VersionCache(enabled=False)
         self._ids = live_ids or LiveIdIndex(enabled=False)
 
@@ -84,11 +96,13 @@ class PromptService:
     # -- create / read ---------------------------------------------------------------------
 
     def create(self, project: str, body: PromptCreate) -> PromptVersionRow:
-        """Create a prompt at version 1; 409 when a live prompt has the name."""
+        """Create a prompt at version 1; 409 when a live prompt has the name.
+
+        On the embedded store the name's state comes from the live-id index and the create is
+        one store call (the version, the name claim and the claim's read-back); creates of
+        other names run at the same time.
+        """
         parse_template(body.template)
-        generation, live = self._store.name_state(project, body.name)
-        if live:
-            raise PromptAlreadyExists(body.name)
         now = utc_now_ms()
         row = PromptVersionRow(
             prompt_id=uuid.uuid4().hex,
@@ -105,20 +119,48 @@ class PromptService:
             prompt_created_at=now,
             created_at=now,
         )
-        # The version goes in first and stays invisible until the name claim, the commit
-        # point, succeeds: a lost race leaves an unreachable row, never a half prompt.
-        self._store.try_insert_version(project, row)
-        with self._ids.writing(project):
-            claimed = self._store.try_claim_name(
-                project, body.name, generation + 1, row.prompt_id, now
-            )
-            if claimed:
-                self._ids.created(project, body.name, row.prompt_id)
+        with self._ids.holding(project, f"name/{body.name}"):
+            claimed = self._claim(project, row)
         if not claimed:
             raise PromptAlreadyExists(body.name)
         self._attach_labels(project, row, body.labels)
         self._cache.invalidate(project)
         return row
+
+    def _claim(self, project: str, row: PromptVersionRow) -> bool:
+        """Store the new prompt and claim its name; False when a live prompt has the name.
+
+        The claim's compare-and-set decides: a generation taken by another writer (another
+        store client, whose writes this index does not see) is read again from the store.
+        """
+        known, generation, live_id = self._ids.claim_state(
+            project, row.name, self._store.live_prompts
+        )
+        if not known:
+            generation, live = self._store.name_state(project, row.name)
+            if live:
+                return False
+        elif live_id is not None:
+            return False
+        for _ in range(_MAX_CLAIM_ATTEMPTS):
+            # Under the name's lock only: claims of one name are ordered by it, and nothing
+            # else can address the new prompt before this returns its id.
+            try:
+                claimed = self._store.create(project, row, generation + 1)
+                if claimed:
+                    self._ids.created(project, row.name, row.prompt_id, row, generation + 1)
+            except BaseException:
+                self._ids.forget(project)  # stored or not: unknown, so load again
+                raise
+            if claimed:
+                return True
+            # Another writer took the generation: what is stored decides, and this index
+            # missed a write, so it is dropped and loaded again on the next read.
+            self._ids.forget(project)
+            generation, live = self._store.name_state(project, row.name)
+            if live:
+                return False
+        return False
 
     def get(self, project: str, ref_text: str) -> PromptVersionRow:
         """Return the newest version of a live prompt."""
@@ -139,13 +181,16 @@ class PromptService:
     def _stored_version(
         self, project: str, ref: PromptRef, number: int | None = None, label: str | None = None
     ) -> PromptVersionRow | None:
-        """Read a version from the store: one point read when the index knows which."""
-        known, prompt_id, version = self._ids.locate(
+        """Read a version: from memory when the index holds it (the newest and labeled
+        versions), else one point read when the index knows which, else the store's lookup."""
+        known, prompt_id, version, held = self._ids.find(
             project, ref, number, label, self._store.live_prompts
         )
         if known:
             if prompt_id is None or version is None:
                 return None
+            if held is not None:
+                return held
             row = self._store.version_at(project, prompt_id, version)
             if row is not None:
                 return row
@@ -167,7 +212,11 @@ class PromptService:
         """
         if label == LATEST:
             label = None
-        return self._cache.lookup(project, (prompt_ref(ref_text), number, label))[1]
+        ref = prompt_ref(ref_text)
+        held = self._ids.peek(project, ref, number, label)
+        if held is not None:
+            return held
+        return self._cache.lookup(project, (ref, number, label))[1]
 
     def resolve_version(
         self, project: str, ref_text: str, number: int | None = None, label: str | None = None
@@ -277,35 +326,49 @@ class PromptService:
         ref_text: str,
         build: Any,
     ) -> PromptVersionRow:
-        for _ in range(_MAX_VERSION_ATTEMPTS):
-            # The head is read from the store, never the cache: it decides the next number.
-            head = self._stored_version(project, prompt_ref(ref_text))
-            if head is None:
-                raise PromptNotFound(ref_text)
-            candidate: PromptVersionRow = build(head)
-            candidate = replace(
-                candidate,
-                version=head.version + 1,
-                version_id=str(uuid.uuid4()),
-                created_at=utc_now_ms(),
-            )
-            try:
-                winner = self._store.insert_version(project, candidate)
-            except BaseException:
-                # The number may or may not be stored: the index must not keep an older head.
-                self._ids.forget(project)
-                raise
-            if winner is not None:
-                # The number is durably stored, by this writer or the one that beat it: the
-                # index learns it before the cache is cleared, so no read caches an older head.
-                with self._ids.writing(project):
-                    self._ids.stored_version(project, candidate.prompt_id, candidate.version)
-            if winner == candidate.version_id:
-                self._cache.invalidate(project)
-                return candidate
-            # Another writer took this number; back off a little so the herd spreads out.
-            time.sleep(random.uniform(0, 0.005))
-        raise VersionContention("Too many concurrent updates of this prompt; retry")
+        """Store version N+1 of the prompt, built from version N by ``build``.
+
+        Writers of one prompt in this process take turns (one lock per prompt, writers of
+        other prompts run at once), so N comes from memory on the embedded store and the write
+        is one store call; the store's compare-and-set still decides against writers elsewhere.
+        """
+        prompt_id = self._live_id(project, ref_text)
+        ref = PromptRef(prompt_id, by_id=True)
+        with self._ids.holding(project, f"prompt/{prompt_id}"):
+            for _ in range(_MAX_VERSION_ATTEMPTS):
+                head = self._stored_version(project, ref)
+                if head is None:
+                    break
+                candidate: PromptVersionRow = build(head)
+                candidate = replace(
+                    candidate,
+                    version=head.version + 1,
+                    version_id=str(uuid.uuid4()),
+                    created_at=utc_now_ms(),
+                )
+                try:
+                    winner = self._store.insert_version(project, candidate)
+                except BaseException:
+                    # The number may or may not be stored: the index must not keep an older head.
+                    self._ids.forget(project)
+                    raise
+                mine = winner == candidate.version_id
+                if winner is not None:
+                    # The number is durably stored, by this writer or one that beat it: the
+                    # index learns it before the cache is cleared, so no read caches an older
+                    # head (a winner's row is read from the store when asked for).
+                    with self._ids.writing(project):
+                        self._ids.stored_version(
+                            project, prompt_id, candidate.version, candidate if mine else None
+                        )
+                if mine:
+                    self._cache.invalidate(project)
+                    return candidate
+                # Another writer took this number; back off a little so the herd spreads out.
+                time.sleep(random.uniform(0, 0.005))
+            else:
+                raise VersionContention("Too many concurrent updates of this prompt; retry")
+        raise PromptNotFound(ref_text)
 
     # -- versions and labels ---------------------------------------------------------------
 
@@ -317,6 +380,28 @@ class PromptService:
             LabeledVersion(row, by_version.get(row.version, []))
             for row in self._store.versions(project, prompt_id)
         ]
+
+    def versions_page(
+        self, project: str, ref_text: str, limit: int, cursor: str | None
+    ) -> VersionPage:
+        """Return up to ``limit`` versions newest first, after ``cursor`` (a page's last
+        version: versions are immutable, so a page never shifts under its cursor)."""
+        before = None
+        if cursor:
+            position = self._version_cursors.decode(cursor)
+            before = position.get("before")
+            if not isinstance(before, int) or isinstance(before, bool) or before < 1:
+                raise ValidationFailed("cursor", "Invalid cursor")
+        prompt_id = self._live_id(project, ref_text)
+        rows = self._store.versions(project, prompt_id, before=before, limit=limit + 1)
+        next_cursor = None
+        if len(rows) > limit:
+            rows = rows[:limit]
+            next_cursor = self._version_cursors.encode({"before": rows[-1].version})
+        by_version = self._labels_by_version(project, prompt_id)
+        return VersionPage(
+            [LabeledVersion(row, by_version.get(row.version, [])) for row in rows], next_cursor
+        )
 
     def version(self, project: str, ref_text: str, number: int) -> LabeledVersion:
         """Return one version with its labels."""
@@ -334,7 +419,7 @@ class PromptService:
         """Attach a label to a version, moving it off any other."""
         self._check_settable(label)
         row = self.resolve_version(project, ref_text, number=version)
-        at = self._set_labels(project, row.prompt_id, [label], row.version)
+        at = self._set_labels(project, row.prompt_id, [label], row.version, row)
         self._cache.invalidate(project)
         return label, row.version, at
 
@@ -361,19 +446,25 @@ class PromptService:
 
     def _attach_labels(self, project: str, row: PromptVersionRow, labels: list[str]) -> None:
         if labels:
-            self._set_labels(project, row.prompt_id, labels, row.version)
+            self._set_labels(project, row.prompt_id, labels, row.version, row)
             self._cache.invalidate(project)
 
     def _set_labels(
-        self, project: str, prompt_id: str, labels: list[str], version: int
+        self,
+        project: str,
+        prompt_id: str,
+        labels: list[str],
+        version: int,
+        row: PromptVersionRow | None = None,
     ) -> datetime:
-        """Point labels at a stored version (0 removes them); store, then index, in order."""
+        """Point labels at a stored version (``row``; 0 removes them); store, then index, in
+        order."""
         at = datetime.now(UTC)
         with self._ids.writing(project):
             for label in labels:
                 at = self._ids.stamp(project)
                 self._store.set_label(project, prompt_id, label, version, at)
-                self._ids.labeled(project, prompt_id, label, version)
+                self._ids.labeled(project, prompt_id, label, version, row)
         return at
 
     def _labels_by_version(self, project: str, prompt_id: str) -> dict[int, list[str]]:

@@ -37,6 +37,10 @@ from .._types import (
 # -- the calls ---------------------------------------------------------------------------------
 
 
+# Versions per request when the SDK lists a prompt's versions: the collector's largest page.
+_VERSIONS_PAGE = 100
+
+
 def _names(values: str | Sequence[str] | None) -> list[str] | None:
     if values is None:
         return None
@@ -69,8 +73,13 @@ def _delete(name: str) -> Call[PromptDeleted]:
     return Call("DELETE", prompt_path(name), data_of(PromptDeleted))
 
 
-def _versions(name: str) -> Call[list[PromptVersion]]:
-    return Call("GET", prompt_path(name, "versions"), data_list_of(PromptVersion))
+def _versions_page(name: str) -> Callable[[str | None], Call[Page[PromptVersion]]]:
+    # The collector pages a prompt's versions (issue 35): follow the cursors to the end.
+    def page(cursor: str | None) -> Call[Page[PromptVersion]]:
+        query = params(limit=_VERSIONS_PAGE, cursor=cursor)
+        return Call("GET", prompt_path(name, "versions"), page_of(PromptVersion), params=query)
+
+    return page
 
 
 def _version(name: str, number: int) -> Call[PromptVersion]:
@@ -198,8 +207,8 @@ class Prompts:
         return self._change(name, _delete(name))
 
     def versions(self, name: str) -> builtins.list[PromptVersion]:
-        """Return every version of a prompt, newest first."""
-        return self._http.call(_versions(name))
+        """Return every version of a prompt, newest first (all pages of them)."""
+        return builtins.list(self._http.paginate(_versions_page(name)))
 
     def version(self, name: str, number: int) -> PromptVersion:
         """Return one version, with its parameters."""
@@ -382,8 +391,8 @@ class AsyncPrompts:
         return await self._change(name, _delete(name))
 
     async def versions(self, name: str) -> builtins.list[PromptVersion]:
-        """Return every version of a prompt, newest first."""
-        return await self._http.call(_versions(name))
+        """Return every version of a prompt, newest first (all pages of them)."""
+        return [version async for version in self._http.paginate(_versions_page(name))]
 
     async def version(self, name: str, number: int) -> PromptVersion:
         """Return one version, with its parameters."""
