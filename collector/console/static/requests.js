@@ -2,6 +2,7 @@
 // and the detail of one record.
 
 import { api } from "./api.js";
+import { addFromLogPanel, addRecordPanel } from "./datasets.js";
 import { costText, facts, field, h, longText, replace, section, statusBadge } from "./dom.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
@@ -74,6 +75,7 @@ export async function showRequests(view, filters) {
     ),
     searchForm(query),
     query ? h("a", { class: "back", href: "#/requests" }, "← All requests") : requestFilters(filters),
+    query ? null : addFromLogPanel(exportFilters(filters)),
     results,
   );
   if (query) await showHits(results, query);
@@ -201,7 +203,14 @@ export async function showRequest(view, id, back = "") {
     ),
     h("p", { class: "muted mono record-id" }, record.id),
     relatedLinks(record),
-    h("div", { class: "detail" }, trace, scoresSection(record, configs), detailSections(record)),
+    h(
+      "div",
+      { class: "detail" },
+      trace,
+      scoresSection(record, configs),
+      detailSections(record),
+      addRecordPanel(record),
+    ),
   );
 }
 
