@@ -438,7 +438,7 @@ class ExperimentService:
 
     def computed(self, project: str, row: ExperimentRow) -> Computed:
         """Counts and summary from the stored results."""
-        results = self._store.results(project, row.id)
+        results = self._store.figures(project, row.id)
         errors = sum(r.status == "error" for r in results)
         return Computed(len(results), errors, summarize(results))
 
@@ -496,17 +496,31 @@ class ExperimentService:
                 offset = int(self._compare_cursors.decode(cursor)["offset"])
             except (KeyError, TypeError, ValueError):
                 raise ValidationFailed("cursor", "Invalid cursor") from None
-        for _field, value in (("base", base_id), ("candidate", candidate_id)):
-            if self._store.get(project, value) is None:
-                raise ExperimentNotFound(value)
-        data = compare(
-            self._store.results(project, base_id), self._store.results(project, candidate_id)
+        for experiment_id in (base_id, candidate_id):
+            if self._store.get(project, experiment_id) is None:
+                raise ExperimentNotFound(experiment_id)
+        paired = compare(
+            self._store.figures(project, base_id), self._store.figures(project, candidate_id)
         )
-        items = data["items"]
-        data["items"] = items[offset : offset + limit]
-        more = offset + limit < len(items)
+        page = paired.order[offset : offset + limit]
+        # Only the page's items are read whole (variables, expected output, outputs).
+        ids = [item for item, *_ in page]
+        base_rows = self._store.first_of_items(project, base_id, ids)
+        candidate_rows = self._store.first_of_items(project, candidate_id, ids)
+        items = [
+            {
+                "item_id": item,
+                "input_variables": base_rows[item].input_variables,
+                "expected_output": base_rows[item].expected_output,
+                "base": {"output": base_rows[item].output, "scores": base_scores},
+                "candidate": {"output": candidate_rows[item].output, "scores": candidate_scores},
+                "delta": delta,
+            }
+            for item, delta, base_scores, candidate_scores in page
+        ]
+        more = offset + limit < len(paired.order)
         next_cursor = self._compare_cursors.encode({"offset": offset + limit}) if more else None
-        return ComparePage(data, next_cursor)
+        return ComparePage({**paired.head, "items": items}, next_cursor)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -634,20 +648,31 @@ def _triple(base: float | None, candidate: float | None) -> dict[str, float | No
     return {"base": base, "candidate": candidate, "delta": delta}
 
 
-def compare(base: Sequence[ResultRow], candidate: Sequence[ResultRow]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Paired:
+    """A comparison before its page of items is read whole: ``head`` is everything but the
+    items; ``order`` every paired item, the largest regression first, as (item id, delta per
+    score, base scores, candidate scores)."""
+
+    head: dict[str, Any]
+    order: list[tuple[str, dict[str, float], dict[str, Any], dict[str, Any]]]
+
+
+def compare(base: Sequence[ResultRow], candidate: Sequence[ResultRow]) -> Paired:
     """Pair two experiments' results by item (repetitions averaged per item).
 
     Per score: the means over the paired items, the mean paired delta (candidate minus base)
-    and its 95% interval, and how many items improved, regressed or stayed. Items come with
-    the largest regression (the most negative delta of any score) first.
+    and its 95% interval, and how many items improved, regressed or stayed. Items are ordered
+    by their most negative delta of any score (the largest regression first), then by their
+    place in the dataset.
     """
     left, right = _by_item(base), _by_item(candidate)
     paired = [item for item in left if item in right]
-    unmatched = len(set(left) ^ set(right))
+    unmatched = len(left.keys() ^ right.keys())
     names = sorted({n for s in (*left.values(), *right.values()) for n in s.numbers})
-    scores: dict[str, Any] = {}
-    items: list[tuple[float, int, dict[str, Any]]] = []
+    # Each side's per-item means, once.
     means = {item: (left[item].means(), right[item].means()) for item in paired}
+    scores: dict[str, Any] = {}
     for name in names:
         pairs = [(b[name], c[name]) for b, c in means.values() if name in b and name in c]
         deltas = [c - b for b, c in pairs]
@@ -662,27 +687,23 @@ def compare(base: Sequence[ResultRow], candidate: Sequence[ResultRow]) -> dict[s
             "regressed": sum(d < -_EPSILON for d in deltas),
             "unchanged": sum(abs(d) <= _EPSILON for d in deltas),
         }
+    ranked: list[tuple[float, int, str, dict[str, float]]] = []
     for item in paired:
         b, c = means[item]
-        delta = {name: c[name] - b[name] for name in names if name in b and name in c}
-        first_b, first_c = left[item].first, right[item].first
-        items.append(
-            (
-                min(delta.values(), default=0.0),
-                first_b.position,
-                {
-                    "item_id": item,
-                    "input_variables": first_b.input_variables,
-                    "expected_output": first_b.expected_output,
-                    "base": {"output": first_b.output, "scores": _side_scores(left[item])},
-                    "candidate": {"output": first_c.output, "scores": _side_scores(right[item])},
-                    "delta": delta,
-                },
-            )
+        delta = {name: c[name] - b[name] for name in b.keys() & c.keys()}
+        ranked.append((min(delta.values(), default=0.0), left[item].first.position, item, delta))
+    ranked.sort(key=lambda entry: entry[:3])
+    order = [
+        (
+            item,
+            dict(sorted(delta.items())),
+            {**left[item].first.scores, **means[item][0]},
+            {**right[item].first.scores, **means[item][1]},
         )
-    items.sort(key=lambda entry: (entry[0], entry[1], entry[2]["item_id"]))
+        for _, _, item, delta in ranked
+    ]
     base_summary, candidate_summary = summarize(base), summarize(candidate)
-    return {
+    head = {
         "scores": scores,
         "estimated_cost_usd": _triple(
             base_summary["estimated_cost_usd"], candidate_summary["estimated_cost_usd"]
@@ -691,12 +712,5 @@ def compare(base: Sequence[ResultRow], candidate: Sequence[ResultRow]) -> dict[s
             base_summary["latency_ms"]["p50"], candidate_summary["latency_ms"]["p50"]
         ),
         "unmatched": unmatched,
-        "items": [entry[2] for entry in items],
     }
-
-
-def _side_scores(side: _ItemSide) -> dict[str, Any]:
-    """An item's scores on one side: numeric ones averaged over repetitions, text as given."""
-    shown: dict[str, Any] = dict(side.first.scores)
-    shown.update(side.means())
-    return shown
+    return Paired(head, order)

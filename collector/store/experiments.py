@@ -292,6 +292,57 @@ class ExperimentStore:
         )
         return [_result(r) for r in result.result_rows]
 
+    def figures(self, project: str, experiment_id: str) -> list[ResultRow]:
+        """Return every result without its wide fields (variables, expected output, output):
+        what summaries and comparisons read, in item order."""
+        result = self._client.query(
+            "SELECT item_id, repetition, position, status, scores, latency_ms, "
+            f"estimated_cost_usd, judge_cost_usd, total_tokens FROM {self._results} FINAL "
+            "WHERE project = {p:String} AND experiment_id = {e:String} "
+            "ORDER BY position, item_id, repetition",
+            parameters={"p": project, "e": experiment_id},
+            settings=self._read,
+        )
+        return [
+            ResultRow(
+                item_id=str(r[0]),
+                repetition=int(r[1]),
+                position=int(r[2]),
+                request_id=None,
+                trace_id=None,
+                input_variables={},
+                expected_output=None,
+                output="",
+                status=str(r[3]),
+                error="",
+                scores=json.loads(r[4]),
+                latency_ms=r[5],
+                estimated_cost_usd=float(r[6]),
+                judge_cost_usd=float(r[7]),
+                total_tokens=int(r[8]),
+            )
+            for r in result.result_rows
+        ]
+
+    def first_of_items(
+        self, project: str, experiment_id: str, item_ids: Sequence[str]
+    ) -> dict[str, ResultRow]:
+        """Return each item's first repetition, whole, by item id."""
+        if not item_ids:
+            return {}
+        result = self._client.query(
+            f"SELECT {_RESULT_READ} FROM {self._results} FINAL WHERE project = {{p:String}} "
+            "AND experiment_id = {e:String} AND item_id IN {ids:Array(String)} "
+            "ORDER BY position, item_id, repetition",
+            parameters={"p": project, "e": experiment_id, "ids": list(item_ids)},
+            settings=self._read,
+        )
+        first: dict[str, ResultRow] = {}
+        for row in result.result_rows:
+            found = _result(row)
+            first.setdefault(found.item_id, found)
+        return first
+
     def counts(self, project: str, experiment_id: str) -> tuple[int, int]:
         """Return (results stored, of them errors)."""
         result = self._client.query(
