@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
 	$(PY) benchmarks/score_overhead.py
+	$(PY) benchmarks/spool.py
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -18,6 +17,8 @@ from typing import Any
 
 import anyio
 import httpx
+
+from promptrail._retry import RetryPolicy, retry_after
 
 from . import HttpPolicy, ProviderEndpoint, ProviderFailure
 
@@ -110,7 +111,7 @@ async def _send_with_retries(
             failure = await _failure_of(provider, response)
             if not _retryable_status(response.status_code) or attempt >= policy.max_retries:
                 raise failure
-            delay = _retry_after(response) or _backoff(policy, attempt)
+            delay = retry_after(response) or _backoff(policy, attempt)
             delay = min(delay, policy.retry_max_delay)
         await anyio.sleep(delay)
         attempt += 1
@@ -121,18 +122,9 @@ def _retryable_status(status: int) -> bool:
 
 
 def _backoff(policy: HttpPolicy, attempt: int) -> float:
-    # Equal jitter: spreads a herd of retries from many runs over the upper half of the
-    # window, and never retries sooner than half the backoff.
-    ceiling = min(policy.retry_max_delay, policy.retry_base_delay * 2**attempt)
-    return random.uniform(ceiling / 2, ceiling)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: rare from model APIs; the backoff applies instead
+    """The pause after failed attempt ``attempt`` (0-based): promptrail's one retry rule."""
+    rule = RetryPolicy(policy.retry_base_delay, policy.retry_max_delay, policy.retry_max_delay)
+    return rule.backoff(attempt + 1)
 
 
 async def _failure_of(provider: str, response: httpx.Response) -> ProviderFailure:

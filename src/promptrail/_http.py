@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import httpx
 
 from ._api_call import Call, Page
 from ._errors import APIConnectionError, APITimeoutError, PromptrailError, error_class_for
+from ._retry import RetryPolicy, retry_after
 from ._version import __version__
 
 T = TypeVar("T")
@@ -29,10 +29,9 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 DEFAULT_MAX_RETRIES = 2
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-_BACKOFF_BASE = 0.25
-_BACKOFF_MAX = 4.0
-# The longest Retry-After a retry waits for; a longer one is the caller's to honour.
-_RETRY_AFTER_MAX = 30.0
+# Backoff from 0.25 s up to 4 s; the longest Retry-After a retry waits for is 30 s (a longer
+# one is the caller's to honour: the error's ``retry_after`` says it).
+_RETRY = RetryPolicy(base=0.25, ceiling=4.0, retry_after_max=30.0)
 
 
 USER_AGENT = f"promptrail-python/{__version__}"
@@ -130,16 +129,12 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
     """The ``Retry-After`` of a 429 or 503, in seconds (None: absent, a date, or another status)."""
     if response.status_code not in (429, 503):
         return None
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
-        return None
+    return retry_after(response)
 
 
 def _pause(response: httpx.Response, attempt: int) -> float:
-    """Wait as the collector asked (up to _RETRY_AFTER_MAX), else the backoff."""
-    asked = retry_after_seconds(response)
-    return _backoff(attempt) if asked is None else min(asked, _RETRY_AFTER_MAX)
+    """Wait as the collector asked (up to 30 s), else the backoff."""
+    return _RETRY.pause(retry_after_seconds(response), attempt)
 
 
 def _transport_error(exc: httpx.RequestError, settings: HTTPSettings) -> APIConnectionError:
@@ -150,8 +145,7 @@ def _transport_error(exc: httpx.RequestError, settings: HTTPSettings) -> APIConn
 
 def _backoff(attempt: int) -> float:
     """Return the pause before retry ``attempt`` (1-based): exponential, equal jitter."""
-    ceiling: float = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (attempt - 1))
-    return random.uniform(ceiling / 2, ceiling)
+    return _RETRY.backoff(attempt)
 
 
 def _should_retry(call: Call[Any], attempt: int, settings: HTTPSettings) -> bool:

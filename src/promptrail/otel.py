@@ -24,7 +24,6 @@ import gzip
 import itertools
 import logging
 import os
-import random
 import threading
 import time
 from collections import deque
@@ -41,6 +40,7 @@ from opentelemetry.trace import StatusCode
 
 from ._genai import SpanData, build_record, is_recordable
 from ._reachability import Reachability, describe_error, describe_status, unsent_line
+from ._retry import RetryPolicy, retry_after
 from ._sampling_and_fork import restart_after_fork
 from ._spool import DEFAULT_SPOOL_MAX_AGE, DEFAULT_SPOOL_MAX_BYTES, Spool, SpoolFile, SpoolLoss
 from ._stats import CaptureStats
@@ -53,6 +53,9 @@ Mask = Callable[[dict[str, Any]], dict[str, Any]]
 
 # A 500 is the collector's own failure (bad input is a 4xx): worth another try.
 _RETRYABLE = {429, 500, 502, 503, 504}
+# Backoff from 1 s up to 30 s, and a Retry-After honoured up to 30 s, within the export's
+# deadline (a retry that would end past it is left to the next export).
+_RETRY = RetryPolicy(base=1.0, ceiling=30.0, retry_after_max=30.0)
 # Records per post, and their JSON's size: large enough that a deep backlog goes out in few
 # posts (each post waits for the GIL several times while the application is busy), within the
 # collector's limits (PROMPTRAIL_MAX_BATCH_RECORDS, PROMPTRAIL_MAX_BODY_BYTES).
@@ -650,8 +653,7 @@ class PromptrailSpanExporter(SpanExporter):
                 self.stats.add("export_retries_deferred")
                 return False
             attempt += 1
-            backoff = min(wait if wait > 0 else 0.5 * 2**attempt, 30.0)
-            backoff *= random.uniform(0.5, 1.0) if wait <= 0 else 1.0
+            backoff = _RETRY.pause(wait if wait > 0 else None, attempt)
             if time.monotonic() + backoff > deadline or self._stopping.is_set():
                 self.stats.add("export_retries_deferred")
                 return False
@@ -676,7 +678,7 @@ class PromptrailSpanExporter(SpanExporter):
             # A 429 is the collector answering (a project over its limit), not an outage.
             if response.status_code != 429:
                 self._reach.failed(describe_status(response))
-            return _retry_after(response)
+            return retry_after(response) or 0.0
         if response.status_code == 201:
             data = response.json().get("data", {})
             rejected = data.get("rejected", [])
@@ -716,11 +718,3 @@ class PromptrailSpanExporter(SpanExporter):
             self.stats.add("exported", exported)
             if count > exported:
                 self.stats.drop(reason, count - exported)
-
-
-def _retry_after(response: httpx.Response) -> float:
-    value = response.headers.get("Retry-After", "")
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return 0.0

@@ -20,7 +20,10 @@ from tests.keys import DEFAULT_KEY
 
 def main(mode: str, url: str, arg: str, tag: str = "") -> None:
     """Run the application in ``mode``."""
-    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=1.0)
+    # Capturing, the collector is down (a refused connection fails at once); replaying, a
+    # post of a whole file may take seconds on a loaded machine.
+    timeout = 1.0 if mode == "capture" else 30.0
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=timeout)
     if mode == "capture":
         work = promptrail.observe(name="work")(lambda tag, n: n)
         count = int(arg)
