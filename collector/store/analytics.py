@@ -18,7 +18,7 @@ from clickhouse_connect.driver.client import Client
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
-from .scores import live_scores_of_name
+from .scores import SCORE_SUMS, sibling
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
 METRICS = {
@@ -281,18 +281,22 @@ def log_group(group_by: str | None, params: dict[str, Any]) -> str:
     return GROUPS[group_by].format(time="created_at")
 
 
-def _scored_records(requests: RequestStore, where: str, name: str) -> str:
-    """SQL: (group name, score id, value) of every numeric or boolean score of the records
-    matching ``where``, its own and its trace's (``name`` the group expression)."""
-    live = live_scores_of_name(requests.scores_table, "score_name")
+def _score_sums(requests: RequestStore, where: str, name: str) -> tuple[str, str]:
+    """SQL: the (group name, on_trace, target) pairs of the records matching ``where`` (each
+    record and its trace; ``name`` the group expression), and the score name's sums by
+    target (``t`` the total, ``n`` how many numeric and boolean scores), from SCORE_SUMS."""
     records = f"SELECT {name} AS name, id, trace_id FROM {requests.table} FINAL WHERE {where}"
-    return (
-        f"SELECT r.name AS name, s.sid AS sid, s.num AS num FROM ({records}) AS r "
-        f"INNER JOIN ({live}) AS s ON r.id = s.rq WHERE s.num IS NOT NULL "
-        f"UNION ALL SELECT r.name, s.sid, s.num FROM ({records}) AS r "
-        f"INNER JOIN ({live}) AS s ON r.trace_id = s.tr "
-        "WHERE r.trace_id != '' AND s.num IS NOT NULL"
+    pairs = (
+        f"SELECT DISTINCT name, tg.1 AS on_trace, tg.2 AS target FROM ({records}) ARRAY JOIN "
+        "if(trace_id != '', [(toUInt8(0), id), (toUInt8(1), trace_id)], [(toUInt8(0), id)]) "
+        "AS tg"
     )
+    sums = (
+        "SELECT on_trace, target, sum(total) AS t, sum(numbers) AS n FROM "
+        f"{sibling(requests.scores_table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
+        "AND name = {score_name:String} GROUP BY on_trace, target HAVING n > 0"
+    )
+    return pairs, sums
 
 
 def score_aggregate(
@@ -305,22 +309,26 @@ def score_aggregate(
 ) -> tuple[GroupRow, list[GroupRow]]:
     """Return the mean of the scores named ``score_name`` on the matching records, and per
     group largest first. A trace's score counts once per group (and once in the total),
-    however many of the trace's records the group holds."""
+    however many of the trace's records the group holds: each (group, target) pair is
+    joined once to the target's sums."""
     where, params = filter_where(project, filters)
     params.update(score_name=score_name, limit=_MAX_GROUPS)
     name = log_group(group_by, params)
-    scored = _scored_records(requests, where, name)
+    pairs, sums = _score_sums(requests, where, name)
+    joined = "AS s ON p.on_trace = s.on_trace AND p.target = s.target"
     total = client.query(
-        f"SELECT avg(num), count() FROM (SELECT DISTINCT sid, num FROM ({scored}))",
+        f"SELECT sum(s.t), sum(s.n) FROM (SELECT DISTINCT on_trace, target FROM ({pairs})) "
+        f"AS p INNER JOIN ({sums}) {joined}",
         parameters=params,
     ).result_rows[0]
     count = int(total[1])
-    total_row = GroupRow("", float(total[0]) if count else 0.0, count, None)
+    total_row = GroupRow("", float(total[0]) / count if count else 0.0, count, None)
     if group_by is None:
         return total_row, []
     rows = client.query(
-        f"SELECT name, avg(num) AS value, count() FROM (SELECT DISTINCT name, sid, num "
-        f"FROM ({scored})) GROUP BY name ORDER BY value DESC, name LIMIT {{limit:UInt32}}",
+        f"SELECT p.name AS name, sum(s.t) / sum(s.n) AS value, sum(s.n) FROM ({pairs}) AS p "
+        f"INNER JOIN ({sums}) {joined} GROUP BY name ORDER BY value DESC, name "
+        "LIMIT {limit:UInt32}",
         parameters=params,
     ).result_rows
     return total_row, [GroupRow(str(r[0]), float(r[1]), int(r[2]), None) for r in rows]

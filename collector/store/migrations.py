@@ -43,7 +43,15 @@ from .schema import (
     render,
     render_database,
 )
-from .scores import SCORE_CONFIGS, SCORES
+from .scores import (
+    SCORE_CONFIGS,
+    SCORE_SUMS,
+    SCORE_SUMS_MV,
+    SCORE_SUMS_SEED,
+    SCORE_TARGETS,
+    SCORE_TARGETS_MV,
+    SCORES,
+)
 
 logger = logging.getLogger("promptrail.store")
 
@@ -165,6 +173,22 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "request_item_cost_known", (AddColumn(REQUEST_ITEMS, "cost_known"),)),
     # Scores on records and traces, and what each score name must be (see store/scores.py).
     Migration(15, "scores", (SCORES, SCORE_CONFIGS)),
+    # Score filters and analytics read per-target sums kept by a view, details and list
+    # pages a target index, instead of resolving every score of a name per query (see
+    # store/scores.py). The scores already stored are summed once (the seed writes only into
+    # an empty table) and indexed (a repeat there is harmless).
+    Migration(
+        16,
+        "scores_aggregate",
+        (
+            SCORE_SUMS,
+            SCORE_SUMS_MV,
+            SCORE_SUMS_SEED,
+            SCORE_TARGETS,
+            SCORE_TARGETS_MV,
+            Backfill(SCORE_TARGETS_MV, SCORE_TARGETS),
+        ),
+    ),
     # Every record has a kind (CONTRACT 10): a column of the log and of its list copy, filled
     # for the records stored before from what their rows have (request_tables.KIND_OF_STORED),
     # then written by the copy's view from the record's own. And traces get their own index.

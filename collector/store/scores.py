@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .schema import Table, quote
+from .schema import Backfill, Table, View, quote
 
 SCORES = Table(
     name="scores",
@@ -69,6 +70,78 @@ SCORE_CONFIGS = Table(
     engine="ReplacingMergeTree",
     engine_args=("updated_at",),
     order_by="(project, name)",
+)
+
+# Per (project, name, target, value): the sums of the live scores (migration 16). The view
+# below adds every score row as it is inserted: a live version with sign +1, a tombstone with
+# sign -1. A tombstone always carries the fields of the live version it ends (a delete copies
+# them; a replacement is preceded, in the same insert block, by a tombstone of the version it
+# replaces: ScoreStore.insert), so the sums count exactly the live scores whatever the merge
+# order. The value is in the key: a version and its tombstone cancel exactly (same key, same
+# number), and a key whose sums all reach 0 is dropped by the next merge.
+SCORE_SUMS = Table(
+    name="score_sums",
+    columns=(
+        "project String",
+        "name String",
+        "on_trace UInt8",  # 1: target is a trace id, 0: a record id
+        "target String",
+        "value_text String",
+        "total Float64",  # sum of value_number (numeric, boolean as 1/0)
+        "numbers Int64",  # how many of them have a value_number
+        "scores Int64",  # how many scores
+    ),
+    engine="SummingMergeTree",
+    engine_args=("(total, numbers, scores)",),
+    order_by="(project, name, on_trace, target, value_text)",
+)
+
+SCORE_SUMS_MV = View(
+    name="score_sums_mv",
+    to_table="score_sums",
+    select=(
+        "SELECT project, name, toUInt8(trace_id != '') AS on_trace, "
+        "if(trace_id != '', trace_id, request_id) AS target, value_text, "
+        "if(is_deleted = 1, -1., 1.) * ifNull(value_number, 0.) AS total, "
+        "toInt64(if(is_deleted = 1, -1, 1) * isNotNull(value_number)) AS numbers, "
+        "toInt64(if(is_deleted = 1, -1, 1)) AS scores FROM {db}.scores"
+    ),
+)
+
+# The sums of the scores stored before migration 16: each id's newest version, when live.
+# Written only into an empty table, so that a migration run twice (two collectors starting
+# at once, a start that stopped before recording it) never counts a score twice.
+_SCORE_SUMS_SEED = View(
+    name="score_sums_seed",
+    to_table="score_sums",
+    select=(
+        "SELECT project, s.3 AS name, toUInt8(s.2 != '') AS on_trace, "
+        "if(s.2 != '', s.2, s.1) AS target, s.4 AS value_text, "
+        "ifNull(s.5, 0.) AS total, toInt64(isNotNull(s.5)) AS numbers, toInt64(1) AS scores "
+        "FROM (SELECT project, id, argMax(tuple(request_id, trace_id, name, value_text, "
+        "value_number, is_deleted), written_at) AS s FROM {db}.scores GROUP BY project, id) "
+        "WHERE s.6 = 0 AND (SELECT count() FROM {db}.score_sums) = 0"
+    ),
+)
+SCORE_SUMS_SEED = Backfill(_SCORE_SUMS_SEED, SCORE_SUMS)
+
+# Which score ids ever pointed at a record or trace (migration 16): a detail's or a list
+# page's candidates are a range of this key instead of a bloom filter test of every granule
+# of ``scores``. Only ever widens the candidates (an id stays after it moved), and a repeat
+# is harmless, so a plain MergeTree and a plain backfill.
+SCORE_TARGETS = Table(
+    name="score_targets",
+    columns=("project String", "target String", "id String"),
+    order_by="(project, target, id)",
+)
+
+SCORE_TARGETS_MV = View(
+    name="score_targets_mv",
+    to_table="score_targets",
+    select=(
+        "SELECT project, if(trace_id != '', trace_id, request_id) AS target, id "
+        "FROM {db}.scores WHERE is_deleted = 0"
+    ),
 )
 
 _FIELDS = (
@@ -167,47 +240,82 @@ class ScoreStore:
         db = quote(database)
         self.table = f"{db}.{quote(SCORES.name)}"
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
+        self._targets = f"{db}.{quote(SCORE_TARGETS.name)}"
         self._columns = ["project", "id", *_FIELDS, "written_at"]
         self._types = SCORES.column_types(self._columns)
         self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
         self._read_settings: dict[str, Any] = (
             {"select_sequential_consistency": 1} if cluster else {}
         )
+        self._write_lock = threading.Lock()
 
     # -- writes ----------------------------------------------------------------------------
 
     def insert(self, rows: Sequence[ScoreRow], deleted: bool = False) -> None:
-        """Store scores (each a new version of its id); ``deleted`` stores tombstones."""
-        if not rows:
+        """Store scores (each a new version of its id); ``deleted`` stores tombstones.
+
+        A repeated id within ``rows`` keeps its last row. Each id's live version, if any, is
+        read first and ended in the same insert block: a replacement is preceded by a
+        tombstone of the version it replaces (a microsecond older, so the new one stands),
+        and a delete is a tombstone of the live version as it is now (nothing for an id no
+        longer live). The sums view (SCORE_SUMS) subtracts exactly what each tombstone
+        ends. The lock makes read-then-insert atomic among this process's writers, so two
+        concurrent writes of one id never end the same version twice.
+        """
+        latest = {(r.project, r.id): r for r in rows}
+        if not latest:
             return
-        written = datetime.now(UTC)
-        self._client.insert(
-            self.table,
-            [
-                [
-                    r.project,
-                    r.id,
-                    r.request_id or "",
-                    r.trace_id or "",
-                    r.name,
-                    r.data_type,
-                    json.dumps(r.value, ensure_ascii=False),
-                    r.value_number,
-                    r.value_text,
-                    r.comment,
-                    r.correction,
-                    r.source,
-                    json.dumps(r.metadata, ensure_ascii=False),
-                    r.created_at,
-                    int(deleted),
-                    written,
-                ]
-                for r in rows
-            ],
-            column_names=self._columns,
-            column_type_names=self._types,
-            settings=self._write_settings,
-        )
+        with self._write_lock:
+            live = self._live_versions(latest)
+            written = datetime.now(UTC)
+            ended = written - timedelta(microseconds=1)
+            if deleted:
+                block = [self._values(r, True, written) for r in live.values()]
+            else:
+                block = [self._values(r, True, ended) for r in live.values()]
+                block += [self._values(r, False, written) for r in latest.values()]
+            if not block:
+                return
+            self._client.insert(
+                self.table,
+                block,
+                column_names=self._columns,
+                column_type_names=self._types,
+                settings=self._write_settings,
+            )
+
+    def _live_versions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ScoreRow]:
+        """The live version of each (project, id) of ``keys`` that has one."""
+        by_project: dict[str, list[str]] = {}
+        for project, score_id in keys:
+            by_project.setdefault(project, []).append(score_id)
+        found: dict[tuple[str, str], ScoreRow] = {}
+        for project, ids in by_project.items():
+            sql = self._resolved("id IN {ids:Array(String)}", "1")
+            for row in self._rows(project, sql, {"ids": ids}):
+                found[(project, row.id)] = row
+        return found
+
+    @staticmethod
+    def _values(r: ScoreRow, deleted: bool, written: datetime) -> list[Any]:
+        return [
+            r.project,
+            r.id,
+            r.request_id or "",
+            r.trace_id or "",
+            r.name,
+            r.data_type,
+            json.dumps(r.value, ensure_ascii=False),
+            r.value_number,
+            r.value_text,
+            r.comment,
+            r.correction,
+            r.source,
+            json.dumps(r.metadata, ensure_ascii=False),
+            r.created_at,
+            int(deleted),
+            written,
+        ]
 
     def delete_for_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
@@ -236,6 +344,13 @@ class ScoreStore:
         # The tuple is positional: s.<field> names its element by place.
         return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
 
+    def _ids_at(self, condition: str) -> str:
+        """Ids of the project's scores any version of which had a target meeting ``condition``
+        (on ``target``: a record or a trace id), read from the SCORE_TARGETS index."""
+        return (
+            f"id IN (SELECT id FROM {self._targets} WHERE project = {{p:String}} AND {condition})"
+        )
+
     def _rows(self, project: str, sql: str, params: dict[str, Any]) -> list[ScoreRow]:
         result = self._client.query(
             sql, parameters={"p": project, **params}, settings=self._read_settings
@@ -252,11 +367,11 @@ class ScoreStore:
         pre, post = ["1"], ["1"]
         params: dict[str, Any] = {}
         if query.request_id is not None:
-            pre.append(_ids_of("request_id = {r:String}", self.table))
+            pre.append(self._ids_at("target = {r:String}"))
             post.append("s.request_id = {r:String}")
             params["r"] = query.request_id
         if query.trace_id is not None:
-            pre.append(_ids_of("trace_id = {t:String}", self.table))
+            pre.append(self._ids_at("target = {t:String}"))
             post.append("s.trace_id = {t:String}")
             params["t"] = query.trace_id
         if query.name is not None:
@@ -282,10 +397,10 @@ class ScoreStore:
         """Return the live scores on any of these records or traces, newest first."""
         if not request_ids and not trace_ids:
             return []
-        targets = "(request_id IN {rs:Array(String)} OR trace_id IN {ts:Array(String)})"
+        targets = "(target IN {rs:Array(String)} OR target IN {ts:Array(String)})"
         post = "(s.request_id IN {rs:Array(String)} OR s.trace_id IN {ts:Array(String)})"
         sql = self._resolved(
-            _ids_of(targets, self.table),
+            self._ids_at(targets),
             post,
             "ORDER BY s.created_at DESC, id DESC",
         )
@@ -406,42 +521,52 @@ def live_scores_of_name(table: str, name: str) -> str:
     return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
 
 
+def sibling(table: str, name: str) -> str:
+    """The table ``name`` in the database of ``table`` (a quoted ``db.table``)."""
+    return f"{table.rsplit('.', 1)[0]}.{quote(name)}"
+
+
 def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], dict[str, Any]]:
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
-    A record's scores are its own and its trace's. ``eq`` keeps a record with any such score
-    of that value; ``unscored`` one with none of that name; ``min``/``max`` bound the mean of
-    its numeric and boolean ones, read from one map per name, target -> (sum, count), which
-    ClickHouse computes once per query (a scalar subquery).
+    ``table`` is the scores table; the clauses read its sums (SCORE_SUMS), never the scores
+    themselves. A record's scores are its own and its trace's. ``eq`` keeps a record with
+    any such score of that value; ``unscored`` one with none of that name; ``min``/``max``
+    bound the mean of its numeric and boolean ones: the set of records that pass is one
+    aggregation of the name's sums by record (a trace's sums counted on each record of the
+    trace, found by the trace index of ``request_items``).
     """
+    sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
-        name = f"sn{i}"
-        params[name] = test.name
-        live = live_scores_of_name(table, name)
+        params[f"sn{i}"] = test.name
+        named = f"FROM {sums} WHERE project = {{project:String}} AND name = {{sn{i}:String}}"
         if test.kind in ("eq", "unscored"):
-            where = "" if test.kind == "unscored" else f" WHERE txt = {{sv{i}:String}}"
+            value = ""
             if test.kind == "eq":
+                value = f" AND value_text = {{sv{i}:String}}"
                 params[f"sv{i}"] = str(test.value)
-            scored = (
-                f"(id IN (SELECT rq FROM ({live}){where}) OR (trace_id != '' AND trace_id IN "
-                f"(SELECT tr FROM ({live}){where})))"
+            of = (
+                f"SELECT target {named}{value} AND on_trace = %d "
+                "GROUP BY target HAVING sum(scores) > 0"
             )
+            scored = f"(id IN ({of % 0}) OR (trace_id != '' AND trace_id IN ({of % 1})))"
             clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
             continue
-        sums = (
-            "(SELECT CAST(mapFromArrays(groupArray(k), groupArray(tuple(sm, ct))), "
-            "'Map(String, Tuple(Float64, UInt64))') FROM (SELECT if(rq != '', "
-            "concat('r:', rq), concat('t:', tr)) AS k, sum(num) AS sm, count(num) AS ct "
-            f"FROM ({live}) GROUP BY k))"
+        own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0"
+        traced = (
+            "SELECT r.id AS rid, s.total AS total, s.numbers AS numbers FROM (SELECT DISTINCT "
+            f"id, trace_id FROM {items} WHERE project = {{project:String}} AND trace_id IN "
+            f"(SELECT target {named} AND on_trace = 1)) AS r INNER JOIN (SELECT target, total, "
+            f"numbers {named} AND on_trace = 1) AS s ON r.trace_id = s.target"
         )
-        own, trace = f"{sums}[concat('r:', id)]", f"{sums}[concat('t:', trace_id)]"
-        total = f"(tupleElement({own}, 1) + if(trace_id != '', tupleElement({trace}, 1), 0))"
-        count = f"(tupleElement({own}, 2) + if(trace_id != '', tupleElement({trace}, 2), 0))"
         op = ">=" if test.kind == "min" else "<="
         params[f"sv{i}"] = float(test.value or 0)
-        clauses.append(f"({count} > 0 AND {total} / {count} {op} {{sv{i}:Float64}})")
+        clauses.append(
+            f"id IN (SELECT rid FROM ({own} UNION ALL {traced}) GROUP BY rid "
+            f"HAVING sum(numbers) > 0 AND sum(total) / sum(numbers) {op} {{sv{i}:Float64}})"
+        )
     return clauses, params
 
 
@@ -457,9 +582,9 @@ def tombstones_for_records(table: str, record_ids: str) -> str:
         f"INSERT INTO {table} (project, id, {fields}, written_at) "
         f"SELECT {{project:String}}, id, {kept}, now64(6) FROM ("
         f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
-        f"WHERE project = {{project:String}} AND id IN (SELECT id FROM {table} "
-        f"WHERE project = {{project:String}} AND request_id IN ({record_ids})) GROUP BY id"
-        f") WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
+        f"WHERE project = {{project:String}} AND id IN (SELECT id FROM "
+        f"{sibling(table, SCORE_TARGETS.name)} WHERE project = {{project:String}} AND target IN "
+        f"({record_ids})) GROUP BY id) WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
     )
     return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
 

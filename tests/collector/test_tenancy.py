@@ -431,3 +431,66 @@ def test_another_project_sees_none_of_a_project_s_datasets_or_experiments(
     mine = api.get(f"/v1/experiments/{experiment_id}/results").json()["data"]
     assert [r["output"] for r in mine] == ["secret"]
     assert api.get("/v1/datasets/private-set").json()["data"]["item_count"] == 1
+
+
+def test_another_project_sees_and_changes_none_of_a_project_s_scores_configs_or_tokens(
+    api: TestClient, other: TestClient, other_key: str
+) -> None:
+    logged = api.post("/v1/requests", json={"model": "m", "output": "private", "id": "req_t1"})
+    assert logged.status_code == 201, logged.text
+    owner_config = {"data_type": "numeric", "min": 0, "max": 1}
+    assert api.put("/v1/score-configs/quality", json=owner_config).status_code == 200
+    made = api.post("/v1/scores", json={"request_id": "req_t1", "name": "quality", "value": 0.9})
+    assert made.status_code == 201, made.text
+    score = made.json()["data"]
+    minted = api.post("/v1/scores/tokens", json={"request_id": "req_t1", "name": "thumb"})
+    assert minted.status_code == 201, minted.text
+    owner_token = minted.json()["data"]["url"]
+    assert api.post(owner_token, json={"value": True}).status_code == 201
+
+    def owner_view() -> tuple[Any, ...]:
+        scores = api.get("/v1/scores").json()["data"]
+        detail = api.get("/v1/requests/req_t1").json()["data"]["scores"]
+        listed = api.get("/v1/requests", params={"score.quality.min": 0.5}).json()["data"]
+        mean = api.get(
+            "/v1/requests/analytics", params={"metric": "score", "score_name": "quality"}
+        ).json()["data"]
+        configs = api.get("/v1/score-configs").json()["data"]
+        return scores, detail, [r["id"] for r in listed], mean["total"], configs
+
+    before = owner_view()
+    assert before[2] == ["req_t1"] and before[3] == 0.9 and len(before[0]) == 2
+
+    # The other project reads none of it: not by id, not listed, not filtered, not summed.
+    for answer in (
+        other.get(f"/v1/scores/{score['id']}"),
+        other.delete(f"/v1/scores/{score['id']}"),
+    ):
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "SCORE_NOT_FOUND"
+    assert other.get("/v1/scores").json()["data"] == []
+    assert other.get("/v1/scores", params={"request_id": "req_t1"}).json()["data"] == []
+    assert other.get("/v1/score-configs").json()["data"] == []
+    assert other.get("/v1/requests", params={"score.quality.min": 0}).json()["data"] == []
+    assert other.get("/v1/requests", params={"unscored": "quality"}).json()["data"] == []
+    theirs = other.get(
+        "/v1/requests/analytics", params={"metric": "score", "score_name": "quality"}
+    )
+    assert theirs.json()["data"]["score_count"] == 0
+    # What it writes under the same id, name and record, and its own config of the name, are
+    # its own: a score outside the owner's range, a vote through a token of its own key.
+    clash = {"id": score["id"], "request_id": "req_t1", "name": "quality", "value": 7}
+    assert other.post("/v1/scores", json=clash).status_code == 201
+    assert other.post("/v1/scores/batch", json={"scores": [clash]}).status_code == 201
+    assert other.put("/v1/score-configs/quality", json={"data_type": "boolean"}).status_code == 200
+    theirs_minted = other.post("/v1/scores/tokens", json={"request_id": "req_t1", "name": "thumb"})
+    assert theirs_minted.status_code == 201, theirs_minted.text
+    assert other.post(theirs_minted.json()["data"]["url"], json={"value": False}).status_code == 201
+    assert owner_view() == before
+    # Revoking the other project's key ends its tokens, never the owner's.
+    api.app.state.services.keys.revoke(other_key)
+    refused = api.post(theirs_minted.json()["data"]["url"], json={"value": True})
+    assert refused.status_code == 401, refused.text
+    assert refused.json()["error"]["code"] == "INVALID_FEEDBACK_TOKEN"
+    assert api.post(owner_token, json={"value": True}).status_code == 201
+    after = owner_view()[0]
+    assert [(s["id"], s["value"]) for s in after] == [(s["id"], s["value"]) for s in before[0]]
