@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/prompts.py --prompts 10000
 	$(PY) benchmarks/runs.py
 	$(PY) benchmarks/request_log.py --records 1000000
+	$(PY) benchmarks/traces.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
 	$(PY) benchmarks/score_overhead.py

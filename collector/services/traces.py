@@ -122,13 +122,9 @@ class TraceService:
         rows = self._store.trace_records(project, trace_id, after, limit + 1)
         page, next_cursor = self._records_page(self._record_cursors, rows, limit)
         scores = self._scores.on_targets(project, [r.id for r in page], [trace_id])
-        return Detail(
-            summary,
-            score_means(self._scores.on_targets(project, [], [trace_id])),
-            page,
-            _per_record(page, scores),
-            next_cursor,
-        )
+        # The trace's scores as the list shows them: on it and on any of its records.
+        trace_scores = self._trace_scores(project, [trace_id]).get(trace_id, {})
+        return Detail(summary, trace_scores, page, _per_record(page, scores), next_cursor)
 
     def _trace_scores(self, project: str, trace_ids: Sequence[str]) -> dict[str, Scores]:
         """Per trace: the means of the scores on it and on its records."""

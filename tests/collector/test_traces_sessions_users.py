@@ -231,6 +231,10 @@ def test_sessions_list_latest_activity_first_and_read_as_conversations(
     api.post("/v1/scores", json={"request_id": "req_0af765-001", "name": "stars", "value": 4})
     api.post("/v1/scores", json={"trace_id": T1, "name": "stars", "value": 2})
 
+    # A trace's scores are its own and its records', in the list and in the detail alike.
+    assert api.get("/v1/traces").json()["data"][0]["scores"] == {"stars": 3.0}
+    assert api.get(f"/v1/traces/{T1}").json()["data"]["scores"] == {"stars": 3.0}
+
     sessions = api.get("/v1/sessions").json()["data"]
 
     assert [s["session_id"] for s in sessions] == ["s1", "s2"]

@@ -24,6 +24,7 @@ def test_messages_create_is_recorded(anthropic_stub: AnthropicStub, records: Rec
     (record,) = records()
     assert record["provider"] == "anthropic"
     assert record["model"] == message.model
+    assert record["kind"] == "llm"
     assert record["input"] == {"system": "Be kind.", "messages": MESSAGES}
     assert record["output"]["content"] == anthropic_stub.script.reply
     assert record["output"]["finish_reason"] == message.stop_reason

@@ -102,6 +102,13 @@ def test_a_chain_is_one_trace_with_one_record_per_provider_call(
     assert call["usage"]["prompt_tokens"] > 0
     assert sequence["input_variables"] == {"question": "Hi?"}
     assert all(r["metadata"] == {"user_id": "u1", "session_id": "s1"} for r in recorded)
+    # The model call is the one llm record; the runs around it are chains (CONTRACT 10).
+    assert {r["span_name"]: r["kind"] for r in recorded} == {
+        "RunnableSequence": "chain",
+        "ChatPromptTemplate": "chain",
+        "chat gpt-4o": "llm",
+        "StrOutputParser": "chain",
+    }
 
 
 @pytest.fixture
@@ -258,6 +265,8 @@ def test_a_langgraph_run_nests_nodes_tools_and_model_calls_in_one_trace(
     assert root["input_variables"] == {"question": "otters"}
     assert root["output"] == {"question": "otters", "facts": "facts about otters", "answer": REPLY}
     assert all(r["metadata"] == {"user_id": "graph-user"} for r in recorded)
+    assert (root["kind"], research_node["kind"], call["kind"]) == ("chain", "chain", "llm")
+    assert named(recorded, "lookup")["kind"] == "tool"
 
 
 def test_inside_an_observed_function_the_run_joins_its_trace(
@@ -306,6 +315,7 @@ def test_a_retriever_is_a_parent_span_with_its_documents(
     (call,) = model_calls(recorded)
     assert shelf["parent_span_id"] == call["parent_span_id"] == sequence["span_id"]
     assert shelf["input_variables"] == {"query": "otters"}
+    assert (shelf["kind"], sequence["kind"], call["kind"]) == ("retriever", "chain", "llm")
     assert shelf["output"]["content"] == (
         '[{"page_content": "otters live in rivers", "metadata": {"source": "atlas"}}]'
     )

@@ -56,6 +56,7 @@ def test_dispatcher_spans_are_parents_of_one_record_per_provider_call(
     assert call["output"]["content"] == REPLY
     assert outer["input_variables"] == {"question": "Hi?"}
     assert all(r["metadata"] == {"user_id": "u1"} for r in recorded)
+    assert (outer["kind"], chat["kind"], call["kind"]) == ("span", "span", "llm")
 
 
 def test_async_calls_and_errors(llm: OpenAI, openai_stub: OpenAIStub, records: Records) -> None:

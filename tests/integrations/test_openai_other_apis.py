@@ -94,4 +94,5 @@ def test_embeddings_create_is_recorded(other_apis: str, records: Records) -> Non
     assert data == [0.25, -0.5, 0.125]
     assert record["input"] == ["a", "b"]
     assert record["model"] == "text-embedding-3-small"
+    assert record["kind"] == "embedding"
     assert record["usage"]["prompt_tokens"] == 3

@@ -51,6 +51,7 @@ def test_chat_completion_is_recorded(openai_stub: OpenAIStub, records: Records) 
     assert record["usage"]["prompt_tokens"] == completion.usage.prompt_tokens  # type: ignore[union-attr]
     assert record["usage"]["completion_tokens"] == completion.usage.completion_tokens  # type: ignore[union-attr]
     assert record["id"] == f"req_{record['trace_id']}{record['span_id']}"
+    assert record["kind"] == "llm"
 
 
 def test_a_queued_call_does_not_keep_the_response_object_alive(

@@ -46,6 +46,7 @@ def test_an_agent_run_is_the_parent_of_one_record_per_provider_call(
     assert agent["output"]["content"] == REPLY
     assert call["output"]["content"] == REPLY
     assert all(r["metadata"] == {"user_id": "u1"} for r in recorded)
+    assert (agent["kind"], call["kind"]) == ("agent", "llm")
 
 
 def test_a_tool_call_is_a_record_under_its_agent_run(records: Records) -> None:
@@ -68,4 +69,5 @@ def test_a_tool_call_is_a_record_under_its_agent_run(records: Records) -> None:
     assert tool["parent_span_id"] == run["span_id"]
     assert tool["input_variables"] == {"topic": "otters"}
     assert tool["output"]["content"] == "facts about otters"
+    assert (tool["kind"], run["kind"]) == ("tool", "agent")
     assert not any(r["model"] for r in spans.values())  # no provider call: no model record

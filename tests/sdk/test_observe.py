@@ -31,6 +31,24 @@ def test_function_call_becomes_a_record(records: Records) -> None:
     assert record["output"] == {"content": "Hello Ada!"}
     assert record["metadata"] == {"team": "care"}
     assert record["status"] == "success"
+    assert record["kind"] == "span"  # an observed function is a span unless told
+
+
+def test_observe_takes_the_kind_its_record_is(records: Records) -> None:
+    @promptrail.observe(kind="agent")
+    def plan() -> str:
+        return tool()
+
+    @promptrail.observe(kind="tool")
+    def tool() -> str:
+        return "done"
+
+    assert plan() == "done"
+
+    kinds = {r["span_name"].rsplit(".", 1)[-1]: r["kind"] for r in records(expected=2)}
+    assert kinds == {"plan": "agent", "tool": "tool"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        promptrail.observe(kind="function")
 
 
 def test_exceptions_make_an_error_record_and_propagate(records: Records) -> None:
