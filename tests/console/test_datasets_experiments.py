@@ -76,6 +76,7 @@ def test_records_from_the_logs_filter_and_from_one_record_make_a_dataset(
     form.get_by_role("button", name="Add to dataset").click()
     expect(form.get_by_role("status")).to_have_text("Added 1 record to hard-cases. Open hard-cases")
     assert len(items_of(client, "hard-cases")) == 1
+    console.screenshot("requests-add-to-dataset")
 
     # One record from its detail, into the same dataset (the name is suggested).
     page.goto(f"{console.url}/#/requests/req_console_0003")
@@ -142,6 +143,13 @@ def test_a_version_runs_over_a_dataset_from_the_prompts_page(
     expect(form.get_by_label("Version")).to_have_value("1")
     form.get_by_label("Concurrency").fill("1")
     form.get_by_label("Valid JSON").check()
+    # A regex that does not compile is the API's error, said on the form; nothing starts.
+    form.get_by_label("Regex").fill("(unclosed")
+    form.get_by_role("button", name="Run over the dataset").click()
+    expect(form.get_by_role("alert")).to_contain_text("(VALIDATION_ERROR)")
+    assert openai_stub.calls == []
+    assert client.get("/v1/experiments").json()["data"] == []
+    form.get_by_label("Regex").fill("")
     form.get_by_role("button", name="Run over the dataset").click()
 
     expect(page).to_have_url(re.compile(r"#/experiments/exp_"))
@@ -185,7 +193,10 @@ def test_a_version_runs_over_a_dataset_from_the_prompts_page(
     console.screenshot("experiment")
     page.set_viewport_size(PHONE)
     assert fits(page)
-    assert console.errors == []
+    # The one refused request, the bad regex's: the browser logs the 400 it answered.
+    assert console.errors == [
+        "Failed to load resource: the server responded with a status of 400 (Bad Request)"
+    ]
 
 
 def client_experiment(

@@ -45,7 +45,7 @@ export async function showDatasets(view) {
           listRow(
             DATASET_COLUMNS,
             [
-              h("a", { href: datasetHref(dataset.name) }, dataset.name),
+              h("a", { class: "plain", href: datasetHref(dataset.name) }, dataset.name),
               dataset.description ? h("span", { class: "muted" }, dataset.description) : "",
               fmt.count(dataset.item_count),
               h("span", { class: "mono" }, fmt.time(dataset.created_at)),

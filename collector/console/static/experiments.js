@@ -116,7 +116,7 @@ function experimentRow(experiment) {
   return listRow(
     COLUMNS,
     [
-      h("a", { href }, experiment.name),
+      h("a", { class: "plain", href }, experiment.name),
       h("a", { href: datasetHref(experiment.dataset) }, experiment.dataset),
       whatRan(experiment),
       experimentStatus(experiment.status),
