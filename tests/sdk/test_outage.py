@@ -51,7 +51,8 @@ def stored(url: str) -> list[dict[str, Any]]:
     cursor: str | None = None
     with httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}, timeout=30) as client:
         while True:
-            params: dict[str, Any] = {"limit": 100}
+            # Every kind: observed functions are spans, not model calls (CONTRACT 10).
+            params: dict[str, Any] = {"limit": 100, "kind": "all"}
             if cursor:
                 params["cursor"] = cursor
             page = client.get("/v1/requests", params=params).json()
