@@ -232,6 +232,9 @@ def test_a_session_reads_as_a_conversation_reached_from_a_record(
     related.get_by_role("link", name=f"Session {SESSION}").click()
 
     expect(page.get_by_role("heading", level=1)).to_contain_text(SESSION)
+    # A failed turn shows its error, read from its record (list items carry none).
+    failed = page.locator("ol.conversation > li").nth(2).locator(".turn-output")
+    expect(failed.locator("pre.error")).to_have_text("provider timed out")
     shown = turns(page)
     assert [t["input"] for t in shown] == [
         f"question\nWhere is my order? {SCRIPT}",
@@ -241,7 +244,7 @@ def test_a_session_reads_as_a_conversation_reached_from_a_record(
     assert [t["output"] for t in shown] == [
         "It ships today.",
         f"Express is $5. {IMAGE}",
-        "No output (the call failed).",
+        "No output (the call failed).\n\nprovider timed out",
     ]
     # Each turn's model, latency, cost and scores; its trace when it has one.
     assert "gpt-4o-mini" in shown[0]["head"] and "900 ms" in shown[0]["head"]

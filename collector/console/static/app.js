@@ -3,10 +3,7 @@
 
 import { showAnalytics } from "./analytics.js";
 import { ApiError, api, messageOf, session } from "./api.js";
-import { showCompare } from "./compare.js";
-import { showDataset, showDatasets } from "./datasets.js";
 import { h, replace } from "./dom.js";
-import { showExperiment, showExperiments } from "./experiments.js";
 import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
@@ -15,7 +12,9 @@ import { showSession, showSessions } from "./sessions.js";
 import { showTrace, showTraces } from "./traces.js";
 import { showUser, showUsers } from "./users.js";
 
-const view = document.getElementById("view");
+const main = document.getElementById("view");
+// The element the current route renders into (see run): the routes below read it when called.
+let view = main;
 const nav = document.getElementById("nav");
 const account = document.getElementById("account");
 
@@ -27,8 +26,6 @@ const SECTIONS = [
   ["#/prompts", "Prompts"],
   ["#/review", "Review"],
   ["#/analytics", "Analytics"],
-  ["#/datasets", "Datasets"],
-  ["#/experiments", "Experiments"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
 const params = (query) => new URLSearchParams(query || "");
@@ -47,12 +44,6 @@ const ROUTES = [
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
   [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],
   [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
-  [/^#\/datasets\/([^/?]+)$/, (encoded) => showDataset(view, name(encoded))],
-  [/^#\/datasets(?:\?(.*))?$/, () => showDatasets(view)],
-  // "compare" is no experiment id: ids start with "exp_".
-  [/^#\/experiments\/compare(?:\?(.*))?$/, (query) => showCompare(view, params(query))],
-  [/^#\/experiments\/([^/?]+)$/, (encoded) => showExperiment(view, name(encoded))],
-  [/^#\/experiments(?:\?(.*))?$/, (query) => showExperiments(view, params(query))],
   [/^#\/traces\/([^/?]+)$/, (encoded) => showTrace(view, name(encoded))],
   [/^#\/traces(?:\?(.*))?$/, (query) => showTraces(view, params(query))],
   [/^#\/sessions\/([^/?]+)$/, (encoded) => showSession(view, name(encoded))],
@@ -72,22 +63,36 @@ function route() {
   window.location.hash = "#/requests";
 }
 
+// Each route renders into its own element. A route still loading when the next one starts (a
+// quick click, Back) then fills an element no longer shown, instead of drawing over the newer
+// page; the page shown stays until the new route draws its first element.
+let routes = 0;
+
 async function run(show) {
+  const turn = ++routes;
+  const page = h("div", { class: "route" });
+  for (const pending of main.querySelectorAll(":scope > .route:empty")) pending.remove();
+  new MutationObserver((_, observer) => {
+    observer.disconnect();
+    if (turn === routes) replace(main, page);
+  }).observe(page, { childList: true });
+  main.append(page);
+  view = page;
   // aria-busy tells assistive technology (and the browser tests) that the view is loading.
-  view.setAttribute("aria-busy", "true");
+  main.setAttribute("aria-busy", "true");
   try {
     await show();
   } catch (error) {
-    failed(error);
+    if (turn === routes) failed(page, error);
   } finally {
-    view.removeAttribute("aria-busy");
+    if (turn === routes) main.removeAttribute("aria-busy");
   }
 }
 
-function failed(error) {
+function failed(page, error) {
   // A key the API stopped accepting has already led back to the sign-in form.
   if (error instanceof ApiError && error.status === 401) return;
-  replace(view, h("p", { class: "error", role: "alert" }, messageOf(error)));
+  replace(page, h("p", { class: "error", role: "alert" }, messageOf(error)));
 }
 
 function showChrome(hash) {
@@ -106,6 +111,7 @@ function signOut() {
 }
 
 function showSignIn(message = "") {
+  routes += 1; // a route still loading must not draw over the form
   replace(nav);
   replace(account);
   const input = h("input", {
@@ -131,7 +137,7 @@ function showSignIn(message = "") {
     h("button", { type: "submit" }, "Sign in"),
     note,
   );
-  replace(view, form);
+  replace(main, form);
   input.focus();
 }
 
@@ -140,11 +146,11 @@ async function signIn(event, input, note) {
   const key = input.value.trim();
   note.className = "note";
   replace(note, "Checking the key…");
-  view.setAttribute("aria-busy", "true");
+  main.setAttribute("aria-busy", "true");
   try {
     await api("/requests", { query: { limit: 1 }, key });
   } catch (error) {
-    view.removeAttribute("aria-busy");
+    main.removeAttribute("aria-busy");
     note.className = "note error";
     note.setAttribute("role", "alert");
     if (error instanceof ApiError && error.status === 401) {

@@ -125,7 +125,7 @@ export async function showSession(view, sessionId) {
       const before = turns.children.length;
       const added = records.map((record, i) => turn(record, before + i));
       turns.append(...added.map(({ item }) => item));
-      fillInputs(added);
+      fillFromDetails(added);
     },
     describe: (shown, hasMore) =>
       `${fmt.count(shown)} of ${fmt.count(session.records)} turns shown${hasMore ? ", more to load" : ""}.`,
@@ -147,7 +147,8 @@ function sessionFacts(session) {
 /**
  * One turn: its head (time linking to the record, model, status, latency, cost, scores, trace
  * link), what went in and what came out. A turn whose input has no variables (a captured call)
- * shows its last user message, read from the record's detail by `fillInputs`.
+ * shows its last user message, and a failed turn its error, read from the record's detail by
+ * `fillFromDetails`.
  */
 function turn(record, index) {
   const input = h("div", { class: "turn-input" });
@@ -163,6 +164,7 @@ function turn(record, index) {
     record.trace_id ? h("a", { href: traceHref(record.trace_id) }, "Trace") : null,
     scoreBadges(record.scores),
   );
+  const output = h("div", { class: "turn-output" }, outputOf(record));
   const variables = Object.entries(record.input_variables || {});
   if (variables.length) replace(input, variableList(variables));
   const item = h(
@@ -172,9 +174,10 @@ function turn(record, index) {
     h("div", { class: "turn-label" }, "Input"),
     input,
     h("div", { class: "turn-label" }, "Output"),
-    h("div", { class: "turn-output" }, outputOf(record)),
+    output,
   );
-  return { item, input, record: variables.length ? null : record };
+  const failed = record.status === "error";
+  return { item, input, output, record, needsInput: !variables.length, failed };
 }
 
 function variableList(variables) {
@@ -195,17 +198,23 @@ function outputOf(record) {
 // Details read at once for a page's turns: a page of 50 turns must not open 50 connections.
 const DETAIL_READS = 4;
 
-/** Read the detail of each turn without variables and show its last user message. */
-async function fillInputs(turns) {
-  const waiting = turns.filter((t) => t.record !== null);
-  for (const t of waiting) replace(t.input, h("p", { class: "muted" }, "Loading…"));
+/**
+ * Read the detail of each turn that needs it (list items carry neither `input` nor `error`):
+ * a turn without variables shows its last user message, a failed turn its error.
+ */
+async function fillFromDetails(turns) {
+  const waiting = turns.filter((t) => t.needsInput || t.failed);
+  for (const t of waiting) {
+    if (t.needsInput) replace(t.input, h("p", { class: "muted" }, "Loading…"));
+  }
   const next = async () => {
     for (let t = waiting.shift(); t; t = waiting.shift()) {
       try {
         const { data } = await api(`/requests/${encodeURIComponent(t.record.id)}`);
-        replace(t.input, lastUserMessage(data.input));
+        if (t.needsInput) replace(t.input, lastUserMessage(data.input));
+        if (t.failed && data.error) t.output.append(longText(data.error, "error"));
       } catch {
-        replace(t.input, h("p", { class: "muted" }, "Could not read this turn's input."));
+        if (t.needsInput) replace(t.input, h("p", { class: "muted" }, "Could not read this turn's input."));
       }
     }
   };
