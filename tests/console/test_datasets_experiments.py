@@ -245,6 +245,9 @@ def test_the_comparison_shows_regressions_first_with_intervals_and_the_changed_w
     expect(rows).to_have_count(2)
     expect(rows.first.locator("td").first).to_have_text("v4 candidate")
     console.screenshot("experiments")
+    page.set_viewport_size(PHONE)
+    assert fits(page)
+    page.set_viewport_size(LAPTOP)
     # The picker proposes the newest as the candidate and the one before as the base.
     pick = page.get_by_role("form", name="Compare two experiments")
     expect(pick.get_by_label("Base")).to_have_value(base)
@@ -291,4 +294,38 @@ def test_the_comparison_shows_regressions_first_with_intervals_and_the_changed_w
     page.get_by_role("link", name="Swap sides").click()
     settled(page)
     expect(page.locator("ol.compare-items > li").first).to_have_attribute("data-item-id", "q3")
+    assert console.errors == []
+
+
+def test_a_running_experiment_counts_up_and_can_be_cancelled(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    post(
+        client,
+        "/v1/prompts",
+        {"name": "greeting", "template": "Hi {name}.", "model": "gpt-4o-mini"},
+    )
+    post(client, "/v1/datasets", {"name": "many"})
+    items = [{"id": f"p{n}", "input_variables": {"name": f"P{n}"}} for n in range(20)]
+    post(client, "/v1/datasets/many/items", {"items": items})
+    openai_stub.script.first_byte_delay = 0.5
+    made = post(
+        client,
+        "/v1/experiments",
+        {"dataset": "many", "prompt": "greeting", "evaluators": [], "concurrency": 1},
+    )
+    page = settled(console.sign_in(route=f"#/experiments/{made['id']}"))
+    head = page.locator("h1")
+    expect(head.locator(".badge")).to_have_text("running")
+    run = page.locator("section.card", has=page.get_by_role("heading", name="Run"))
+    # The page asks again while it runs: the count moves without a reload.
+    progress = run.locator(".progress")
+    first = progress.inner_text()
+    expect(progress).not_to_have_text(first, timeout=10_000)
+    expect(progress).to_have_text(re.compile(r"^[1-9]\d* / 20 runs$"))
+    page.get_by_role("button", name="Cancel").click()
+    expect(head.locator(".badge")).to_have_text("cancelled", timeout=10_000)
+    expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+    stored = client.get(f"/v1/experiments/{made['id']}").json()["data"]
+    assert stored["status"] == "cancelled" and stored["counts"]["done"] < 20
     assert console.errors == []
