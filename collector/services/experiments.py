@@ -44,13 +44,13 @@ from ..models.experiments import ExperimentIn, ResultIn
 from ..models.runs import RunRequest
 from ..models.scores import infer_data_type
 from ..store.datasets import ItemRow
-from ..store.experiments import ExperimentRow, ExperimentStore, ResultRow
+from ..store.experiments import ExperimentRow, ExperimentStore, ResultRow, SummaryFigures
 from ..store.scores import ScoreRow, ScoreStore
 from .cursors import CursorCodec
 from .datasets import DatasetService
 from .evaluators import Evaluator, parse_evaluators
 from .ingest import rejection_of
-from .intervals import mean_interval, percentile
+from .intervals import MeanInterval, interval_of
 from .prompts import PromptService
 from .runs import RunService, RunTarget
 from .templates import provider_for
@@ -62,8 +62,6 @@ STOPPED = "the collector stopped while the experiment ran"
 # Experiments running in this process, by any collector of it (several collectors of one
 # process may share an embedded store: a start-up must not fail what another one runs).
 _RUNNING_HERE: set[str] = set()
-# Ties in a comparison's deltas below this are "unchanged" (float noise of means).
-_EPSILON = 1e-9
 
 
 def new_experiment_id() -> str:
@@ -438,9 +436,8 @@ class ExperimentService:
 
     def computed(self, project: str, row: ExperimentRow) -> Computed:
         """Counts and summary from the stored results."""
-        results = self._store.figures(project, row.id)
-        errors = sum(r.status == "error" for r in results)
-        return Computed(len(results), errors, summarize(results))
+        figures = self._store.summary_figures(project, row.id)
+        return Computed(figures.done, figures.errors, summary_of(figures))
 
     def page(
         self,
@@ -499,28 +496,26 @@ class ExperimentService:
         for experiment_id in (base_id, candidate_id):
             if self._store.get(project, experiment_id) is None:
                 raise ExperimentNotFound(experiment_id)
-        paired = compare(
-            self._store.figures(project, base_id), self._store.figures(project, candidate_id)
-        )
-        page = paired.order[offset : offset + limit]
-        # Only the page's items are read whole (variables, expected output, outputs).
-        ids = [item for item, *_ in page]
-        base_rows = self._store.first_of_items(project, base_id, ids)
-        candidate_rows = self._store.first_of_items(project, candidate_id, ids)
-        items = [
-            {
-                "item_id": item,
-                "input_variables": base_rows[item].input_variables,
-                "expected_output": base_rows[item].expected_output,
-                "base": {"output": base_rows[item].output, "scores": base_scores},
-                "candidate": {"output": candidate_rows[item].output, "scores": candidate_scores},
-                "delta": delta,
-            }
-            for item, delta, base_scores, candidate_scores in page
-        ]
-        more = offset + limit < len(paired.order)
+        figures = self._store.compare_figures(project, base_id, candidate_id, offset, limit)
+        base = summary_of(self._store.summary_figures(project, base_id))
+        candidate = summary_of(self._store.summary_figures(project, candidate_id))
+        data = {
+            "scores": {name: _compared(*values) for name, values in figures.scores.items()},
+            "estimated_cost_usd": _triple(
+                base["estimated_cost_usd"], candidate["estimated_cost_usd"]
+            ),
+            "latency_ms": _triple(base["latency_ms"]["p50"], candidate["latency_ms"]["p50"]),
+            "unmatched": figures.unmatched,
+            # Only the page's items are read whole (variables, expected output, outputs).
+            "items": _page_items(
+                figures.page,
+                _by_item(self._store.of_items(project, base_id, figures.page)),
+                _by_item(self._store.of_items(project, candidate_id, figures.page)),
+            ),
+        }
+        more = offset + limit < figures.paired
         next_cursor = self._compare_cursors.encode({"offset": offset + limit}) if more else None
-        return ComparePage({**paired.head, "items": items}, next_cursor)
+        return ComparePage(data, next_cursor)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -588,10 +583,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _interval(values: Sequence[float]) -> dict[str, Any]:
-    found = mean_interval(values)
-    if found is None:
-        return {"mean": None, "ci_low": None, "ci_high": None, "count": 0}
+def _interval(found: MeanInterval) -> dict[str, Any]:
     return {
         "mean": found.mean,
         "ci_low": found.ci_low,
@@ -600,24 +592,44 @@ def _interval(values: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def summarize(results: Sequence[ResultRow]) -> dict[str, Any]:
+def summary_of(figures: SummaryFigures) -> dict[str, Any]:
     """An experiment's summary: per numeric score its mean and 95% interval, the cost (task
     and judge apart), the tokens, and the latency p50/p95 of the successful results."""
-    by_name: dict[str, list[float]] = {}
-    for result in results:
-        for name, value in result.scores.items():
-            number = _number(value)
-            if number is not None:
-                by_name.setdefault(name, []).append(number)
-    latencies = [
-        r.latency_ms for r in results if r.status == "success" and r.latency_ms is not None
-    ]
     return {
-        "scores": {name: _interval(values) for name, values in sorted(by_name.items())},
-        "estimated_cost_usd": math.fsum(r.estimated_cost_usd for r in results),
-        "judge_cost_usd": math.fsum(r.judge_cost_usd for r in results),
-        "total_tokens": sum(r.total_tokens for r in results),
-        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        "scores": {
+            name: _interval(interval_of(mean, sd, count))
+            for name, (mean, sd, count) in figures.scores.items()
+        },
+        "estimated_cost_usd": figures.estimated_cost_usd,
+        "judge_cost_usd": figures.judge_cost_usd,
+        "total_tokens": figures.total_tokens,
+        "latency_ms": {"p50": figures.latency_p50, "p95": figures.latency_p95},
+    }
+
+
+EMPTY_SUMMARY = summary_of(SummaryFigures(0, 0, 0.0, 0.0, 0, None, None, {}))
+
+
+def _compared(
+    base: float,
+    candidate: float,
+    delta: float,
+    sd: float,
+    pairs: int,
+    improved: int,
+    regressed: int,
+) -> dict[str, Any]:
+    """One score of a comparison: the paired means and the interval of the mean delta."""
+    interval = interval_of(delta, sd, pairs)
+    return {
+        "base": base,
+        "candidate": candidate,
+        "delta": interval.mean,
+        "ci_low": interval.ci_low,
+        "ci_high": interval.ci_high,
+        "improved": improved,
+        "regressed": regressed,
+        "unchanged": pairs - improved - regressed,
     }
 
 
@@ -643,74 +655,31 @@ def _by_item(results: Sequence[ResultRow]) -> dict[str, _ItemSide]:
     return sides
 
 
+def _page_items(
+    page: Sequence[str], base: dict[str, _ItemSide], candidate: dict[str, _ItemSide]
+) -> list[dict[str, Any]]:
+    """The page's items, both sides whole: outputs of the first repetition, numeric scores
+    averaged over the repetitions and text scores as the first gave them."""
+    items = []
+    for item in page:
+        left, right = base[item], candidate[item]
+        lm, rm = left.means(), right.means()
+        items.append(
+            {
+                "item_id": item,
+                "input_variables": left.first.input_variables,
+                "expected_output": left.first.expected_output,
+                "base": {"output": left.first.output, "scores": {**left.first.scores, **lm}},
+                "candidate": {
+                    "output": right.first.output,
+                    "scores": {**right.first.scores, **rm},
+                },
+                "delta": {name: rm[name] - lm[name] for name in sorted(lm.keys() & rm.keys())},
+            }
+        )
+    return items
+
+
 def _triple(base: float | None, candidate: float | None) -> dict[str, float | None]:
     delta = None if base is None or candidate is None else candidate - base
     return {"base": base, "candidate": candidate, "delta": delta}
-
-
-@dataclass(frozen=True)
-class Paired:
-    """A comparison before its page of items is read whole: ``head`` is everything but the
-    items; ``order`` every paired item, the largest regression first, as (item id, delta per
-    score, base scores, candidate scores)."""
-
-    head: dict[str, Any]
-    order: list[tuple[str, dict[str, float], dict[str, Any], dict[str, Any]]]
-
-
-def compare(base: Sequence[ResultRow], candidate: Sequence[ResultRow]) -> Paired:
-    """Pair two experiments' results by item (repetitions averaged per item).
-
-    Per score: the means over the paired items, the mean paired delta (candidate minus base)
-    and its 95% interval, and how many items improved, regressed or stayed. Items are ordered
-    by their most negative delta of any score (the largest regression first), then by their
-    place in the dataset.
-    """
-    left, right = _by_item(base), _by_item(candidate)
-    paired = [item for item in left if item in right]
-    unmatched = len(left.keys() ^ right.keys())
-    names = sorted({n for s in (*left.values(), *right.values()) for n in s.numbers})
-    # Each side's per-item means, once.
-    means = {item: (left[item].means(), right[item].means()) for item in paired}
-    scores: dict[str, Any] = {}
-    for name in names:
-        pairs = [(b[name], c[name]) for b, c in means.values() if name in b and name in c]
-        deltas = [c - b for b, c in pairs]
-        interval = mean_interval(deltas)
-        scores[name] = {
-            "base": math.fsum(b for b, _ in pairs) / len(pairs) if pairs else None,
-            "candidate": math.fsum(c for _, c in pairs) / len(pairs) if pairs else None,
-            "delta": interval.mean if interval else None,
-            "ci_low": interval.ci_low if interval else None,
-            "ci_high": interval.ci_high if interval else None,
-            "improved": sum(d > _EPSILON for d in deltas),
-            "regressed": sum(d < -_EPSILON for d in deltas),
-            "unchanged": sum(abs(d) <= _EPSILON for d in deltas),
-        }
-    ranked: list[tuple[float, int, str, dict[str, float]]] = []
-    for item in paired:
-        b, c = means[item]
-        delta = {name: c[name] - b[name] for name in b.keys() & c.keys()}
-        ranked.append((min(delta.values(), default=0.0), left[item].first.position, item, delta))
-    ranked.sort(key=lambda entry: entry[:3])
-    order = [
-        (
-            item,
-            dict(sorted(delta.items())),
-            {**left[item].first.scores, **means[item][0]},
-            {**right[item].first.scores, **means[item][1]},
-        )
-        for _, _, item, delta in ranked
-    ]
-    base_summary, candidate_summary = summarize(base), summarize(candidate)
-    head = {
-        "scores": scores,
-        "estimated_cost_usd": _triple(
-            base_summary["estimated_cost_usd"], candidate_summary["estimated_cost_usd"]
-        ),
-        "latency_ms": _triple(
-            base_summary["latency_ms"]["p50"], candidate_summary["latency_ms"]["p50"]
-        ),
-        "unmatched": unmatched,
-    }
-    return Paired(head, order)

@@ -77,16 +77,10 @@ def mean_interval(values: Sequence[float]) -> MeanInterval | None:
     return MeanInterval(mean, mean - half, mean + half, n)
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Return the ``q``-th percentile (0-100) by linear interpolation; None when empty.
-
-    >>> percentile([1, 2, 3, 4], 50)
-    2.5
-    """
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+def interval_of(mean: float, sd: float, count: int) -> MeanInterval:
+    """The interval of a mean of ``count`` values whose sample standard deviation is ``sd``
+    (as ClickHouse's ``avg`` and ``stddevSamp`` give them; ``sd`` unused for one value)."""
+    if count <= 1 or not math.isfinite(sd):
+        return MeanInterval(mean, mean, mean, count)
+    half = t_975(count - 1) * sd / math.sqrt(count)
+    return MeanInterval(mean, mean - half, mean + half, count)

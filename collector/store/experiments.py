@@ -114,6 +114,53 @@ class ResultRow:
     total_tokens: int = 0
 
 
+@dataclass(frozen=True)
+class SummaryFigures:
+    """What an experiment's summary is computed from; ``scores``: name -> (mean, sd, n)."""
+
+    done: int
+    errors: int
+    estimated_cost_usd: float
+    judge_cost_usd: float
+    total_tokens: int
+    latency_p50: float | None
+    latency_p95: float | None
+    scores: dict[str, tuple[float, float, int]]
+
+
+@dataclass(frozen=True)
+class CompareFigures:
+    """What a comparison is computed from; ``scores``: name -> (base mean, candidate mean,
+    delta mean, delta sd, pairs, improved, regressed)."""
+
+    scores: dict[str, tuple[float, float, float, float, int, int, int]]
+    paired: int
+    unmatched: int
+    page: list[str]
+
+
+# A delta this close to zero is "unchanged" (float noise of means).
+_EPSILON = 1e-9
+
+
+def _score_values(table: str, experiments: str) -> str:
+    """SQL: one row per numeric score of the results of ``experiments`` (``{e:String}``, or
+    ``b_or_c`` for the two of a comparison): experiment_id, item_id, name, v. Booleans count
+    as 1/0; text scores and non-finite numbers are left out."""
+    which = (
+        "experiment_id IN ({b:String}, {c:String})"
+        if experiments == "b_or_c"
+        else f"experiment_id = {experiments}"
+    )
+    value = "multiIf(kv.2 = 'true', 1., kv.2 = 'false', 0., toFloat64OrNull(kv.2))"
+    return (
+        f"SELECT experiment_id, item_id, name, v FROM (SELECT experiment_id, item_id, "
+        f"kv.1 AS name, {value} AS v FROM {table} FINAL "
+        "ARRAY JOIN JSONExtractKeysAndValuesRaw(scores) AS kv "
+        f"WHERE project = {{p:String}} AND {which}) WHERE v IS NOT NULL AND isFinite(v)"
+    )
+
+
 _EXPERIMENT_COLUMNS = EXPERIMENTS.inserted_columns()
 _RESULT_COLUMNS = EXPERIMENT_RESULTS.inserted_columns()
 _RESULT_READ = (
@@ -292,44 +339,107 @@ class ExperimentStore:
         )
         return [_result(r) for r in result.result_rows]
 
-    def figures(self, project: str, experiment_id: str) -> list[ResultRow]:
-        """Return every result without its wide fields (variables, expected output, output):
-        what summaries and comparisons read, in item order."""
-        result = self._client.query(
-            "SELECT item_id, repetition, position, status, scores, latency_ms, "
-            f"estimated_cost_usd, judge_cost_usd, total_tokens FROM {self._results} FINAL "
-            "WHERE project = {p:String} AND experiment_id = {e:String} "
-            "ORDER BY position, item_id, repetition",
-            parameters={"p": project, "e": experiment_id},
+    def summary_figures(self, project: str, experiment_id: str) -> SummaryFigures:
+        """Counts, cost, tokens, latency percentiles and per-score (mean, sd, n), computed by
+        ClickHouse over the stored results (nothing read row by row)."""
+        params = {"p": project, "e": experiment_id}
+        success = "status = 'success' AND latency_ms IS NOT NULL"
+        totals = self._client.query(
+            "SELECT count(), countIf(status = 'error'), sum(estimated_cost_usd), "
+            f"sum(judge_cost_usd), sum(total_tokens), countIf({success}), "
+            "quantilesExactInclusiveIf(0.5, 0.95)"
+            f"(assumeNotNull(latency_ms), {success}) FROM {self._results} FINAL "
+            "WHERE project = {p:String} AND experiment_id = {e:String}",
+            parameters=params,
             settings=self._read,
+        ).result_rows[0]
+        scores = self._client.query(
+            "SELECT name, avg(v), stddevSamp(v), count() FROM ("
+            f"{_score_values(self._results, '{e:String}')}"
+            ") GROUP BY name ORDER BY name",
+            parameters=params,
+            settings=self._read,
+        ).result_rows
+        timed = int(totals[5])
+        return SummaryFigures(
+            done=int(totals[0]),
+            errors=int(totals[1]),
+            estimated_cost_usd=float(totals[2]),
+            judge_cost_usd=float(totals[3]),
+            total_tokens=int(totals[4]),
+            latency_p50=float(totals[6][0]) if timed else None,
+            latency_p95=float(totals[6][1]) if timed else None,
+            scores={str(r[0]): (float(r[1]), float(r[2]), int(r[3])) for r in scores},
         )
-        return [
-            ResultRow(
-                item_id=str(r[0]),
-                repetition=int(r[1]),
-                position=int(r[2]),
-                request_id=None,
-                trace_id=None,
-                input_variables={},
-                expected_output=None,
-                output="",
-                status=str(r[3]),
-                error="",
-                scores=json.loads(r[4]),
-                latency_ms=r[5],
-                estimated_cost_usd=float(r[6]),
-                judge_cost_usd=float(r[7]),
-                total_tokens=int(r[8]),
-            )
-            for r in result.result_rows
-        ]
 
-    def first_of_items(
+    def compare_figures(
+        self, project: str, base: str, candidate: str, offset: int, limit: int
+    ) -> CompareFigures:
+        """Pair two experiments by item inside ClickHouse: per score the paired means and the
+        deltas' mean, sd, count and signs; the paired and unmatched item counts; and one page
+        of paired item ids, the most negative delta first, then by the base's item order."""
+        params = {"p": project, "b": base, "c": candidate, "offset": offset, "limit": limit}
+        per_item = (
+            "SELECT experiment_id AS e, item_id, name, avg(v) AS v FROM ("
+            f"{_score_values(self._results, 'b_or_c')}"
+            ") GROUP BY e, item_id, name"
+        )
+        deltas = (
+            "SELECT pb.item_id AS item_id, pb.name AS name, pb.v AS vb, pc.v AS vc, "
+            f"pc.v - pb.v AS d FROM ({per_item}) AS pb INNER JOIN ({per_item}) AS pc "
+            "ON pb.item_id = pc.item_id AND pb.name = pc.name "
+            "WHERE pb.e = {b:String} AND pc.e = {c:String}"
+        )
+        items = (
+            "SELECT item_id, uniqExact(experiment_id) AS sides, "
+            "minIf(position, experiment_id = {b:String}) AS pos "
+            f"FROM {self._results} FINAL WHERE project = {{p:String}} "
+            "AND experiment_id IN ({b:String}, {c:String}) GROUP BY item_id"
+        )
+        scores = self._client.query(
+            "SELECT name, avg(vb), avg(vc), avg(d), stddevSamp(d), count(), "
+            f"countIf(d > {_EPSILON}), countIf(d < -{_EPSILON}) FROM ({deltas}) "
+            "GROUP BY name ORDER BY name",
+            parameters=params,
+            settings=self._read,
+        ).result_rows
+        paired, unmatched = self._client.query(
+            f"SELECT countIf(sides = 2), countIf(sides = 1) FROM ({items})",
+            parameters=params,
+            settings=self._read,
+        ).result_rows[0]
+        page = self._client.query(
+            f"SELECT i.item_id FROM ({items}) AS i LEFT JOIN (SELECT item_id, min(d) AS md "
+            f"FROM ({deltas}) GROUP BY item_id) AS m ON i.item_id = m.item_id "
+            "WHERE i.sides = 2 ORDER BY ifNull(m.md, 0), i.pos, i.item_id "
+            "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
+            parameters=params,
+            settings={**self._read, "join_use_nulls": 1},
+        ).result_rows
+        return CompareFigures(
+            scores={
+                str(r[0]): (
+                    float(r[1]),
+                    float(r[2]),
+                    float(r[3]),
+                    float(r[4]),
+                    int(r[5]),
+                    int(r[6]),
+                    int(r[7]),
+                )
+                for r in scores
+            },
+            paired=int(paired),
+            unmatched=int(unmatched),
+            page=[str(r[0]) for r in page],
+        )
+
+    def of_items(
         self, project: str, experiment_id: str, item_ids: Sequence[str]
-    ) -> dict[str, ResultRow]:
-        """Return each item's first repetition, whole, by item id."""
+    ) -> list[ResultRow]:
+        """Return every result of these items, whole, in item order then repetition."""
         if not item_ids:
-            return {}
+            return []
         result = self._client.query(
             f"SELECT {_RESULT_READ} FROM {self._results} FINAL WHERE project = {{p:String}} "
             "AND experiment_id = {e:String} AND item_id IN {ids:Array(String)} "
@@ -337,11 +447,7 @@ class ExperimentStore:
             parameters={"p": project, "e": experiment_id, "ids": list(item_ids)},
             settings=self._read,
         )
-        first: dict[str, ResultRow] = {}
-        for row in result.result_rows:
-            found = _result(row)
-            first.setdefault(found.item_id, found)
-        return first
+        return [_result(row) for row in result.result_rows]
 
     def counts(self, project: str, experiment_id: str) -> tuple[int, int]:
         """Return (results stored, of them errors)."""

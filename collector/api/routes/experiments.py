@@ -18,7 +18,7 @@ from ...models.experiments import (
     ResultsIn,
 )
 from ...models.requests import BatchResult, RejectedRecord
-from ...services.experiments import Computed, summarize
+from ...services.experiments import EMPTY_SUMMARY, Computed
 from ...services.mappers import pagination
 from ...store.experiments import ExperimentRow, ResultRow
 from ..deps import Project, ServicesDep
@@ -97,7 +97,7 @@ async def create_experiment(
     experiments = services.experiments
     row, items = await anyio.to_thread.run_sync(experiments.create, project, body)
     experiments.start(project, row, items)
-    return Data(data=experiment_out(row, Computed(0, 0, summarize([]))))
+    return Data(data=experiment_out(row, Computed(0, 0, EMPTY_SUMMARY)))
 
 
 @router.get("", response_model=Page[ExperimentOut])
