@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
@@ -315,3 +315,30 @@ def test_users_show_their_totals_sessions_and_model_calls(console: Console, log:
     page.get_by_role("link", name=USER).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(USER)
     no_markup_ran(page, console)
+
+
+def test_a_page_still_loading_does_not_draw_over_the_next_one(console: Console, log: Log) -> None:
+    log(*SPANS, OTHER)
+    page = console.sign_in(route="#/users")
+    rows(page)
+    # The trace's answer is held back, as from a slow collector, while the user moves on.
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route(f"**/v1/traces/{TRACE}?*", hold)
+    page.evaluate(f"window.location.hash = '#/traces/{TRACE}'")
+    while not held:
+        page.wait_for_timeout(50)
+    page.evaluate("window.location.hash = '#/sessions'")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sessions")
+    rows(page)
+
+    with page.expect_response(f"**/v1/traces/{TRACE}?*"):
+        held[0].continue_()
+    page.wait_for_timeout(500)  # time for the trace page to draw, had it been going to
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sessions")
+    expect(page.locator("section.trace")).to_have_count(0)
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+    assert console.errors == []
