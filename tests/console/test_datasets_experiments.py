@@ -188,7 +188,7 @@ def test_a_version_runs_over_a_dataset_from_the_prompts_page(
     assert names == ["exact_match", "json_valid", "similarity"]
     exact = rows[0]
     # Mean 2/3 with a t-based interval around it, over 3 results.
-    assert re.fullmatch(r"0\.667 \[-?[0-9.]+, [0-9.]+\]", exact[1]), exact
+    assert re.fullmatch(rf"0\.667 \[{MINUS}?[0-9.]+, [0-9.]+\]", exact[1]), exact
     assert exact[2] == "3"
     console.screenshot("experiment")
     page.set_viewport_size(PHONE)

@@ -40,14 +40,20 @@ function progressText(counts) {
   return `${fmt.count(counts.done)} / ${fmt.count(counts.runs)} runs${errors}`;
 }
 
-/** A score's mean with its 95% interval: "0.75 [0.61, 0.89]". */
+/** A number as scoreText writes it, a negative one with a real minus sign (as compare.js). */
+const number = (value) => (value < 0 ? `−${scoreText(-value)}` : scoreText(value));
+
+/**
+ * A score's mean with its 95% interval: "0.75 [0.61, 0.89]". The interval is the API's
+ * (t-based): with few results it can reach past the score's range, and is shown as computed.
+ */
 export function meanText(summary) {
   if (summary.mean === null || summary.mean === undefined) return "—";
   const interval =
     summary.ci_low === null || summary.ci_low === undefined
       ? ""
-      : ` [${scoreText(summary.ci_low)}, ${scoreText(summary.ci_high)}]`;
-  return `${scoreText(summary.mean)}${interval}`;
+      : ` [${number(summary.ci_low)}, ${number(summary.ci_high)}]`;
+  return `${number(summary.mean)}${interval}`;
 }
 
 const COLUMNS = [
