@@ -149,6 +149,16 @@ def test_the_traces_list_filters_and_a_trace_shows_every_kind(console: Console, 
         "link", name="Trace", exact=True
     ).click()
     expect(page).to_have_url(f"{console.url}/#/traces/{TRACE}")
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"answer {SCRIPT}")
+
+    # The request log is the log of model calls: the trace's chain, retriever and tool are not
+    # in it.
+    page.get_by_role("link", name="Requests").click()
+    assert sorted(row[3] for row in rows(page)) == [
+        "gpt-4o-mini",
+        "gpt-4o-mini",
+        "text-embedding-3-small",
+    ]
     no_markup_ran(page, console)
 
 
@@ -269,6 +279,7 @@ def test_a_session_reads_as_a_conversation_reached_from_a_record(
 
     page.goto(f"{console.url}/#/sessions")
     assert [row[1] for row in rows(page)] == [f"{SESSION}\nhelpful 1", "chat-8"]
+    console.screenshot("sessions")
     page.set_viewport_size(PHONE)
     page.goto(f"{console.url}/#/sessions/{SESSION}")
     turns(page)

@@ -105,7 +105,7 @@ export async function showSession(view, sessionId) {
   replace(
     view,
     h("a", { class: "back", href: "#/sessions" }, "← Sessions"),
-    h("h1", {}, h("span", { class: "muted" }, "Session"), " ", h("span", { class: "cut" }, sessionId)),
+    h("h1", {}, h("span", { class: "muted" }, "Session"), " ", h("span", { class: "cut", title: sessionId }, sessionId)),
     h(
       "div",
       { class: "detail" },

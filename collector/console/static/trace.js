@@ -67,6 +67,7 @@ export function traceHref(traceId) {
  * row per record (`currentId`'s marked). `found` is what `readTrace` answers.
  */
 export function traceTree({ trace, items, complete }, currentId = null) {
+  if (!items.length) return h("p", { class: "muted" }, "No records in this trace.");
   const roots = buildTree(items);
   const { start, end } = extent(items);
   const noun = items.length === 1 ? "span" : "spans";

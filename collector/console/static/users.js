@@ -77,7 +77,7 @@ export async function showUser(view, userId) {
   replace(
     view,
     h("a", { class: "back", href: "#/users" }, "← Users"),
-    h("h1", {}, h("span", { class: "muted" }, "User"), " ", h("span", { class: "cut" }, userId)),
+    h("h1", {}, h("span", { class: "muted" }, "User"), " ", h("span", { class: "cut", title: userId }, userId)),
     h(
       "div",
       { class: "detail" },
