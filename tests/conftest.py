@@ -1,4 +1,4 @@
-"""Shared fixtures: one embedded ClickHouse per test session, a fresh database per test."""
+"""Shared fixtures: one embedded ClickHouse per test process, an empty database per test."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
+from tests.databases import ReusableDatabase
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
 
 pytest_plugins = ["tests.capture"]
@@ -26,9 +27,32 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"chdb://{path}"
 
 
+@pytest.fixture(scope="session")
+def reusable_database(store_url: str) -> Iterator[ReusableDatabase]:
+    """The test process's migrated database, emptied for each test (see tests/databases.py)."""
+    database = ReusableDatabase(store_url, f"t_{uuid.uuid4().hex[:16]}")
+    yield database
+    database.close()
+
+
 @pytest.fixture
-def settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
-    """Settings for a collector on its own fresh database (dropped after the test)."""
+def settings(
+    reusable_database: ReusableDatabase, store_url: str, tmp_path: Path
+) -> Iterator[Settings]:
+    """Settings for a collector on a migrated, empty database of its own for the test."""
+    settings = Settings(
+        clickhouse_url=store_url,
+        database=reusable_database.checkout(),
+        data_dir=tmp_path,
+        init_api_key=DEFAULT_KEY,
+    )
+    yield settings
+    reusable_database.checkin()
+
+
+@pytest.fixture
+def fresh_settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
+    """Settings naming a database that does not exist yet (for tests of migrations themselves)."""
     settings = Settings(
         clickhouse_url=store_url,
         database=f"t_{uuid.uuid4().hex[:16]}",
@@ -36,7 +60,6 @@ def settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
         init_api_key=DEFAULT_KEY,
     )
     yield settings
-    # Every database left behind would slow the session's shared engine down test by test.
     client = open_client(store_url)
     try:
         client.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")

@@ -138,6 +138,13 @@ class KeyCache:
             if self._generation == generation:
                 self._entries[digest] = entry
 
+    def reset(self) -> None:
+        """Forget every key: the store's keys were replaced by something other than this
+        process's writers (a database emptied or restored under it)."""
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+
     def forget(self, digests: Iterable[str]) -> None:
         """Drop keys just revoked (after the revocation is stored)."""
         with self._lock:

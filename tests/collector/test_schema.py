@@ -27,7 +27,8 @@ from promptrail.collector.store.schema import (
 )
 
 
-def test_migrations_apply_once_and_are_recorded(settings: Settings) -> None:
+def test_migrations_apply_once_and_are_recorded(fresh_settings: Settings) -> None:
+    settings = fresh_settings
     client = open_client(settings.store_url)
     try:
         first = migrate(client, settings.database)

@@ -24,13 +24,15 @@ def store_before(
     rows: Iterable[RequestRow],
     statements: Sequence[str] = (),
 ) -> None:
-    """Migrate the test database up to (not including) ``version``, then store ``rows``.
+    """Make the test database anew, migrated up to (not including) ``version``, then store ``rows``.
 
     ``statements`` run in between, to put back what that release's schema had and the
     current table definitions no longer say.
     """
     client = open_client(settings.store_url)
     try:
+        # The fixture's database arrives migrated to the latest version (see tests/databases.py).
+        client.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
         with pytest.MonkeyPatch.context() as patch:
             before = tuple(m for m in migrations.MIGRATIONS if m.version < version)
             patch.setattr(migrations, "MIGRATIONS", before)
