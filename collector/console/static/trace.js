@@ -78,12 +78,31 @@ export function traceTree({ trace, items, complete }, currentId = null) {
       `${fmt.count(items.length)} ${noun} over ${fmt.duration(end - start)}`,
       complete ? "" : ` (the first ${fmt.count(items.length)} of ${fmt.count(trace.records)} shown)`,
     ),
+    timeAxis(end - start),
     h(
       "ul",
       { class: "trace-tree", role: "tree", "aria-label": "Spans of the trace" },
       flatten(roots).map((item) => row(item, currentId, start, end)),
     ),
   ];
+}
+
+/**
+ * The waterfall's scale over the bars' column: the trace's start, middle and end. It takes the
+ * rows' grid, so it lines up with their tracks at any width (a phone, whose rows put the track
+ * on a line of its own, does without it).
+ */
+function timeAxis(total) {
+  const ticks = [0, total / 2, total].map((ms) => h("span", {}, fmt.duration(Math.round(ms))));
+  return h(
+    "div",
+    { class: "trace-span trace-axis", "aria-hidden": "true" },
+    h("span", {}),
+    h("span", {}),
+    h("span", {}),
+    h("span", {}),
+    h("span", { class: "trace-ticks" }, ticks),
+  );
 }
 
 /**
