@@ -126,8 +126,9 @@ class SpanShipper:
 
     def _run(self) -> None:
         while not self._stopping:
-            # A spool backlog is replayed in rounds (at its bounded rate): come back soon.
-            backlog = self._exporter.replay_backlog
+            # A spool backlog is replayed in rounds (at its bounded rate): come back soon, but
+            # not while the collector is down (a round would only write one more small file).
+            backlog = self._exporter.replay_backlog and not self._exporter.unreachable
             self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
             self._wake.clear()
             try:

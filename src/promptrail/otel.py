@@ -208,6 +208,7 @@ class PromptrailSpanExporter(SpanExporter):
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
         self._closed = False
+        self._spilled_at_shutdown = 0  # what the exit line says was kept on disk
         self._spool = self._open_spool(cache_dir, spool_max_bytes, spool_max_age)
         # Files may be waiting from an earlier run: look at once. Then after each spill, and
         # every _RESCAN_SECONDS for files other processes left.
@@ -380,7 +381,10 @@ class PromptrailSpanExporter(SpanExporter):
         One warning says how many, where they went and why (the collector's URL and what the
         last post found); ``waited`` is how long the shutdown tried. Closing twice is harmless.
         """
-        kept = self._spill() if self._spool is not None and not self._closed else 0
+        if self._spool is not None and not self._closed:
+            self._stopping.set()
+            self._spill()
+        kept = self._spilled_at_shutdown
         with self._lock:
             if self._closed:
                 return
@@ -599,6 +603,8 @@ class PromptrailSpanExporter(SpanExporter):
                 self.pending_bytes -= len(pending.popleft())
             self.stats.add("spooled", len(records))
             self._count_losses(losses)
+            if self._stopping.is_set():
+                self._spilled_at_shutdown += len(records)
         self._spool_waiting = True
         return len(records)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -155,3 +156,63 @@ def test_four_workers_sharing_a_spool_two_of_them_killed_lose_nothing(
         records = stored(url)
 
     assert calls(records) == Counter({(f"w{i}", n): 1 for i in range(4) for n in range(1250)})
+
+
+def test_an_outage_says_where_records_wait_and_its_end_how_many_came_from_the_spool(
+    settings: Settings, capture: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # A refused connection fails at once; a longer timeout only spares a loaded machine.
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=10)
+    for n in range(3):
+        work("line", n)
+    assert promptrail.flush(timeout=1.0) is False
+    stats = promptrail.stats()
+    assert (stats["spooled"], stats["pending"], stats["dropped_total"]) == (3, 0, 0)
+    assert stats["captured"] == stats["exported"] + stats["pending"] + stats["spooled"]
+    down = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
+    assert down == [
+        f"promptrail: collector at {url} unreachable (connection refused); records are kept "
+        f"on disk at {stats['spool']} and sent when it is back (counted in promptrail.stats())"
+    ]
+
+    with serve(create_app(settings), port=port):
+        assert promptrail.flush(timeout=20)  # the shipper's next round may replay them first
+        work("line", 3)
+        assert promptrail.flush(timeout=20)
+        got = calls(stored(url))
+
+    assert got == Counter({("line", n): 1 for n in range(4)})
+    back = [r.getMessage() for r in caplog.records if "reachable again" in r.getMessage()]
+    assert len(back) == 1, back
+    assert re.fullmatch(
+        rf"promptrail: collector at {re.escape(url)} reachable again after [\d.]+ s; "
+        r"3 records sent \(3 from the spool\)",
+        back[0],
+    )
+    assert promptrail.stats()["replayed"] == 3
+
+
+def test_at_exit_records_still_waiting_are_kept_on_disk_and_the_line_says_where() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    script = (
+        "import promptrail\n"
+        f"promptrail.init(api_key={DEFAULT_KEY!r}, base_url={url!r}, flush_interval=60)\n"
+        "work = promptrail.observe(name='work')(lambda: 1)\n"
+        "for _ in range(3): work()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "at shutdown" in line]
+    assert len(lines) == 1, done.stderr
+    assert re.fullmatch(
+        rf"promptrail: 3 records kept on disk at {re.escape(str(spool_dir(url)))} at "
+        rf"shutdown: collector at {re.escape(url)} unreachable \(connection refused\) for "
+        r"(under 0\.1|[\d.]+) s",
+        lines[0],
+    )
+    assert len(spool_files(url)) == 1
