@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: run demo test examples lint bench install chromium screenshots clean
+.PHONY: run demo test examples lint bench bench-peers install chromium screenshots clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
 # LlamaIndex's OpenAI LLM (for its tests and example) declares openai<3 but runs on the openai
@@ -56,6 +56,13 @@ test: lint chromium examples
 screenshots: $(STAMP) chromium
 	PROMPTRAIL_SCREENSHOTS=$(CURDIR)/docs/screenshots $(VENV)/bin/pytest -n 2 tests/console
 
+# The registry beside Arize Phoenix and MLflow (issue 35), which live in a venv of their own,
+# .bench-venv: `make test` never needs them.
+bench-peers: $(STAMP)
+	test -x .bench-venv/bin/phoenix || ($(PYTHON) -m venv .bench-venv && \
+		.bench-venv/bin/pip install arize-phoenix mlflow httpx)
+	$(PY) benchmarks/peers_registry.py --prompts 200
+
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)
 	$(PY) benchmarks/prompts.py --prompts 10000
@@ -65,6 +72,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
 	$(PY) benchmarks/score_overhead.py
+	$(PY) benchmarks/scores.py --records 1000000
 	$(PY) benchmarks/spool.py
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py

@@ -77,6 +77,7 @@ class Store:
 
     def close(self) -> None:
         """Close the ClickHouse clients."""
+        self.prompts.close()
         if self._writer is not None:
             close_client(self._writer)
         close_client(self.client)

@@ -9,15 +9,18 @@ across collectors because the dedup log lives with the table (in Keeper on a clu
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .connection import utc
+from .connection import close_client, open_client, utc
 from .schema import Table, View, quote
 
 # Name claims and soft deletes. Sorted by name because every route addresses a prompt by
@@ -200,6 +203,8 @@ class ListFilter:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Versions read per query when an index loads a project's newest and labeled versions.
 _ROWS_CHUNK = 5_000
+# chDB handles the registry's writes may hold open at once (embedded store).
+_WRITE_HANDLES = 4
 
 
 def _packed_version(text: str) -> PromptVersionRow:
@@ -267,6 +272,9 @@ class PromptStore:
         # chDB runs several statements in one call: an insert and its read-back are then one
         # round trip into the engine instead of two (the compare-and-set stays the same).
         self._embedded = type(client).__name__ == "ChdbClient"
+        self._handles: list[Client] = []
+        self._handles_lock = threading.Lock()
+        self._idle: queue.SimpleQueue[Client] = queue.SimpleQueue()
         db = quote(database)
         self._prompts = f"{db}.{quote(PROMPTS.name)}"
         self._versions = f"{db}.{quote(PROMPT_VERSIONS.name)}"
@@ -278,6 +286,18 @@ class PromptStore:
         }
 
     def _insert(self, table: Table, row: list[Any], settings: dict[str, Any]) -> None:
+        if self._embedded:
+            # One statement with the row as parameters: chDB's insert() stages the block in a
+            # file first, several times the cost of a one-row VALUES.
+            rest = {k: v for k, v in settings.items() if k != "insert_deduplication_token"}
+            token = str(settings.get("insert_deduplication_token", ""))
+            with self._handle() as client:
+                client.command(
+                    self._insert_sql(table, "r"),
+                    parameters=self._insert_parameters("r", row, token),
+                    settings=rest,
+                )
+            return
         names = table.inserted_columns()
         self._client.insert(
             self._targets[table.name],
@@ -305,6 +325,41 @@ class PromptStore:
         named = {f"{prefix}{i}": value for i, value in enumerate(row)}
         named[f"{prefix}token"] = token
         return named
+
+    @contextlib.contextmanager
+    def _handle(self) -> Iterator[Client]:
+        """A chDB handle of the registry's own for one write (embedded store only).
+
+        Each handle runs one call at a time; with the collector's one client every write (and
+        every read) of the process would queue behind the one before it. Writers take an idle
+        handle, or open one up to ``_WRITE_HANDLES``, or wait for one.
+        """
+        try:
+            client = self._idle.get_nowait()
+        except queue.Empty:
+            with self._handles_lock:
+                opening = len(self._handles) < _WRITE_HANDLES
+                if opening:
+                    client = open_client(self._client.uri)
+                    self._handles.append(client)
+            if not opening:
+                client = self._idle.get()
+        try:
+            yield client
+        finally:
+            self._idle.put(client)
+
+    def write_handles(self) -> list[Client]:
+        """The handles the registry's writes opened so far (for tests and diagnostics)."""
+        with self._handles_lock:
+            return list(self._handles)
+
+    def close(self) -> None:
+        """Close the handles the registry's writes opened."""
+        with self._handles_lock:
+            handles, self._handles = self._handles, []
+        for client in handles:
+            close_client(client)
 
     def _point_rows(self, sql: str, **parameters: Any) -> Sequence[Sequence[Any]]:
         """Run a point read (a few granules, one thread) and return its rows."""
@@ -523,14 +578,15 @@ class PromptStore:
         )
         keys = {"project": project, "pid": row.prompt_id, "v": row.version}
         if self._embedded:
-            winner = self._client.command(
-                f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {readback}",
-                parameters={
-                    **keys,
-                    **self._insert_parameters("r", _version_values(project, row), token),
-                },
-                settings=self._point_read,
-            )
+            with self._handle() as client:
+                winner = client.command(
+                    f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {readback}",
+                    parameters={
+                        **keys,
+                        **self._insert_parameters("r", _version_values(project, row), token),
+                    },
+                    settings=self._point_read,
+                )
             return str(winner) if winner else None
         self._insert(
             PROMPT_VERSIONS,
@@ -567,20 +623,25 @@ class PromptStore:
             return self.try_claim_name(
                 project, row.name, generation, row.prompt_id, row.prompt_created_at
             )
-        winner = self._client.command(
-            f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {self._insert_sql(PROMPTS, 'c')}; "
-            f"{self._claim_readback()}",
-            parameters={
-                **self._insert_parameters(
-                    "r", _version_values(project, row), _version_token(project, row.prompt_id, 1)
-                ),
-                **self._insert_parameters("c", claim, _claim_token(project, row.name, generation)),
-                "project": project,
-                "name": row.name,
-                "g": generation,
-            },
-            settings=self._point_read,
-        )
+        with self._handle() as client:
+            winner = client.command(
+                f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {self._insert_sql(PROMPTS, 'c')}; "
+                f"{self._claim_readback()}",
+                parameters={
+                    **self._insert_parameters(
+                        "r",
+                        _version_values(project, row),
+                        _version_token(project, row.prompt_id, 1),
+                    ),
+                    **self._insert_parameters(
+                        "c", claim, _claim_token(project, row.name, generation)
+                    ),
+                    "project": project,
+                    "name": row.name,
+                    "g": generation,
+                },
+                settings=self._point_read,
+            )
         return bool(winner) and str(winner) == row.prompt_id
 
     def _claim_readback(self) -> str:

@@ -33,17 +33,21 @@ def services_of(api: TestClient) -> Services:
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[str]:
-    """Record every call the store's client makes from now on (query, command, insert)."""
-    client = services.store.client
+    """Record every call the store's clients make from now on (query, command, insert): the
+    collector's client and the handles the registry's writes opened (one, for one writer)."""
+    store = services.store
+    handles = store.prompts.write_handles()
+    assert len(handles) == 1, "a write ran before counting, so its handle is open"
     seen: list[str] = []
-    for method in ("query", "command", "insert"):
-        real = getattr(client, method)
+    for client in (store.client, *handles):
+        for method in ("query", "command", "insert"):
+            real = getattr(client, method)
 
-        def recorded(*args: Any, _real: Any = real, _name: str = method, **kwargs: Any) -> Any:
-            seen.append(f"{_name}: {str(args[0])[:80] if args else ''}")
-            return _real(*args, **kwargs)
+            def recorded(*args: Any, _real: Any = real, _name: str = method, **kwargs: Any) -> Any:
+                seen.append(f"{_name}: {str(args[0])[:80] if args else ''}")
+                return _real(*args, **kwargs)
 
-        monkeypatch.setattr(client, method, recorded)
+            monkeypatch.setattr(client, method, recorded)
     return seen
 
 
