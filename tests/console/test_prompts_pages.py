@@ -291,3 +291,26 @@ def test_the_prompt_page_shows_the_versions_own_creation_time(
     )
     expect(created).to_have_text(datetime.fromisoformat(second).strftime("%Y-%m-%d %H:%M:%S"))
     assert created.inner_text() != datetime.fromisoformat(first).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def test_the_version_history_shows_a_page_and_loads_more(
+    console: Console, client: httpx.Client
+) -> None:
+    # Issue 35: the versions list is paged; the history shows the newest 50, "Load more" the rest.
+    create(client, "long", "v1")
+    for n in range(2, 56):
+        update(client, "long", template=f"v{n}")
+    client.put("/v1/prompts/long/labels/production", json={"version": 1})
+
+    page = console.sign_in(route="#/prompts/long")
+    rows = page.locator("table.versions tbody tr")
+    expect(rows).to_have_count(50)
+    expect(rows.first.locator("td").first).to_have_text("v55")
+    # The label on a version past the first page is still shown as where it points.
+    expect(page.locator("#move-production")).to_have_value("1")
+    page.get_by_role("button", name="Load more").click()
+
+    expect(rows).to_have_count(55)
+    expect(rows.last.locator("td").first).to_have_text("v1")
+    expect(page.get_by_role("button", name="Load more")).to_be_hidden()
+    expect(page.get_by_text("55 versions")).to_be_visible()
