@@ -201,7 +201,7 @@ def init(
                 max_pending_bytes=budget,
                 stats=_score_stats,
                 transport=transport,
-                # Scores stay in memory for now (their tests pin it): the spool is records'.
+                **disk,  # scores ride the same spool, in a directory of their own
             ),
             _score_stats,
             max_bytes=budget,

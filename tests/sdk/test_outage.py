@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,3 +217,40 @@ def test_at_exit_records_still_waiting_are_kept_on_disk_and_the_line_says_where(
         lines[0],
     )
     assert len(spool_files(url)) == 1
+
+
+def test_scores_captured_while_the_collector_is_down_ride_the_spool_and_arrive_once(
+    settings: Settings, capture: None
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=10)
+    for n in range(5):
+        promptrail.score("n", n, request_id=f"req_spooled_{n}")
+    assert promptrail.flush(timeout=1.0) is False
+    counts = promptrail.stats()["scores"]
+    assert (counts["spooled"], counts["pending"], counts["dropped_total"]) == (5, 0, 0)
+    promptrail.shutdown()
+    scores_dir = spool_dir(url).with_name("scores")
+    assert len(list(scores_dir.glob("*.spool"))) == 1
+    shutil.copy(next(scores_dir.glob("*.spool")), scores_dir / f"{'9' * 20}-1-000000-5.spool")
+
+    _runtime.reset_stats()
+    with serve(create_app(settings), port=port):
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
+        assert promptrail.flush(timeout=20)
+        with httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}) as client:
+            deadline = time.monotonic() + 15
+            while True:  # stored scores become readable once the collector's buffer flushed
+                listed = client.get("/v1/scores", params={"limit": 100}).json()["data"]
+                if len(listed) >= 5 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            time.sleep(1.0)  # a second copy, were one stored, would be readable by now
+            listed = client.get("/v1/scores", params={"limit": 100}).json()["data"]
+        values = sorted((s["request_id"], s["value"]) for s in listed)
+
+    # The twin file was sent too: each score is stored once.
+    assert values == [(f"req_spooled_{n}", n) for n in range(5)], promptrail.stats()["scores"]
+    assert promptrail.stats()["scores"]["replayed"] == 10
+    assert list(scores_dir.glob("*.spool")) == []

@@ -31,8 +31,11 @@ def collector_on(settings: Settings, port: int) -> Iterator[str]:
 
 
 def listed(base_url: str) -> list[dict[str, Any]]:
+    # Every kind: the observed functions here are spans, not model calls (CONTRACT 10).
     response = httpx.get(
-        f"{base_url}/v1/requests", params={"limit": 100}, headers={"X-API-Key": DEFAULT_KEY}
+        f"{base_url}/v1/requests",
+        params={"limit": 100, "kind": "all"},
+        headers={"X-API-Key": DEFAULT_KEY},
     )
     data: list[dict[str, Any]] = response.json()["data"]
     return data
