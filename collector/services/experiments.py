@@ -200,11 +200,30 @@ class ExperimentService:
         evaluators = parse_evaluators(experiment.spec["evaluators"])
         gate = asyncio.Semaphore(int(experiment.spec["concurrency"]))
         repetitions = int(experiment.spec["repetitions"])
+        done: list[ResultRow] = []
+        writing = False
+
+        async def write() -> None:
+            # One writer at a time takes every result finished so far: while an insert runs
+            # the next results gather, so inserts batch themselves to the store's pace (an
+            # insert per result would hold the store's one client for every result).
+            nonlocal writing
+            if writing:
+                return
+            writing = True
+            try:
+                while done:
+                    batch = done[:]
+                    del done[:]
+                    await anyio.to_thread.run_sync(self._save, project, experiment, batch)
+            finally:
+                writing = False
 
         async def one(item: ItemRow, repetition: int) -> None:
             async with gate:
                 result = await self._run_one(project, experiment, evaluators, item, repetition)
-                await anyio.to_thread.run_sync(self._save, project, experiment, [result])
+            done.append(result)
+            await write()
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -212,7 +231,10 @@ class ExperimentService:
                     for repetition in range(1, repetitions + 1):
                         group.create_task(one(item, repetition))
         except asyncio.CancelledError:
-            raise  # cancelled or stopped: whoever cancelled set the status
+            # Cancelled or stopped (whoever cancelled set the status): store what finished.
+            if done and not writing:
+                await anyio.to_thread.run_sync(self._save, project, experiment, done[:])
+            raise
         except BaseException:
             logger.exception("experiment %s failed", experiment.id)
             await anyio.to_thread.run_sync(
