@@ -8,15 +8,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import ValidationFailed
+from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
 from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
+from .requests import kinds_of
 from .rollups import RollupService
 
 DEFAULT_PERIOD = timedelta(days=30)
-_FILTER_KEYS = {"prompt_name", "model", "status", "metadata"}
+_FILTER_KEYS = {"prompt_name", "model", "status", "metadata", "kind"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class AnalyticsService:
         start = parse_date(start_date, "start_date") if start_date else end - DEFAULT_PERIOD
         if start > end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
-        filters = _filters(filters_json, start, end)
+        filters = _filters(filters_json, start, end, every_kind=metric == "score")
         if self._pending is not None:
             self._pending.wait(project)
         if metric == "score":
@@ -107,7 +109,10 @@ class AnalyticsService:
         """
         by_metadata = (group_by or "").startswith("metadata.")
         other_filters = (filters.prompt_name, filters.model, filters.status) != (None,) * 3
-        if filters.metadata or (by_metadata and other_filters):
+        # The rollup sums the model calls alone: a query naming other kinds reads the log (a
+        # filter without kinds stands for the service's default, the model calls).
+        other_kinds = filters.kinds is not None and filters.kinds != MODEL_CALL_KINDS
+        if filters.metadata or (by_metadata and other_filters) or other_kinds:
             return self._rollups.plan(project, start, end, days=False, hours=False)
         if by_metadata:
             return self._rollups.plan(project, start, end, hours=False)
@@ -121,9 +126,15 @@ def _valid_group(group_by: str) -> bool:
     return group_by in GROUPS
 
 
-def _filters(text: str | None, start: datetime, end: datetime) -> RequestFilter:
+def _filters(
+    text: str | None, start: datetime, end: datetime, every_kind: bool = False
+) -> RequestFilter:
+    """The filter of a query: model calls unless ``filters.kind`` names kinds (CONTRACT 10).
+
+    ``every_kind``: without ``kind``, every kind (``metric=score``: a score may be on a span).
+    """
     if not text:
-        return RequestFilter(start=start, end=end)
+        return RequestFilter(start=start, end=end, kinds=None if every_kind else MODEL_CALL_KINDS)
     try:
         raw: Any = json.loads(text)
     except ValueError:
@@ -145,6 +156,9 @@ def _filters(text: str | None, start: datetime, end: datetime) -> RequestFilter:
     metadata = raw.get("metadata", {})
     if not isinstance(metadata, dict):
         raise ValidationFailed("filters.metadata", "filters.metadata must be an object")
+    kind = raw.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise ValidationFailed("filters.kind", "filters.kind must be a string")
     return RequestFilter(
         prompt_name=raw.get("prompt_name"),
         model=raw.get("model"),
@@ -152,4 +166,12 @@ def _filters(text: str | None, start: datetime, end: datetime) -> RequestFilter:
         start=start,
         end=end,
         metadata={str(k): metadata_text(v) for k, v in metadata.items()},
+        kinds=_kinds(kind, every_kind),
     )
+
+
+def _kinds(kind: str | None, every_kind: bool) -> tuple[str, ...] | None:
+    """The kinds of ``filters.kind``; ``all`` named one by one (the planner's None is the
+    model calls)."""
+    kinds = kinds_of(kind, every=every_kind, field="filters.kind")
+    return RECORD_KINDS if kinds is None and not every_kind else kinds

@@ -49,6 +49,11 @@ SPANS: dict[Span, tuple[timedelta, str]] = {
 
 _SPAN_TYPE = "Enum8('hour' = 1, 'day' = 2)"
 
+# The records the rollup sums: the model calls, what analytics report unless a filter names
+# other kinds (CONTRACT 10; such a query reads the log throughout). Stores sealed before
+# migration 19 summed every record: that migration marks every hour touched, to be summed anew.
+MODEL_CALLS = "kind IN ('llm', 'embedding')"
+
 REQUEST_TOUCHES = Table(
     name="request_touches",
     columns=(
@@ -248,7 +253,7 @@ class RollupStore:
             f"FROM {self._requests} FINAL WHERE project = {{project:String}} "
             "AND created_at >= {lo:DateTime64(3, 'UTC')} "
             "AND created_at < {hi:DateTime64(3, 'UTC')} "
-            "AND b IN {buckets:Array(DateTime('UTC'))} "
+            f"AND b IN {{buckets:Array(DateTime('UTC'))}} AND {MODEL_CALLS} "
             "GROUP BY project, b, prompt_name, version, model, status",
             parameters=params,
         )
@@ -280,7 +285,7 @@ class RollupStore:
             f"FROM {self._requests} FINAL "
             f"ARRAY JOIN (SELECT groupUniqArrayArray(mapKeys(metadata_map)) "
             f"FROM {self._requests} WHERE {in_days}) AS k "
-            f"WHERE {in_days} GROUP BY project, b, k, v",
+            f"WHERE {in_days} AND {MODEL_CALLS} GROUP BY project, b, k, v",
             parameters=params,
         )
 

@@ -199,6 +199,56 @@ def test_exports_take_model_calls_unless_their_filters_name_a_kind(
     assert refused.json()["error"]["details"]["field"] == "filters.kind"
 
 
+def test_analytics_sum_model_calls_unless_filters_name_kinds_sealed_or_not(
+    settings: Settings,
+) -> None:
+    # A collector that seals an hour as soon as nothing touches it.
+    sealing = settings.model_copy(update={"rollup_settle_seconds": 0.0})
+    with TestClient(create_app(sealing), headers=DEFAULT_AUTH) as api:
+        records = [
+            record(i, kind, status="error" if i % 2 else "success", latency_ms=100 * (i + 1))
+            for i, kind in enumerate(("llm", "chain", "tool", "embedding", "span", "llm"))
+        ]
+        api.post("/v1/requests/batch", json={"records": records})
+
+        def answer(metric: str, **params: Any) -> tuple[float, dict[str, int]]:
+            response = api.get(
+                "/v1/requests/analytics",
+                params={"metric": metric, "start_date": "2026-05-01", "end_date": "2026-05-03",
+                        "group_by": "model", **params},
+            )  # fmt: skip
+            assert response.status_code == 200, response.text
+            data = response.json()["data"]
+            return data["total"], {g["name"]: g["count"] for g in data["groups"]}
+
+        def every() -> list[tuple[float, dict[str, int]]]:
+            return [
+                answer("errors"),
+                answer("latency"),
+                answer("errors", filters=json.dumps({"kind": "all"})),
+                answer("errors", filters=json.dumps({"kind": "chain,tool"})),
+            ]
+
+        from_log = every()
+        # The model calls: llm (100 ms, success), embedding (400 ms, error), llm (600 ms, error).
+        assert from_log == [
+            (2.0, {"": 3}),
+            (pytest.approx(1100 / 3), {"": 3}),
+            (3.0, {"": 6}),  # every kind: chain and span errors too
+            (1.0, {"": 2}),  # chain (error) and tool
+        ]
+        services = api.app.state.services
+        assert services.rollups.seal_due() > 0
+        assert services.rollups.plan(
+            "default", START, START + timedelta(hours=1)
+        ).hours  # the hour is read from the rollup now
+        assert every() == from_log  # sealed, the same answers
+        refused = api.get(
+            "/v1/requests/analytics", params={"metric": "cost", "filters": '{"kind": "x"}'}
+        )
+        assert refused.json()["error"]["details"]["field"] == "filters.kind"
+
+
 def test_records_stored_before_kinds_get_one_from_their_rows(settings: Settings) -> None:
     db = f"`{settings.database}`"
     old_view = REQUEST_ITEMS_MV.select.replace(", kind FROM", " FROM").format(db=db, local="")
