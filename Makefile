@@ -67,6 +67,7 @@ bench-peers: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/prompts.py --prompts 10000
 	$(PY) benchmarks/runs.py
+	$(PY) benchmarks/experiments.py
 	$(PY) benchmarks/request_log.py --records 1000000
 	$(PY) benchmarks/traces.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
