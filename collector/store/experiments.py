@@ -449,17 +449,6 @@ class ExperimentStore:
         )
         return [_result(row) for row in result.result_rows]
 
-    def counts(self, project: str, experiment_id: str) -> tuple[int, int]:
-        """Return (results stored, of them errors)."""
-        result = self._client.query(
-            f"SELECT count(), countIf(status = 'error') FROM {self._results} FINAL "
-            "WHERE project = {p:String} AND experiment_id = {e:String}",
-            parameters={"p": project, "e": experiment_id},
-            settings=self._read,
-        )
-        done, errors = result.result_rows[0]
-        return int(done), int(errors)
-
 
 _EXPERIMENT_READ = (
     "id, name, dataset_id, dataset_name, prompt_name, version, model, task, status, spec, "

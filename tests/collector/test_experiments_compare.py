@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from promptrail.collector.services.intervals import t_975
+from promptrail.collector.services.intervals import mean_interval, t_975
 from tests.collector.contract import assert_error
 
 
@@ -73,6 +73,12 @@ def test_two_experiments_compare_paired_by_item_with_the_interval_of_the_mean_de
     assert quality["delta"] == pytest.approx(mean)
     assert quality["ci_low"] == pytest.approx(mean - t_975(3) * sd / 2)
     assert quality["ci_high"] == pytest.approx(mean + t_975(3) * sd / 2)
+    # ClickHouse's aggregates give the interval the reference formula gives.
+    reference = mean_interval(deltas)
+    assert reference is not None
+    assert (quality["ci_low"], quality["ci_high"]) == pytest.approx(
+        (reference.ci_low, reference.ci_high)
+    )
     assert (quality["improved"], quality["regressed"], quality["unchanged"]) == (2, 1, 1)
     # A text score is shown, not averaged or compared.
     assert "tone" not in data["scores"]
