@@ -281,22 +281,28 @@ def log_group(group_by: str | None, params: dict[str, Any]) -> str:
     return GROUPS[group_by].format(time="created_at")
 
 
-def _score_sums(requests: RequestStore, where: str, name: str) -> tuple[str, str]:
-    """SQL: the (group name, on_trace, target) pairs of the records matching ``where`` (each
-    record and its trace; ``name`` the group expression), and the score name's sums by
-    target (``t`` the total, ``n`` how many numeric and boolean scores), from SCORE_SUMS."""
+def _score_parts(requests: RequestStore, where: str, name: str) -> tuple[str, str, str]:
+    """SQL, each row (name, t, n): a score name's sums (``t`` the total, ``n`` how many
+    numeric and boolean scores, from SCORE_SUMS) on the records matching ``where``
+    (``name`` the group expression): on each record itself; on each trace once per group
+    holding a record of it; on each trace once."""
     records = f"SELECT {name} AS name, id, trace_id FROM {requests.table} FINAL WHERE {where}"
-    pairs = (
-        f"SELECT DISTINCT name, tg.1 AS on_trace, tg.2 AS target FROM ({records}) ARRAY JOIN "
-        "if(trace_id != '', [(toUInt8(0), id), (toUInt8(1), trace_id)], [(toUInt8(0), id)]) "
-        "AS tg"
-    )
     sums = (
-        "SELECT on_trace, target, sum(total) AS t, sum(numbers) AS n FROM "
+        "SELECT target, sum(total) AS t, sum(numbers) AS n FROM "
         f"{sibling(requests.scores_table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
-        "AND name = {score_name:String} GROUP BY on_trace, target HAVING n > 0"
+        "AND name = {score_name:String} AND on_trace = %d GROUP BY target HAVING n > 0"
     )
-    return pairs, sums
+    # A record is one row of ``records`` (FINAL): its own sums join it once, no DISTINCT.
+    own = (
+        f"SELECT r.name AS name, s.t AS t, s.n AS n FROM ({records}) AS r "
+        f"INNER JOIN ({sums % 0}) AS s ON r.id = s.target"
+    )
+    traced = (
+        "SELECT r.name AS name, s.t AS t, s.n AS n FROM (SELECT DISTINCT {key} AS name, trace_id "
+        f"FROM ({records}) WHERE trace_id != '') AS r INNER JOIN ({sums % 1}) AS s "
+        "ON r.trace_id = s.target"
+    )
+    return own, traced.replace("{key}", "name"), traced.replace("{key}", "''")
 
 
 def score_aggregate(
@@ -309,26 +315,21 @@ def score_aggregate(
 ) -> tuple[GroupRow, list[GroupRow]]:
     """Return the mean of the scores named ``score_name`` on the matching records, and per
     group largest first. A trace's score counts once per group (and once in the total),
-    however many of the trace's records the group holds: each (group, target) pair is
-    joined once to the target's sums."""
+    however many of the trace's records the group holds."""
     where, params = filter_where(project, filters)
     params.update(score_name=score_name, limit=_MAX_GROUPS)
     name = log_group(group_by, params)
-    pairs, sums = _score_sums(requests, where, name)
-    joined = "AS s ON p.on_trace = s.on_trace AND p.target = s.target"
+    own, per_group, once = _score_parts(requests, where, name)
     total = client.query(
-        f"SELECT sum(s.t), sum(s.n) FROM (SELECT DISTINCT on_trace, target FROM ({pairs})) "
-        f"AS p INNER JOIN ({sums}) {joined}",
-        parameters=params,
+        f"SELECT sum(t), sum(n) FROM ({own} UNION ALL {once})", parameters=params
     ).result_rows[0]
     count = int(total[1])
     total_row = GroupRow("", float(total[0]) / count if count else 0.0, count, None)
     if group_by is None:
         return total_row, []
     rows = client.query(
-        f"SELECT p.name AS name, sum(s.t) / sum(s.n) AS value, sum(s.n) FROM ({pairs}) AS p "
-        f"INNER JOIN ({sums}) {joined} GROUP BY name ORDER BY value DESC, name "
-        "LIMIT {limit:UInt32}",
+        f"SELECT name, sum(t) / sum(n) AS value, sum(n) FROM ({own} UNION ALL {per_group}) "
+        "GROUP BY name ORDER BY value DESC, name LIMIT {limit:UInt32}",
         parameters=params,
     ).result_rows
     return total_row, [GroupRow(str(r[0]), float(r[1]), int(r[2]), None) for r in rows]
