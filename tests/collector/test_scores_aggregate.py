@@ -265,3 +265,22 @@ def test_migration_16_sums_the_scores_already_stored_once(upgraded: tuple[Any, s
         "ORDER BY target, id"
     ).result_rows
     assert ("r2", "sc1") in targets and ("t1", "sc3") in targets
+
+
+def test_deleting_records_by_metadata_takes_their_scores_out_of_the_sums(
+    scores_api: TestClient,
+) -> None:
+    tag, keep = uuid.uuid4().hex[:8], uuid.uuid4().hex[:8]
+    gone, kept = log(scores_api, tag, 1), log(scores_api, keep, 1)
+    name = f"del_{tag}"
+    first = created(scores_api, request_id=gone, name=name, value=0.9)
+    created(scores_api, id=first["id"], request_id=gone, name=name, value=0.7)  # replaced
+    created(scores_api, request_id=gone, name=name, value=True)
+    created(scores_api, request_id=kept, name=name, value=0.2)
+    deleted = scores_api.request("DELETE", "/v1/requests", json={"metadata": {"tag": tag}})
+    assert deleted.status_code == 200, deleted.text
+    client, database = _client(scores_api), _db(scores_api)
+    sums = stored_sums(client, database, [name])
+    assert sums == reference_sums(client, database, [name])
+    assert sums == {(name, 0, kept, "0.2"): (0.2, 1, 1)}
+    assert mean_of(scores_api, keep, name) == (0.2, 1)
