@@ -20,6 +20,7 @@ from promptrail.collector.config import Settings
 from promptrail.collector.errors import PromptAlreadyExists, PromptNotFound
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
+from promptrail.collector.services.prompts.live_ids import _STRIPES
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import PromptRef
 from tests.collector.contract import assert_error
@@ -205,3 +206,33 @@ def test_a_cursor_of_the_prompt_list_is_not_a_versions_cursor(api: TestClient) -
     assert_error(api.get("/v1/prompts/a/versions", params={"cursor": list_cursor}), 400)
     assert_error(api.get("/v1/prompts/a/versions", params={"limit": 0}), 400)
     assert_error(api.get("/v1/prompts/a/versions", params={"limit": 101}), 400)
+
+
+def test_writers_of_other_prompts_are_not_held_by_a_slow_writer(api: TestClient) -> None:
+    # A writer of prompt "slow" holds its prompt's lock (as during a stalled store call): a
+    # new version of another prompt and a create of another name go through meanwhile, and
+    # a second writer of "slow" waits for it.
+    prompts = services_of(api).prompts
+    prompts.create(PROJECT, PromptCreate(name="slow", template="v1", model="gpt-4o"))
+    slow_id = prompts.get(PROJECT, "slow").prompt_id
+    stripe = hash((PROJECT, f"prompt/{slow_id}")) % _STRIPES
+    # A name and a prompt whose locks are not the held one (locks are striped by hash).
+    names = (f"n{i}" for i in range(1000) if hash((PROJECT, f"name/n{i}")) % _STRIPES != stripe)
+    new = next(names)
+    fast = ""
+    for name in names:
+        row = prompts.create(PROJECT, PromptCreate(name=name, template="v1", model="gpt-4o"))
+        if hash((PROJECT, f"prompt/{row.prompt_id}")) % _STRIPES != stripe:
+            fast = name
+            break
+
+    with ThreadPoolExecutor(3) as pool, prompts.live_ids.holding(PROJECT, f"prompt/{slow_id}"):
+        blocked = pool.submit(prompts.update, PROJECT, "slow", PromptUpdate(template="v2"))
+        versioned = pool.submit(prompts.update, PROJECT, fast, PromptUpdate(template="v2"))
+        created = pool.submit(
+            prompts.create, PROJECT, PromptCreate(name=new, template="v1", model="gpt-4o")
+        )
+        assert versioned.result(timeout=60).version == 2
+        assert created.result(timeout=60).version == 1
+        assert not blocked.done()
+    assert blocked.result(timeout=60).version == 2
