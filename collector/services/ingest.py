@@ -462,8 +462,14 @@ def _records_of_deep_body(body: bytes) -> list[Any]:
 
 
 def _split_records(text: str) -> list[str]:
-    """Return the JSON text of each item of the top-level ``records`` array of ``text``."""
+    """Return the JSON text of each item of the top-level ``records`` array of ``text``.
+
+    A document that is not a batch (an array, an object without a ``records`` array) raises
+    the ``ValidationError`` the envelope gives a shallow document of the same shape: however
+    deep it is, such a body stores nothing and must not pass for an empty batch.
+    """
     depth, key, start = 0, "", -1
+    top, records_value = "", ""
     pieces: list[str] = []
     for token in _JSON_TOKEN.finditer(text):
         char = token.group()[0]
@@ -472,8 +478,12 @@ def _split_records(text: str) -> list[str]:
                 key = token.group()
         elif char in "[{":
             depth += 1
-            if depth == 2 and char == "[" and key == '"records"':
-                pieces, start = [], token.end()
+            if depth == 1 and not top:
+                top = char
+            if depth == 2 and key == '"records"' and not records_value:
+                records_value = char
+                if char == "[":
+                    pieces, start = [], token.end()
         elif char in "]}":
             depth -= 1
             if depth == 1 and start >= 0:
@@ -482,6 +492,14 @@ def _split_records(text: str) -> list[str]:
         elif char == "," and depth == 2 and start >= 0:
             pieces.append(text[start : token.start()])
             start = token.end()
+        elif char == "," and depth == 1:
+            key = ""
     if depth != 0:
         raise ValueError("not a JSON document")
+    if top != "{" or records_value != "[":
+        # Only brackets nest deeply enough to get here; a shallow stand-in of the same shape
+        # gets the envelope's own errors (the type of the body, or of ``records``).
+        shape: Any = [] if top == "[" else {"records": {}} if records_value else {}
+        _ENVELOPE.validate_python(shape, from_attributes=True)
+        raise ValueError("not a batch")  # pragma: no cover - the stand-in never validates
     return [piece for piece in pieces if piece.strip()]

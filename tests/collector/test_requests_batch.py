@@ -202,6 +202,23 @@ def test_a_body_that_is_not_a_batch_is_400(api: TestClient, body: bytes, field: 
     assert ids(api) == []
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (b"[" * 5000 + b"]" * 5000, "body"),
+        (b"[" * 300 + b"]" * 300, "body"),
+        (b'{"other": ' + b"[" * 5000 + b"]" * 5000 + b"}", "records"),
+        (b'{"records": ' + b"{" * 1 + b'"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}", "records"),
+    ],
+)
+def test_a_deep_body_that_is_not_a_batch_is_400(api: TestClient, body: bytes, field: str) -> None:
+    """However deep, a document without a records array is refused, not an empty batch."""
+    error = posted_raw(api, body, JSON)
+
+    assert error["details"]["field"] == field
+    assert ids(api) == []
+
+
 def test_a_body_that_is_not_json_by_its_content_type_is_400(api: TestClient) -> None:
     body = json.dumps({"records": [record()]}).encode()
 
