@@ -3,7 +3,10 @@
 
 import { showAnalytics } from "./analytics.js";
 import { ApiError, api, messageOf, session } from "./api.js";
+import { showCompare } from "./compare.js";
+import { showDataset, showDatasets } from "./datasets.js";
 import { h, replace } from "./dom.js";
+import { showExperiment, showExperiments } from "./experiments.js";
 import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
@@ -26,6 +29,8 @@ const SECTIONS = [
   ["#/prompts", "Prompts"],
   ["#/review", "Review"],
   ["#/analytics", "Analytics"],
+  ["#/datasets", "Datasets"],
+  ["#/experiments", "Experiments"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
 const params = (query) => new URLSearchParams(query || "");
@@ -44,6 +49,12 @@ const ROUTES = [
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
   [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],
   [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
+  [/^#\/datasets\/([^/?]+)$/, (encoded) => showDataset(view, name(encoded))],
+  [/^#\/datasets(?:\?(.*))?$/, () => showDatasets(view)],
+  // "compare" is no experiment id: ids start with "exp_".
+  [/^#\/experiments\/compare(?:\?(.*))?$/, (query) => showCompare(view, params(query))],
+  [/^#\/experiments\/([^/?]+)$/, (encoded) => showExperiment(view, name(encoded))],
+  [/^#\/experiments(?:\?(.*))?$/, (query) => showExperiments(view, params(query))],
   [/^#\/traces\/([^/?]+)$/, (encoded) => showTrace(view, name(encoded))],
   [/^#\/traces(?:\?(.*))?$/, (query) => showTraces(view, params(query))],
   [/^#\/sessions\/([^/?]+)$/, (encoded) => showSession(view, name(encoded))],
