@@ -47,10 +47,16 @@ examples: $(STAMP)
 
 # Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores than
 # one. A third gained little (1,129 tests on a quiet machine: 704 s with -n 2, 668 s with -n 3)
-# and loads the timing-sensitive tests more. The examples ran just before (a failing example
-# stops here early), so they are not run twice.
-test: lint chromium examples
-	$(VENV)/bin/pytest -n 2 --durations=25 --ignore=tests/integrations/test_examples.py
+# and loads the timing-sensitive tests more. The examples run inside the suite, and mypy beside
+# it, on the share of the 2 cores the workers leave idle while their tests wait (on
+# subprocesses, flushes, a browser).
+test: $(STAMP) chromium
+	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
+	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
+	@$(VENV)/bin/mypy > .mypy-report 2>&1 & typing=$$!; \
+	$(VENV)/bin/pytest -n 2 --durations=25; suite=$$?; \
+	wait $$typing; typed=$$?; echo "mypy:"; cat .mypy-report; rm -f .mypy-report; \
+	test $$suite -eq 0 && test $$typed -eq 0
 
 # The console's browser tests, writing their screenshots into docs/screenshots (for the README).
 screenshots: $(STAMP) chromium
