@@ -52,6 +52,7 @@ from .scores import (
     SCORE_TARGETS_MV,
     SCORES,
 )
+from .traces import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV
 
 logger = logging.getLogger("promptrail.store")
 
@@ -213,6 +214,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     # already holding records is marked touched, so the sealer sums it anew; until then reads
     # take those hours from the log, exact as ever.
     Migration(19, "rollup_model_calls", (Backfill(REQUEST_TOUCHES_MV, REQUEST_TOUCHES),)),
+    # The session and user lists take their candidates from a rollup of each one's latest
+    # time per day and kind (see traces.ACTIVITY_ROLLUP), for the records stored before too:
+    # a row written by both the view and the backfill changes no maximum.
+    Migration(
+        20,
+        "activity_rollup",
+        (ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, Backfill(ACTIVITY_ROLLUP_MV, ACTIVITY_ROLLUP)),
+    ),
 )
 
 

@@ -5,24 +5,26 @@
 - The trace list finds the newest traces in ``request_items`` (sorted by time) a window of
   time at a time, as a list page does, then sums each candidate in ``trace_records``.
 - Sessions and users are sums over the period's records that carry a ``session_id`` or
-  ``user_id`` in their metadata (``request_items``, bounded by the period: 30 days unless
-  asked); a session's records are read through the metadata index.
+  ``user_id`` in their metadata. Their lists take candidates, latest first, from a rollup
+  (``ACTIVITY_ROLLUP``: per session or user, day and kind, the latest record and the number of
+  tombstones), then sum each candidate exactly over its records in the period through the
+  metadata index; a session's records are read through the metadata index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from clickhouse_connect.driver.client import Client
 
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
 from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
-from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, TRACE_RECORDS
-from .schema import quote
+from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS, TRACE_RECORDS
+from .schema import Table, View, quote
 
 # The kinds counted as model calls.
 _MODEL_CALLS = "('llm', 'embedding')"
@@ -32,6 +34,46 @@ _COST = ITEM_NAMES.index("estimated_cost_usd") + 1
 # A trace's name, user and session are its root record's (no parent), else its first
 # record's that has one: argMin over this key prefers the root, then the oldest.
 _ROOT_FIRST = "(parent_span_id != '', created_at)"
+
+# The rollup the session and user lists take their candidates from: per (project, session or
+# user, day, kind), the latest record's time, the number of tombstones and (for a session) its
+# users. Kept by a view from every insert into the log, copies and tombstones too: a retried
+# copy changes no maximum, a late record raises its own day's, and a tombstone is counted (not
+# subtracted), which marks that key's latest time as an upper bound only. So the rollup never
+# gives a total: it orders candidates by a time that is exact or too late, and each candidate
+# is then summed exactly from its live records (see TraceStore._rolled_page).
+ACTIVITY_ROLLUP = Table(
+    name="activity_rollup",
+    columns=(
+        "project LowCardinality(String)",
+        "key LowCardinality(String)",
+        "value String",
+        "day Date",
+        "kind LowCardinality(String)",
+        "last_at SimpleAggregateFunction(max, DateTime64(3, 'UTC'))",
+        "tombstones SimpleAggregateFunction(sum, UInt64)",
+        "user_ids SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
+    ),
+    engine="AggregatingMergeTree",
+    order_by="(project, key, day, value, kind)",
+    sharded=True,
+    sharding_key="cityHash64(project, value)",
+)
+
+ACTIVITY_ROLLUP_MV = View(
+    name="activity_rollup_mv",
+    to_table=ACTIVITY_ROLLUP.name,
+    select=(
+        "SELECT project, key, metadata_map[key] AS value, toDate(created_at) AS day, kind, "
+        "max(created_at) AS last_at, toUInt64(sum(is_deleted)) AS tombstones, "
+        "groupUniqArrayArrayIf([metadata_map['user_id']], "
+        "key = 'session_id' AND metadata_map['user_id'] != '') AS user_ids "
+        f"FROM {{db}}.{REQUESTS.name}{{local}} "
+        "ARRAY JOIN ['session_id', 'user_id'] AS key "
+        "WHERE metadata_map[key] != '' GROUP BY project, key, value, day, kind"
+    ),
+    sharded=True,
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +142,10 @@ class UserSummary:
     estimated_cost_usd: float
 
 
+# A row of the session list or of the user list.
+_Summary = TypeVar("_Summary", SessionSummary, UserSummary)
+
+
 class TraceStore:
     """Every query of traces, sessions and users."""
 
@@ -109,6 +155,7 @@ class TraceStore:
         self.traces_table = f"{db}.{quote(TRACE_RECORDS.name)}"
         self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
+        self.rollup_table = f"{db}.{quote(ACTIVITY_ROLLUP.name)}"
 
     # -- traces ----------------------------------------------------------------------------
 
@@ -247,11 +294,25 @@ class TraceStore:
         limit: int,
     ) -> list[SessionSummary]:
         """Return sessions of the period, latest activity first, after a keyset position."""
-        having, params = self._group_position("last_at", "session_id", after)
-        if user_id is not None:
-            having.append("has(user_ids, {user_id:String})")
-            params["user_id"] = user_id
-        return self._sessions(project, _period(period, params), kinds, having, params, limit)
+
+        def exact(values: list[str]) -> list[SessionSummary]:
+            having: list[str] = []
+            params: dict[str, Any] = {}
+            if user_id is not None:
+                having.append("has(user_ids, {user_id:String})")
+                params["user_id"] = user_id
+            scope = self._values_scope("session_id", values, period, params)
+            return self._sessions(project, scope, kinds, having, params, len(values))
+
+        return self._rolled_page(
+            project,
+            "session_id",
+            (period, kinds, user_id),
+            after,
+            limit,
+            exact,
+            lambda s: (s.last_at, s.session_id),
+        )
 
     def session(
         self, project: str, session_id: str, kinds: Sequence[str] | None
@@ -364,16 +425,39 @@ class TraceStore:
         limit: int,
     ) -> list[UserSummary]:
         """Return users of the period, latest activity first, after a keyset position."""
-        having, params = self._group_position("last_at", "user_id", after)
+
+        def exact(values: list[str]) -> list[UserSummary]:
+            params: dict[str, Any] = {}
+            scope = self._values_scope("user_id", values, period, params)
+            return self._users(project, scope, kinds, params, len(values))
+
+        return self._rolled_page(
+            project,
+            "user_id",
+            (period, kinds, None),
+            after,
+            limit,
+            exact,
+            lambda u: (u.last_at, u.user_id),
+        )
+
+    def _users(
+        self,
+        project: str,
+        scope: str,
+        kinds: Sequence[str] | None,
+        params: dict[str, Any],
+        limit: int,
+    ) -> list[UserSummary]:
         rows = self._grouped(
             project,
-            _period(period, params),
+            scope,
             kinds,
             "user_id",
             "user_id, min(created_at), max(created_at) AS last_at, count(), "
             "uniqExactIf(session_id, session_id != ''), countIf(status = 'error'), "
             "sum(tokens), sum(cost)",
-            having,
+            [],
             params,
             limit,
         )
@@ -390,6 +474,113 @@ class TraceStore:
             )
             for r in rows
         ]
+
+    # -- the rollup ------------------------------------------------------------------------
+
+    def _rolled_page(
+        self,
+        project: str,
+        key: str,
+        scope: tuple[tuple[datetime, datetime], Sequence[str] | None, str | None],
+        after: tuple[datetime, str] | None,
+        limit: int,
+        exact: Callable[[list[str]], list[_Summary]],
+        position: Callable[[_Summary], tuple[datetime, str]],
+    ) -> list[_Summary]:
+        """Return a page of sessions or users, latest activity first, after ``after``.
+
+        The rollup gives candidates in the order of a latest time that is exact or too late
+        (never too early: deletes only lower it, and the period's end clips it); each is then
+        summed exactly (``exact``) over its live records of the period. A summed candidate is
+        placed once it is no older than the last candidate read: every candidate not yet read
+        is older than that. Candidates above ``after`` whose time is exact belonged to earlier
+        pages and are not read again; only those with tombstones (or records past the period)
+        are, so a deep page reads little more than a first one.
+        """
+        pending: list[_Summary] = []
+        cursor: tuple[datetime, str] | None = None
+        fetch = limit + SLACK
+        while True:
+            candidates = self._candidates(project, key, scope, cursor, after, fetch)
+            if candidates:
+                summed = exact([value for _, value in candidates])
+                pending += [s for s in summed if after is None or position(s) < after]
+                pending.sort(key=position, reverse=True)
+            if len(candidates) < fetch:
+                return pending[:limit]
+            cursor = candidates[-1]
+            ready = [s for s in pending if position(s) >= cursor]
+            if len(ready) >= limit:
+                return ready[:limit]
+
+    def _candidates(
+        self,
+        project: str,
+        key: str,
+        scope: tuple[tuple[datetime, datetime], Sequence[str] | None, str | None],
+        cursor: tuple[datetime, str] | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[tuple[datetime, str]]:
+        """Return (latest time, at most, in the period; value) of the rollup's keys, latest
+        first, below ``cursor``; above ``after`` only those whose time may be too late."""
+        (start, end), kinds, user_id = scope
+        params: dict[str, Any] = {
+            "project": project,
+            "key": key,
+            "start": start,
+            "end": end,
+            "limit": limit,
+        }
+        where = [
+            "project = {project:String}",
+            "key = {key:String}",
+            "day >= toDate({start:DateTime64(3, 'UTC')})",
+            "day <= toDate({end:DateTime64(3, 'UTC')})",
+        ]
+        if kinds is not None:
+            where.append("kind IN {kinds:Array(String)}")
+            params["kinds"] = list(kinds)
+        # A key with no record at or after the start has none in the period.
+        having = ["max(last_at) >= {start:DateTime64(3, 'UTC')}"]
+        if user_id is not None:
+            having.append("has(groupUniqArrayArray(user_ids), {user_id:String})")
+            params["user_id"] = user_id
+        if cursor is not None:
+            having.append("(bound, value) < ({cursor_at:DateTime64(3, 'UTC')}, {cursor_id:String})")
+            params.update(cursor_at=cursor[0], cursor_id=cursor[1])
+        if after is not None:
+            having.append(
+                "((bound, value) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String}) OR inexact)"
+            )
+            params.update(after_at=after[0], after_id=after[1])
+        rows = self._client.query(
+            "SELECT value, least(max(last_at), {end:DateTime64(3, 'UTC')}) AS bound, "
+            "sum(tombstones) > 0 OR max(last_at) > {end:DateTime64(3, 'UTC')} AS inexact "
+            f"FROM {self.rollup_table} WHERE {' AND '.join(where)} GROUP BY value "
+            f"HAVING {' AND '.join(having)} "
+            "ORDER BY bound DESC, value DESC LIMIT {limit:UInt32}",
+            parameters=params,
+        ).result_rows
+        return [(utc(r[1]), str(r[0])) for r in rows]
+
+    def _values_scope(
+        self,
+        key: str,
+        values: list[str],
+        period: tuple[datetime, datetime],
+        params: dict[str, Any],
+    ) -> str:
+        """Return the condition of the period's records of these sessions or users, read
+        through the metadata index (``params`` get its values)."""
+        params["values"] = values
+        return _period(period, params) + (
+            f" AND (created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
+            f"WHERE project = {{project:String}} AND key = '{key}' "
+            "AND value IN {values:Array(String)} "
+            "AND created_at >= {start:DateTime64(3, 'UTC')} "
+            "AND created_at <= {end:DateTime64(3, 'UTC')})"
+        )
 
     # -- shared ----------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.store import migrations
+
 NOW = datetime.now(UTC).replace(microsecond=0)
 T1 = "0af7651916cd43dd8448eb211c80319c"
 T2 = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -312,3 +314,107 @@ def test_another_project_sees_none_of_these(traces: TestClient) -> None:
         assert body["data"] == [] and body["pagination"]["has_more"] is False, path
     assert other.get(f"/v1/traces/{T1}").json()["error"]["code"] == "TRACE_NOT_FOUND"
     assert other.get("/v1/sessions/s1").json()["error"]["code"] == "SESSION_NOT_FOUND"
+
+
+def test_session_and_user_lists_stay_exact_after_retries_late_records_and_deletes(
+    api: TestClient,
+) -> None:
+    """The lists take their order from a rollup of each session's and user's latest time
+    (migration 20): retried copies, records arriving late and deletes (which the rollup only
+    counts) must leave every page, at every depth, as a sum over the live records."""
+
+    def turn(session: int, j: int, at: datetime, **meta: str) -> dict[str, Any]:
+        return {
+            "id": f"req_s{session}-{j}",
+            "created_at": at.isoformat(),
+            "model": "gpt-4o-mini",
+            "usage": {"prompt_tokens": 2, "completion_tokens": 1},
+            "metadata": {"user_id": f"u{session % 3}", "session_id": f"s{session}", **meta},
+        }
+
+    # Session i's turns at (100 - 10 i) minutes ago and the two minutes after: s7 the latest.
+    records = [
+        turn(i, j, NOW - timedelta(minutes=100 - 10 * i - j), **({"last": "yes"} if j == 2 else {}))
+        for i in range(8)
+        for j in range(3)
+    ]
+    log(api, records)
+    log(api, records[:6])  # retried ids: s0 and s1 sent twice
+    late = [
+        turn(1, 9, NOW - timedelta(seconds=30)),  # s1's late turn is the newest of all
+        turn(0, 9, NOW - timedelta(days=2)),  # s0's arrives late, older than any
+    ]
+    log(api, late)
+    # s7 goes whole; s2..s6 lose their latest turn (which held the rollup's latest time).
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"session_id": "s7"}})
+    assert gone.json()["data"]["deleted_count"] == 3
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"last": "yes"}})
+    assert gone.json()["data"]["deleted_count"] == 7
+
+    live = [
+        r
+        for r in records + late
+        if r["metadata"]["session_id"] != "s7"
+        and r["metadata"].get("last") is None
+        and r["created_at"] >= (NOW - timedelta(days=30)).isoformat()
+    ]
+
+    def latest_first(key: str) -> list[tuple[str, str, int, int]]:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for record in live:
+            groups.setdefault(record["metadata"][key], []).append(record)
+        rows = [
+            (
+                max(r["created_at"] for r in group).replace("+00:00", "Z"),
+                value,
+                len(group),
+                3 * len(group),
+            )
+            for value, group in groups.items()
+        ]
+        return sorted(rows, reverse=True)
+
+    def seen(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, int, int]]:
+        return [(i["last_at"], i[key], i["records"], i["total_tokens"]) for i in items]
+
+    expected_sessions = latest_first("session_id")
+    assert [s[1] for s in expected_sessions][:3] == ["s1", "s6", "s5"]
+    assert seen(api.get("/v1/sessions").json()["data"], "session_id") == expected_sessions
+    for limit in (1, 2, 3):
+        assert seen(walk(api, "/v1/sessions", limit), "session_id") == expected_sessions
+    expected_users = latest_first("user_id")
+    assert seen(walk(api, "/v1/users", 1), "user_id") == expected_users
+    assert seen(walk(api, "/v1/users", 2), "user_id") == expected_users
+    # The session list by user: only the sessions where the user has a live record.
+    by_user = [s for s in expected_sessions if int(s[1][1:]) % 3 == 1]
+    assert seen(walk(api, "/v1/sessions", 1, user_id="u1"), "session_id") == by_user
+    # A period that ends before a session's latest turns clips it to its turns inside.
+    end = (NOW - timedelta(minutes=39, seconds=30)).isoformat()
+    clipped = api.get("/v1/sessions", params={"end_date": end, "limit": 2}).json()["data"]
+    assert [(s["session_id"], s["records"]) for s in clipped] == [("s6", 1), ("s5", 2)]
+
+
+def test_the_lists_come_from_the_rollup_which_migration_20_fills_for_stored_records(
+    traces: TestClient,
+) -> None:
+    """Emptied, the rollup lists nothing (the lists read it); its backfill fills it again from
+    the log for records stored before it existed, and the lists are whole again."""
+    store = traces.app.state.services.store
+    client, database = store.client, str(store.database)
+    before = (traces.get("/v1/sessions").json()["data"], traces.get("/v1/users").json()["data"])
+    assert [s["session_id"] for s in before[0]] == ["s1", "s2"]
+
+    client.command(f"TRUNCATE TABLE `{database}`.activity_rollup")
+    assert traces.get("/v1/sessions").json()["data"] == []
+    assert traces.get("/v1/users").json()["data"] == []
+
+    (migration,) = [m for m in migrations.MIGRATIONS if m.version == 20]
+    (fill,) = [
+        s
+        for s in migrations.migration_statements(migration, database, None)
+        if s.startswith("INSERT")
+    ]
+    client.command(fill)
+    client.command(fill)  # run twice (two collectors starting at once): no harm
+    after = (traces.get("/v1/sessions").json()["data"], traces.get("/v1/users").json()["data"])
+    assert after == before
