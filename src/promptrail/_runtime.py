@@ -29,6 +29,7 @@ from opentelemetry.trace import Tracer
 from ._genai import is_recordable
 from ._sampling_and_fork import Sampler
 from ._score_shipping import ScoreExporter, ScoreShipper
+from ._send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, Mask, RecordSender
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer, last_record
 from ._spool import (
@@ -40,12 +41,7 @@ from ._spool import (
 )
 from ._stats import CaptureStats
 from ._version import __version__
-from .otel import (
-    DEFAULT_MAX_PENDING_BYTES,
-    QUICK_SHUTDOWN_SECONDS,
-    Mask,
-    PromptrailSpanExporter,
-)
+from .otel import PromptrailSpanExporter
 
 logger = logging.getLogger("promptrail")
 
@@ -123,7 +119,7 @@ class _CountingProcessor(BatchSpanProcessor):
 @dataclass
 class _Pipeline:
     tracer: Tracer
-    exporter: PromptrailSpanExporter | None = None
+    exporter: RecordSender | None = None
     shipper: SpanShipper | None = None  # promptrail's own spans
     processor: _CountingProcessor | None = None  # joined to the application's provider
     scores: ScoreShipper | None = None  # promptrail.score(), to /v1/scores/batch
@@ -208,17 +204,18 @@ def init(
             flush_interval=flush_interval,
         )
         key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
-        exporter = PromptrailSpanExporter(
-            api_key,
-            base_url,
-            export_deadline=export_timeout,
-            max_pending_bytes=budget,
-            mask=mask,
-            stats=_stats,
-            transport=transport,
+        options: dict[str, Any] = {
+            "export_deadline": export_timeout,
+            "max_pending_bytes": budget,
+            "mask": mask,
+            "stats": _stats,
+            "transport": transport,
             **disk,
-        )
+        }
         if tracer_provider is None:
+            # promptrail's own spans hand records to the sender directly (no OpenTelemetry SDK
+            # interface on the default path).
+            exporter = RecordSender(api_key, base_url, **options)
             shipper = SpanShipper(
                 exporter,
                 _stats,
@@ -230,8 +227,10 @@ def init(
                 CaptureTracer(shipper.on_end), exporter, shipper=shipper, scores=scores, api_key=key
             )
         else:
+            # The application's SDK provider needs the sender behind its SpanExporter interface.
+            exporter = span_exporter = PromptrailSpanExporter(api_key, base_url, **options)
             processor = _CountingProcessor(
-                exporter,
+                span_exporter,
                 sample_rate,
                 max_queue_size=max_queue_size,
                 schedule_delay_millis=flush_interval * 1000,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._send import RecordSender
 from ._shipping import SpanShipper
-from .otel import PromptrailSpanExporter
 
 # What a queued score holds (its dict, id and name strings, the wrapper), rounded up from
 # sys.getsizeof; plus its text again, as for spans. A span's estimate (1.5 KB fixed) would
@@ -24,7 +24,7 @@ _SCORE_TEXT_FACTOR = 1.5
 _TYPICAL_SCORE_BYTES = 200
 
 
-class ScoreExporter(PromptrailSpanExporter):
+class ScoreExporter(RecordSender):
     """The record exporter's buffering, retries and counting, posting to /v1/scores/batch."""
 
     _path = "/v1/scores/batch"
@@ -62,7 +62,7 @@ class ScoreShipper(SpanShipper):
     _noun = "scores"
 
     @property
-    def exporter(self) -> PromptrailSpanExporter:
+    def exporter(self) -> RecordSender:
         """The exporter posting the scores (its ``pending`` wait for the collector)."""
         return self._exporter
 

@@ -16,8 +16,8 @@ from collections import deque
 from typing import Any, Protocol
 
 from ._sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
+from ._send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, RecordSender
 from ._stats import CaptureStats
-from .otel import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, PromptrailSpanExporter
 
 logger = logging.getLogger("promptrail")
 
@@ -54,7 +54,7 @@ class SpanShipper:
 
     def __init__(
         self,
-        exporter: PromptrailSpanExporter,
+        exporter: RecordSender,
         stats: CaptureStats,
         *,
         sample_rate: float = 1.0,

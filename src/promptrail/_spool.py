@@ -118,6 +118,24 @@ def spool_bound(value: int | None) -> int:
     )
 
 
+_unusable: set[tuple[str, str]] = set()
+
+
+def say_unusable(cache_dir: Path, error: OSError, what: str, instead: str) -> None:
+    """Warn, once per process and directory, that ``what`` cannot be kept on disk there."""
+    key = (what, str(cache_dir))
+    if key in _unusable:
+        return
+    _unusable.add(key)
+    logger.warning(
+        "promptrail: cannot keep %s on disk at %s (%s); %s",
+        what,
+        cache_dir,
+        error.strerror or error,
+        instead,
+    )
+
+
 def scope_of(base_url: str, api_key: str) -> str:
     """The name of one collector URL and key's part of the cache (the key is not on disk)."""
     return hashlib.sha256(f"{base_url.rstrip('/')}\n{api_key}".encode()).hexdigest()[:32]

@@ -27,7 +27,7 @@ from pydantic import ConfigDict
 from ._api_call import Call, prompt_path, unwrapped
 from ._context import remember_rendering
 from ._errors import APIConnectionError, MissingVariablesError, PromptrailError
-from ._spool import private_dir, resolve_cache_dir, scope_of, write_whole
+from ._spool import private_dir, resolve_cache_dir, say_unusable, scope_of, write_whole
 from ._types import TemplatePayload
 
 logger = logging.getLogger("promptrail")
@@ -142,7 +142,6 @@ def template_call(key: TemplateKey) -> Call[PromptTemplate]:
 
 
 _DISK_MAGIC = b"PRT1"
-_unusable_dirs: set[str] = set()
 
 
 class TemplateDisk:
@@ -167,14 +166,7 @@ class TemplateDisk:
             private_dir(cache_dir)
             return cls(private_dir(cache_dir / "templates" / scope_of(base_url, api_key)))
         except OSError as exc:
-            if str(cache_dir) not in _unusable_dirs:
-                _unusable_dirs.add(str(cache_dir))
-                logger.warning(
-                    "promptrail: cannot keep templates on disk at %s (%s); they are cached "
-                    "in memory only",
-                    cache_dir,
-                    exc.strerror or exc,
-                )
+            say_unusable(cache_dir, exc, "templates", "they are cached in memory only")
             return None
 
     def _path(self, key: TemplateKey) -> Path:
