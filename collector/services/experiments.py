@@ -519,8 +519,10 @@ class ExperimentService:
             if self._store.get(project, experiment_id) is None:
                 raise ExperimentNotFound(experiment_id)
         figures = self._store.compare_figures(project, base_id, candidate_id, offset, limit)
-        base = summary_of(self._store.summary_figures(project, base_id))
-        candidate = summary_of(self._store.summary_figures(project, candidate_id))
+        base = summary_of(self._store.summary_figures(project, base_id, with_scores=False))
+        candidate = summary_of(
+            self._store.summary_figures(project, candidate_id, with_scores=False)
+        )
         data = {
             "scores": {name: _compared(*values) for name, values in figures.scores.items()},
             "estimated_cost_usd": _triple(

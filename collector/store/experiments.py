@@ -339,9 +339,12 @@ class ExperimentStore:
         )
         return [_result(r) for r in result.result_rows]
 
-    def summary_figures(self, project: str, experiment_id: str) -> SummaryFigures:
+    def summary_figures(
+        self, project: str, experiment_id: str, with_scores: bool = True
+    ) -> SummaryFigures:
         """Counts, cost, tokens, latency percentiles and per-score (mean, sd, n), computed by
-        ClickHouse over the stored results (nothing read row by row)."""
+        ClickHouse over the stored results (nothing read row by row); without
+        ``with_scores``, no per-score figures (what a comparison's cost and latency need)."""
         params = {"p": project, "e": experiment_id}
         success = "status = 'success' AND latency_ms IS NOT NULL"
         totals = self._client.query(
@@ -353,13 +356,15 @@ class ExperimentStore:
             parameters=params,
             settings=self._read,
         ).result_rows[0]
-        scores = self._client.query(
-            "SELECT name, avg(v), stddevSamp(v), count() FROM ("
-            f"{_score_values(self._results, '{e:String}')}"
-            ") GROUP BY name ORDER BY name",
-            parameters=params,
-            settings=self._read,
-        ).result_rows
+        scores: Sequence[Sequence[Any]] = []
+        if with_scores:
+            scores = self._client.query(
+                "SELECT name, avg(v), stddevSamp(v), count() FROM ("
+                f"{_score_values(self._results, '{e:String}')}"
+                ") GROUP BY name ORDER BY name",
+                parameters=params,
+                settings=self._read,
+            ).result_rows
         timed = int(totals[5])
         return SummaryFigures(
             done=int(totals[0]),
