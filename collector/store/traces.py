@@ -210,6 +210,8 @@ class TraceStore:
         records (``trace_records``): one that began below the window is left for the window
         that holds its start, and the filters are checked on the whole trace.
         """
+        if filters.user_id is not None or filters.session_id is not None:
+            return self._indexed_trace_page(project, filters, after, limit)
         found: list[TraceSummary] = []
         position = after
         fetch = limit + SLACK
@@ -232,6 +234,76 @@ class TraceStore:
                     break
                 lowers = lowers[1:]
         return found[:limit]
+
+    def _indexed_trace_page(
+        self,
+        project: str,
+        filters: TraceFilter,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[TraceSummary]:
+        """Return the traces of one user or session, newest first, after a keyset position.
+
+        The user's (or session's) records come from the metadata index newest first, a
+        thousand at a time, instead of windows of every trace; their traces are summed whole
+        (``trace_records``) and filtered as the window path does. A trace not yet seen has
+        all of the user's records, and so its start, at or below the oldest record read: a
+        summed trace that started after that is placed.
+        """
+        key, value = (
+            ("user_id", filters.user_id)
+            if filters.user_id is not None
+            else ("session_id", str(filters.session_id))
+        )
+        params: dict[str, Any] = {"project": project, "key": key, "value": value}
+        where = ["project = {project:String}", "key = {key:String}", "value = {value:String}"]
+        if filters.start is not None:
+            # A trace's records all come at or after its start.
+            where.append("created_at >= {start:DateTime64(3, 'UTC')}")
+            params["start"] = filters.start
+        pending: list[TraceSummary] = []
+        seen: set[str] = set()
+        position: tuple[datetime, str] | None = None
+        fetch = 1000
+        while True:
+            clause = list(where)
+            if position is not None:
+                clause.append("(created_at, id) < ({at:DateTime64(3, 'UTC')}, {id:String})")
+                params.update(at=position[0], id=position[1])
+            rows = self._client.query(
+                f"SELECT created_at, id FROM {self.metadata_table} "
+                f"WHERE {' AND '.join(clause)} "
+                "ORDER BY created_at DESC, id DESC LIMIT {limit:UInt32}",
+                parameters={**params, "limit": fetch},
+                settings=PAGE_READ,
+            ).result_rows
+            keys = [(utc(r[0]), str(r[1])) for r in rows]
+            new = [t for t in self._trace_ids_of(project, keys) if t not in seen]
+            seen.update(new)
+            pending += [
+                s
+                for s in self.summaries(project, new).values()
+                if filters.matches(s) and (after is None or (s.started_at, s.trace_id) < after)
+            ]
+            pending.sort(key=lambda s: (s.started_at, s.trace_id), reverse=True)
+            if len(rows) < fetch:
+                return pending[:limit]
+            position = keys[-1]
+            ready = [s for s in pending if s.started_at > position[0]]
+            if len(ready) >= limit:
+                return ready[:limit]
+
+    def _trace_ids_of(self, project: str, keys: list[tuple[datetime, str]]) -> list[str]:
+        """Return the trace ids of the records at these keys (those in a trace)."""
+        if not keys:
+            return []
+        rows = self._client.query(
+            f"SELECT DISTINCT trace_id FROM {self.items_table} "
+            "WHERE project = {project:String} AND trace_id != '' "
+            "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))}",
+            parameters={"project": project, "keys": keys},
+        ).result_rows
+        return [str(r[0]) for r in rows]
 
     def _trace_candidates(
         self,

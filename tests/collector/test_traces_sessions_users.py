@@ -418,3 +418,51 @@ def test_the_lists_come_from_the_rollup_which_migration_20_fills_for_stored_reco
     client.command(fill)  # run twice (two collectors starting at once): no harm
     after = (traces.get("/v1/sessions").json()["data"], traces.get("/v1/users").json()["data"])
     assert after == before
+
+
+def test_the_trace_list_of_one_user_pages_newest_first_through_the_metadata_index(
+    api: TestClient,
+) -> None:
+    """The list by user or session reads the user's records from the metadata index: every
+    page in start order, a trace begun days before the user's latest record placed by its
+    start, retried records counted once, a deleted trace gone, another user's trace absent."""
+    ux = {"user_id": "ux", "session_id": "sx"}
+    traces = [f"{n:032x}" for n in range(1, 7)]
+    records = [
+        record
+        for n, trace in enumerate(traces)
+        for meta in [{**ux, "drop": "yes"} if n == 2 else ux]
+        for record in (
+            span(trace, 0, NOW - timedelta(hours=10 - n), kind="chain", parent=None, metadata=meta),
+            span(trace, 1, NOW - timedelta(hours=10 - n, seconds=-5), metadata=meta),
+        )
+    ]
+    # The first trace began 3 days ago; its last call is the newest record of all.
+    long_trace = "f" * 32
+    records += [
+        span(long_trace, 0, NOW - timedelta(days=3), kind="agent", parent=None, metadata=ux),
+        span(long_trace, 1, NOW - timedelta(minutes=1), metadata=ux),
+        span(
+            "e" * 32,
+            0,
+            NOW - timedelta(hours=1),
+            kind="chain",
+            parent=None,
+            metadata={"user_id": "uy", "session_id": "sy"},
+        ),
+    ]
+    log(api, records)
+    log(api, records[:4])  # retried
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"drop": "yes"}})
+    assert gone.json()["data"]["deleted_count"] == 2
+
+    newest_first = [traces[5], traces[4], traces[3], traces[1], traces[0], long_trace]
+    for limit in (1, 2, 5):
+        for key, value in (("user_id", "ux"), ("session_id", "sx")):
+            listed = walk(api, "/v1/traces", limit, **{key: value})
+            assert [t["trace_id"] for t in listed] == newest_first, (limit, key)
+            assert [t["records"] for t in listed] == [2] * 6
+    since = (NOW - timedelta(days=1)).isoformat()
+    assert [
+        t["trace_id"] for t in walk(api, "/v1/traces", 2, user_id="ux", start_date=since)
+    ] == newest_first[:-1]
