@@ -26,7 +26,7 @@ import httpx
 import msgspec
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
-from ._reachability import Reachability, describe_error, describe_status, unsent_line
+from ._reachability import Reachability, describe_error, describe_status, seconds, unsent_line
 from ._retry import RetryPolicy, retry_after
 from ._sampling_and_fork import restart_after_fork
 from ._spool import (
@@ -143,6 +143,7 @@ class RecordSender:
         self._stopping = threading.Event()
         self._closed = False
         self._spilled_at_shutdown = 0  # what the exit line says was kept on disk
+        self._warned_spool_bounds = False
         self._spool = self._open_spool(cache_dir, spool_max_bytes, spool_max_age)
         # Files may be waiting from an earlier run: look at once. Then after each spill, and
         # every _RESCAN_SECONDS for files other processes left.
@@ -447,6 +448,9 @@ class RecordSender:
                 self._spool_scanned = time.monotonic()
                 return False
             self._spool_scanned = time.monotonic()
+            # Files that aged past the bound while nobody could send them go unsent, counted.
+            with self._lock:
+                self._count_losses(spool.enforce_bounds())
             for spool_file in spool.files():
                 if time.monotonic() >= deadline or (
                     not everything and time.monotonic() < self._replay_not_before
@@ -528,13 +532,16 @@ class RecordSender:
     def _count_losses(self, losses: list[SpoolLoss]) -> None:
         for loss in losses:
             self.stats.spool_drop(loss.reason, loss.records)
-        if losses and not self._warned_full:
-            self._warned_full = True
+        if losses and not self._warned_spool_bounds:
+            self._warned_spool_bounds = True
+            spool = self._spool
             logger.warning(
-                "promptrail: the spool at %s is over its bounds (%d MiB); its oldest %s are "
-                "dropped (counted in promptrail.stats(); raise PROMPTRAIL_SPOOL_MAX_BYTES)",
+                "promptrail: the spool at %s is over its bounds (%d MiB, %s); its oldest %s "
+                "are dropped (counted in promptrail.stats(); init(spool_max_bytes=..., "
+                "spool_max_age=...) or PROMPTRAIL_SPOOL_MAX_BYTES raise them)",
                 self._spool_place,
-                self._spool.max_bytes >> 20 if self._spool else 0,
+                spool.max_bytes >> 20 if spool else 0,
+                seconds(spool.max_age) if spool else "",
                 self._noun,
             )
 

@@ -157,3 +157,25 @@ def test_a_process_started_with_the_collector_down_serves_the_last_good_template
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1 True Say hello to Ada."
     assert "serving the cached template of 'cold'" in done.stderr
+
+
+def test_spooled_records_past_the_age_bound_are_dropped_unsent_and_counted(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    spooled_while_down(url, rounds=1, per_round=10)
+    time.sleep(0.3)
+
+    _runtime.reset_stats()
+    with serve(create_app(settings), port=port):
+        promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, spool_max_age=0.2)
+        assert promptrail.flush(timeout=10)
+        stats = promptrail.stats()
+        promptrail.shutdown()
+        assert stored(url) == []
+
+    assert stats["spool_dropped"] == {"spool_expired": 10}
+    assert stats["replayed"] == 0
+    assert files_of(url) == []
+    assert len([r for r in caplog.records if "over its bounds" in r.getMessage()]) == 1
