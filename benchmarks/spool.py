@@ -1,7 +1,7 @@
 """The disk spool during an outage (issue 34): what it absorbs, what it costs on disk, how fast
 it drains once the collector is back, and the application's memory meanwhile.
 
-    .venv/bin/python benchmarks/spool.py [--records 40000] [--threads 8] [--write-docs]
+    .venv/bin/python benchmarks/spool.py [--records 20000] [--threads 8] [--write-docs]
 
 1. The collector is down (nothing listens on its port). ``--threads`` threads call an observed
    function as fast as they can, ``--records`` calls in all; timed until every record is in the
@@ -94,7 +94,7 @@ def replay(url: str, cache: Path, expected: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", type=int, default=40_000)
+    parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
