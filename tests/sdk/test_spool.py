@@ -4,6 +4,7 @@ real files, a real collector, real processes for the cold start."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -179,3 +180,30 @@ def test_spooled_records_past_the_age_bound_are_dropped_unsent_and_counted(
     assert stats["replayed"] == 0
     assert files_of(url) == []
     assert len([r for r in caplog.records if "over its bounds" in r.getMessage()]) == 1
+
+
+def test_a_spool_directory_removed_mid_outage_falls_back_to_memory_with_one_warning(
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cache = tmp_path / "cache"
+    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, cache_dir=cache)
+    assert promptrail.flush(timeout=1.0)
+    shutil.rmtree(cache)  # a cleaner ran, or the volume went away
+    for n in range(3):
+        work("t", n)
+    assert promptrail.flush(timeout=1.0) is False
+    assert work("t", 3) == 3  # the application goes on
+    assert promptrail.flush(timeout=1.0) is False
+    stats = promptrail.stats()
+    assert (stats["spooled"], stats["pending"], stats["dropped_total"]) == (0, 4, 0)
+    said = [r.getMessage() for r in caplog.records if "cannot write records" in r.getMessage()]
+    assert len(said) == 1, said
+
+    with serve(create_app(settings), port=port):
+        assert promptrail.flush(timeout=20)
+        got = calls(stored(url))
+        promptrail.shutdown()
+
+    assert got == Counter({("t", n): 1 for n in range(4)})
