@@ -142,13 +142,23 @@ def scope_of(base_url: str, api_key: str) -> str:
 
 
 def private_dir(path: Path) -> Path:
-    """Create ``path`` (and its parents) readable by this user only; raise OSError if it cannot.
+    """Create ``path`` (and missing parents) readable by this user only; raise OSError if it
+    cannot be created or written.
 
-    Also proves the directory writable (a read-only mount must fail here, not at the first
-    spill, so the fallback to memory is decided once, at start).
+    Only directories made here are set to 0700: an existing one (``cache_dir="/tmp"``, say)
+    keeps its mode, while everything made inside it is private. Also proves the directory
+    writable (a read-only mount must fail here, not at the first spill, so the fallback to
+    memory is decided once, at start).
     """
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+    missing: list[Path] = []
+    parent = path
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        # One by one: mkdir(parents=True) gives parents the umask's mode, not 0700.
+        directory.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
     probe = path / f".probe-{os.getpid()}-{threading.get_ident()}"
     probe.write_bytes(b"")
     probe.unlink()

@@ -207,3 +207,20 @@ def test_a_spool_directory_removed_mid_outage_falls_back_to_memory_with_one_warn
         promptrail.shutdown()
 
     assert got == Counter({("t", n): 1 for n in range(4)})
+
+
+def test_an_existing_cache_directory_keeps_its_mode_and_what_is_made_in_it_is_private(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    os.chmod(shared, 0o755)
+    promptrail.init(
+        api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}", cache_dir=shared
+    )
+    spool = Path(promptrail.stats()["spool"])
+    promptrail.shutdown()
+
+    assert oct(shared.stat().st_mode & 0o777) == "0o755"  # not ours to change
+    made = [spool, spool.parent, spool.parent.parent]
+    assert {oct(d.stat().st_mode & 0o777) for d in made} == {"0o700"}
