@@ -13,6 +13,8 @@ pages planned in :mod:`.metadata_index`.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -47,6 +49,45 @@ from .schema import quote
 from .scores import SCORES, tombstones_for_records
 
 
+class InsertsUnderWay:
+    """The inserts into one table running now in this process, by ticket."""
+
+    def __init__(self) -> None:
+        self._running: set[int] = set()
+        self._tickets = itertools.count()
+        self._changed = threading.Condition()
+
+    def begin(self) -> int:
+        """Note an insert starting; return its ticket for :meth:`end`."""
+        with self._changed:
+            ticket = next(self._tickets)
+            self._running.add(ticket)
+        return ticket
+
+    def end(self, ticket: int) -> None:
+        """Note an insert ended (stored or failed)."""
+        with self._changed:
+            self._running.discard(ticket)
+            self._changed.notify_all()
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Wait for the inserts running now to end; return whether there were any."""
+        with self._changed:
+            running = set(self._running)
+            if running:
+                self._changed.wait_for(lambda: not running & self._running, timeout)
+        return bool(running)
+
+
+_UNDER_WAY: dict[str, InsertsUnderWay] = {}
+_UNDER_WAY_LOCK = threading.Lock()
+
+
+def _inserts_into(table: str) -> InsertsUnderWay:
+    with _UNDER_WAY_LOCK:
+        return _UNDER_WAY.setdefault(table, InsertsUnderWay())
+
+
 class RequestStore:
     """Every query of the request log and export tables."""
 
@@ -63,6 +104,9 @@ class RequestStore:
         self._insert_settings: dict[str, Any] = (
             {"distributed_foreground_insert": 1} if cluster else {}
         )
+        # The inserts under way into this table, shared by every store of it in the process
+        # (the embedded store inserts through a client of its own): see :meth:`get`.
+        self._under_way = _inserts_into(self.table)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -74,13 +118,17 @@ class RequestStore:
         # JSONEachRow reads one JSON array of rows, or rows separated by commas: several
         # arrays are read as their contents in a row, a lone one as it is.
         body = arrays[0] if len(arrays) == 1 else joined_rows(arrays)
-        self._client.raw_insert(
-            self.table,
-            COLUMNS,
-            body,
-            settings={**JSON_INPUT, **self._insert_settings, **(settings or {})},
-            fmt="JSONEachRow",
-        )
+        ticket = self._under_way.begin()
+        try:
+            self._client.raw_insert(
+                self.table,
+                COLUMNS,
+                body,
+                settings={**JSON_INPUT, **self._insert_settings, **(settings or {})},
+                fmt="JSONEachRow",
+            )
+        finally:
+            self._under_way.end(ticket)
 
     def probe_insert(self) -> None:
         """Insert no rows: ClickHouse still runs its checks (too many parts, delays) on it."""
@@ -113,7 +161,19 @@ class RequestStore:
 
         ``at`` is its created_at when the id tells it (service-made ids); otherwise the id
         index says where the record sits, and ``request_items`` is read on the full key.
+
+        One insert into ``requests`` fills ``request_items`` (what lists read) and
+        ``request_ids`` through two views, and ClickHouse makes each view's part visible on
+        its own, in no set order: for a moment a listed record can be missing from the id
+        index. So a miss by id waits for this collector's inserts under way to end (all of
+        an insert's parts are visible once it returns) and looks once more.
         """
+        found = self._get(project, request_id, at)
+        if found is None and at is None and self._under_way.wait():
+            found = self._get(project, request_id, at)
+        return found
+
+    def _get(self, project: str, request_id: str, at: datetime | None) -> RequestRow | None:
         params: dict[str, Any] = {"project": project, "id": request_id}
         settings: dict[str, Any] = {}
         if at is not None:
