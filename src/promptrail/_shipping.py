@@ -125,14 +125,23 @@ class SpanShipper:
             )
 
     def _run(self) -> None:
+        drained = time.monotonic()
         while not self._stopping:
             # A spool backlog is replayed in rounds (at its bounded rate): come back soon, but
             # not while the collector is down (a round would only write one more small file).
             backlog = self._exporter.replay_backlog and not self._exporter.unreachable
-            self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
+            woken = self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
             self._wake.clear()
             try:
-                self._drain()
+                now = time.monotonic()
+                if woken or not backlog or now - drained >= self._interval:
+                    drained = now
+                    self._drain()
+                else:
+                    # A replay round only: live spans still wait for their flush interval or
+                    # a full batch, as they do without a spool.
+                    self._exporter.replay()
+                    self._exporter.report_recovery()
             except Exception:  # never let the thread die: the next round retries
                 logger.exception("promptrail: shipping failed")
 
