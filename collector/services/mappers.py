@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..models.datasets import DatasetOut, ItemOut
 from ..models.envelopes import Pagination
+from ..models.experiments import Counts, ExperimentOut, ResultOut
 from ..models.prompts import (
     LabelOut,
     PromptGetOut,
@@ -37,14 +39,20 @@ from ..models.requests import (
     UsageOut,
 )
 from ..models.scores import ScoreConfigOut, ScoreOut
+from ..models.traces import TraceListItem
+from ..store.datasets import DatasetRow, ItemRow
+from ..store.experiments import ExperimentRow, ResultRow
 from ..store.exports import ExportJob
 from ..store.prompts import PromptHeadRow, PromptVersionRow
 from ..store.request_rows import RequestRow
 from ..store.scores import ScoreConfigRow, ScoreRow
+from ..store.traces import TraceSummary
 from .analytics import AnalyticsOutcome
+from .experiments import Computed
 from .highlights import as_html
 from .prompts.service import LabeledVersion, public_id
 from .requests import Hit
+from .traces import Scores
 
 # -- pages -----------------------------------------------------------------------------------
 
@@ -276,4 +284,96 @@ def score_config_out(row: ScoreConfigRow) -> ScoreConfigOut:
         categories=row.categories,
         description=row.description,
         updated_at=row.updated_at,
+    )
+
+
+def dataset_out(row: DatasetRow) -> DatasetOut:
+    """The wire shape of a dataset."""
+    return DatasetOut(
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        metadata=row.metadata,
+        item_count=row.item_count,
+        created_at=row.created_at,
+    )
+
+
+def item_out(row: ItemRow) -> ItemOut:
+    """The wire shape of a dataset item."""
+    return ItemOut(
+        id=row.id,
+        input_variables=row.input_variables,
+        expected_output=row.expected_output,
+        metadata=row.metadata,
+        source_request_id=row.source_request_id,
+        created_at=row.created_at,
+    )
+
+
+def experiment_out(row: ExperimentRow, computed: Computed) -> ExperimentOut:
+    """The wire shape of an experiment with its counts and summary."""
+    spec = row.spec
+    return ExperimentOut.model_validate(
+        {
+            "id": row.id,
+            "name": row.name,
+            "dataset": row.dataset_name,
+            "dataset_id": row.dataset_id,
+            "task": row.task,
+            "prompt_name": row.prompt_name,
+            "version": row.version,
+            "label": spec.get("label"),
+            "model": row.model,
+            "status": row.status,
+            "error": spec.get("error"),
+            "evaluators": spec.get("evaluators", []),
+            "repetitions": spec.get("repetitions", 1),
+            "concurrency": spec.get("concurrency", 1),
+            "metadata": row.metadata,
+            "counts": Counts(
+                items=row.items, runs=row.runs, done=computed.done, errors=computed.errors
+            ),
+            "summary": computed.summary,
+            "created_at": row.created_at,
+            "completed_at": row.completed_at,
+        }
+    )
+
+
+def result_out(row: ResultRow) -> ResultOut:
+    """The wire shape of one result."""
+    return ResultOut.model_validate(
+        {
+            "item_id": row.item_id,
+            "repetition": row.repetition,
+            "request_id": row.request_id,
+            "trace_id": row.trace_id,
+            "input_variables": row.input_variables,
+            "expected_output": row.expected_output,
+            "output": row.output,
+            "status": row.status,
+            "error": row.error or None,
+            "scores": row.scores,
+            "latency_ms": row.latency_ms,
+            "estimated_cost_usd": row.estimated_cost_usd,
+        }
+    )
+
+
+def trace_item(summary: TraceSummary, scores: Scores) -> TraceListItem:
+    """A trace as the list shows it."""
+    return TraceListItem(
+        trace_id=summary.trace_id,
+        name=summary.name,
+        started_at=summary.started_at,
+        duration_ms=summary.duration_ms,
+        records=summary.records,
+        llm_calls=summary.llm_calls,
+        errors=summary.errors,
+        total_tokens=summary.total_tokens,
+        estimated_cost_usd=summary.estimated_cost_usd,
+        user_id=summary.user_id or None,
+        session_id=summary.session_id or None,
+        scores=scores,
     )

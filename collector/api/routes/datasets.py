@@ -16,8 +16,7 @@ from ...models.datasets import (
 )
 from ...models.envelopes import Data, Page
 from ...models.requests import BatchResult, RejectedRecord
-from ...services.mappers import pagination
-from ...store.datasets import DatasetRow, ItemRow
+from ...services.mappers import dataset_out, item_out, pagination
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -26,30 +25,6 @@ Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2000)]
 DatasetRef = Annotated[str, Path(min_length=1, max_length=200, description="Name or id.")]
 ItemRef = Annotated[str, Path(min_length=1, max_length=200)]
-
-
-def dataset_out(row: DatasetRow) -> DatasetOut:
-    """The wire shape of a dataset."""
-    return DatasetOut(
-        id=row.id,
-        name=row.name,
-        description=row.description,
-        metadata=row.metadata,
-        item_count=row.item_count,
-        created_at=row.created_at,
-    )
-
-
-def item_out(row: ItemRow) -> ItemOut:
-    """The wire shape of a dataset item."""
-    return ItemOut(
-        id=row.id,
-        input_variables=row.input_variables,
-        expected_output=row.expected_output,
-        metadata=row.metadata,
-        source_request_id=row.source_request_id,
-        created_at=row.created_at,
-    )
 
 
 @router.post("", status_code=201, response_model=Data[DatasetOut])

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 from ...models.envelopes import Data, Page, Pagination
 from ...models.experiments import (
     CompareOut,
-    Counts,
     ExperimentIn,
     ExperimentOut,
     ResultOut,
@@ -19,8 +18,7 @@ from ...models.experiments import (
 )
 from ...models.requests import BatchResult, RejectedRecord
 from ...services.experiments import EMPTY_SUMMARY, Computed
-from ...services.mappers import pagination
-from ...store.experiments import ExperimentRow, ResultRow
+from ...services.mappers import experiment_out, pagination, result_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -36,56 +34,6 @@ class ComparePageOut(BaseModel):
 
     data: CompareOut
     pagination: Pagination
-
-
-def experiment_out(row: ExperimentRow, computed: Computed) -> ExperimentOut:
-    """The wire shape of an experiment with its counts and summary."""
-    spec = row.spec
-    return ExperimentOut.model_validate(
-        {
-            "id": row.id,
-            "name": row.name,
-            "dataset": row.dataset_name,
-            "dataset_id": row.dataset_id,
-            "task": row.task,
-            "prompt_name": row.prompt_name,
-            "version": row.version,
-            "label": spec.get("label"),
-            "model": row.model,
-            "status": row.status,
-            "error": spec.get("error"),
-            "evaluators": spec.get("evaluators", []),
-            "repetitions": spec.get("repetitions", 1),
-            "concurrency": spec.get("concurrency", 1),
-            "metadata": row.metadata,
-            "counts": Counts(
-                items=row.items, runs=row.runs, done=computed.done, errors=computed.errors
-            ),
-            "summary": computed.summary,
-            "created_at": row.created_at,
-            "completed_at": row.completed_at,
-        }
-    )
-
-
-def result_out(row: ResultRow) -> ResultOut:
-    """The wire shape of one result."""
-    return ResultOut.model_validate(
-        {
-            "item_id": row.item_id,
-            "repetition": row.repetition,
-            "request_id": row.request_id,
-            "trace_id": row.trace_id,
-            "input_variables": row.input_variables,
-            "expected_output": row.expected_output,
-            "output": row.output,
-            "status": row.status,
-            "error": row.error or None,
-            "scores": row.scores,
-            "latency_ms": row.latency_ms,
-            "estimated_cost_usd": row.estimated_cost_usd,
-        }
-    )
 
 
 @router.post("", status_code=201, response_model=Data[ExperimentOut])

@@ -9,10 +9,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ...models.envelopes import ErrorBody, Page
 from ...models.traces import TraceDetail, TraceListItem, TracePage
-from ...services.mappers import pagination, request_list_item
+from ...services.mappers import pagination, request_list_item, trace_item
 from ...services.otlp import JSON, PROTOBUF, encoding_of
-from ...services.traces import Scores
-from ...store.traces import TraceSummary
 from ..deps import IngestProject, Project, ServicesDep
 
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -159,22 +157,4 @@ def get_trace(
             items=[request_list_item(r, found.row_scores.get(r.id)) for r in found.rows],
         ),
         pagination=pagination(found.next_cursor),
-    )
-
-
-def trace_item(summary: TraceSummary, scores: Scores) -> TraceListItem:
-    """A trace as the list shows it."""
-    return TraceListItem(
-        trace_id=summary.trace_id,
-        name=summary.name,
-        started_at=summary.started_at,
-        duration_ms=summary.duration_ms,
-        records=summary.records,
-        llm_calls=summary.llm_calls,
-        errors=summary.errors,
-        total_tokens=summary.total_tokens,
-        estimated_cost_usd=summary.estimated_cost_usd,
-        user_id=summary.user_id or None,
-        session_id=summary.session_id or None,
-        scores=scores,
     )
