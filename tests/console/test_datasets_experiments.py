@@ -81,6 +81,8 @@ def test_records_from_the_logs_filter_and_from_one_record_make_a_dataset(
     # One record from its detail, into the same dataset (the name is suggested).
     page.goto(f"{console.url}/#/requests/req_console_0003")
     card = settled(page).get_by_role("form", name="Add this record to a dataset")
+    # The suggestions arrive with the project's datasets, after the page itself.
+    expect(card.locator("datalist option")).to_have_count(1)
     assert card.locator("datalist option").evaluate_all("os => os.map(o => o.value)") == [
         "hard-cases"
     ]
