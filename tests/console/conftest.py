@@ -111,8 +111,9 @@ def console(browser: Browser, console_url: str) -> Iterator[Console]:
 @pytest.fixture
 def client(console_url: str) -> Iterator[httpx.Client]:
     """The public API of the console's collector, as project default."""
+    # A batch is answered once stored; on a loaded 2-core machine that took over httpx's 5 s.
     with httpx.Client(
-        base_url=console_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}
+        base_url=console_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}, timeout=30
     ) as client:
         yield client
 
