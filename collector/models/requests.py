@@ -52,6 +52,10 @@ class UsageIn(_Input):
     reasoning_tokens: Count | None = Field(
         default=None, description="Completion tokens spent reasoning (in completion_tokens)."
     )
+    cache_write_tokens: Count | None = Field(
+        default=None,
+        description="Prompt tokens written to the provider's cache (in prompt_tokens).",
+    )
 
 
 class TimingIn(_Input):
@@ -148,6 +152,10 @@ class UsageDetailOut(UsageOut):
 
     prompt_tokens: int
     completion_tokens: int
+    # Counted inside prompt_tokens (cache reads, cache writes) and completion_tokens.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class TimingOut(BaseModel):

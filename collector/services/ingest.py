@@ -99,6 +99,7 @@ def record_values(
             usage.cached_tokens or 0,
             usage.reasoning_tokens or 0,
             at=created_at,
+            cache_write_tokens=usage.cache_write_tokens or 0,
         )
     return {
         "id": record.id or new_request_id(created_at),
@@ -131,6 +132,9 @@ def record_values(
         "parent_span_id": record.parent_span_id or "",
         "span_name": record.span_name or "",
         "kind": record.kind,
+        "cached_tokens": usage.cached_tokens or 0,
+        "cache_write_tokens": usage.cache_write_tokens or 0,
+        "reasoning_tokens": usage.reasoning_tokens or 0,
     }
 
 

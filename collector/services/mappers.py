@@ -185,6 +185,9 @@ def request_detail(row: RequestRow, scores: Sequence[ScoreRow] = ()) -> RequestD
             completion_tokens=row.completion_tokens,
             total_tokens=row.total_tokens,
             estimated_cost_usd=row.estimated_cost_usd,
+            cached_tokens=row.cached_tokens,
+            cache_write_tokens=row.cache_write_tokens,
+            reasoning_tokens=row.reasoning_tokens,
         ),
         timing=TimingOut(
             total_latency_ms=row.latency_ms,

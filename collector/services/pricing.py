@@ -44,6 +44,7 @@ class PriceBook(Protocol):
         cached_tokens: int = 0,
         reasoning_tokens: int = 0,
         at: datetime | None = None,
+        cache_write_tokens: int = 0,
     ) -> float | None:
         """Return the estimated cost in USD, or None when the model has no known price."""
         ...
@@ -51,10 +52,11 @@ class PriceBook(Protocol):
 
 @dataclass(frozen=True)
 class _Rates:
-    """USD per token of each kind under one price (cached and reasoning: the whole token)."""
+    """USD per token of each kind under one price (cache and reasoning: the whole token)."""
 
     prompt: float
     cached: float
+    cache_write: float
     completion: float
     reasoning: float
 
@@ -85,6 +87,7 @@ class GenaiPriceBook:
         cached_tokens: int = 0,
         reasoning_tokens: int = 0,
         at: datetime | None = None,
+        cache_write_tokens: int = 0,
     ) -> float | None:
         """Return the estimated cost in USD, or None when the model has no known price.
 
@@ -92,7 +95,9 @@ class GenaiPriceBook:
         names it; otherwise ``genai-prices`` matches the model name). ``cached_tokens`` are
         prompt tokens read from the provider's prompt cache and ``reasoning_tokens``
         completion tokens spent reasoning: both are counted inside ``prompt_tokens`` and
-        ``completion_tokens`` (OpenAI's convention and OpenTelemetry's). ``at``: the call's
+        ``completion_tokens`` (OpenAI's convention and OpenTelemetry's), and so are
+        ``cache_write_tokens``, prompt tokens written to the cache (Anthropic's
+        ``cache_creation_input_tokens``, priced at their own rate). ``at``: the call's
         time (prices have validity dates); default now.
 
         >>> GenaiPriceBook().cost("openai", "gpt-4o-mini", 1000, 100)
@@ -111,13 +116,17 @@ class GenaiPriceBook:
                 rates = self._rates_of(price)
                 if rates is None:
                     counts = (prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens)
-                    return float(price.calc_price(_usage(*counts))["total_price"])
+                    usage = _usage(*counts, cache_write=cache_write_tokens)
+                    return float(price.calc_price(usage)["total_price"])
             total = prompt_tokens * rates.prompt + completion_tokens * rates.completion
-            if cached_tokens or reasoning_tokens:
+            if cached_tokens or reasoning_tokens or cache_write_tokens:
                 cached = min(cached_tokens, prompt_tokens)
+                written = min(cache_write_tokens, prompt_tokens - cached)
                 reasoning = min(reasoning_tokens, completion_tokens)
-                total += cached * (rates.cached - rates.prompt) + reasoning * (
-                    rates.reasoning - rates.completion
+                total += (
+                    cached * (rates.cached - rates.prompt)
+                    + written * (rates.cache_write - rates.prompt)
+                    + reasoning * (rates.reasoning - rates.completion)
                 )
             # The sum of float rates is off by ~1e-19 USD; pico-dollars are exact enough.
             return round(total, 12)
@@ -179,16 +188,20 @@ def _probe(price: ModelPrice) -> _Rates:
     return _Rates(
         prompt=per_token(input_tokens=_PROBE),
         cached=per_token(input_tokens=_PROBE, cache_read_tokens=_PROBE),
+        cache_write=per_token(input_tokens=_PROBE, cache_write_tokens=_PROBE),
         completion=per_token(output_tokens=_PROBE),
         reasoning=per_token(output_tokens=_PROBE, output_reasoning_tokens=_PROBE),
     )
 
 
-def _usage(prompt: int, completion: int, cached: int, reasoning: int) -> Usage:
+def _usage(prompt: int, completion: int, cached: int, reasoning: int, cache_write: int) -> Usage:
+    # genai-prices counts cache reads and writes inside input_tokens, as prompt_tokens does.
+    read = min(cached, prompt)
     counts = {
         "input_tokens": prompt,
         "output_tokens": completion,
-        "cache_read_tokens": min(cached, prompt),
+        "cache_read_tokens": read,
+        "cache_write_tokens": min(cache_write, prompt - read),
         "output_reasoning_tokens": min(reasoning, completion),
     }
     return Usage(**{key: value for key, value in counts.items() if value})

@@ -17,6 +17,7 @@ from .request_tables import (
     REQUEST_IDS_MV,
     REQUEST_ITEMS,
     REQUEST_ITEMS_MV,
+    REQUEST_ITEMS_MV_BEFORE_21,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
@@ -51,6 +52,9 @@ from .scores import (
     SCORE_TARGETS,
     SCORE_TARGETS_MV,
     SCORES,
+    SCORES_BY_TARGET,
+    SCORES_BY_TARGET_MV,
+    SCORES_BY_TARGET_SEED,
 )
 from .traces import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV
 
@@ -199,7 +203,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             AddColumn(REQUESTS, "kind"),
             AddColumn(REQUEST_ITEMS, "kind"),
-            ModifyQuery(REQUEST_ITEMS_MV),
+            # Its query then, not today's: the token columns it reads come with migration 21.
+            ModifyQuery(REQUEST_ITEMS_MV_BEFORE_21),
             # Each trace's records, by trace (see TRACE_RECORDS).
             TRACE_RECORDS,
             TRACE_RECORDS_MV,
@@ -221,6 +226,27 @@ MIGRATIONS: tuple[Migration, ...] = (
         20,
         "activity_rollup",
         (ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, Backfill(ACTIVITY_ROLLUP_MV, ACTIVITY_ROLLUP)),
+    ),
+    # Cached (cache read), cache-write and reasoning tokens are stored (issue 35.4): columns of
+    # the log, 0 for the records stored before, and three more fields of the detail the list
+    # copy's view packs (before the span fields; a detail packed before reads them as 0).
+    Migration(
+        21,
+        "token_details",
+        (
+            AddColumn(REQUESTS, "cached_tokens"),
+            AddColumn(REQUESTS, "cache_write_tokens"),
+            AddColumn(REQUESTS, "reasoning_tokens"),
+            ModifyQuery(REQUEST_ITEMS_MV),
+        ),
+    ),
+    # A detail's and a list page's scores are read by target, from every version of every
+    # score kept in target order (see scores.SCORES_BY_TARGET); the scores already stored go in
+    # as each id's newest version (a repeat there is harmless).
+    Migration(
+        22,
+        "scores_by_target",
+        (SCORES_BY_TARGET, SCORES_BY_TARGET_MV, SCORES_BY_TARGET_SEED),
     ),
 )
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from .connection import utc
-from .request_tables import DETAIL_NAMES, ITEM_NAMES, TRACE_NAMES
+from .request_tables import DETAIL_NAMES, DETAIL_NAMES_BEFORE_21, ITEM_NAMES, TRACE_NAMES
 
 # How inserts read encode_rows' JSON: objects and arrays into String columns as their JSON
 # text (stated, not left to a server's defaults).
@@ -31,7 +31,7 @@ READ_COLUMNS = (
     "input_variables, input, output, metadata, prompt_tokens, completion_tokens, total_tokens, "
     "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
     "llm_call_ms, post_process_ms, integration, error, trace_id, span_id, parent_span_id, "
-    "span_name, kind"
+    "span_name, kind, cached_tokens, cache_write_tokens, reasoning_tokens"
 )
 
 # What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
@@ -74,6 +74,10 @@ class RequestRow:
     span_name: str = ""
     # llm, embedding, or a span kind (CONTRACT 10).
     kind: str = "llm"
+    # Counted inside prompt_tokens (cache reads and writes) and completion_tokens (reasoning).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 def _json(value: Any) -> str:
@@ -217,6 +221,9 @@ def stored_row(values: Sequence[Any]) -> RequestRow:
         parent_span_id=values[25],
         span_name=values[26],
         kind=values[27],
+        cached_tokens=int(values[28]),
+        cache_write_tokens=int(values[29]),
+        reasoning_tokens=int(values[30]),
     )
 
 
@@ -229,7 +236,10 @@ def item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
     fields: dict[str, Any] = dict(zip(ITEM_NAMES, json.loads(values[4]), strict=True))
     fields["model"] = values[3]  # a plain column of request_items: lists show it too
     if detail:
-        fields.update(zip(DETAIL_NAMES, json.loads(values[5]), strict=True))
+        detail_values = json.loads(values[5])
+        # A detail packed before migration 21 lacks the token details: they stay 0.
+        names = DETAIL_NAMES if len(detail_values) == len(DETAIL_NAMES) else DETAIL_NAMES_BEFORE_21
+        fields.update(zip(names, detail_values, strict=True))
         fields["integration"] = fields["integration"] or {}
         fields["cost_known"] = bool(fields["cost_known"])
         fields["kind"] = values[6]

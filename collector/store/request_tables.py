@@ -74,6 +74,12 @@ REQUESTS = Table(
         # What the record is (CONTRACT 10). Every insert gives it; the default is what
         # migration 17 fills the records stored before it with (see KIND_OF_STORED).
         f"kind LowCardinality(String) DEFAULT {KIND_OF_STORED}",
+        # The usage details counted inside prompt_tokens / completion_tokens (migration 21;
+        # the records stored before it read 0): prompt tokens read from and written to the
+        # provider's prompt cache, completion tokens spent reasoning.
+        "cached_tokens UInt32 DEFAULT 0",
+        "cache_write_tokens UInt32 DEFAULT 0",
+        "reasoning_tokens UInt32 DEFAULT 0",
     ),
     indexes=(
         # (Stores made before migration 5 also had a bloom filter on id, dropped by it: ids
@@ -133,6 +139,10 @@ _DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
     ("post_process_ms", "number"),
     ("integration", "json"),
     ("error", "text"),
+    # Since migration 21 (details written before it have 16 fields: see DETAIL_NAMES_BEFORE_21).
+    ("cached_tokens", "number"),
+    ("cache_write_tokens", "number"),
+    ("reasoning_tokens", "number"),
     # The span fields stay last: lists read them from there (see TRACE_NAMES).
     ("trace_id", "text"),
     ("span_id", "text"),
@@ -143,6 +153,11 @@ _DETAIL_FIELDS: tuple[tuple[str, str], ...] = (
 
 ITEM_NAMES = [name for name, _ in _ITEM_FIELDS]
 DETAIL_NAMES = [name for name, _ in _DETAIL_FIELDS]
+# The usage details migration 21 added to ``detail`` (before the span fields): a detail
+# written before it lacks them, and reads as 0 of each.
+TOKEN_DETAIL_NAMES = ("cached_tokens", "cache_write_tokens", "reasoning_tokens")
+_DETAIL_FIELDS_BEFORE_21 = tuple(f for f in _DETAIL_FIELDS if f[0] not in TOKEN_DETAIL_NAMES)
+DETAIL_NAMES_BEFORE_21 = [name for name, _ in _DETAIL_FIELDS_BEFORE_21]
 
 # The span fields a list item shows too, packed into ``trace`` (see REQUEST_ITEMS): the last
 # four of the detail's (trace_id, span_id, parent_span_id, span_name).
@@ -221,8 +236,9 @@ REQUEST_ITEMS = Table(
         "kind LowCardinality(String) DEFAULT "
         + _KIND_OF.format(
             model="model",
-            span_name=f"JSONExtractString(detail, {DETAIL_NAMES.index('span_name') + 1})",
-            span_id=f"JSONExtractString(detail, {DETAIL_NAMES.index('span_id') + 1})",
+            # Counted from the end: the span fields are last in every layout of ``detail``.
+            span_name=f"JSONExtractString(detail, {TRACE_NAMES.index('span_name') - 4})",
+            span_id=f"JSONExtractString(detail, {TRACE_NAMES.index('span_id') - 4})",
         ),
     ),
     # List by prompt reads newest first and stops at a page: a common prompt needs no index,
@@ -243,16 +259,24 @@ REQUEST_ITEMS = Table(
     settings=("index_granularity = 128", *_VERTICAL_MERGES, _MERGE_AT_MOST),
 )
 
-REQUEST_ITEMS_MV = View(
-    name="request_items_mv",
-    to_table="request_items",
-    select=(
-        "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
-        f"{_pack(_ITEM_FIELDS)} AS item, {_pack(_DETAIL_FIELDS)} AS detail, "
-        "row_version, is_deleted, kind FROM {db}.requests{local}"
-    ),
-    sharded=True,
-)
+
+def _items_view(detail_fields: Sequence[tuple[str, str]]) -> View:
+    return View(
+        name="request_items_mv",
+        to_table="request_items",
+        select=(
+            "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
+            f"{_pack(_ITEM_FIELDS)} AS item, {_pack(detail_fields)} AS detail, "
+            "row_version, is_deleted, kind FROM {db}.requests{local}"
+        ),
+        sharded=True,
+    )
+
+
+REQUEST_ITEMS_MV = _items_view(_DETAIL_FIELDS)
+# The view as migration 17 left it: a store upgraded from before 17 has no token columns
+# until migration 21 adds them and gives the view its current query.
+REQUEST_ITEMS_MV_BEFORE_21 = _items_view(_DETAIL_FIELDS_BEFORE_21)
 
 # The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
 # it, so that a filter reads one user's (or session's...) entries newest first instead of
@@ -359,6 +383,9 @@ COLUMNS = (
     "row_version",
     "is_deleted",
     "kind",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
 )
 
 # The records of each trace, in the order a trace reads them: one row per record of a trace
