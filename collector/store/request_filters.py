@@ -23,6 +23,9 @@ SLACK = 8
 # cannot fill goes on below it, from where it stopped. Metadata pages read their index entries
 # the same way.
 _WINDOWS = (timedelta(days=1), timedelta(days=8))
+# A score filter reads the sums of its window's records (store/scores.py score_clauses), a
+# cost that grows with the window: it tries the newest hour first.
+_SCORE_WINDOWS = (timedelta(hours=1), *_WINDOWS)
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from
 # its newest granule; with virtual rows ClickHouse starts a part only once the merge of the
@@ -54,8 +57,14 @@ class RequestFilter:
     scores_table: str = ""
 
 
-def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, Any]]:
-    """Return the WHERE clause and parameters of a filter (always scoped to a project)."""
+def filter_where(
+    project: str, filters: RequestFilter, windowed: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Return the WHERE clause and parameters of a filter (always scoped to a project).
+
+    ``windowed``: the caller bounds the read below by ``{lower:...}`` (see :func:`keyset`),
+    which score filters then apply to the records whose scores they read.
+    """
     clauses, params = column_clauses(filters)
     clauses.insert(0, "project = {project:String}")
     params["project"] = project
@@ -70,7 +79,7 @@ def filter_where(project: str, filters: RequestFilter) -> tuple[str, dict[str, A
         params["kinds"] = list(filters.kinds)
     if filters.scores:
         # ``requests`` and ``request_items`` carry id and trace_id, the metadata index does not.
-        score_where, score_params = score_clauses(filters.scores, filters.scores_table)
+        score_where, score_params = score_clauses(filters.scores, filters.scores_table, windowed)
         clauses += score_where
         params.update(score_params)
     for i, (key, value) in enumerate(sorted(filters.metadata.items())):
@@ -105,7 +114,7 @@ def windows(filters: RequestFilter, after: tuple[datetime, str] | None) -> list[
     anchor = after[0] if after is not None else filters.end or datetime.now(UTC)
     lowers: list[datetime | None] = [
         anchor - window
-        for window in _WINDOWS
+        for window in (_SCORE_WINDOWS if filters.scores else _WINDOWS)
         if filters.start is None or anchor - window > filters.start
     ]
     return [*lowers, None]

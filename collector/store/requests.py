@@ -240,7 +240,13 @@ class RequestStore:
         fetch = limit + SLACK
         while len(found) < limit:
             lower = lowers[0]
-            rows = self._fetch(table, columns, where, dict(params), position, fetch, lower)
+            pass_where, pass_params = where, params
+            if filters.scores and lower is not None and search is None:
+                # Score filters then read the sums of the window's records only.
+                pass_where, pass_params = filter_where(project, filters, windowed=True)
+            rows = self._fetch(
+                table, columns, pass_where, dict(pass_params), position, fetch, lower
+            )
             runs, complete = whole_copies(rows, fetch)
             if not runs and not complete:
                 fetch *= 2  # one key holds a whole fetch of duplicates: read more at once

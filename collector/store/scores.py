@@ -144,6 +144,37 @@ SCORE_TARGETS_MV = View(
     ),
 )
 
+# Every version of every score, by target (migration 22): what a record's detail and a list
+# page read. A replacement that moves a score is preceded by a tombstone of the version it
+# replaces, at the old target (ScoreStore.insert), so the newest row of each (target, id)
+# says exactly whether that score is live on that target; no read of ``scores`` by id, whose
+# sort key scatters a page's few ids over every granule, is needed. Fine granules: each read is
+# a handful of key lookups. A row written twice (the view and the backfill) changes no newest
+# version.
+SCORES_BY_TARGET = Table(
+    name="scores_by_target",
+    columns=(
+        "project String",
+        "target String",
+        "id String",
+        *(c for c in SCORES.columns if c.split()[0] not in ("project", "id")),
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("written_at",),
+    order_by="(project, target, id)",
+    settings=("index_granularity = 256",),
+)
+
+SCORES_BY_TARGET_MV = View(
+    name="scores_by_target_mv",
+    to_table="scores_by_target",
+    select=(
+        "SELECT project, if(trace_id != '', trace_id, request_id) AS target, id, "
+        + ", ".join(c.split()[0] for c in SCORES.columns if c.split()[0] not in ("project", "id"))
+        + " FROM {db}.scores"
+    ),
+)
+
 _FIELDS = (
     "request_id",
     "trace_id",
@@ -174,6 +205,23 @@ _READ = (
     "created_at",
 )
 _FIELD_REF = re.compile(r"\bs\.(" + "|".join(_FIELDS) + r")\b")
+
+# The scores stored before migration 22, each id's newest version at its target (a moved
+# score's older targets then hold nothing of it: correct, whether or not the move was stored
+# with a tombstone, as it was not before migration 16).
+_SCORES_BY_TARGET_SEED = View(
+    name="scores_by_target_seed",
+    to_table="scores_by_target",
+    select=_FIELD_REF.sub(
+        lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})",
+        "SELECT project, if(s.trace_id != '', s.trace_id, s.request_id) AS target, id, "
+        + ", ".join(f"s.{f}" for f in _FIELDS if f != "is_deleted")
+        + ", w, s.is_deleted FROM (SELECT project, id, argMax(tuple("
+        + ", ".join(_FIELDS)
+        + "), written_at) AS s, max(written_at) AS w FROM {db}.scores GROUP BY project, id)",
+    ),
+)
+SCORES_BY_TARGET_SEED = Backfill(_SCORES_BY_TARGET_SEED, SCORES_BY_TARGET)
 
 
 @dataclass(frozen=True)
@@ -241,6 +289,7 @@ class ScoreStore:
         self.table = f"{db}.{quote(SCORES.name)}"
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
         self._targets = f"{db}.{quote(SCORE_TARGETS.name)}"
+        self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
         self._columns = ["project", "id", *_FIELDS, "written_at"]
         self._types = SCORES.column_types(self._columns)
         self._write_settings: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
@@ -394,20 +443,28 @@ class ScoreStore:
     def for_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
     ) -> list[ScoreRow]:
-        """Return the live scores on any of these records or traces, newest first."""
-        if not request_ids and not trace_ids:
+        """Return the live scores on any of these records or traces, newest first.
+
+        Read from SCORES_BY_TARGET: the newest version of each score id at each target, kept
+        when it is live (a score moved elsewhere left a tombstone here).
+        """
+        # '' is no target: a record's score has no trace id and the reverse.
+        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
+        if not targets:
             return []
-        targets = "(target IN {rs:Array(String)} OR target IN {ts:Array(String)})"
-        post = "(s.request_id IN {rs:Array(String)} OR s.trace_id IN {ts:Array(String)})"
-        sql = self._resolved(
-            self._ids_at(targets),
-            post,
+        fields = ", ".join(_FIELDS)
+        shown = ", ".join(f"s.{f}" for f in _READ)
+        sql = _FIELD_REF.sub(
+            lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})",
+            f"SELECT id, {shown} FROM (SELECT target, id, argMax(tuple({fields}), written_at) "
+            f"AS s FROM {self._by_target} WHERE project = {{p:String}} AND target IN "
+            "{targets:Array(String)} GROUP BY target, id) WHERE s.is_deleted = 0 AND "
+            "(s.request_id IN {rs:Array(String)} OR s.trace_id IN {ts:Array(String)}) "
             "ORDER BY s.created_at DESC, id DESC",
         )
-        # '' never matches: a record's score has no trace id and the reverse.
         rs = [r for r in request_ids if r]
         ts = [t for t in trace_ids if t]
-        return self._rows(project, sql, {"rs": rs, "ts": ts})
+        return self._rows(project, sql, {"targets": targets, "rs": rs, "ts": ts})
 
     # -- configs ---------------------------------------------------------------------------
 
@@ -526,7 +583,9 @@ def sibling(table: str, name: str) -> str:
     return f"{table.rsplit('.', 1)[0]}.{quote(name)}"
 
 
-def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], dict[str, Any]]:
+def score_clauses(
+    tests: Sequence[ScoreTest], table: str, windowed: bool = False
+) -> tuple[list[str], dict[str, Any]]:
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
     ``table`` is the scores table; the clauses read its sums (SCORE_SUMS), never the scores
@@ -535,8 +594,18 @@ def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], di
     bound the mean of its numeric and boolean ones: the set of records that pass is one
     aggregation of the name's sums by record (a trace's sums counted on each record of the
     trace, found by the trace index of ``request_items``).
+
+    ``windowed``: the log read is bounded below by ``{lower:DateTime64(3, 'UTC')}`` (a list
+    page's window, request_filters.windows), and so are the records whose sums are read: the
+    newest day's few thousand instead of every record the name ever scored.
     """
     sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
+    window = " AND created_at >= {lower:DateTime64(3, 'UTC')}" if windowed else ""
+    own_window = (
+        f" AND target IN (SELECT id FROM {items} WHERE project = {{project:String}}{window})"
+        if windowed
+        else ""
+    )
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
@@ -547,17 +616,16 @@ def score_clauses(tests: Sequence[ScoreTest], table: str) -> tuple[list[str], di
             if test.kind == "eq":
                 value = f" AND value_text = {{sv{i}:String}}"
                 params[f"sv{i}"] = str(test.value)
-            of = (
-                f"SELECT target {named}{value} AND on_trace = %d "
-                "GROUP BY target HAVING sum(scores) > 0"
-            )
-            scored = f"(id IN ({of % 0}) OR (trace_id != '' AND trace_id IN ({of % 1})))"
+            having = "GROUP BY target HAVING sum(scores) > 0"
+            of_records = f"SELECT target {named}{value} AND on_trace = 0{own_window} {having}"
+            of_traces = f"SELECT target {named}{value} AND on_trace = 1 {having}"
+            scored = f"(id IN ({of_records}) OR (trace_id != '' AND trace_id IN ({of_traces})))"
             clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
             continue
-        own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0"
+        own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
         traced = (
             "SELECT r.id AS rid, s.total AS total, s.numbers AS numbers FROM (SELECT DISTINCT "
-            f"id, trace_id FROM {items} WHERE project = {{project:String}} AND trace_id IN "
+            f"id, trace_id FROM {items} WHERE project = {{project:String}}{window} AND trace_id IN "
             f"(SELECT target {named} AND on_trace = 1)) AS r INNER JOIN (SELECT target, total, "
             f"numbers {named} AND on_trace = 1) AS s ON r.trace_id = s.target"
         )

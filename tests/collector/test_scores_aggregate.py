@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -212,18 +213,16 @@ def test_concurrent_writes_of_one_id_end_each_version_once(scores_api: TestClien
     assert sum(count for _, _, count in sums.values()) <= 1
 
 
-@pytest.fixture
-def upgraded(settings: Settings) -> Iterator[tuple[Any, str]]:
-    """A store as release 15 left it, with scores written the old way (no tombstone before
-    a replacement), upgraded by migration 16."""
-    store_before(settings, 16, [])
-    client = open_client(settings.store_url)
-    database = settings.database
+def insert_old_scores(client: Any, database: str) -> None:
+    """Store scores as releases before 16 wrote them: no tombstone before a replacement.
+
+    sc1 on r1 replaced by a version on r2; sc2 deleted; sc3 on trace t1; sc4 categorical, of
+    project ``other``.
+    """
     columns = "project, id, request_id, trace_id, name, data_type, value, value_number, "
     columns += "value_text, source, metadata, created_at, written_at, is_deleted"
     client.command(
         f"INSERT INTO `{database}`.scores ({columns}) VALUES "
-        # sc1 on r1 replaced by a version on r2; sc2 deleted; sc3 on a trace; sc4 categorical
         "('default','sc1','r1','','q','numeric','0.9',0.9,'0.9','api','{}',now64(3),"
         "'2026-01-01 00:00:01',0),"
         "('default','sc1','r2','','q','numeric','0.2',0.2,'0.2','api','{}',now64(3),"
@@ -237,13 +236,31 @@ def upgraded(settings: Settings) -> Iterator[tuple[Any, str]]:
         "('other','sc4','r1','','k','categorical','\"a\"',NULL,'a','api','{}',now64(3),"
         "'2026-01-01 00:00:01',0)"
     )
+
+
+@contextmanager
+def scores_upgraded(settings: Settings, version: int) -> Iterator[tuple[Any, str]]:
+    """A store migrated up to (not including) ``version``, holding :func:`insert_old_scores`,
+    then upgraded: yields its client and database."""
+    store_before(settings, version, [])
+    client = open_client(settings.store_url)
+    database = settings.database
+    insert_old_scores(client, database)
     assert migrations.migrate(client, database) == [
-        m.version for m in migrations.MIGRATIONS if m.version >= 16
+        m.version for m in migrations.MIGRATIONS if m.version >= version
     ]
     try:
         yield client, database
     finally:
         client.close()
+
+
+@pytest.fixture
+def upgraded(settings: Settings) -> Iterator[tuple[Any, str]]:
+    """A store as release 15 left it, with scores written the old way (no tombstone before
+    a replacement), upgraded by migration 16."""
+    with scores_upgraded(settings, 16) as store:
+        yield store
 
 
 def test_migration_16_sums_the_scores_already_stored_once(upgraded: tuple[Any, str]) -> None:
