@@ -39,6 +39,10 @@ class RunUsage(BaseModel):
     completion_tokens: int
     total_tokens: int
     estimated_cost_usd: float
+    # As the record's detail shows them (counted inside prompt and completion tokens).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class RunResult(BaseModel):

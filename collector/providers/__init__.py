@@ -64,6 +64,11 @@ class TokenUsage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Counted inside prompt_tokens (cache reads and writes) and completion_tokens (reasoning),
+    # whatever the provider's own convention (docs/api-notes.md, the prompt_tokens rule).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

@@ -71,11 +71,10 @@ class AnthropicProvider:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         )
         usage = payload.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
+        state = _StreamState()
+        state.count(usage)
         return Completion(
-            content=text,
-            finish_reason=payload.get("stop_reason"),
-            usage=TokenUsage(_input_tokens(usage), as_int(usage.get("output_tokens"))),
+            content=text, finish_reason=payload.get("stop_reason"), usage=state.usage()
         )
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -95,7 +94,7 @@ class AnthropicProvider:
                     break
         if not state.stopped:
             raise ProviderFailure(self.name, "stream ended before message_stop")
-        yield StreamEnd(state.stop_reason, TokenUsage(state.input_tokens, state.output_tokens))
+        yield StreamEnd(state.stop_reason, state.usage())
 
 
 class _StreamState:
@@ -104,6 +103,9 @@ class _StreamState:
     def __init__(self) -> None:
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_tokens = 0
+        self.cache_write_tokens = 0
+        self.reasoning_tokens = 0
         self.stop_reason: str | None = None
         self.stopped = False
 
@@ -118,26 +120,44 @@ class _StreamState:
         elif kind == "message_start":
             message = payload.get("message") or {}
             usage = message.get("usage") if isinstance(message, dict) else None
-            self._count(usage)
+            self.count(usage)
         elif kind == "message_delta":
             delta = payload.get("delta") or {}
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.stop_reason = str(delta["stop_reason"])
-            self._count(payload.get("usage"))
+            self.count(payload.get("usage"))
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "error":
             raise ProviderFailure(provider, error_message(json.dumps(payload)))
         return ""
 
-    def _count(self, usage: Any) -> None:
+    def count(self, usage: Any) -> None:
+        """Absorb a usage object (a message's, or a stream event's)."""
         # message_delta's counts are cumulative: the latest value wins.
         if not isinstance(usage, dict):
             return
         if any(k in usage for k in ("input_tokens", "cache_read_input_tokens")):
             self.input_tokens = max(self.input_tokens, _input_tokens(usage))
+        if usage.get("cache_read_input_tokens") is not None:
+            self.cached_tokens = as_int(usage["cache_read_input_tokens"])
+        if usage.get("cache_creation_input_tokens") is not None:
+            self.cache_write_tokens = as_int(usage["cache_creation_input_tokens"])
         if "output_tokens" in usage:
             self.output_tokens = as_int(usage["output_tokens"])
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict) and details.get("thinking_tokens") is not None:
+            self.reasoning_tokens = as_int(details["thinking_tokens"])
+
+    def usage(self) -> TokenUsage:
+        """The usage so far; the prompt is every input token, the cache's included."""
+        return TokenUsage(
+            self.input_tokens,
+            self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+        )
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:

@@ -121,7 +121,16 @@ def _deltas(chunk: dict[str, Any]) -> list[tuple[str, str | None]]:
 def _usage(value: Any) -> TokenUsage:
     if not isinstance(value, dict):
         return TokenUsage()
+    # OpenAI counts the cached and reasoning tokens inside prompt and completion tokens.
+    prompt_details = value.get("prompt_tokens_details")
+    completion_details = value.get("completion_tokens_details")
     return TokenUsage(
         prompt_tokens=as_int(value.get("prompt_tokens")),
         completion_tokens=as_int(value.get("completion_tokens")),
+        cached_tokens=as_int(prompt_details.get("cached_tokens"))
+        if isinstance(prompt_details, dict)
+        else 0,
+        reasoning_tokens=as_int(completion_details.get("reasoning_tokens"))
+        if isinstance(completion_details, dict)
+        else 0,
     )

@@ -296,7 +296,10 @@ class RunService:
             run.request.model,
             usage.prompt_tokens,
             usage.completion_tokens,
+            usage.cached_tokens,
+            usage.reasoning_tokens,
             at=run.created_at,
+            cache_write_tokens=usage.cache_write_tokens,
         )
         row = RequestRow(
             id=run.request_id,
@@ -322,6 +325,9 @@ class RunService:
             post_process_ms=_ms(time.perf_counter() - post_started),
             integration={"pre_process_executed": True, "post_process_executed": True, "errors": []},
             error=outcome.error or "",
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
         )
         self._pending.submit(
             run.project,
@@ -362,6 +368,9 @@ def _usage(row: RequestRow) -> RunUsage:
         completion_tokens=row.completion_tokens,
         total_tokens=row.total_tokens,
         estimated_cost_usd=row.estimated_cost_usd,
+        cached_tokens=row.cached_tokens,
+        cache_write_tokens=row.cache_write_tokens,
+        reasoning_tokens=row.reasoning_tokens,
     )
 
 

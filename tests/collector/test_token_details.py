@@ -15,6 +15,8 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.request_tables import REQUEST_ITEMS_MV_BEFORE_21
+from promptrail.testing import AnthropicStub, OpenAIStub
+from tests.collector.test_runs import parse_events
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -23,9 +25,25 @@ AT = datetime(2026, 11, 2, 10, tzinfo=UTC)
 DETAILS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
-def list_price(model: str, **counts: int) -> float:
+def list_price(model: str, at: datetime = AT, **counts: int) -> float:
     """What genai-prices itself charges for the call (the reference)."""
-    return float(calc_price(Usage(**counts), model, genai_request_timestamp=AT).total_price)
+    return float(calc_price(Usage(**counts), model, genai_request_timestamp=at).total_price)
+
+
+def priced_with_details(
+    model: str, usage: dict[str, Any], at: datetime = AT
+) -> tuple[float, float]:
+    """genai-prices' cost of a detail's ``usage`` with its token details, and without them."""
+    tokens = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}
+    with_details = list_price(
+        model,
+        at,
+        **tokens,
+        cache_read_tokens=usage["cached_tokens"],
+        cache_write_tokens=usage["cache_write_tokens"],
+        output_reasoning_tokens=usage["reasoning_tokens"],
+    )
+    return with_details, list_price(model, at, **tokens)
 
 
 def batch(api: TestClient, *records: dict[str, Any]) -> list[str]:
@@ -161,3 +179,55 @@ def test_records_stored_before_migration_21_read_zero_details(settings: Settings
         assert usage_of(api, new)["cached_tokens"] == 64
         listed = api.get("/v1/requests").json()["data"]
         assert {r["id"] for r in listed} == {"req_old-1", new}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("model", "counts"),
+    [
+        ("o3-mini", {"cached_tokens": 1_024, "reasoning_tokens": 256}),
+        (
+            "anthropic/claude-3-5-sonnet-latest",
+            {"cached_tokens": 4_096, "cache_write_tokens": 2_048, "reasoning_tokens": 128},
+        ),
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_a_run_on_the_service_prices_and_stores_the_details(
+    runs_api: TestClient,
+    openai_stub: OpenAIStub,
+    anthropic_stub: AnthropicStub,
+    model: str,
+    counts: dict[str, int],
+    streamed: bool,
+) -> None:
+    for stub in (openai_stub, anthropic_stub):
+        for name, count in counts.items():
+            setattr(stub.script, name, count)
+    created = runs_api.post(
+        "/v1/prompts", json={"name": "cached", "template": "Summarise {doc}.", "model": model}
+    )
+    assert created.status_code == 201, created.text
+    body = {"variables": {"doc": "the report"}}
+    if streamed:
+        answer = runs_api.post("/v1/prompts/cached/run", json={**body, "stream": True})
+        assert answer.status_code == 200, answer.text
+        (end,) = [e for e in parse_events(answer.text) if e["type"] == "end"]
+        usage = end["usage"]
+        request_id = runs_api.get("/v1/requests").json()["data"][0]["id"]
+    else:
+        answer = runs_api.post("/v1/prompts/cached/run", json=body)
+        assert answer.status_code == 200, answer.text
+        usage = answer.json()["data"]["usage"]
+        request_id = answer.json()["data"]["id"]
+
+    expected = {**dict.fromkeys(DETAILS, 0), **counts}
+    assert {k: usage[k] for k in DETAILS} == expected
+    stored = usage_of(runs_api, request_id)
+    assert stored == usage
+    # The prompt is every input token, the cache's included, for both providers.
+    assert usage["prompt_tokens"] >= counts["cached_tokens"] + counts.get("cache_write_tokens", 0)
+    with_details, without = priced_with_details(model.removeprefix("anthropic/"), usage)
+    # Priced at the run's time (today), where list_price uses AT: both dates share a price.
+    assert usage["estimated_cost_usd"] == pytest.approx(with_details)
+    assert with_details != pytest.approx(without)

@@ -61,9 +61,32 @@ class AnthropicStub(StubProvider):
                 "content": [{"type": "text", "text": self.script.reply}],
                 "stop_reason": "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": len(self.pieces())},
+                "usage": self._usage(input_tokens),
             }
         )
+
+    def _usage(self, input_tokens: int, started: bool = False) -> dict[str, Any]:
+        """The usage object as the Messages API counts: ``input_tokens`` leave out the
+        cache's reads and writes; the output tokens include the thinking. ``started``: the
+        one in message_start, before any output (1 token, as the API says)."""
+        script = self.script
+        return {
+            "input_tokens": input_tokens,
+            "cache_creation_input_tokens": script.cache_write_tokens,
+            "cache_read_input_tokens": script.cached_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": script.cache_write_tokens,
+                "ephemeral_1h_input_tokens": 0,
+            },
+            **({"output_tokens": 1} if started else self._output_usage()),
+        }
+
+    def _output_usage(self) -> dict[str, Any]:
+        thinking = self.script.reasoning_tokens
+        usage: dict[str, Any] = {"output_tokens": len(self.pieces()) + thinking}
+        if thinking:
+            usage["output_tokens_details"] = {"thinking_tokens": thinking}
+        return usage
 
     def error(self, status: int, message: str | None = None) -> Response:
         """Anthropic's error body."""
@@ -84,7 +107,7 @@ class AnthropicStub(StubProvider):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+            "usage": self._usage(input_tokens, started=True),
         }
         yield _event("message_start", {"type": "message_start", "message": message})
         block = {"type": "text", "text": ""}
@@ -109,7 +132,7 @@ class AnthropicStub(StubProvider):
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": len(self.pieces())},
+                "usage": self._output_usage(),
             },
         )
         yield _event("message_stop", {"type": "message_stop"})

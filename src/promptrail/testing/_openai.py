@@ -57,16 +57,25 @@ class OpenAIStub(StubProvider):
         }
         return JSONResponse({"error": error}, status_code=status, headers=self.retry_headers())
 
-    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
-        prompt = self.count_words(body["messages"])
-        completion = len(self.pieces())
+    def _usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        script = self.script
+        # Cached and reasoning tokens are counted inside prompt and completion, as OpenAI does.
+        prompt = self.count_words(body["messages"]) + script.cached_tokens
+        completion = len(self.pieces()) + script.reasoning_tokens
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": script.cached_tokens, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": script.reasoning_tokens,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
         }
 
-    def _completion(self, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    def _completion(self, model: str, usage: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": "chatcmpl-stub1",
             "object": "chat.completion",
@@ -89,7 +98,7 @@ class OpenAIStub(StubProvider):
             "system_fingerprint": "fp_stub",
         }
 
-    async def _chunks(self, model: str, usage: dict[str, int] | None) -> AsyncIterator[bytes]:
+    async def _chunks(self, model: str, usage: dict[str, Any] | None) -> AsyncIterator[bytes]:
         def envelope(choices: list[dict[str, Any]]) -> dict[str, Any]:
             return {
                 "id": "chatcmpl-stub1",

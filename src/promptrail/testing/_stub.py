@@ -34,6 +34,18 @@ class Script:
     """Break a stream off after this many text chunks."""
     break_with: Literal["drop", "error_event"] = "drop"
     """``drop``: the connection ends mid-body; ``error_event``: the provider's error event."""
+    cached_tokens: int = 0
+    """Prompt tokens the answer reports read from the provider's prompt cache: a cached
+    prefix on top of the prompt's words (OpenAI ``prompt_tokens_details.cached_tokens``,
+    counted in ``prompt_tokens``; Anthropic ``cache_read_input_tokens``, outside
+    ``input_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the cache (Anthropic ``cache_creation_input_tokens``, outside
+    ``input_tokens``; OpenAI reports none)."""
+    reasoning_tokens: int = 0
+    """Hidden output tokens spent reasoning, on top of the reply's words (OpenAI
+    ``completion_tokens_details.reasoning_tokens``, Anthropic
+    ``output_tokens_details.thinking_tokens``; counted in the output tokens)."""
 
 
 @dataclass(frozen=True)
