@@ -91,6 +91,10 @@ class CallRecord:
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    # Counted inside input_tokens (every input token, cached or not) and output_tokens.
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def __init__(
         self,
@@ -204,6 +208,13 @@ class CallRecord:
             attributes["gen_ai.usage.input_tokens"] = self.input_tokens
         if self.output_tokens is not None:
             attributes["gen_ai.usage.output_tokens"] = self.output_tokens
+        for name, count in (
+            (_genai.CACHE_READ_TOKENS, self.cached_tokens),
+            (_genai.CACHE_WRITE_TOKENS, self.cache_write_tokens),
+            (_genai.REASONING_TOKENS, self.reasoning_tokens),
+        ):
+            if count:
+                attributes[name] = count
         if self._first_token_at is not None:
             attributes[_genai.TIME_TO_FIRST_TOKEN] = int(
                 (self._first_token_at - self._started) * 1000

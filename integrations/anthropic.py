@@ -46,13 +46,31 @@ def _record(kwargs: dict[str, Any]) -> CallRecord:
 
 
 def _usage(record: CallRecord, usage: Any) -> None:
+    """Take the counts ``usage`` gives (message_delta's are cumulative: the latest wins).
+
+    Anthropic's ``input_tokens`` leave out the prompt's cache reads and writes: the record's
+    input tokens are all three (docs/api-notes.md, the prompt_tokens rule).
+    """
     if usage is None:
         return
-    input_tokens, output_tokens = _value(usage, "input_tokens"), _value(usage, "output_tokens")
+    read = _value(usage, "cache_read_input_tokens")
+    if isinstance(read, int):
+        record.cached_tokens = read
+    written = _value(usage, "cache_creation_input_tokens")
+    if isinstance(written, int):
+        record.cache_write_tokens = written
+    input_tokens = _value(usage, "input_tokens")
     if isinstance(input_tokens, int):
-        record.input_tokens = input_tokens
+        record.input_tokens = (
+            input_tokens + (record.cached_tokens or 0) + (record.cache_write_tokens or 0)
+        )
+    output_tokens = _value(usage, "output_tokens")
     if isinstance(output_tokens, int):
         record.output_tokens = output_tokens
+    details = _value(usage, "output_tokens_details")
+    thinking = _value(details, "thinking_tokens") if details is not None else None
+    if isinstance(thinking, int):
+        record.reasoning_tokens = thinking
 
 
 def _message(record: CallRecord, message: Any) -> None:
@@ -81,10 +99,7 @@ def _event(record: CallRecord, event: Any) -> None:
     elif kind == "message_delta":
         delta = _value(event, "delta")
         record.finish_reason = _value(delta, "stop_reason") or record.finish_reason
-        usage = _value(event, "usage")
-        output_tokens = _value(usage, "output_tokens") if usage is not None else None
-        if isinstance(output_tokens, int):
-            record.output_tokens = output_tokens
+        _usage(record, _value(event, "usage"))
 
 
 @functools.cache

@@ -99,6 +99,17 @@ def _usage(record: CallRecord, usage: Any, prompt: str, completion: str) -> None
         record.input_tokens = prompt_tokens
     if isinstance(completion_tokens, int):
         record.output_tokens = completion_tokens
+    # OpenAI counts both inside the totals above (docs/api-notes.md, the prompt_tokens rule):
+    # chat completions' prompt_tokens_details / completion_tokens_details, the Responses
+    # API's input_tokens_details / output_tokens_details.
+    details = _value(usage, prompt + "_details")
+    cached = _value(details, "cached_tokens") if details is not None else None
+    if isinstance(cached, int):
+        record.cached_tokens = cached
+    details = _value(usage, completion + "_details")
+    reasoning = _value(details, "reasoning_tokens") if details is not None else None
+    if isinstance(reasoning, int):
+        record.reasoning_tokens = reasoning
 
 
 # -- responses and embeddings ----------------------------------------------------------------

@@ -31,6 +31,13 @@ COST = "promptrail.cost_usd"
 # The record's kind (CONTRACT 10), when the span says it outright (``@observe(kind=...)``).
 KIND = "promptrail.kind"
 
+# The usage details the SDK's patches set (the semantic conventions' names), all counted inside
+# gen_ai.usage.input_tokens / output_tokens: prompt tokens read from and written to the
+# provider's prompt cache, output tokens spent reasoning.
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+
 # What a record can be: a model call, an embedding, or one of the span kinds.
 KINDS = frozenset(("llm", "embedding", "chain", "agent", "tool", "retriever", "span"))
 # OpenInference's span kinds (``openinference.span.kind``) as record kinds.
@@ -118,6 +125,34 @@ _COMPLETION_TOKENS = (
     "gen_ai.usage.completion_tokens",
     "llm.token_count.completion",
 )
+# Each usage detail of a record and the attributes that give it (the semantic conventions'
+# names, then OpenLLMetry's and OpenInference's).
+_USAGE_DETAILS = (
+    (
+        "cached_tokens",
+        (
+            CACHE_READ_TOKENS,
+            "gen_ai.usage.cache_read_input_tokens",
+            "llm.token_count.prompt_details.cache_read",
+        ),
+    ),
+    (
+        "cache_write_tokens",
+        (
+            CACHE_WRITE_TOKENS,
+            "gen_ai.usage.cache_creation_input_tokens",
+            "llm.token_count.prompt_details.cache_write",
+        ),
+    ),
+    (
+        "reasoning_tokens",
+        (
+            REASONING_TOKENS,
+            "gen_ai.usage.reasoning_tokens",
+            "llm.token_count.completion_details.reasoning",
+        ),
+    ),
+)
 _MODELS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 _PROVIDERS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
 _FUNCTION_KEYS = frozenset(
@@ -196,6 +231,12 @@ def build_record(
         "span_name": name,
         "kind": record_kind(attrs),
     }
+    if not plain:
+        usage = record["usage"]
+        for detail, keys in _USAGE_DETAILS:
+            count = _first_int(attrs, keys)
+            if count:
+                usage[detail] = count
     version = get(PROMPT_VERSION)
     if isinstance(version, int) and version > 0:
         record["version"] = version
