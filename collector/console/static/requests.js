@@ -248,6 +248,11 @@ export function detailSections(record) {
       facts([
         ["Prompt tokens", fmt.count(usage.prompt_tokens)],
         ["Completion tokens", fmt.count(usage.completion_tokens)],
+        // Counted inside the prompt and completion tokens; shown only when the call had them
+        // (facts leaves out an empty value).
+        ["Cached prompt tokens (cache read)", whenAny(usage.cached_tokens)],
+        ["Cache-write tokens", whenAny(usage.cache_write_tokens)],
+        ["Reasoning tokens", whenAny(usage.reasoning_tokens)],
         ["Total tokens", fmt.count(usage.total_tokens)],
         [
           "Estimated cost",
@@ -274,6 +279,11 @@ export function detailSections(record) {
       ]),
     ),
   ];
+}
+
+/** A count as text when it is above 0, else null (records stored before migration 21 have 0). */
+function whenAny(count) {
+  return count ? fmt.count(count) : null;
 }
 
 function summaryFacts(record) {
