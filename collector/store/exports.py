@@ -63,6 +63,7 @@ _CSV_COLUMNS = (
     f"if(version = 0, NULL, version) AS version, {_NOT_A_FORMULA.format(c='model')}, "
     f"{_NOT_A_FORMULA.format(c='provider')}, toString(status) AS status, "
     "input_variables, input, output, {metadata}prompt_tokens, completion_tokens, total_tokens, "
+    "cached_tokens, cache_write_tokens, reasoning_tokens, "
     f"estimated_cost_usd, latency_ms, {_NOT_A_FORMULA.format(c='error')}, "
     "{scores} AS scores"
 )
@@ -81,6 +82,9 @@ _JSON_LINE = (
     '\',"usage":{{"prompt_tokens":\', toString(prompt_tokens), '
     "',\"completion_tokens\":', toString(completion_tokens), "
     "',\"total_tokens\":', toString(total_tokens), "
+    "',\"cached_tokens\":', toString(cached_tokens), "
+    "',\"cache_write_tokens\":', toString(cache_write_tokens), "
+    "',\"reasoning_tokens\":', toString(reasoning_tokens), "
     "',\"estimated_cost_usd\":', toString(estimated_cost_usd), '}}', "
     "',\"latency_ms\":', toString(latency_ms), ',\"error\":', toJSONString(error), "
     "',\"scores\":', {scores}, '}}') AS line"

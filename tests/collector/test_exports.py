@@ -134,6 +134,10 @@ def test_json_export_is_json_lines_with_objects_embedded(logged: TestClient) -> 
         "prompt_tokens": 3,
         "completion_tokens": 2,
         "total_tokens": 5,
+        # Counted inside the tokens above (issue 35.4); this record had none.
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
         "estimated_cost_usd": 0.5,
     }
     assert oldest["version"] == 1 and lines[0]["version"] is None

@@ -4,6 +4,9 @@ service pass them on, and records stored before migration 21 read 0 of each."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +19,8 @@ from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.request_tables import REQUEST_ITEMS_MV_BEFORE_21
 from promptrail.testing import AnthropicStub, OpenAIStub
+from tests.collector.test_exports import finish, start
+from tests.collector.test_otlp import T0, TRACE_ID, _kv, _string, json_export, json_span
 from tests.collector.test_runs import parse_events
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_AUTH
@@ -231,3 +236,60 @@ def test_a_run_on_the_service_prices_and_stores_the_details(
     # Priced at the run's time (today), where list_price uses AT: both dates share a price.
     assert usage["estimated_cost_usd"] == pytest.approx(with_details)
     assert with_details != pytest.approx(without)
+
+
+def test_an_otlp_span_s_cache_writes_are_stored_and_priced(api: TestClient) -> None:
+    attributes = [
+        _kv("gen_ai.provider.name", _string("anthropic")),
+        _kv("gen_ai.request.model", _string("claude-3-5-sonnet-latest")),
+        _kv("gen_ai.usage.input_tokens", {"intValue": "9000"}),
+        _kv("gen_ai.usage.output_tokens", {"intValue": "300"}),
+        _kv("gen_ai.usage.cache_read.input_tokens", {"intValue": "5000"}),
+        _kv("gen_ai.usage.cache_creation.input_tokens", {"intValue": "2500"}),
+        _kv("gen_ai.usage.reasoning.output_tokens", {"intValue": "120"}),
+    ]
+    span_id = "00000000000000cb"
+
+    response = api.post("/v1/traces", json=json_export([json_span(span_id, attributes)]))
+
+    assert response.status_code == 200, response.text
+    usage = usage_of(api, f"req_{TRACE_ID}{span_id}")
+    assert {k: usage[k] for k in DETAILS} == {
+        "cached_tokens": 5000,
+        "cache_write_tokens": 2500,
+        "reasoning_tokens": 120,
+    }
+    with_details, without = priced_with_details(
+        "claude-3-5-sonnet-latest", usage, datetime.fromtimestamp(T0 / 1e9, UTC)
+    )
+    assert usage["estimated_cost_usd"] == pytest.approx(with_details)
+    assert with_details != pytest.approx(without)
+
+
+def test_exports_carry_the_details(api: TestClient) -> None:
+    batch(
+        api,
+        {
+            "model": "gpt-4o",
+            "usage": {
+                "prompt_tokens": 800,
+                "completion_tokens": 90,
+                "cached_tokens": 512,
+                "reasoning_tokens": 40,
+            },
+        },
+    )
+    found: dict[str, dict[str, int]] = {}
+    for kind in ("json", "csv"):
+        export_id = start(api, format=kind)["export_id"]
+        finish(api, export_id)
+        text = api.get(f"/v1/requests/exports/{export_id}/download").text
+        if kind == "json":
+            (line,) = [json.loads(row) for row in text.splitlines()]
+            found[kind] = {k: line["usage"][k] for k in DETAILS}
+        else:
+            (row,) = csv.DictReader(io.StringIO(text, newline=""))
+            found[kind] = {k: int(row[k]) for k in DETAILS}
+
+    expected = {"cached_tokens": 512, "cache_write_tokens": 0, "reasoning_tokens": 40}
+    assert found == {"json": expected, "csv": expected}
