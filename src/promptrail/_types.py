@@ -131,6 +131,11 @@ class Usage(_Shape):
     estimated_cost_usd: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # Inside prompt_tokens (cache reads and writes) and completion_tokens (reasoning); details
+    # and runs carry them, lists do not (0 there, as for a call without any).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class RunResult(_Shape):

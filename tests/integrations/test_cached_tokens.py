@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+import promptrail
 from promptrail.testing import AnthropicStub, OpenAIStub
 from tests.capture import Records
 from tests.collector.test_token_details import priced_with_details
+from tests.keys import DEFAULT_KEY
 from tests.provider_clients import anthropic_client, openai_client
 
 MESSAGES = [{"role": "user", "content": "Summarise the long cached document"}]
@@ -39,7 +41,9 @@ def openai_details(stub: OpenAIStub) -> None:
     stub.script.reasoning_tokens = 448
 
 
-def test_openai_chat_completion_details(openai_stub: OpenAIStub, records: Records) -> None:
+def test_openai_chat_completion_details(
+    openai_stub: OpenAIStub, records: Records, capture: str
+) -> None:
     openai_details(openai_stub)
 
     completion = openai_client(openai_stub).chat.completions.create(
@@ -64,6 +68,10 @@ def test_openai_chat_completion_details(openai_stub: OpenAIStub, records: Record
         448,
     )
     assert_priced_by_its_details(record)
+    # The SDK's client reads them off the detail, typed.
+    with promptrail.Client(DEFAULT_KEY, capture) as client:
+        read = client.requests.get(record["id"]).usage
+    assert (read.cached_tokens, read.cache_write_tokens, read.reasoning_tokens) == (1_536, 0, 448)
 
 
 def test_openai_stream_details_come_with_the_usage_chunk(
