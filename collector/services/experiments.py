@@ -24,6 +24,8 @@ import json
 import logging
 import math
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -44,7 +46,13 @@ from ..models.experiments import ExperimentIn, ResultIn
 from ..models.runs import RunRequest
 from ..models.scores import infer_data_type
 from ..store.datasets import ItemRow
-from ..store.experiments import ExperimentRow, ExperimentStore, ResultRow, SummaryFigures
+from ..store.experiments import (
+    CompareFigures,
+    ExperimentRow,
+    ExperimentStore,
+    ResultRow,
+    SummaryFigures,
+)
 from ..store.scores import ScoreRow, ScoreStore
 from .cursors import CursorCodec
 from .datasets import DatasetService
@@ -62,6 +70,10 @@ STOPPED = "the collector stopped while the experiment ran"
 # Experiments running in this process, by any collector of it (several collectors of one
 # process may share an embedded store: a start-up must not fail what another one runs).
 _RUNNING_HERE: set[str] = set()
+
+# Comparisons of two finished experiments kept in memory, the most recently read ones: at
+# most this many paired item ids in all (an id and its list slot: ~100 bytes; ~20 MiB).
+_COMPARED_ITEMS_KEPT = 200_000
 
 
 def new_experiment_id() -> str:
@@ -118,6 +130,10 @@ class ExperimentService:
         self._result_cursors = CursorCodec(cursor_secret, "experiment results")
         self._compare_cursors = CursorCodec(cursor_secret, "comparison")
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        self._compare_cache: OrderedDict[
+            tuple[str, str, str], tuple[CompareFigures, SummaryFigures, SummaryFigures]
+        ] = OrderedDict()
+        self._compare_lock = threading.Lock()
 
     # -- create ----------------------------------------------------------------------------
 
@@ -515,14 +531,17 @@ class ExperimentService:
                 offset = int(self._compare_cursors.decode(cursor)["offset"])
             except (KeyError, TypeError, ValueError):
                 raise ValidationFailed("cursor", "Invalid cursor") from None
+        finished = True
         for experiment_id in (base_id, candidate_id):
-            if self._store.get(project, experiment_id) is None:
+            row = self._store.get(project, experiment_id)
+            if row is None:
                 raise ExperimentNotFound(experiment_id)
-        figures = self._store.compare_figures(project, base_id, candidate_id, offset, limit)
-        base = summary_of(self._store.summary_figures(project, base_id, with_scores=False))
-        candidate = summary_of(
-            self._store.summary_figures(project, candidate_id, with_scores=False)
+            finished = finished and row.status != "running"
+        figures, base_figures, candidate_figures = self._compared(
+            project, base_id, candidate_id, finished
         )
+        page = figures.order[offset : offset + limit]
+        base, candidate = summary_of(base_figures), summary_of(candidate_figures)
         data = {
             "scores": {name: _compared(*values) for name, values in figures.scores.items()},
             "estimated_cost_usd": _triple(
@@ -532,14 +551,39 @@ class ExperimentService:
             "unmatched": figures.unmatched,
             # Only the page's items are read whole (variables, expected output, outputs).
             "items": _page_items(
-                figures.page,
-                _by_item(self._store.of_items(project, base_id, figures.page)),
-                _by_item(self._store.of_items(project, candidate_id, figures.page)),
+                page,
+                _by_item(self._store.of_items(project, base_id, page)),
+                _by_item(self._store.of_items(project, candidate_id, page)),
             ),
         }
         more = offset + limit < figures.paired
         next_cursor = self._compare_cursors.encode({"offset": offset + limit}) if more else None
         return ComparePage(data, next_cursor)
+
+    def _compared(
+        self, project: str, base_id: str, candidate_id: str, finished: bool
+    ) -> tuple[CompareFigures, SummaryFigures, SummaryFigures]:
+        """The figures of a comparison; kept for two finished experiments, whose results can
+        no longer change (posting results needs a running experiment), so that paging
+        through a comparison computes it once."""
+        key = (project, base_id, candidate_id)
+        with self._compare_lock:
+            kept = self._compare_cache.get(key)
+            if kept is not None:
+                self._compare_cache.move_to_end(key)
+                return kept
+        figures = (
+            self._store.compare_figures(project, base_id, candidate_id),
+            self._store.summary_figures(project, base_id, with_scores=False),
+            self._store.summary_figures(project, candidate_id, with_scores=False),
+        )
+        if finished:
+            with self._compare_lock:
+                self._compare_cache[key] = figures
+                kept_items = sum(len(f[0].order) for f in self._compare_cache.values())
+                while kept_items > _COMPARED_ITEMS_KEPT and self._compare_cache:
+                    kept_items -= len(self._compare_cache.popitem(last=False)[1][0].order)
+        return figures
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -293,9 +293,11 @@ def _score_parts(requests: RequestStore, where: str, name: str) -> tuple[str, st
         "AND name = {score_name:String} AND on_trace = %d GROUP BY target HAVING n > 0"
     )
     # A record is one row of ``records`` (FINAL): its own sums join it once, no DISTINCT.
+    # The records are the join's right (built) side: faster than building the sums (measured
+    # at 1M records, docs/benchmarks.md "Scores at scale").
     own = (
-        f"SELECT r.name AS name, s.t AS t, s.n AS n FROM ({records}) AS r "
-        f"INNER JOIN ({sums % 0}) AS s ON r.id = s.target"
+        f"SELECT r.name AS name, s.t AS t, s.n AS n FROM ({sums % 0}) AS s "
+        f"INNER JOIN ({records}) AS r ON r.id = s.target"
     )
     traced = (
         "SELECT r.name AS name, s.t AS t, s.n AS n FROM (SELECT DISTINCT {key} AS name, trace_id "
@@ -317,19 +319,32 @@ def score_aggregate(
     group largest first. A trace's score counts once per group (and once in the total),
     however many of the trace's records the group holds."""
     where, params = filter_where(project, filters)
-    params.update(score_name=score_name, limit=_MAX_GROUPS)
+    params["score_name"] = score_name
     name = log_group(group_by, params)
     own, per_group, once = _score_parts(requests, where, name)
-    total = client.query(
-        f"SELECT sum(t), sum(n) FROM ({own} UNION ALL {once})", parameters=params
-    ).result_rows[0]
-    count = int(total[1])
-    total_row = GroupRow("", float(total[0]) / count if count else 0.0, count, None)
-    if group_by is None:
-        return total_row, []
+    # One query: the records' own sums (branch 0) are joined once, for the total and the
+    # groups; a trace's sums count once per group holding it (1) and once in the total (2).
+    branches = [f"SELECT 0 AS g, name, t, n FROM ({own})"]
+    if group_by is not None:
+        branches.append(f"SELECT 1 AS g, name, t, n FROM ({per_group})")
+    branches.append(f"SELECT 2 AS g, '' AS name, t, n FROM ({once})")
     rows = client.query(
-        f"SELECT name, sum(t) / sum(n) AS value, sum(n) FROM ({own} UNION ALL {per_group}) "
-        "GROUP BY name ORDER BY value DESC, name LIMIT {limit:UInt32}",
+        f"SELECT g, name, sum(t), sum(n) FROM ({' UNION ALL '.join(branches)}) GROUP BY g, name",
         parameters=params,
     ).result_rows
-    return total_row, [GroupRow(str(r[0]), float(r[1]), int(r[2]), None) for r in rows]
+    total, count = 0.0, 0
+    groups: dict[str, list[float]] = {}
+    for branch, group, t, n in rows:
+        if branch != 1:
+            total, count = total + float(t), count + int(n)
+        if branch != 2:
+            entry = groups.setdefault(str(group), [0.0, 0])
+            entry[0] += float(t)
+            entry[1] += int(n)
+    total_row = GroupRow("", total / count if count else 0.0, count, None)
+    if group_by is None:
+        return total_row, []
+    ranked = sorted(
+        ((t / n, g, int(n)) for g, (t, n) in groups.items()), key=lambda r: (-r[0], r[1])
+    )
+    return total_row, [GroupRow(g, value, n, None) for value, g, n in ranked[:_MAX_GROUPS]]

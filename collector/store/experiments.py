@@ -131,12 +131,13 @@ class SummaryFigures:
 @dataclass(frozen=True)
 class CompareFigures:
     """What a comparison is computed from; ``scores``: name -> (base mean, candidate mean,
-    delta mean, delta sd, pairs, improved, regressed)."""
+    delta mean, delta sd, pairs, improved, regressed); ``order``: every paired item id, the
+    most negative delta first, then by the base's item order (a page is a slice of it)."""
 
     scores: dict[str, tuple[float, float, float, float, int, int, int]]
     paired: int
     unmatched: int
-    page: list[str]
+    order: list[str]
 
 
 # A delta this close to zero is "unchanged" (float noise of means).
@@ -377,29 +378,20 @@ class ExperimentStore:
             scores={str(r[0]): (float(r[1]), float(r[2]), int(r[3])) for r in scores},
         )
 
-    def compare_figures(
-        self, project: str, base: str, candidate: str, offset: int, limit: int
-    ) -> CompareFigures:
+    def compare_figures(self, project: str, base: str, candidate: str) -> CompareFigures:
         """Pair two experiments by item inside ClickHouse: per score the paired means and the
-        deltas' mean, sd, count and signs; the paired and unmatched item counts; and one page
-        of paired item ids, the most negative delta first, then by the base's item order."""
-        params = {"p": project, "b": base, "c": candidate, "offset": offset, "limit": limit}
-        per_item = (
-            "SELECT experiment_id AS e, item_id, name, avg(v) AS v FROM ("
-            f"{_score_values(self._results, 'b_or_c')}"
-            ") GROUP BY e, item_id, name"
-        )
+        deltas' mean, sd, count and signs; then, per item, whether both sides have it, its
+        base position and its most negative delta, from which the order of the paired items
+        is made here (two queries, each one pass over the two experiments' results)."""
+        params = {"p": project, "b": base, "c": candidate}
+        # Each (item, score name) scored on both sides: the two sides' means (over repetitions)
+        # and their difference, in one aggregation (no join of the two sides).
         deltas = (
-            "SELECT pb.item_id AS item_id, pb.name AS name, pb.v AS vb, pc.v AS vc, "
-            f"pc.v - pb.v AS d FROM ({per_item}) AS pb INNER JOIN ({per_item}) AS pc "
-            "ON pb.item_id = pc.item_id AND pb.name = pc.name "
-            "WHERE pb.e = {b:String} AND pc.e = {c:String}"
-        )
-        items = (
-            "SELECT item_id, uniqExact(experiment_id) AS sides, "
-            "minIf(position, experiment_id = {b:String}) AS pos "
-            f"FROM {self._results} FINAL WHERE project = {{p:String}} "
-            "AND experiment_id IN ({b:String}, {c:String}) GROUP BY item_id"
+            "SELECT item_id, name, vb, vc, vc - vb AS d FROM (SELECT item_id, name, "
+            "avgIf(v, experiment_id = {b:String}) AS vb, avgIf(v, experiment_id = {c:String}) "
+            f"AS vc FROM ({_score_values(self._results, 'b_or_c')}) GROUP BY item_id, name "
+            "HAVING countIf(experiment_id = {b:String}) > 0 "
+            "AND countIf(experiment_id = {c:String}) > 0)"
         )
         scores = self._client.query(
             "SELECT name, avg(vb), avg(vc), avg(d), stddevSamp(d), count(), "
@@ -408,19 +400,20 @@ class ExperimentStore:
             parameters=params,
             settings=self._read,
         ).result_rows
-        paired, unmatched = self._client.query(
-            f"SELECT countIf(sides = 2), countIf(sides = 1) FROM ({items})",
-            parameters=params,
-            settings=self._read,
-        ).result_rows[0]
-        page = self._client.query(
-            f"SELECT i.item_id FROM ({items}) AS i LEFT JOIN (SELECT item_id, min(d) AS md "
-            f"FROM ({deltas}) GROUP BY item_id) AS m ON i.item_id = m.item_id "
-            "WHERE i.sides = 2 ORDER BY ifNull(m.md, 0), i.pos, i.item_id "
-            "LIMIT {limit:UInt32} OFFSET {offset:UInt32}",
+        items = self._client.query(
+            "SELECT i.item_id, i.sides, i.pos, m.md FROM (SELECT item_id, "
+            "uniqExact(experiment_id) AS sides, minIf(position, experiment_id = {b:String}) "
+            f"AS pos FROM {self._results} FINAL WHERE project = {{p:String}} "
+            "AND experiment_id IN ({b:String}, {c:String}) GROUP BY item_id) AS i LEFT JOIN "
+            f"(SELECT item_id, min(d) AS md FROM ({deltas}) GROUP BY item_id) AS m "
+            "ON i.item_id = m.item_id",
             parameters=params,
             settings={**self._read, "join_use_nulls": 1},
         ).result_rows
+        paired = [
+            (r[3] if r[3] is not None else 0.0, int(r[2]), str(r[0])) for r in items if r[1] == 2
+        ]
+        paired.sort()
         return CompareFigures(
             scores={
                 str(r[0]): (
@@ -434,9 +427,9 @@ class ExperimentStore:
                 )
                 for r in scores
             },
-            paired=int(paired),
-            unmatched=int(unmatched),
-            page=[str(r[0]) for r in page],
+            paired=len(paired),
+            unmatched=sum(1 for r in items if r[1] == 1),
+            order=[item for _, _, item in paired],
         )
 
     def of_items(

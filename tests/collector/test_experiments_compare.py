@@ -175,3 +175,51 @@ def test_client_results_replace_by_item_and_repetition_and_bad_ones_are_rejected
         "VALIDATION_ERROR",
         "prompt",
     )
+
+
+def test_a_running_side_is_compared_as_it_is_now_and_finished_ones_page_consistently(
+    qa: TestClient,
+) -> None:
+    """A comparison of two finished experiments is computed once and paged from memory
+    (their results can no longer change); one with a side still running is computed anew at
+    every read, so results posted meanwhile count."""
+    base = client_experiment(qa, "base", BASE)
+    made = post(qa, "/v1/experiments", {"dataset": "qa", "task": "client", "name": "live"})
+    live = made["id"]
+
+    def post_results(scores: dict[str, float]) -> None:
+        results = [
+            {"item_id": item, "output": f"live-{item}", "scores": {"quality": value}}
+            for item, value in scores.items()
+        ]
+        post(qa, f"/v1/experiments/{live}/results", {"results": results})
+
+    def compared(**params: Any) -> Any:
+        response = qa.get(
+            "/v1/experiments/compare", params={"base": base, "candidate": live, **params}
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def pairs(data: Any) -> int:
+        quality = data["scores"]["quality"]
+        return int(quality["improved"] + quality["regressed"] + quality["unchanged"])
+
+    post_results({"i0": 0.1})
+    first = compared()["data"]
+    assert pairs(first) == 1 and first["unmatched"] == 4
+    post_results({"i1": 0.9, "i2": 0.2})
+    second = compared()["data"]
+    assert pairs(second) == 3 and second["unmatched"] == 2
+    post(qa, f"/v1/experiments/{live}/complete", {}, status=200)
+
+    # Finished: pages of 2 cover the 3 paired items once each, regressions first.
+    pages, cursor = [], None
+    while True:
+        body = compared(limit=2, **({"cursor": cursor} if cursor else {}))
+        assert body["data"]["scores"] == second["scores"]
+        pages.append([item["item_id"] for item in body["data"]["items"]])
+        cursor = body["pagination"].get("next_cursor")
+        if not cursor:
+            break
+    assert pages == [["i0", "i2"], ["i1"]]
