@@ -58,6 +58,10 @@ def test_logged_record_is_readable_at_once_in_the_detail_shape(api: TestClient) 
         "completion_tokens": 7,
         "total_tokens": 37,
         "estimated_cost_usd": 0.0004,
+        # Counted inside the tokens above (issue 35.4); this call had none.
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
     }
     assert detail["timing"] == {
         "total_latency_ms": 420,
