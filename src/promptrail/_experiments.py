@@ -125,7 +125,7 @@ def _call(task: Callable[[dict[str, Any]], Any], item: dict[str, Any]) -> Any:
     return task(item)
 
 
-@observe(name="experiment task", capture_input=False, capture_output=False)
+@observe(name="experiment task", kind="chain", capture_input=False, capture_output=False)
 def _traced(task: Callable[[dict[str, Any]], Any], item: dict[str, Any]) -> tuple[Any, str | None]:
     # Under its own span: the task's provider calls share this trace.
     return _call(task, item), current_trace_id()

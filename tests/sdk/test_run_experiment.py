@@ -105,6 +105,17 @@ def test_run_experiment_runs_the_task_here_captures_its_calls_and_stores_the_exp
     assert record["metadata"]["experiment_id"] == run.id
     assert record["metadata"]["dataset_item_id"] == "fr"
     assert record["trace_id"] == fr.trace_id
+    # The result's record is the task's own span: the trace's root, a chain (CONTRACT 10),
+    # with the provider call inside it.
+    deadline = time.monotonic() + 10
+    while True:
+        trace = sdk.traces.get(fr.trace_id)
+        if len(trace.items) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    kinds = {item.span_name or "": item.kind for item in trace.items}
+    assert trace.name == "experiment task" and kinds["experiment task"] == "chain"
+    assert record["kind"] == "chain" and trace.llm_calls == 1
     # Each verdict is a score (source eval) on that record.
     deadline = time.monotonic() + 10
     while True:
