@@ -37,18 +37,6 @@ PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 Encoding = Literal["application/x-protobuf", "application/json"]
 
-# Token counts that price a call besides input and output (semantic conventions, then
-# OpenLLMetry's and OpenInference's names); both are counted inside input and output.
-_CACHED_TOKENS = (
-    "gen_ai.usage.cache_read.input_tokens",
-    "gen_ai.usage.cache_read_input_tokens",
-    "llm.token_count.prompt_details.cache_read",
-)
-_REASONING_TOKENS = (
-    "gen_ai.usage.reasoning.output_tokens",
-    "gen_ai.usage.reasoning_tokens",
-    "llm.token_count.completion_details.reasoning",
-)
 # How many span problems the answer's error_message spells out.
 _MAX_PROBLEMS = 10
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
@@ -106,7 +94,6 @@ class OtlpService:
             try:
                 data = span_data(span, attributes)
                 record = span_to_record(data)
-                _add_priced_tokens(record, attributes)
             # InvalidSpan is a ValueError; a time far out of range fails the datetime.
             except (ValueError, OverflowError, OSError) as exc:
                 problems.append(f"{_label(span)}: {exc}")
@@ -119,16 +106,6 @@ class OtlpService:
             accepted = len(outcome.rows)
             problems += [f"{labels[i]}: {error['message']}" for i, error in outcome.rejected]
         return ExportOutcome(accepted, len(problems), _summary(problems))
-
-
-def _add_priced_tokens(record: dict[str, Any], attributes: dict[str, Any]) -> None:
-    """Carry a span's cached-input and reasoning token counts into the record's usage."""
-    for field, keys in (("cached_tokens", _CACHED_TOKENS), ("reasoning_tokens", _REASONING_TOKENS)):
-        for key in keys:
-            value = attributes.get(key)
-            if type(value) is int and value > 0:
-                record["usage"][field] = value
-                break
 
 
 def decode_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
