@@ -12,12 +12,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import openai
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 import promptrail
-from promptrail.testing import AnthropicStub, OpenAIStub
+from promptrail.testing import AnthropicStub, OpenAIStub, serve
 from tests.capture import Records
 from tests.collector.test_token_details import priced_with_details
+from tests.integrations.test_openai_other_apis import RESPONSE
 from tests.keys import DEFAULT_KEY
 from tests.provider_clients import anthropic_client, openai_client
 
@@ -168,3 +174,37 @@ def test_anthropic_stream_helper_and_thinking_tokens(
     (record,) = records()
     assert record["usage"]["reasoning_tokens"] == 300
     assert_anthropic_record(record, final.usage.input_tokens, final.usage.output_tokens)
+
+
+def test_responses_api_details(records: Records) -> None:
+    """The Responses API names them input_tokens_details / output_tokens_details."""
+    answer = {
+        **RESPONSE,
+        "model": OPENAI_MODEL,
+        "usage": {
+            "input_tokens": 3_000,
+            "input_tokens_details": {"cached_tokens": 2_048},
+            "output_tokens": 900,
+            "output_tokens_details": {"reasoning_tokens": 768},
+            "total_tokens": 3_900,
+        },
+    }
+
+    async def responses(request: Request) -> JSONResponse:
+        await request.json()
+        return JSONResponse(answer)
+
+    app = Starlette(routes=[Route("/v1/responses", responses, methods=["POST"])])
+    with (
+        serve(app, lifespan="off") as url,
+        openai.OpenAI(api_key="k", base_url=f"{url}/v1", max_retries=0) as api,
+    ):
+        response = api.responses.create(model=OPENAI_MODEL, input="Summarise it")
+
+    assert response.usage is not None
+    assert response.usage.input_tokens_details.cached_tokens == 2_048
+    (record,) = records()
+    stored = record["usage"]
+    assert (stored["prompt_tokens"], stored["completion_tokens"]) == (3_000, 900)
+    assert (stored["cached_tokens"], stored["reasoning_tokens"]) == (2_048, 768)
+    assert_priced_by_its_details(record)
