@@ -26,7 +26,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -58,7 +58,7 @@ from .cursors import CursorCodec
 from .datasets import DatasetService
 from .evaluators import Evaluator, parse_evaluators
 from .ingest import rejection_of
-from .intervals import MeanInterval, interval_of
+from .intervals import MeanInterval, interval_of, within
 from .prompts import PromptService
 from .runs import RunService, RunTarget
 from .templates import provider_for
@@ -475,7 +475,30 @@ class ExperimentService:
     def computed(self, project: str, row: ExperimentRow) -> Computed:
         """Counts and summary from the stored results."""
         figures = self._store.summary_figures(project, row.id)
-        return Computed(figures.done, figures.errors, summary_of(figures))
+        bounds = self._bounds(project, [row], figures.scores, figures.booleans)
+        return Computed(figures.done, figures.errors, summary_of(figures, bounds))
+
+    def _bounds(
+        self,
+        project: str,
+        experiments: Sequence[ExperimentRow],
+        names: Iterable[str],
+        booleans: frozenset[str],
+    ) -> dict[str, tuple[float, float]]:
+        """The scale of each score name whose scale is known: [0, 1] for booleans and the
+        ``similarity`` evaluator, a score config's min and max; other names have none."""
+        bounds = dict.fromkeys(booleans, (0.0, 1.0))
+        for experiment in experiments:
+            for evaluator in experiment.spec.get("evaluators") or []:
+                if evaluator.get("type") == "similarity" and evaluator.get("name"):
+                    bounds[str(evaluator["name"])] = (0.0, 1.0)
+        unknown = [name for name in names if name not in bounds]
+        for config in self._scores.configs(project, unknown) if unknown else []:
+            if config.data_type == "boolean":
+                bounds[config.name] = (0.0, 1.0)
+            elif config.min is not None and config.max is not None:
+                bounds[config.name] = (config.min, config.max)
+        return bounds
 
     def page(
         self,
@@ -531,19 +554,19 @@ class ExperimentService:
                 offset = int(self._compare_cursors.decode(cursor)["offset"])
             except (KeyError, TypeError, ValueError):
                 raise ValidationFailed("cursor", "Invalid cursor") from None
-        finished = True
-        for experiment_id in (base_id, candidate_id):
-            row = self._store.get(project, experiment_id)
-            if row is None:
-                raise ExperimentNotFound(experiment_id)
-            finished = finished and row.status != "running"
+        rows = [self.get_row(project, base_id), self.get_row(project, candidate_id)]
+        finished = all(row.status != "running" for row in rows)
         figures, base_figures, candidate_figures = self._compared(
             project, base_id, candidate_id, finished
         )
         page = figures.order[offset : offset + limit]
         base, candidate = summary_of(base_figures), summary_of(candidate_figures)
+        bounds = self._bounds(project, rows, figures.scores, figures.booleans)
         data = {
-            "scores": {name: _compared(*values) for name, values in figures.scores.items()},
+            "scores": {
+                name: _compared(*values, bounds.get(name))
+                for name, values in figures.scores.items()
+            },
             "estimated_cost_usd": _triple(
                 base["estimated_cost_usd"], candidate["estimated_cost_usd"]
             ),
@@ -660,12 +683,20 @@ def _interval(found: MeanInterval) -> dict[str, Any]:
     }
 
 
-def summary_of(figures: SummaryFigures) -> dict[str, Any]:
-    """An experiment's summary: per numeric score its mean and 95% interval, the cost (task
-    and judge apart), the tokens, and the latency p50/p95 of the successful results."""
+def summary_of(
+    figures: SummaryFigures, bounds: dict[str, tuple[float, float]] | None = None
+) -> dict[str, Any]:
+    """An experiment's summary: per numeric score its mean and 95% interval (within the
+    score's scale, where ``bounds`` knows it), the cost (task and judge apart), the tokens,
+    and the latency p50/p95 of the successful results."""
+    scale = bounds or {}
     return {
         "scores": {
-            name: _interval(interval_of(mean, sd, count))
+            name: _interval(
+                within(interval_of(mean, sd, count), *scale[name])
+                if name in scale
+                else interval_of(mean, sd, count)
+            )
             for name, (mean, sd, count) in figures.scores.items()
         },
         "estimated_cost_usd": figures.estimated_cost_usd,
@@ -686,9 +717,14 @@ def _compared(
     pairs: int,
     improved: int,
     regressed: int,
+    scale: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """One score of a comparison: the paired means and the interval of the mean delta."""
+    """One score of a comparison: the paired means and the interval of the mean delta
+    (within what a delta can be, where the score's ``scale`` is known)."""
     interval = interval_of(delta, sd, pairs)
+    if scale is not None:
+        width = scale[1] - scale[0]
+        interval = within(interval, -width, width)
     return {
         "base": base,
         "candidate": candidate,

@@ -84,3 +84,13 @@ def interval_of(mean: float, sd: float, count: int) -> MeanInterval:
         return MeanInterval(mean, mean, mean, count)
     half = t_975(count - 1) * sd / math.sqrt(count)
     return MeanInterval(mean, mean - half, mean + half, count)
+
+
+def within(interval: MeanInterval, low: float, high: float) -> MeanInterval:
+    """The interval cut to ``[low, high]``, the values its mean can take (a mean of scores
+    on a 0-1 scale cannot leave it, nor a delta of two such means leave [-1, 1]). The true
+    mean is in that range, so it is in the cut interval whenever it is in the whole one:
+    the 95% coverage stands. A t interval over a few items otherwise runs past the scale."""
+    return MeanInterval(
+        interval.mean, max(interval.ci_low, low), min(interval.ci_high, high), interval.count
+    )

@@ -126,6 +126,8 @@ class SummaryFigures:
     latency_p50: float | None
     latency_p95: float | None
     scores: dict[str, tuple[float, float, int]]
+    # The score names whose every value was a boolean (a mean of them lies in [0, 1]).
+    booleans: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class CompareFigures:
     paired: int
     unmatched: int
     order: list[str]
+    booleans: frozenset[str] = frozenset()
 
 
 # A delta this close to zero is "unchanged" (float noise of means).
@@ -146,8 +149,9 @@ _EPSILON = 1e-9
 
 def _score_values(table: str, experiments: str) -> str:
     """SQL: one row per numeric score of the results of ``experiments`` (``{e:String}``, or
-    ``b_or_c`` for the two of a comparison): experiment_id, item_id, name, v. Booleans count
-    as 1/0; text scores and non-finite numbers are left out."""
+    ``b_or_c`` for the two of a comparison): experiment_id, item_id, name, v, and is_bool (whether
+    the value is a boolean). Booleans count as 1/0; text scores and non-finite numbers are
+    left out."""
     which = (
         "experiment_id IN ({b:String}, {c:String})"
         if experiments == "b_or_c"
@@ -155,8 +159,8 @@ def _score_values(table: str, experiments: str) -> str:
     )
     value = "multiIf(kv.2 = 'true', 1., kv.2 = 'false', 0., toFloat64OrNull(kv.2))"
     return (
-        f"SELECT experiment_id, item_id, name, v FROM (SELECT experiment_id, item_id, "
-        f"kv.1 AS name, {value} AS v FROM {table} FINAL "
+        f"SELECT experiment_id, item_id, name, v, is_bool FROM (SELECT experiment_id, item_id, "
+        f"kv.1 AS name, {value} AS v, kv.2 IN ('true', 'false') AS is_bool FROM {table} FINAL "
         "ARRAY JOIN JSONExtractKeysAndValuesRaw(scores) AS kv "
         f"WHERE project = {{p:String}} AND {which}) WHERE v IS NOT NULL AND isFinite(v)"
     )
@@ -360,7 +364,7 @@ class ExperimentStore:
         scores: Sequence[Sequence[Any]] = []
         if with_scores:
             scores = self._client.query(
-                "SELECT name, avg(v), stddevSamp(v), count() FROM ("
+                "SELECT name, avg(v), stddevSamp(v), count(), min(is_bool) FROM ("
                 f"{_score_values(self._results, '{e:String}')}"
                 ") GROUP BY name ORDER BY name",
                 parameters=params,
@@ -376,6 +380,7 @@ class ExperimentStore:
             latency_p50=float(totals[6][0]) if timed else None,
             latency_p95=float(totals[6][1]) if timed else None,
             scores={str(r[0]): (float(r[1]), float(r[2]), int(r[3])) for r in scores},
+            booleans=frozenset(str(r[0]) for r in scores if r[4]),
         )
 
     def compare_figures(self, project: str, base: str, candidate: str) -> CompareFigures:
@@ -387,7 +392,8 @@ class ExperimentStore:
         # Each (item, score name) scored on both sides: the two sides' means (over repetitions)
         # and their difference, in one aggregation (no join of the two sides).
         deltas = (
-            "SELECT item_id, name, vb, vc, vc - vb AS d FROM (SELECT item_id, name, "
+            "SELECT item_id, name, vb, vc, vc - vb AS d, is_bool FROM (SELECT item_id, name, "
+            "min(is_bool) AS is_bool, "
             "avgIf(v, experiment_id = {b:String}) AS vb, avgIf(v, experiment_id = {c:String}) "
             f"AS vc FROM ({_score_values(self._results, 'b_or_c')}) GROUP BY item_id, name "
             "HAVING countIf(experiment_id = {b:String}) > 0 "
@@ -395,7 +401,7 @@ class ExperimentStore:
         )
         scores = self._client.query(
             "SELECT name, avg(vb), avg(vc), avg(d), stddevSamp(d), count(), "
-            f"countIf(d > {_EPSILON}), countIf(d < -{_EPSILON}) FROM ({deltas}) "
+            f"countIf(d > {_EPSILON}), countIf(d < -{_EPSILON}), min(is_bool) FROM ({deltas}) "
             "GROUP BY name ORDER BY name",
             parameters=params,
             settings=self._read,
@@ -430,6 +436,7 @@ class ExperimentStore:
             paired=len(paired),
             unmatched=sum(1 for r in items if r[1] == 1),
             order=[item for _, _, item in paired],
+            booleans=frozenset(str(r[0]) for r in scores if r[8]),
         )
 
     def of_items(

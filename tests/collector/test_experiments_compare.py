@@ -223,3 +223,44 @@ def test_a_running_side_is_compared_as_it_is_now_and_finished_ones_page_consiste
         if not cursor:
             break
     assert pages == [["i0", "i2"], ["i1"]]
+
+
+def test_intervals_stay_within_the_scale_of_the_score(qa: TestClient) -> None:
+    """A t interval over three items runs far past a 0-1 scale; where the scale is known
+    (booleans, a score config's min and max) the interval is cut to what the mean, or a
+    delta of two means, can be. A score of unknown scale keeps its whole t interval."""
+    response = qa.put("/v1/score-configs/stars", json={"data_type": "numeric", "min": 1, "max": 5})
+    assert response.status_code == 200, response.text
+
+    def experiment(name: str, correct: list[bool], stars: list[float]) -> str:
+        made = post(qa, "/v1/experiments", {"dataset": "qa", "task": "client", "name": name})
+        results = [
+            {"item_id": f"i{n}", "scores": {"correct": c, "stars": s, "free": s}}
+            for n, (c, s) in enumerate(zip(correct, stars, strict=True))
+        ]
+        post(qa, f"/v1/experiments/{made['id']}/results", {"results": results})
+        post(qa, f"/v1/experiments/{made['id']}/complete", {}, status=200)
+        experiment_id: str = made["id"]
+        return experiment_id
+
+    base = experiment("base", [True, False, True], [5, 1, 5])
+    candidate = experiment("candidate", [False, True, False], [1, 5, 1])
+    summary = qa.get(f"/v1/experiments/{base}").json()["data"]["summary"]["scores"]
+    # correct: mean 2/3, t interval about [-0.77, 2.1]; stars: mean 11/3, about [-2.1, 9.4].
+    assert summary["correct"]["mean"] == pytest.approx(2 / 3)
+    assert (summary["correct"]["ci_low"], summary["correct"]["ci_high"]) == (0.0, 1.0)
+    assert (summary["stars"]["ci_low"], summary["stars"]["ci_high"]) == (1.0, 5.0)
+    whole = mean_interval([5.0, 1.0, 5.0])
+    assert whole is not None and summary["free"]["ci_low"] == pytest.approx(whole.ci_low)
+    assert whole.ci_low < 1.0 and whole.ci_high > 5.0
+
+    compared = qa.get(
+        "/v1/experiments/compare", params={"base": base, "candidate": candidate}
+    ).json()["data"]["scores"]
+    # Deltas -1, +1, -1 (correct) and -4, +4, -4 (stars): a delta of 0-1 means is in [-1, 1].
+    assert compared["correct"]["delta"] == pytest.approx(-1 / 3)
+    assert (compared["correct"]["ci_low"], compared["correct"]["ci_high"]) == (-1.0, 1.0)
+    assert (compared["stars"]["ci_low"], compared["stars"]["ci_high"]) == (-4.0, 4.0)
+    free = mean_interval([-4.0, 4.0, -4.0])
+    assert free is not None and compared["free"]["ci_low"] == pytest.approx(free.ci_low)
+    assert free.ci_low < -4.0
