@@ -49,12 +49,15 @@ examples: $(STAMP)
 # one. A third gained little (1,129 tests on a quiet machine: 704 s with -n 2, 668 s with -n 3)
 # and loads the timing-sensitive tests more. The examples run inside the suite, and mypy beside
 # it, on the share of the 2 cores the workers leave idle while their tests wait (on
-# subprocesses, flushes, a browser).
+# subprocesses, flushes, a browser). Work stealing hands each worker one half of the suite in
+# file order and moves tests only when one runs dry, so a module's or package's shared fixture
+# (the backups' filled store, the console's Chromium) is seldom set up on both workers, as the
+# default's chunks of ~150 tests now and then did.
 test: $(STAMP) chromium
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	@$(VENV)/bin/mypy > .mypy-report 2>&1 & typing=$$!; \
-	$(VENV)/bin/pytest -n 2 --durations=25; suite=$$?; \
+	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=25; suite=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat .mypy-report; rm -f .mypy-report; \
 	test $$suite -eq 0 && test $$typed -eq 0
 

@@ -10,15 +10,18 @@ sees another's schema or rows. The process's cache of checked keys is emptied wi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from promptrail.collector.services.keys import KeyCache
 from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.migrations import SCHEMA_MIGRATIONS, migrate
 
+# Each table's metadata file holds its whole definition (columns, engine, settings): reading the
+# files costs about 5 ms a test where asking for ``create_table_query`` cost about 25 ms (the
+# engine formats every statement anew). A detached table leaves ``system.tables``.
 _FINGERPRINT = (
-    "SELECT name, engine, create_table_query FROM system.tables"
-    " WHERE database = %(db)s ORDER BY name"
+    "SELECT name, engine, metadata_path FROM system.tables WHERE database = %(db)s ORDER BY name"
 )
 
 
@@ -29,6 +32,8 @@ class ReusableDatabase:
         """Hold a client of the process's embedded store; migrate on first use."""
         self.name = name
         self._store_url = store_url
+        # Where the embedded engine keeps its files; tables' metadata paths are relative to it.
+        self._data_path = Path(store_url.removeprefix("chdb://"))
         self._client: Any = open_client(store_url)
         self._fingerprint: tuple[Any, ...] | None = None
         self._tables: list[str] = []
@@ -64,8 +69,15 @@ class ReusableDatabase:
             close_client(self._client)
 
     def _read_fingerprint(self) -> tuple[Any, ...]:
-        tables = self._client.query(_FINGERPRINT, parameters={"db": self.name}).result_rows
+        rows = self._client.query(_FINGERPRINT, parameters={"db": self.name}).result_rows
+        tables = [(name, engine, self._definition(path)) for name, engine, path in rows]
         versions = self._client.query(
             f"SELECT version FROM `{self.name}`.`{SCHEMA_MIGRATIONS.name}` FINAL ORDER BY version"
         ).result_rows
         return (tuple(tuple(row) for row in tables), tuple(row[0] for row in versions))
+
+    def _definition(self, metadata_path: str) -> str:
+        """The table's statement as the engine stored it (a table without a file: nothing)."""
+        if not metadata_path:
+            return ""
+        return (self._data_path / metadata_path).read_text()

@@ -34,15 +34,6 @@ class RequestLog:
         return sum(fragment in line for line in self.sent)
 
 
-@pytest.fixture(autouse=True)
-def private_cache_dir(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every SDK test (and the processes it starts) keeps its disk cache in a directory of its
-    own, never the user's: no spool or template of one test is seen by another."""
-    monkeypatch.setenv("PROMPTRAIL_CACHE_DIR", str(tmp_path_factory.mktemp("promptrail-cache")))
-
-
 @pytest.fixture
 def requests_seen() -> RequestLog:
     """The requests the ``client`` / ``aclient`` fixtures sent."""
