@@ -62,8 +62,9 @@ def filter_where(
 ) -> tuple[str, dict[str, Any]]:
     """Return the WHERE clause and parameters of a filter (always scoped to a project).
 
-    ``windowed``: the caller bounds the read below by ``{lower:...}`` (see :func:`keyset`),
-    which score filters then apply to the records whose scores they read.
+    ``windowed``: the caller bounds the read below by ``{lower:...}`` (see :func:`keyset`).
+    Score filters read the sums of the records the rest of the filter (and that bound)
+    leaves, when it narrows them at all, instead of every record a name ever scored.
     """
     clauses, params = column_clauses(filters)
     clauses.insert(0, "project = {project:String}")
@@ -72,14 +73,21 @@ def filter_where(
         # ``requests`` and ``request_items`` carry it, the metadata index does not.
         clauses.append("trace_id = {trace_id:String}")
         params["trace_id"] = filters.trace_id
+    narrowed = len(clauses) > 1 or windowed
     if filters.kinds is not None:
         # ``requests`` and ``request_items`` carry it, the metadata index does not: a
         # metadata page tests it on the records it reads.
         clauses.append("kind IN {kinds:Array(String)}")
         params["kinds"] = list(filters.kinds)
     if filters.scores:
-        # ``requests`` and ``request_items`` carry id and trace_id, the metadata index does not.
-        score_where, score_params = score_clauses(filters.scores, filters.scores_table, windowed)
+        # Every clause above reads columns ``request_items`` has too (the score clauses'
+        # own reads of the log go to it). Metadata pairs are left out: ``request_items``
+        # has no index of them (a metadata list reads its candidates from the metadata index).
+        records = None
+        if narrowed:
+            bound = ["created_at >= {lower:DateTime64(3, 'UTC')}"] if windowed else []
+            records = " AND ".join([*clauses, *bound])
+        score_where, score_params = score_clauses(filters.scores, filters.scores_table, records)
         clauses += score_where
         params.update(score_params)
     for i, (key, value) in enumerate(sorted(filters.metadata.items())):

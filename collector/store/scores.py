@@ -584,7 +584,7 @@ def sibling(table: str, name: str) -> str:
 
 
 def score_clauses(
-    tests: Sequence[ScoreTest], table: str, windowed: bool = False
+    tests: Sequence[ScoreTest], table: str, records: str | None = None
 ) -> tuple[list[str], dict[str, Any]]:
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
@@ -595,17 +595,13 @@ def score_clauses(
     aggregation of the name's sums by record (a trace's sums counted on each record of the
     trace, found by the trace index of ``request_items``).
 
-    ``windowed``: the log read is bounded below by ``{lower:DateTime64(3, 'UTC')}`` (a list
-    page's window, request_filters.windows), and so are the records whose sums are read: the
-    newest day's few thousand instead of every record the name ever scored.
+    ``records``: a condition over ``request_items`` that every record the read can return
+    meets (the rest of its filter, a list page's window): only those records' sums are then
+    read, e.g. the newest hour's thousand instead of every record the name ever scored.
     """
     sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
-    window = " AND created_at >= {lower:DateTime64(3, 'UTC')}" if windowed else ""
-    own_window = (
-        f" AND target IN (SELECT id FROM {items} WHERE project = {{project:String}}{window})"
-        if windowed
-        else ""
-    )
+    among = records or "project = {project:String}"
+    own_window = f" AND target IN (SELECT id FROM {items} WHERE {records})" if records else ""
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
@@ -625,7 +621,7 @@ def score_clauses(
         own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
         traced = (
             "SELECT r.id AS rid, s.total AS total, s.numbers AS numbers FROM (SELECT DISTINCT "
-            f"id, trace_id FROM {items} WHERE project = {{project:String}}{window} AND trace_id IN "
+            f"id, trace_id FROM {items} WHERE {among} AND trace_id IN "
             f"(SELECT target {named} AND on_trace = 1)) AS r INNER JOIN (SELECT target, total, "
             f"numbers {named} AND on_trace = 1) AS s ON r.trace_id = s.target"
         )
