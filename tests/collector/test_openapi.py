@@ -9,6 +9,9 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+
 SPEC_ROUTES = [
     ("post", "/v1/prompts", "PromptCreate", "201"),
     ("get", "/v1/prompts", None, "200"),
@@ -27,9 +30,22 @@ SPEC_ROUTES = [
 ]
 
 
-@pytest.fixture
-def openapi(api: TestClient) -> dict[str, Any]:
-    schema: dict[str, Any] = api.get("/openapi.json").json()
+@pytest.fixture(scope="module")
+def openapi(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The document the collector serves at ``/openapi.json``, fetched once for the module.
+
+    Its tests only read it, and the app builds it from its routes alone, so it is served
+    without the store opened (no lifespan); a collector per test cost a store each and the
+    document built anew, about 1 s a test on the loaded 2-core machine.
+    """
+    app = create_app(Settings(data_dir=tmp_path_factory.mktemp("openapi")))
+    client = TestClient(app)
+    try:
+        response = client.get("/openapi.json")
+    finally:
+        client.close()
+    assert response.status_code == 200, response.text
+    schema: dict[str, Any] = response.json()
     return schema
 
 
