@@ -11,9 +11,9 @@ Both get the same ``--items`` dataset (input ``{"q": n}``, the stub's fixed repl
 expected output). Then, in fresh child processes, one after another and interleaved (each
 round runs every mode once, so a change of load touches all of them alike):
 
-- ``baseline``: a plain loop calling the task over the items, once in each venv's Python
-  (promptrail's ``.venv`` and the peer's ``.bench-venv``: interpreters and packages differ, so
-  each tool is measured against the loop of its own interpreter);
+- ``baseline``: a plain loop calling the task over the items, just before each tool's run, in
+  that tool's venv's Python (promptrail's ``.venv``, the peer's ``.bench-venv``: interpreters
+  and packages differ, so each tool is measured against the loop of its own interpreter);
 - ``promptrail``: ``promptrail.init`` + ``instrument()`` (capture on, shipping to the
   collector), then ``promptrail.run_experiment(name, task, ["contains"], concurrency=1)``,
   timed until it returns (the experiment completed, the captured records flushed);
@@ -27,8 +27,8 @@ round runs every mode once, so a change of load touches all of them alike):
 The task is the same code in every mode (``TASK`` below): one chat completion through the
 official ``openai`` SDK against the stub, returning its content. Imports, ``init`` and a
 warm-up call happen before the clock starts. Added time per item = (wall - the baseline wall
-of the same interpreter and round) / items; each figure is the median over ``--repeats``
-rounds. The target (issue 33): promptrail's added time per item ≤ ½ of Phoenix's.
+paired with it) / items; each figure is the median over ``--repeats`` rounds (the order of
+the tools turns each round). The target (issue 33): promptrail's added time per item ≤ ½ of Phoenix's.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ END_MARK = "<!-- benchmarks/experiments_peers.py: end generated figures -->"
 DATASET = "peers-bench"
 # The stub's default reply (promptrail.testing's Script.reply): every output matches it.
 EXPECTED = "Hello from the stub provider."
+# A pause after each tool's run: its server's work left over (spans, merges) ends first.
+SETTLE = 3.0
 
 # The task and the timing, the same text run by both interpreters (``python -c``). The
 # argument vector: mode, stub URL, items, the tool's URL, the dataset name, a scratch dir.
@@ -185,34 +187,39 @@ def load_phoenix(phoenix_url: str, items: int) -> None:
     check(httpx.post(f"{phoenix_url}/v1/datasets/upload?sync=true", json=body, timeout=300))
 
 
-def has_openinference() -> bool:
-    """Whether the benchmark venv has OpenInference's openai instrumentation."""
-    probe = [str(BENCH_VENV / "python"), "-c", "import openinference.instrumentation.openai"]
+def bench_venv_has(module: str) -> bool:
+    """Whether the benchmark venv's Python imports ``module``."""
+    probe = [str(BENCH_VENV / "python"), "-c", f"import {module}"]
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
 
 def measure(
     stub_url: str, collector_url: str, phoenix_url: str, items: int, repeats: int, scratch: Path
 ) -> dict[str, Any]:
-    """Every mode once a round, ``repeats`` rounds; return walls, added times and loads."""
-    modes = [m for m in MODES if m != "phoenix-openinference" or has_openinference()]
+    """Every mode once a round, ``repeats`` rounds; return walls, added times and loads.
+
+    Each tool's run is paired with a plain loop in its own venv's Python just before it, and
+    the order of the tools turns by one each round: a load that drifts, or a server still
+    digesting the previous run's spans, falls on each of them alike.
+    """
+    traced = bench_venv_has("openinference.instrumentation.openai")
+    tools = [m for m in MODES if m != "baseline" and (m != "phoenix-openinference" or traced)]
     venvs = {"promptrail": Path(sys.executable), "phoenix": BENCH_VENV / "python"}
     walls: dict[str, list[float]] = {}
-    added: dict[str, list[float]] = {m: [] for m in modes if m != "baseline"}
+    added: dict[str, list[float]] = {m: [] for m in tools}
     loads: list[float] = []
     for round_ in range(1, repeats + 1):
-        base = {
-            side: run_child(python, "baseline", [stub_url, str(items), "", DATASET, str(scratch)])
-            for side, python in venvs.items()
-        }
-        for side, wall in base.items():
-            walls.setdefault(f"baseline ({side} venv)", []).append(wall)
-        for mode in added:
+        turn = (round_ - 1) % len(tools)
+        for mode in tools[turn:] + tools[:turn]:
             side = "promptrail" if mode == "promptrail" else "phoenix"
             url = collector_url if side == "promptrail" else phoenix_url
-            wall = run_child(venvs[side], mode, [stub_url, str(items), url, DATASET, str(scratch)])
+            rest = [stub_url, str(items), url, DATASET, str(scratch)]
+            base = run_child(venvs[side], "baseline", rest)
+            walls.setdefault(f"baseline ({side} venv)", []).append(base)
+            wall = run_child(venvs[side], mode, rest)
             walls.setdefault(LABELS[mode], []).append(wall)
-            added[mode].append((wall - base[side]) / items * 1000)
+            added[mode].append((wall - base) / items * 1000)
+            time.sleep(SETTLE)
         loads.append(os.getloadavg()[0])
         print(f"  round {round_}: load {loads[-1]:.2f}, " + ", ".join(
             f"{m} {added[m][-1]:.2f} ms/item" for m in added), flush=True)  # fmt: skip
@@ -286,8 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
-    if not (BENCH_VENV / "phoenix").exists():
-        print("Arize Phoenix is not installed in .bench-venv: nothing to compare with")
+    # The task needs the openai SDK in the peer's venv too (`make bench-peers` installs
+    # arize-phoenix, whose client does not depend on it).
+    if not (BENCH_VENV / "phoenix").exists() or not bench_venv_has("openai, phoenix.client"):
+        print("Arize Phoenix (server, client) and openai are not all in .bench-venv: skipped")
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     started = time.perf_counter()
