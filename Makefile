@@ -71,6 +71,7 @@ bench-peers: $(STAMP)
 	test -x .bench-venv/bin/phoenix || ($(PYTHON) -m venv .bench-venv && \
 		.bench-venv/bin/pip install arize-phoenix mlflow httpx)
 	$(PY) benchmarks/peers_registry.py --prompts 200
+	$(PY) benchmarks/experiments_peers.py --items 1000
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)
