@@ -16,6 +16,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.errors import RequestNotFound
@@ -118,3 +119,40 @@ def test_a_detail_waits_for_the_insert_that_has_not_indexed_its_id_yet(api: Test
         assert services.requests.get(PROJECT, "req_late_index").id == "req_late_index"
     finally:
         finisher.join()
+
+
+def test_a_detail_looks_again_when_the_insert_ends_right_after_its_miss(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race a run of 20,000 reads found: the detail misses the id (its index entry not
+    visible yet), then the insert ends before the detail checks what is under way. The detail
+    must still look again: the insert was under way when the read began."""
+    services = services_of(api)
+    store = services.requests._store
+    services.ingest.log_batch_body(PROJECT, b'{"records": [{"id": "req_race"}]}')
+    created_at = services.requests.get(PROJECT, "req_race").created_at
+    store._client.command(
+        f"ALTER TABLE {store.ids_table} DELETE WHERE id = 'req_race'",
+        settings={"mutations_sync": 2},
+    )
+    ticket = store._under_way.begin()
+    first_read = store._get
+    misses: list[object] = []
+
+    def miss_then_finish_the_insert(project: str, request_id: str, at: object) -> object:
+        found = first_read(project, request_id, at)  # type: ignore[arg-type]
+        if not misses:
+            misses.append(found)
+            database, table = (part.strip("`") for part in store.ids_table.split("."))
+            store._client.insert(
+                table,
+                [[PROJECT, "req_race", created_at]],
+                column_names=["project", "id", "created_at"],
+                database=database,
+            )
+            store._under_way.end(ticket)
+        return found
+
+    monkeypatch.setattr(store, "_get", miss_then_finish_the_insert)
+    assert services.requests.get(PROJECT, "req_race").id == "req_race"
+    assert misses == [None]
