@@ -88,35 +88,49 @@ def test_a_listed_record_is_readable_during_ingest(api: TestClient) -> None:
         print(f"\n{sum(reads)} detail reads of just-listed records, {len(missing)} not found")
 
 
+class Unindexed:
+    """A stored record whose id index entry is gone, as if the view's part were not visible
+    yet, and an insert under way (its ticket) that :meth:`finish` indexes and ends."""
+
+    def __init__(self, api: TestClient, record_id: str) -> None:
+        self.services = services_of(api)
+        self.store = self.services.requests._store
+        self.record_id = record_id
+        body = json.dumps({"records": [{"id": record_id}]}).encode()
+        self.services.ingest.log_batch_body(PROJECT, body)
+        self.created_at = self.services.requests.get(PROJECT, record_id).created_at
+        self.store._client.command(
+            f"ALTER TABLE {self.store.ids_table} DELETE WHERE id = {{id:String}}",
+            parameters={"id": record_id},
+            settings={"mutations_sync": 2},
+        )
+        self.ticket = self.store._under_way.begin()
+
+    def finish(self) -> None:
+        database, table = (part.strip("`") for part in self.store.ids_table.split("."))
+        self.store._client.insert(
+            table,
+            [[PROJECT, self.record_id, self.created_at]],
+            column_names=["project", "id", "created_at"],
+            database=database,
+        )
+        self.store._under_way.end(self.ticket)
+
+
 def test_a_detail_waits_for_the_insert_that_has_not_indexed_its_id_yet(api: TestClient) -> None:
     """The window made wide: listed, not yet in the id index, its insert still under way."""
-    services = services_of(api)
-    store = services.requests._store
-    services.ingest.log_batch_body(PROJECT, b'{"records": [{"id": "req_late_index"}]}')
-    created_at = services.requests.get(PROJECT, "req_late_index").created_at
-    # The id index has not seen the record yet (its view's part is not visible).
-    store._client.command(
-        f"ALTER TABLE {store.ids_table} DELETE WHERE id = 'req_late_index'",
-        settings={"mutations_sync": 2},
-    )
-    under_way = store._under_way
-    ticket = under_way.begin()
+    late = Unindexed(api, "req_late_index")
 
     def finish_the_insert() -> None:
         time.sleep(0.3)
-        store._client.insert(
-            store.ids_table.split(".")[-1].strip("`"),
-            [[PROJECT, "req_late_index", created_at]],
-            column_names=["project", "id", "created_at"],
-            database=store.ids_table.split(".")[0].strip("`"),
-        )
-        under_way.end(ticket)
+        late.finish()
 
-    assert [r.id for r in services.requests.list_page(PROJECT, 5, None).rows] == ["req_late_index"]
+    rows = late.services.requests.list_page(PROJECT, 5, None).rows
+    assert [r.id for r in rows] == ["req_late_index"]
     finisher = threading.Thread(target=finish_the_insert)
     finisher.start()
     try:
-        assert services.requests.get(PROJECT, "req_late_index").id == "req_late_index"
+        assert late.services.requests.get(PROJECT, "req_late_index").id == "req_late_index"
     finally:
         finisher.join()
 
@@ -127,32 +141,17 @@ def test_a_detail_looks_again_when_the_insert_ends_right_after_its_miss(
     """The race a run of 20,000 reads found: the detail misses the id (its index entry not
     visible yet), then the insert ends before the detail checks what is under way. The detail
     must still look again: the insert was under way when the read began."""
-    services = services_of(api)
-    store = services.requests._store
-    services.ingest.log_batch_body(PROJECT, b'{"records": [{"id": "req_race"}]}')
-    created_at = services.requests.get(PROJECT, "req_race").created_at
-    store._client.command(
-        f"ALTER TABLE {store.ids_table} DELETE WHERE id = 'req_race'",
-        settings={"mutations_sync": 2},
-    )
-    ticket = store._under_way.begin()
-    first_read = store._get
+    race = Unindexed(api, "req_race")
+    first_read = race.store._get
     misses: list[object] = []
 
     def miss_then_finish_the_insert(project: str, request_id: str, at: object) -> object:
         found = first_read(project, request_id, at)  # type: ignore[arg-type]
         if not misses:
             misses.append(found)
-            database, table = (part.strip("`") for part in store.ids_table.split("."))
-            store._client.insert(
-                table,
-                [[PROJECT, "req_race", created_at]],
-                column_names=["project", "id", "created_at"],
-                database=database,
-            )
-            store._under_way.end(ticket)
+            race.finish()
         return found
 
-    monkeypatch.setattr(store, "_get", miss_then_finish_the_insert)
-    assert services.requests.get(PROJECT, "req_race").id == "req_race"
+    monkeypatch.setattr(race.store, "_get", miss_then_finish_the_insert)
+    assert race.services.requests.get(PROJECT, "req_race").id == "req_race"
     assert misses == [None]
