@@ -59,7 +59,7 @@ def test_a_listed_record_is_readable_during_ingest(api: TestClient) -> None:
 
     def read(reader: int) -> None:
         seen: set[str] = set()
-        deadline = time.monotonic() + 120 + READS / 50  # never spin forever if nothing is listed
+        deadline = time.monotonic() + 120 + READS / 10  # never spin forever if nothing is listed
         while reads[reader] < READS // READERS and not missing:
             assert time.monotonic() < deadline, f"only {reads[reader]} reads"
             page = services.requests.list_page(PROJECT, 5, None)
