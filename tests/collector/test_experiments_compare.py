@@ -217,7 +217,9 @@ def test_a_running_side_is_compared_as_it_is_now_and_finished_ones_page_consiste
     pages, cursor = [], None
     while True:
         body = compared(limit=2, **({"cursor": cursor} if cursor else {}))
-        assert body["data"]["scores"] == second["scores"]
+        # The same figures (ClickHouse sums floats in no set order: the last digit may move).
+        for name, figures in second["scores"].items():
+            assert body["data"]["scores"][name] == pytest.approx(figures), name
         pages.append([item["item_id"] for item in body["data"]["items"]])
         cursor = body["pagination"].get("next_cursor")
         if not cursor:
