@@ -245,6 +245,7 @@ def summary_lines(machine: Machine, figures: dict[str, Any]) -> list[str]:
             runs = ", ".join(f"{v:.2f}" for v in added[mode])
             cell = f"{statistics.median(added[mode]):.2f} ({runs})"
         lines.append(f"| {label} | {statistics.median(walls):.2f} | {cell} |")
+    lines.append("")  # the table ends before the ratios' list
     ours = statistics.median(added["promptrail"])
     for mode in ("phoenix", "phoenix-openinference"):
         if mode in added:
