@@ -104,6 +104,8 @@ run = promptrail.run_experiment(
 wall = time.perf_counter() - started
 assert len(run.results) == items, len(run.results)
 assert all(r.get("scores", {}).get("contains") is True for r in run.results), run.results[:2]
+# Capture was on: every result names the record of its provider call.
+assert all(r.get("request_id") for r in run.results), run.results[:2]
 promptrail.shutdown()
 """,
     "phoenix": """
