@@ -69,7 +69,7 @@ screenshots: $(STAMP) chromium
 # .bench-venv: `make test` never needs them.
 bench-peers: $(STAMP)
 	test -x .bench-venv/bin/phoenix || ($(PYTHON) -m venv .bench-venv && \
-		.bench-venv/bin/pip install arize-phoenix mlflow httpx)
+		.bench-venv/bin/pip install arize-phoenix arize-phoenix-client mlflow httpx openai)
 	$(PY) benchmarks/peers_registry.py --prompts 200
 	$(PY) benchmarks/experiments_peers.py --items 1000
 
