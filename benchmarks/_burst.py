@@ -22,8 +22,10 @@ The peers live in a benchmark-only venv (they pin OpenTelemetry packages of thei
 
     python3 -m venv /tmp/peers-venv
     /tmp/peers-venv/bin/pip install openai httpx2 httpx wrapt pydantic msgspec \\
-        opentelemetry-sdk opentelemetry-exporter-otlp-proto-http langfuse \\
+        starlette uvicorn opentelemetry-sdk opentelemetry-exporter-otlp-proto-http langfuse \\
         opentelemetry-instrumentation-openai openinference-instrumentation-openai
+
+(starlette and uvicorn: the harness imports ``promptrail.testing``, whose wire stubs use them.)
 """
 
 from __future__ import annotations
