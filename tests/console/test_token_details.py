@@ -34,6 +34,7 @@ def test_the_detail_shows_the_token_details_only_when_non_zero(console: Console,
         "Total tokens": "5,700",
         "Estimated cost": "$0.0123",
     }
+    console.screenshot("request-detail-token-details")
 
     page.goto(page.url.replace("req_console_0001", "req_console_0002"))
     # The first record's detail goes; the second one's comes, without the details.
