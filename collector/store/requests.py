@@ -243,15 +243,14 @@ class RequestStore:
             # A hit's matched fields may be in the input: a search reads whole records.
             table, columns, build = self.table, READ_COLUMNS, stored_row
             lowers = [None]  # a rare word is rarely in the newest day: one pass
+        # A pass with a lower bound: score filters then read its records' sums only.
+        bounded = filter_where(project, filters, windowed=True) if filters.scores else None
         found: list[RequestRow] = []
         position = after
         fetch = limit + SLACK
         while len(found) < limit:
             lower = lowers[0]
-            pass_where, pass_params = where, params
-            if filters.scores and lower is not None and search is None:
-                # Score filters then read the sums of the window's records only.
-                pass_where, pass_params = filter_where(project, filters, windowed=True)
+            pass_where, pass_params = bounded if bounded and lower is not None else (where, params)
             rows = self._fetch(
                 table, columns, pass_where, dict(pass_params), position, fetch, lower
             )
