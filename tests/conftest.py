@@ -15,7 +15,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import open_client
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
-from tests.databases import ReusableDatabase
+from tests.databases import ReusableDatabase, one_handshake_per_engine
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
 
 pytest_plugins = ["tests.capture"]
@@ -48,6 +48,13 @@ def private_cache_dir(
     own, never the user's: no spool or template of one test is seen by another, and a run
     leaves nothing under ~/.cache/promptrail."""
     monkeypatch.setenv("PROMPTRAIL_CACHE_DIR", str(tmp_path_factory.mktemp("promptrail-cache")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedded_handshake_once() -> Iterator[None]:
+    """The in-process engine's clients share one driver handshake (see tests/databases.py)."""
+    with one_handshake_per_engine():
+        yield
 
 
 @pytest.fixture(scope="session")

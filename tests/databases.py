@@ -10,8 +10,12 @@ sees another's schema or rows. The process's cache of checked keys is emptied wi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from clickhouse_connect.driver._chdbclient import ChdbClient
 
 from promptrail.collector.services.keys import KeyCache
 from promptrail.collector.store.connection import close_client, open_client
@@ -22,6 +26,14 @@ from promptrail.collector.store.migrations import SCHEMA_MIGRATIONS, migrate
 # engine formats every statement anew). A detached table leaves ``system.tables``.
 _FINGERPRINT = (
     "SELECT name, engine, metadata_path FROM system.tables WHERE database = %(db)s ORDER BY name"
+)
+# The tables holding rows: emptying only those costs one query and a TRUNCATE or two for most
+# tests, where emptying each of the ~27 tables took about 1 ms apiece. ``total_rows`` counts the
+# rows of a MergeTree table's committed parts (from memory, no read); an engine that cannot
+# say (NULL) is emptied anyway.
+_HOLDING_ROWS = (
+    "SELECT name FROM system.tables WHERE database = %(db)s AND engine != 'MaterializedView'"
+    " AND name != %(migrations)s AND (total_rows IS NULL OR total_rows > 0)"
 )
 
 
@@ -36,7 +48,6 @@ class ReusableDatabase:
         self._data_path = Path(store_url.removeprefix("chdb://"))
         self._client: Any = open_client(store_url)
         self._fingerprint: tuple[Any, ...] | None = None
-        self._tables: list[str] = []
 
     def checkout(self) -> str:
         """Return the database's name, migrated and with every table empty."""
@@ -44,13 +55,11 @@ class ReusableDatabase:
             self._client.command(f"DROP DATABASE IF EXISTS `{self.name}` SYNC")
             migrate(self._client, self.name)
             self._fingerprint = self._read_fingerprint()
-            self._tables = [
-                name
-                for name, engine, _ in self._fingerprint[0]
-                if engine != "MaterializedView" and name != SCHEMA_MIGRATIONS.name
-            ]
         else:
-            for table in self._tables:
+            holding = self._client.query(
+                _HOLDING_ROWS, parameters={"db": self.name, "migrations": SCHEMA_MIGRATIONS.name}
+            ).result_rows
+            for (table,) in holding:
                 self._client.command(f"TRUNCATE TABLE `{self.name}`.`{table}` SYNC")
         # The keys checked by earlier tests' collectors are kept for the process's lifetime.
         KeyCache.shared(self._store_url, self.name).reset()
@@ -81,3 +90,47 @@ class ReusableDatabase:
         if not metadata_path:
             return ""
         return (self._data_path / metadata_path).read_text()
+
+
+@contextmanager
+def one_handshake_per_engine() -> Iterator[None]:
+    """Let each embedded client after the first of its engine skip the driver's handshake.
+
+    A new clickhouse-connect client asks the engine for its version, its time zone and every
+    row of ``system.settings`` (about 1,900) before its first query: 15-25 ms on this machine,
+    and a collector under test opens two clients, so about a tenth of a quick test's time.
+    chDB runs one engine per process, whose answers are the same for every client of it: the
+    first client of each (engine path, time zone source, initial settings) does the real
+    handshake, and the later ones apply what it found exactly as the driver would have
+    (``_apply_init_result``, which also makes each client's own setting writes). Only the
+    in-process engine's clients: a ClickHouse server's, and every ``promptrail`` process the
+    tests start, still do theirs. The wrap is checked: a driver that renamed these methods
+    fails the run at its start instead of silently doing the handshake every time.
+    """
+    original: Callable[[ChdbClient, Any], None] = ChdbClient._init_common_settings
+    assert callable(getattr(ChdbClient, "_apply_init_result", None)), "driver changed"
+    found: dict[tuple[Any, ...], Any] = {}
+
+    def init_common_settings(client: ChdbClient, tz_source: Any) -> None:
+        key = (client.path, tz_source, repr(sorted((client._initial_settings or {}).items())))
+        result = found.get(key)
+        if result is not None:
+            client._apply_init_result(result)
+            return
+        apply = client._apply_init_result
+
+        def keep(result: Any) -> None:
+            found[key] = result
+            apply(result)
+
+        client._apply_init_result = keep  # type: ignore[method-assign]
+        try:
+            original(client, tz_source)
+        finally:
+            del client._apply_init_result
+
+    ChdbClient._init_common_settings = init_common_settings  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ChdbClient._init_common_settings = original  # type: ignore[method-assign]
