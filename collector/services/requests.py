@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import RequestNotFound, ValidationFailed
 from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
-from ..store.scores import ScoreTest
+from ..store.scores import ScoreRow, ScoreTest
 from .cursors import CursorCodec
 from .dates import parse_date, utc_now_ms
 from .highlights import TextRun, matched_fields
 from .ingest import time_of_id
 from .pending_writes import PendingWrites
+
+_Found = TypeVar("_Found")
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,28 @@ class RequestService:
 
     def get(self, project: str, request_id: str) -> RequestRow:
         """Return one record, or 404 REQUEST_NOT_FOUND."""
+        return self._found(project, request_id, lambda at: self._store.get(project, request_id, at))
+
+    def detail(self, project: str, request_id: str) -> tuple[RequestRow, list[ScoreRow]]:
+        """Return one record and its scores (its own and its trace's, newest first), read in
+        one round trip; or 404 REQUEST_NOT_FOUND."""
+        return self._found(
+            project, request_id, lambda at: self._store.get_with_scores(project, request_id, at)
+        )
+
+    def _found(
+        self, project: str, request_id: str, read: Callable[[datetime | None], _Found | None]
+    ) -> _Found:
+        """What ``read`` finds at the time the id tells, else by id alone; or a 404."""
         self._settle(project)
         hinted = time_of_id(request_id)
-        row = self._store.get(project, request_id, at=hinted) if hinted else None
-        if row is None:
+        found = read(hinted) if hinted else None
+        if found is None:
             # Client-chosen ids (or a client-chosen time) carry no usable time: look by id.
-            row = self._store.get(project, request_id)
-        if row is None:
+            found = read(None)
+        if found is None:
             raise RequestNotFound(f"Request '{request_id}' not found", {"request_id": request_id})
-        return row
+        return found
 
     def list_page(
         self,

@@ -17,7 +17,7 @@ import itertools
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from clickhouse_connect.driver.client import Client
 
@@ -46,7 +46,16 @@ from .request_rows import (
 )
 from .request_tables import COLUMNS, REQUEST_IDS, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
 from .schema import quote
-from .scores import SCORES, tombstones_for_records
+from .scores import (
+    SCORES,
+    SCORES_BY_TARGET,
+    VERSION_COLUMNS,
+    ScoreRow,
+    live_on_targets,
+    score_versions,
+    sibling,
+    tombstones_for_records,
+)
 
 
 class InsertsUnderWay:
@@ -82,6 +91,7 @@ class InsertsUnderWay:
 
 
 _UNDER_WAY: dict[str, InsertsUnderWay] = {}
+_Found = TypeVar("_Found")
 _UNDER_WAY_LOCK = threading.Lock()
 
 
@@ -95,12 +105,14 @@ class RequestStore:
 
     def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
         self._client = client
+        self._cluster = cluster
         db = quote(database)
         self.table = f"{db}.{quote(REQUESTS.name)}"
         self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
         self.scores_table = f"{db}.{quote(SCORES.name)}"
+        self.scores_by_target = sibling(self.scores_table, SCORES_BY_TARGET.name)
         self._index = MetadataIndex(client, self.metadata_table, self.items_table)
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (
@@ -174,14 +186,31 @@ class RequestStore:
         the miss and a look at what runs would otherwise leave its record unread (a 404 in
         ~20,000 reads did just that).
         """
+        return self._looked_up(lambda: self._get(project, request_id, at), at)
+
+    def get_with_scores(
+        self, project: str, request_id: str, at: datetime | None = None
+    ) -> tuple[RequestRow, list[ScoreRow]] | None:
+        """Return one live record, as :meth:`get` does, and its live scores (its own and its
+        trace's, newest first), read in the same query."""
+        return self._looked_up(lambda: self._read(project, request_id, at, scores=True), at)
+
+    def _looked_up(self, read: Callable[[], _Found | None], at: datetime | None) -> _Found | None:
+        """``read()``, and once more after a miss by id (see :meth:`get`)."""
         running = self._under_way.running() if at is None else frozenset()
-        found = self._get(project, request_id, at)
+        found = read()
         if found is None and running:
             self._under_way.wait(running)
-            found = self._get(project, request_id, at)
+            found = read()
         return found
 
     def _get(self, project: str, request_id: str, at: datetime | None) -> RequestRow | None:
+        found = self._read(project, request_id, at, scores=False)
+        return found[0] if found else None
+
+    def _read(
+        self, project: str, request_id: str, at: datetime | None, scores: bool
+    ) -> tuple[RequestRow, list[ScoreRow]] | None:
         params: dict[str, Any] = {"project": project, "id": request_id}
         settings: dict[str, Any] = {}
         if at is not None:
@@ -195,12 +224,23 @@ class RequestStore:
                 "WHERE project = {project:String} AND id = {id:String})"
             )
             settings["distributed_product_mode"] = "local"
+        record = f"project = {{project:String}} AND {at_clause} AND id = {{id:String}}"
+        versions = "[]"
+        if scores and not self._cluster:
+            # The scores ride on the record's read (one round trip, not two in a row): every
+            # version stored at the record and at the trace of any of its copies, as one
+            # scalar subquery; the trace ids it reads are one narrow column of the record.
+            targets = (
+                f"(SELECT arrayJoin(arrayFilter(t -> t != '', [id, trace_id])) "
+                f"FROM {self.items_table} WHERE {record})"
+            )
+            by_target = score_versions(self.scores_by_target, "project", targets)
+            versions = f"(SELECT groupArray(tuple({VERSION_COLUMNS})) FROM ({by_target}))"
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {DETAIL_COLUMNS}, is_deleted FROM {self.items_table} "
-                f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
-                "ORDER BY created_at DESC",
+                f"SELECT {DETAIL_COLUMNS}, {versions}, is_deleted FROM {self.items_table} "
+                f"WHERE {record} ORDER BY created_at DESC",
                 parameters=params,
                 settings=settings,
             ).result_rows
@@ -208,7 +248,19 @@ class RequestStore:
         # Copies of the record (and its tombstone) share a created_at; an id a client logged
         # at two times names two records, of which the newest live one is shown.
         live = [run[0] for run in group_copies(rows) if not any(row[-1] for row in run)]
-        return item_row(live[0], detail=True) if live else None
+        if not live:
+            return None
+        row = item_row(live[0], detail=True)
+        found = live[0][7]
+        if scores and self._cluster:
+            # On a cluster the record's read fans out to its shard: the scores, kept whole on
+            # every replica, are read after it, by the targets it names.
+            found = self._client.query(
+                score_versions(self.scores_by_target, "project", "{targets:Array(String)}"),
+                parameters={"project": project, "targets": [row.id, row.trace_id or ""]},
+            ).result_rows
+        # Its own scores and its trace's: not those of another copy's trace.
+        return row, live_on_targets(project, found, [row.id], [row.trace_id or ""])
 
     def page(
         self,

@@ -445,26 +445,19 @@ class ScoreStore:
     ) -> list[ScoreRow]:
         """Return the live scores on any of these records or traces, newest first.
 
-        Read from SCORES_BY_TARGET: the newest version of each score id at each target, kept
-        when it is live (a score moved elsewhere left a tombstone here).
+        Read from SCORES_BY_TARGET: every stored version at these targets (a handful of key
+        lookups), resolved here by :func:`live_on_targets`.
         """
         # '' is no target: a record's score has no trace id and the reverse.
         targets = sorted({t for t in (*request_ids, *trace_ids) if t})
         if not targets:
             return []
-        fields = ", ".join(_FIELDS)
-        shown = ", ".join(f"s.{f}" for f in _READ)
-        sql = _FIELD_REF.sub(
-            lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})",
-            f"SELECT id, {shown} FROM (SELECT target, id, argMax(tuple({fields}), written_at) "
-            f"AS s FROM {self._by_target} WHERE project = {{p:String}} AND target IN "
-            "{targets:Array(String)} GROUP BY target, id) WHERE s.is_deleted = 0 AND "
-            "(s.request_id IN {rs:Array(String)} OR s.trace_id IN {ts:Array(String)}) "
-            "ORDER BY s.created_at DESC, id DESC",
-        )
-        rs = [r for r in request_ids if r]
-        ts = [t for t in trace_ids if t]
-        return self._rows(project, sql, {"targets": targets, "rs": rs, "ts": ts})
+        versions = self._client.query(
+            score_versions(self._by_target, "p", "{targets:Array(String)}"),
+            parameters={"p": project, "targets": targets},
+            settings=self._read_settings,
+        ).result_rows
+        return live_on_targets(project, versions, request_ids, trace_ids)
 
     # -- configs ---------------------------------------------------------------------------
 
@@ -515,6 +508,52 @@ class ScoreStore:
             )
             for r in rows
         ]
+
+
+# A stored version at a target as :func:`score_versions` reads it: where it is, which score and
+# when it was written, whether it ends the score, then what a read returns (ScoreRow's order).
+_VERSION = ("target", "id", "written_at", "is_deleted", *_READ)
+VERSION_COLUMNS = ", ".join(_VERSION)
+
+
+def score_versions(by_target: str, project_param: str, targets: str) -> str:
+    """SQL: every version stored in SCORES_BY_TARGET (the quoted ``by_target``) at the targets
+    ``targets`` (SQL of an Array(String) or a subquery) of the project ``{<project_param>}``,
+    as :func:`live_on_targets` reads them."""
+    return (
+        f"SELECT {VERSION_COLUMNS} FROM {by_target} "
+        f"WHERE project = {{{project_param}:String}} AND target IN {targets}"
+    )
+
+
+def live_on_targets(
+    project: str,
+    versions: Iterable[Sequence[Any]],
+    request_ids: Iterable[str],
+    trace_ids: Iterable[str] = (),
+) -> list[ScoreRow]:
+    """The live scores on these records or traces, newest first, from :func:`score_versions`.
+
+    The newest version of each (target, score id) says whether that score is live there: a
+    replacement that moves a score, a delete and a record's delete all write a tombstone at
+    the target the score leaves (ScoreStore.insert). Resolving the few versions of a detail or
+    a page here costs less than ClickHouse grouping them (``argMax`` of a wide tuple).
+    """
+    newest: dict[tuple[str, str], Sequence[Any]] = {}
+    for version in versions:
+        key = (version[0], version[1])
+        kept = newest.get(key)
+        if kept is None or version[2] > kept[2]:
+            newest[key] = version
+    rs = {r for r in request_ids if r}
+    ts = {t for t in trace_ids if t}
+    live = [
+        _row(project, (v[1], *v[4:]))
+        for v in newest.values()
+        if not v[3] and (v[4] in rs or v[5] in ts)
+    ]
+    live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
+    return live
 
 
 def _ids_of(condition: str, table: str) -> str:

@@ -260,6 +260,5 @@ def get_request(
     services: ServicesDep,
 ) -> Data[RequestDetail]:
     """Return one record with its model, timing and integration."""
-    row = services.requests.get(project, request_id)
-    traces = [row.trace_id] if row.trace_id else []
-    return Data(data=request_detail(row, services.scores.on_targets(project, [row.id], traces)))
+    row, scores = services.requests.detail(project, request_id)
+    return Data(data=request_detail(row, scores))
