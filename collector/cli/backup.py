@@ -16,24 +16,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ..config import Settings
-from ..errors import ContractError
 from ..runtime_file import RuntimeInfo, read_runtime
-from ..services.backups import RUNNING, BackupJob, BackupService, read_manifest
 from .shared import DataDir, console, fail, group, open_store, settings_for
+
+# The store's modules (and the driver under them) load only when a command needs them:
+# `promptrail keys ...` and `--help` start without them (every `promptrail` process pays its
+# imports before it runs).
+if TYPE_CHECKING:
+    from ..services.backups import BackupJob, BackupService
 
 app = group()
 _POLL_SECONDS = 0.2
@@ -91,6 +87,9 @@ def run_backup(settings: Settings, directory: Path) -> None:
 
 def run_restore(settings: Settings, directory: Path, replace: bool) -> None:
     """Restore the backup at ``directory`` into the store of ``settings``."""
+    from ..errors import ContractError
+    from ..services.backups import read_manifest
+
     if not settings.is_embedded:
         raise fail(_SERVER_HINT)
     directory = directory.expanduser().resolve()
@@ -118,12 +117,16 @@ def run_restore(settings: Settings, directory: Path, replace: bool) -> None:
 
 @contextmanager
 def _open_store(settings: Settings) -> Iterator[BackupService]:
+    from ..services.backups import BackupService
+
     with open_store(settings) as store:
         yield BackupService(store.backups, settings.exports_path, store.is_embedded)
 
 
 def _local(service: BackupService, start: Callable[[], BackupJob]) -> Callable[[], BackupJob]:
     """Start a job of this process and return how to read its state."""
+    from ..errors import ContractError
+
     try:
         job_id = start().job_id
     except ContractError as exc:
@@ -161,6 +164,8 @@ def _call(
 
 
 def _job(data: dict[str, Any]) -> BackupJob:
+    from ..services.backups import BackupJob
+
     return BackupJob(
         job_id=data["job_id"],
         kind="backup",
@@ -174,6 +179,17 @@ def _job(data: dict[str, Any]) -> BackupJob:
 
 def _follow(poll: Callable[[], BackupJob], label: str) -> BackupJob:
     """Show a job's progress (bytes copied of the backup's size) until it ends."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from ..services.backups import RUNNING
+
     columns = (
         SpinnerColumn(),
         TextColumn(label),

@@ -15,13 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
 
 from ..config import Settings
 from ..models.keys import (
@@ -35,8 +32,14 @@ from ..models.keys import (
     KeyRotatedData,
 )
 from ..runtime_file import RuntimeInfo, read_runtime
-from ..services.keys import KeyService
 from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
+
+# The key service and the store under it load only when a command opens the store itself: a
+# command that goes through the running collector starts without them.
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..services.keys import KeyService
 
 # Attached to the root app as ``keys`` (root.py).
 app = group("Manage API keys.")
@@ -184,6 +187,7 @@ def _via_collector(
 
 def _on_store(settings: Settings, direct: Callable[[KeyService], BaseModel]) -> Any:
     from ..errors import ContractError
+    from ..services.keys import KeyService
 
     with open_store(settings) as store:
         try:
@@ -195,6 +199,9 @@ def _on_store(settings: Settings, direct: Callable[[KeyService], BaseModel]) -> 
 
 
 def _print_keys(keys: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("PROJECT", "KEY ID", "PREFIX", "CREATED", "LAST USED", "STATUS"):
         table.add_column(column, no_wrap=True)
