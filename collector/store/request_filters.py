@@ -55,6 +55,9 @@ class RequestFilter:
     # Score filters (``score.<name>.min`` …) and the scores table they read (store/scores.py).
     scores: tuple[ScoreTest, ...] = ()
     scores_table: str = ""
+    # The score names that may have scores on traces, when the reader looked (see
+    # scores.traced_names); None: any may.
+    scores_on_traces: frozenset[str] | None = None
 
 
 def filter_where(
@@ -87,7 +90,9 @@ def filter_where(
         if narrowed:
             bound = ["created_at >= {lower:DateTime64(3, 'UTC')}"] if windowed else []
             records = " AND ".join([*clauses, *bound])
-        score_where, score_params = score_clauses(filters.scores, filters.scores_table, records)
+        score_where, score_params = score_clauses(
+            filters.scores, filters.scores_table, records, filters.scores_on_traces
+        )
         clauses += score_where
         params.update(score_params)
     for i, (key, value) in enumerate(sorted(filters.metadata.items())):

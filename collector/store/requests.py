@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -55,6 +56,7 @@ from .scores import (
     score_versions,
     sibling,
     tombstones_for_records,
+    traced_names,
 )
 
 
@@ -283,6 +285,8 @@ class RequestStore:
         is resolved here: a run is one record, gone if any of its rows is a tombstone. Only
         the last run of a fetch can be cut by LIMIT, so it is left for the next fetch.
         """
+        if filters.scores:
+            filters = self._trace_scored(project, filters)
         if filters.metadata and search is None:
             return self._index.page(project, filters, after, limit)
         where, params = filter_where(project, filters)
@@ -322,6 +326,16 @@ class RequestStore:
                     break
                 lowers = lowers[1:]
         return found[:limit]
+
+    def _trace_scored(self, project: str, filters: RequestFilter) -> RequestFilter:
+        """``filters`` knowing which of its score names have scores on traces (one key read
+        per name): the others' tests then leave the trace half out of every pass."""
+        names = sorted({test.name for test in filters.scores})
+        rows = self._client.query(
+            traced_names(self.scores_table, names),
+            parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
+        ).result_rows
+        return replace(filters, scores_on_traces=frozenset(str(r[0]) for r in rows))
 
     def _fetch(
         self,

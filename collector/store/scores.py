@@ -622,8 +622,21 @@ def sibling(table: str, name: str) -> str:
     return f"{table.rsplit('.', 1)[0]}.{quote(name)}"
 
 
+def traced_names(table: str, names: Sequence[str]) -> str:
+    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) have a sum on a trace in the
+    project ``{project:String}``: one key range read to its first row per name."""
+    return " UNION ALL ".join(
+        f"(SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
+        f"AND name = {{tn{i}:String}} AND on_trace = 1 LIMIT 1)"
+        for i in range(len(names))
+    )
+
+
 def score_clauses(
-    tests: Sequence[ScoreTest], table: str, records: str | None = None
+    tests: Sequence[ScoreTest],
+    table: str,
+    records: str | None = None,
+    on_traces: frozenset[str] | None = None,
 ) -> tuple[list[str], dict[str, Any]]:
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
@@ -637,6 +650,10 @@ def score_clauses(
     ``records``: a condition over ``request_items`` that every record the read can return
     meets (the rest of its filter, a list page's window): only those records' sums are then
     read, e.g. the newest hour's thousand instead of every record the name ever scored.
+
+    ``on_traces``: the names that may have scores on traces (:func:`traced_names`), when the
+    caller asked; a test of any other name reads its records' sums only (the trace half of
+    the clause, even when it finds nothing, costs as much as the record half).
     """
     sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
     among = records or "project = {project:String}"
@@ -655,6 +672,8 @@ def score_clauses(
             of_records = f"SELECT target {named}{value} AND on_trace = 0{own_window} {having}"
             of_traces = f"SELECT target {named}{value} AND on_trace = 1 {having}"
             scored = f"(id IN ({of_records}) OR (trace_id != '' AND trace_id IN ({of_traces})))"
+            if on_traces is not None and test.name not in on_traces:
+                scored = f"id IN ({of_records})"
             clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
             continue
         own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
@@ -666,8 +685,10 @@ def score_clauses(
         )
         op = ">=" if test.kind == "min" else "<="
         params[f"sv{i}"] = float(test.value or 0)
+        if on_traces is None or test.name in on_traces:
+            own = f"{own} UNION ALL {traced}"
         clauses.append(
-            f"id IN (SELECT rid FROM ({own} UNION ALL {traced}) GROUP BY rid "
+            f"id IN (SELECT rid FROM ({own}) GROUP BY rid "
             f"HAVING sum(numbers) > 0 AND sum(total) / sum(numbers) {op} {{sv{i}:Float64}})"
         )
     return clauses, params

@@ -1,0 +1,72 @@
+"""A list's score filter leaves the trace half out for a name never scored on a trace, and
+takes it in again as soon as one is (issue 31's list target).
+
+The trace half of a ``score.<name>…`` clause (each record's trace sums, a join) cost as
+much as the record half even on a log without a trace score: a page asks first which of its
+names have sums on traces (one key read each). The queries are counted on the collector's
+real ClickHouse client (a wrapper that passes every call through).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.collector.test_scores import created, scores_api
+from tests.collector.test_scores_detail_read import counted_queries
+from tests.collector.test_scores_on_log import listed, log
+
+__all__ = ["scores_api"]  # the module's shared collector
+
+
+def test_a_name_scored_on_records_only_reads_no_trace_sums_until_a_trace_is_scored(
+    scores_api: TestClient,
+) -> None:
+    tag, trace, name = uuid.uuid4().hex[:8], uuid.uuid4().hex, f"helpful_{uuid.uuid4().hex[:6]}"
+    first, second = log(scores_api, tag, 1, trace), log(scores_api, tag, 2, trace)
+    outside = log(scores_api, tag, 3)
+    created(scores_api, request_id=first, name=name, value=0.9)
+    created(scores_api, request_id=outside, name=name, value=0.2)
+
+    def ids(**params: Any) -> list[str]:
+        return [item["id"] for item in listed(scores_api, tag, **params)]
+
+    def scanned(**params: Any) -> list[str]:
+        # Without metadata: the windowed scan of the log, not the metadata index.
+        dates = {"start_date": "2026-03-01", "end_date": "2026-03-01", "limit": 100}
+        response = scores_api.get("/v1/requests", params={**dates, **params})
+        assert response.status_code == 200, response.text
+        return [item["id"] for item in response.json()["data"]]
+
+    with counted_queries(scores_api) as seen:
+        assert ids(**{f"score.{name}.min": 0.5}) == [first]
+        assert scanned(**{f"score.{name}.min": 0.5}) == [first]
+        assert ids(**{f"score.{name}": "0.2"}) == [outside]
+        assert ids(unscored=name) == [second]
+    assert seen and not [sql for sql in seen if "on_trace = 1" in sql and "LIMIT 1" not in sql]
+
+    created(scores_api, trace_id=trace, name=name, value=1.0)
+    with counted_queries(scores_api) as seen:
+        # first: (0.9 + 1.0) / 2; second: the trace's 1.0 alone.
+        assert ids(**{f"score.{name}.min": 0.95}) == [second, first]
+        assert scanned(**{f"score.{name}.min": 0.95}) == [second, first]
+        assert ids(**{f"score.{name}": "1.0"}) == [second, first]
+        assert ids(unscored=name) == []
+    assert [sql for sql in seen if "INNER JOIN" in sql]
+
+
+def test_several_score_names_each_take_their_own_trace_half(scores_api: TestClient) -> None:
+    tag, trace = uuid.uuid4().hex[:8], uuid.uuid4().hex
+    on_records, on_traces = f"r_{uuid.uuid4().hex[:6]}", f"t_{uuid.uuid4().hex[:6]}"
+    traced, plain = log(scores_api, tag, 1, trace), log(scores_api, tag, 2)
+    created(scores_api, request_id=traced, name=on_records, value=0.8)
+    created(scores_api, request_id=plain, name=on_records, value=0.9)
+    created(scores_api, trace_id=trace, name=on_traces, value="kind")
+    found = listed(
+        scores_api, tag, **{f"score.{on_records}.min": 0.5, f"score.{on_traces}": "kind"}
+    )
+    assert [item["id"] for item in found] == [traced]
+    found = listed(scores_api, tag, **{f"score.{on_records}.min": 0.5, "unscored": on_traces})
+    assert [item["id"] for item in found] == [plain]
