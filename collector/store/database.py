@@ -78,6 +78,7 @@ class Store:
     def close(self) -> None:
         """Close the ClickHouse clients."""
         self.prompts.close()
+        self.requests.close()
         if self._writer is not None:
             close_client(self._writer)
         close_client(self.client)

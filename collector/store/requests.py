@@ -16,13 +16,14 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .connection import utc
+from .connection import close_client, open_client, utc
 from .metadata_index import MetadataIndex
 from .request_filters import (
     PAGE_READ,
@@ -50,7 +51,6 @@ from .schema import quote
 from .scores import (
     SCORES,
     SCORES_BY_TARGET,
-    VERSION_COLUMNS,
     ScoreRow,
     live_on_targets,
     score_versions,
@@ -93,7 +93,6 @@ class InsertsUnderWay:
 
 
 _UNDER_WAY: dict[str, InsertsUnderWay] = {}
-_Found = TypeVar("_Found")
 _UNDER_WAY_LOCK = threading.Lock()
 
 
@@ -108,6 +107,12 @@ class RequestStore:
     def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
         self._client = client
         self._cluster = cluster
+        # A second handle (and threads) for the reads a detail runs beside the record's:
+        # see get_with_scores. Opened on first use.
+        self._side: Client | None = None
+        self._side_pool: ThreadPoolExecutor | None = None
+        self._side_lock = threading.Lock()
+        self._score_read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
         db = quote(database)
         self.table = f"{db}.{quote(REQUESTS.name)}"
         self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
@@ -188,31 +193,66 @@ class RequestStore:
         the miss and a look at what runs would otherwise leave its record unread (a 404 in
         ~20,000 reads did just that).
         """
-        return self._looked_up(lambda: self._get(project, request_id, at), at)
+        running = self._under_way.running() if at is None else frozenset()
+        found = self._get(project, request_id, at)
+        if found is None and running:
+            self._under_way.wait(running)
+            found = self._get(project, request_id, at)
+        return found
 
     def get_with_scores(
         self, project: str, request_id: str, at: datetime | None = None
     ) -> tuple[RequestRow, list[ScoreRow]] | None:
         """Return one live record, as :meth:`get` does, and its live scores (its own and its
-        trace's, newest first), read in the same query."""
-        return self._looked_up(lambda: self._read(project, request_id, at, scores=True), at)
+        trace's, newest first).
 
-    def _looked_up(self, read: Callable[[], _Found | None], at: datetime | None) -> _Found | None:
-        """``read()``, and once more after a miss by id (see :meth:`get`)."""
-        running = self._under_way.running() if at is None else frozenset()
-        found = read()
-        if found is None and running:
-            self._under_way.wait(running)
-            found = read()
-        return found
+        The record's own scores are read beside the record, on a handle of their own, at the
+        same time (a detail paid the two reads one after the other); its trace's, when it has
+        a trace, once the record names it.
+        """
+        own = self._beside(
+            score_versions(self.scores_by_target, "project", "[{id:String}]"),
+            {"project": project, "id": request_id},
+        )
+        row = self.get(project, request_id, at)
+        versions = list(own.result())
+        if row is None:
+            return None
+        if row.trace_id:
+            versions += self._client.query(
+                score_versions(self.scores_by_target, "project", "[{trace:String}]"),
+                parameters={"project": project, "trace": row.trace_id},
+                settings=self._score_read,
+            ).result_rows
+        return row, live_on_targets(project, versions, [row.id], [row.trace_id or ""])
+
+    def _beside(self, sql: str, params: dict[str, Any]) -> Future[Sequence[Sequence[Any]]]:
+        """Run a read on the side handle, in a thread of the store's pool; its rows.
+
+        A chDB handle runs one call at a time: the embedded store's side reads get a handle
+        of their own, opened on first use. A server's client runs calls concurrently.
+        """
+        with self._side_lock:
+            if self._side is None:
+                embedded = type(self._client).__name__ == "ChdbClient"
+                self._side = open_client(self._client.uri) if embedded else self._client
+                self._side_pool = ThreadPoolExecutor(2, thread_name_prefix="detail-scores")
+            side, pool = self._side, self._side_pool
+        assert pool is not None
+        return pool.submit(
+            lambda: side.query(sql, parameters=params, settings=self._score_read).result_rows
+        )
+
+    def close(self) -> None:
+        """Close the side handle and its threads, if a detail opened them."""
+        with self._side_lock:
+            side, pool, self._side, self._side_pool = self._side, self._side_pool, None, None
+        if pool is not None:
+            pool.shutdown()
+        if side is not None and side is not self._client:
+            close_client(side)
 
     def _get(self, project: str, request_id: str, at: datetime | None) -> RequestRow | None:
-        found = self._read(project, request_id, at, scores=False)
-        return found[0] if found else None
-
-    def _read(
-        self, project: str, request_id: str, at: datetime | None, scores: bool
-    ) -> tuple[RequestRow, list[ScoreRow]] | None:
         params: dict[str, Any] = {"project": project, "id": request_id}
         settings: dict[str, Any] = {}
         if at is not None:
@@ -226,23 +266,12 @@ class RequestStore:
                 "WHERE project = {project:String} AND id = {id:String})"
             )
             settings["distributed_product_mode"] = "local"
-        record = f"project = {{project:String}} AND {at_clause} AND id = {{id:String}}"
-        versions = "[]"
-        if scores and not self._cluster:
-            # The scores ride on the record's read (one round trip, not two in a row): every
-            # version stored at the record and at the trace of any of its copies, as one
-            # scalar subquery; the trace ids it reads are one narrow column of the record.
-            targets = (
-                f"(SELECT arrayJoin(arrayFilter(t -> t != '', [id, trace_id])) "
-                f"FROM {self.items_table} WHERE {record})"
-            )
-            by_target = score_versions(self.scores_by_target, "project", targets)
-            versions = f"(SELECT groupArray(tuple({VERSION_COLUMNS})) FROM ({by_target}))"
         rows = [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {DETAIL_COLUMNS}, {versions}, is_deleted FROM {self.items_table} "
-                f"WHERE {record} ORDER BY created_at DESC",
+                f"SELECT {DETAIL_COLUMNS}, is_deleted FROM {self.items_table} "
+                f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
+                "ORDER BY created_at DESC",
                 parameters=params,
                 settings=settings,
             ).result_rows
@@ -250,19 +279,7 @@ class RequestStore:
         # Copies of the record (and its tombstone) share a created_at; an id a client logged
         # at two times names two records, of which the newest live one is shown.
         live = [run[0] for run in group_copies(rows) if not any(row[-1] for row in run)]
-        if not live:
-            return None
-        row = item_row(live[0], detail=True)
-        found = live[0][7]
-        if scores and self._cluster:
-            # On a cluster the record's read fans out to its shard: the scores, kept whole on
-            # every replica, are read after it, by the targets it names.
-            found = self._client.query(
-                score_versions(self.scores_by_target, "project", "{targets:Array(String)}"),
-                parameters={"project": project, "targets": [row.id, row.trace_id or ""]},
-            ).result_rows
-        # Its own scores and its trace's: not those of another copy's trace.
-        return row, live_on_targets(project, found, [row.id], [row.trace_id or ""])
+        return item_row(live[0], detail=True) if live else None
 
     def page(
         self,

@@ -1,8 +1,9 @@
-"""A record's detail reads the record and its scores in one store query (issue 31's detail
-target), and still shows exactly its own scores and its trace's.
+"""A record's detail reads its own scores beside the record, at the same time, on a handle of
+their own (issue 31's detail target), and still shows exactly its own scores and its trace's.
 
 The queries are counted on the collector's real ClickHouse client (a wrapper that passes
-every call through), at the service the route calls.
+every call through), at the service the route calls: the record's read is the only one on
+it for a record outside a trace (two in a row before), and a trace's scores a second.
 """
 
 from __future__ import annotations
@@ -40,19 +41,24 @@ def counted_queries(api: TestClient) -> Iterator[list[str]]:
         del client.query  # the instance attribute goes: the class's method again
 
 
-def test_a_detail_is_one_query_with_its_own_and_its_trace_s_scores(
+def test_a_detail_reads_its_own_scores_beside_the_record_and_its_trace_s_after(
     scores_api: TestClient,
 ) -> None:
     tag, trace = uuid.uuid4().hex[:8], uuid.uuid4().hex
-    record = log(scores_api, tag, 1, trace)
+    record, alone = log(scores_api, tag, 1, trace), log(scores_api, tag, 4)
     other = log(scores_api, tag, 2, trace)
     own = created(scores_api, request_id=record, name="helpful", value=0.5, created_at=AT % 1)
     traced = created(scores_api, trace_id=trace, name="tone", value="kind", created_at=AT % 2)
     created(scores_api, request_id=other, name="helpful", value=1)  # not this record's
+    mine = created(scores_api, request_id=alone, name="helpful", value=0.1)
     services = scores_api.app.state.services
     with counted_queries(scores_api) as seen:
+        row, scores = services.requests.detail("default", alone)
+    assert len(seen) == 1, seen  # the record; its scores on the side handle
+    assert (row.id, [s.id for s in scores]) == (alone, [mine["id"]])
+    with counted_queries(scores_api) as seen:
         row, scores = services.requests.detail("default", record)
-    assert len(seen) == 1, seen
+    assert len(seen) == 2, seen  # the record, then its trace's scores
     assert row.id == record
     assert [s.id for s in scores] == [traced["id"], own["id"]]
     detail = scores_api.get(f"/v1/requests/{record}").json()["data"]
