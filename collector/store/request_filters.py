@@ -24,8 +24,11 @@ SLACK = 8
 # the same way.
 _WINDOWS = (timedelta(days=1), timedelta(days=8))
 # A score filter reads the sums of its window's records (store/scores.py score_clauses), a
-# cost that grows with the window: it tries the newest hour first.
-_SCORE_WINDOWS = (timedelta(hours=1), *_WINDOWS)
+# cost that grows with the window: it tries the newest hour first, then 4 hours before the
+# day. At 1M records over 30 days a page the hour cannot fill (a bound that few records
+# pass, ~4% of random bounds of a mean) then reads ~5,500 records' sums, not ~33,000 (a 4 h
+# pass cost half of a day's in process; a very selective filter pays one pass more).
+_SCORE_WINDOWS = (timedelta(hours=1), timedelta(hours=4), *_WINDOWS)
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from
 # its newest granule; with virtual rows ClickHouse starts a part only once the merge of the

@@ -10,10 +10,13 @@ real ClickHouse client (a wrapper that passes every call through).
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
 
+from promptrail.collector.store.request_filters import RequestFilter, windows
+from promptrail.collector.store.scores import ScoreTest
 from tests.collector.test_scores import created, scores_api
 from tests.collector.test_scores_detail_read import counted_queries
 from tests.collector.test_scores_on_log import listed, log
@@ -70,3 +73,14 @@ def test_several_score_names_each_take_their_own_trace_half(scores_api: TestClie
     assert [item["id"] for item in found] == [traced]
     found = listed(scores_api, tag, **{f"score.{on_records}.min": 0.5, "unscored": on_traces})
     assert [item["id"] for item in found] == [plain]
+
+
+def test_a_score_filtered_page_tries_the_hour_then_4_hours_before_the_day() -> None:
+    end = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)
+    scored = RequestFilter(end=end, scores=(ScoreTest("helpful", "min", 0.9),))
+    hours = [timedelta(hours=1), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
+    assert windows(scored, None) == [*(end - h for h in hours), None]
+    # A page goes on below its cursor; a list without a score filter keeps the day and 8 days.
+    after = (end - timedelta(days=2), "req_x")
+    assert windows(scored, after) == [*(after[0] - h for h in hours), None]
+    assert windows(RequestFilter(end=end), None) == [end - h for h in hours[2:]] + [None]
