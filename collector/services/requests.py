@@ -63,8 +63,8 @@ class RequestService:
         return self._found(project, request_id, lambda at: self._store.get(project, request_id, at))
 
     def detail(self, project: str, request_id: str) -> tuple[RequestRow, list[ScoreRow]]:
-        """Return one record and its scores (its own and its trace's, newest first), read in
-        one round trip; or 404 REQUEST_NOT_FOUND."""
+        """Return one record and its scores (its own and its trace's, newest first; its own
+        read at the same time as the record); or 404 REQUEST_NOT_FOUND."""
         return self._found(
             project, request_id, lambda at: self._store.get_with_scores(project, request_id, at)
         )
