@@ -125,9 +125,22 @@ def keyset(
     return where
 
 
-def windows(filters: RequestFilter, after: tuple[datetime, str] | None) -> list[datetime | None]:
-    """Return the lower bounds a list page tries in turn (see _WINDOWS), ending with none."""
+def windows(
+    filters: RequestFilter,
+    after: tuple[datetime, str] | None,
+    newest: datetime | None = None,
+) -> list[datetime | None]:
+    """Return the lower bounds a list page tries in turn (see _WINDOWS), ending with none.
+
+    They count back from the cursor's time, else the filter's end, else now; or from
+    ``newest``, the time of the log's newest record, when the caller knows it and it is
+    older: a log quiet for hours would otherwise pay its first windows for nothing. Any
+    bounds are exact (a page goes on below a window it could not fill); they only set what
+    each pass reads.
+    """
     anchor = after[0] if after is not None else filters.end or datetime.now(UTC)
+    if newest is not None:
+        anchor = min(anchor, newest)
     lowers: list[datetime | None] = [
         anchor - window
         for window in (_SCORE_WINDOWS if filters.scores else _WINDOWS)

@@ -310,6 +310,7 @@ class RequestStore:
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
         lowers = windows(filters, after)
+        looked = False  # for the log's newest record, after a first window found nothing
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + like_escape(search.lower()) + "%"
@@ -342,6 +343,14 @@ class RequestStore:
                 if lower is None:
                     break
                 lowers = lowers[1:]
+                if not rows and not looked:
+                    # Nothing at all in this window: when the log has been quiet since before
+                    # it, the next windows count back from its newest record instead (looked
+                    # up once, and only then, so a busy log pays no read for it).
+                    looked = True
+                    newest = self._newest()
+                    if newest is not None and newest < lower:
+                        lowers = windows(filters, position, newest)
         return found[:limit]
 
     def _trace_scored(self, project: str, filters: RequestFilter) -> RequestFilter:
@@ -353,6 +362,13 @@ class RequestStore:
             parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
         ).result_rows
         return replace(filters, scores_on_traces=frozenset(str(r[0]) for r in rows))
+
+    def _newest(self) -> datetime | None:
+        """The time of the newest row of ``request_items``, any project's (ClickHouse reads it
+        from the parts' min/max index); None when it holds none."""
+        newest = self._client.query(f"SELECT max(created_at) FROM {self.items_table}")
+        value = newest.result_rows[0][0]
+        return utc(value) if value and utc(value).year > 1970 else None  # max() of none: 0
 
     def _fetch(
         self,

@@ -84,3 +84,41 @@ def test_a_score_filtered_page_tries_the_hour_then_4_hours_before_the_day() -> N
     after = (end - timedelta(days=2), "req_x")
     assert windows(scored, after) == [*(after[0] - h for h in hours), None]
     assert windows(RequestFilter(end=end), None) == [end - h for h in hours[2:]] + [None]
+
+
+def test_the_windows_count_back_from_the_newest_record_when_it_is_older_than_now() -> None:
+    scored = RequestFilter(scores=(ScoreTest("helpful", "min", 0.9),))
+    hours = [timedelta(hours=1), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
+    quiet = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # the log's newest record, long ago
+    assert windows(scored, None, quiet) == [*(quiet - h for h in hours), None]
+    # A cursor or an end still anchors the page; a record dated ahead of now does not.
+    after = (quiet - timedelta(days=3), "req_x")
+    assert windows(scored, after, quiet) == [*(after[0] - h for h in hours), None]
+    ahead = windows(scored, None, datetime.now(UTC) + timedelta(days=30))[0]
+    assert ahead is not None and ahead < datetime.now(UTC)
+
+
+def test_a_quiet_log_s_score_filtered_list_reads_its_newest_records_first(
+    scores_api: TestClient,
+) -> None:
+    tag, name = uuid.uuid4().hex[:8], f"q_{uuid.uuid4().hex[:6]}"
+    ids = [log(scores_api, tag, n) for n in range(3)]  # on 2026-03-01, months before now
+    for n, record in enumerate(ids):
+        created(scores_api, request_id=record, name=name, value=0.2 + 0.3 * n)
+    params = {f"score.{name}.min": 0.4, "start_date": "2026-03-01", "end_date": "2026-03-02"}
+    response = scores_api.get("/v1/requests", params={**params, "limit": 1})
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()["data"]] == [ids[2]]
+    cursor = response.json()["pagination"]["next_cursor"]
+    response = scores_api.get("/v1/requests", params={**params, "limit": 5, "cursor": cursor})
+    assert [item["id"] for item in response.json()["data"]] == [ids[1]]
+    unbounded = scores_api.get("/v1/requests", params={f"score.{name}.min": 0.4, "limit": 5})
+    assert [item["id"] for item in unbounded.json()["data"]] == [ids[2], ids[1]]
+    with counted_queries(scores_api) as seen:
+        first = scores_api.get("/v1/requests", params={f"score.{name}.min": 0.4, "limit": 1})
+    assert [item["id"] for item in first.json()["data"]] == [ids[2]]
+    # The hour before now holds nothing; the log's newest record (months ago) anchors the
+    # next window, which fills the page: not the 4 hours, the day, 8 days before now (each
+    # as empty) and then the whole log.
+    passes = [sql for sql in seen if "ORDER BY created_at DESC, id DESC LIMIT" in sql]
+    assert len(passes) == 2, passes
