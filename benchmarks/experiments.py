@@ -12,7 +12,11 @@ temporary data directory), as ``benchmarks/runs.py`` does, then measures:
    service time is its run's latency as the collector recorded it minus the stub's p50
    (p50, p95), and the whole experiment's wall time * 8 / items minus the stub's p50 is the
    per-result share of everything else (evaluation, the result's and the scores' inserts).
-   Also: when the first result was readable.
+   Also: when the first result was readable. Once per ``--stub-latency-ms`` value (default
+   0 and 100): at 0 the eight runs queue behind each other for the 2 cores, so a run's
+   latency is mostly the other seven's work (a throughput figure); a stub that answers after
+   a model-like delay leaves the cores free between answers, and the figure is the service's
+   own time on a result.
 2. **Comparisons**: two experiments run by the client (``task: client``) of
    ``--compare-items`` results each, posted 1,000 at a time; then ``GET
    /v1/experiments/compare`` (the summary and the first page of 50 items) and its second page
@@ -41,7 +45,7 @@ from typing import Any
 import httpx
 from _harness import check
 from _report import Machine, finish, generated_head, write_block
-from runs import API_KEY, PROMPT, REPLY, _terminate, percentile, stub_and_collector
+from runs import API_KEY, PROMPT, REPLY, _terminate, percentile, set_stub, stub_and_collector
 
 SECTION_HEADING = "## Experiments (`benchmarks/experiments.py`)"
 BEGIN_MARK = "<!-- benchmarks/experiments.py: begin generated figures -->"
@@ -68,7 +72,8 @@ def stub_p50(stub_url: str, samples: int = 200) -> float:
     return statistics.median(times)
 
 
-def service_experiment(api: httpx.Client, stub_url: str, items: int) -> dict[str, float]:
+def bench_dataset(api: httpx.Client, items: int) -> None:
+    """The prompt and the ``bench`` dataset of ``items`` items the service experiments run."""
     check(api.post("/v1/prompts", json={"name": PROMPT, "template": "Say {x}",
                                         "model": "gpt-4o-mini"}), 201)  # fmt: skip
     check(api.post("/v1/datasets", json={"name": "bench"}), 201)
@@ -76,7 +81,14 @@ def service_experiment(api: httpx.Client, stub_url: str, items: int) -> dict[str
         batch = [{"id": f"i{n:06d}", "input_variables": {"x": n}, "expected_output": REPLY}
                  for n in range(start, min(items, start + 1000))]  # fmt: skip
         check(api.post("/v1/datasets/bench/items", json={"items": batch}), 201)
-    stub = stub_p50(stub_url)
+
+
+def service_experiment(
+    api: httpx.Client, stub_url: str, items: int, latency_ms: float = 0.0
+) -> dict[str, float]:
+    """One experiment over the ``bench`` dataset, the stub answering after ``latency_ms``."""
+    set_stub(stub_url, first_byte_delay=latency_ms / 1000)
+    stub = stub_p50(stub_url, samples=200 if latency_ms < 10 else 20)
     started = time.perf_counter()
     made = check(api.post("/v1/experiments", json={
         "dataset": "bench", "prompt": PROMPT, "concurrency": CONCURRENCY,
@@ -103,6 +115,7 @@ def service_experiment(api: httpx.Client, stub_url: str, items: int) -> dict[str
     own = [latency - stub for latency in latencies]
     return {
         "items": items,
+        "latency_ms": latency_ms,
         "status_completed": float(data["status"] == "completed"),
         "errors": data["counts"]["errors"],
         "stub_p50_ms": stub,
@@ -175,16 +188,22 @@ def comparison(api: httpx.Client, items: int) -> dict[str, float]:
     }
 
 
-def summary_lines(machine: Machine, run: dict[str, float], compared: dict[str, float]) -> list[str]:
-    return [
-        f"- Machine: {machine.line()}",
-        f"- Experiment on the service: {run['items']:.0f} items at concurrency {CONCURRENCY}, "
-        f"{run['errors']:.0f} errors, {run['wall_s']:.1f} s ({run['results_per_s']:.0f} "
-        f"results/s); first result readable after {run['first_result_s']:.2f} s",
-        f"- Stub's own time per call: p50 {run['stub_p50_ms']:.2f} ms",
-        f"- Service's own time per result (run latency - stub p50): p50 "
-        f"{run['own_p50_ms']:.2f} ms, p95 {run['own_p95_ms']:.2f} ms (target p50 ≤ 5 ms); "
-        f"wall * {CONCURRENCY} / items - stub: {run['share_per_result_ms']:.2f} ms",
+def summary_lines(
+    machine: Machine, runs: list[dict[str, float]], compared: dict[str, float]
+) -> list[str]:
+    lines = [f"- Machine: {machine.line()}"]
+    for run in runs:
+        lines += [
+            f"- Experiment on the service, the stub answering after {run['latency_ms']:.0f} ms: "
+            f"{run['items']:.0f} items at concurrency {CONCURRENCY}, {run['errors']:.0f} errors, "
+            f"{run['wall_s']:.1f} s ({run['results_per_s']:.0f} results/s); first result "
+            f"readable after {run['first_result_s']:.2f} s; stub's own time per call p50 "
+            f"{run['stub_p50_ms']:.2f} ms",
+            f"  - Service's own time per result (run latency - stub p50): p50 "
+            f"{run['own_p50_ms']:.2f} ms, p95 {run['own_p95_ms']:.2f} ms (target p50 ≤ 5 ms); "
+            f"wall * {CONCURRENCY} / items - stub: {run['share_per_result_ms']:.2f} ms",
+        ]
+    lines += [
         f"- Compare of two {compared['items']:.0f}-item experiments, one still running "
         "(computed at every read), summary + first page: "
         f"p50 {compared['computed_p50_ms']:.0f} ms, p95 {compared['computed_p95_ms']:.0f} ms "
@@ -197,12 +216,14 @@ def summary_lines(machine: Machine, run: dict[str, float], compared: dict[str, f
         f"- GET of one {compared['items']:.0f}-result experiment (counts and summary): p50 "
         f"{compared['get_p50_ms']:.0f} ms, p95 {compared['get_p95_ms']:.0f} ms",
     ]
+    return lines
 
 
 def write_docs(lines: list[str], machine: Machine, command: str) -> None:
     block = "\n".join([*generated_head(BEGIN_MARK, machine, command), *lines[1:], "", END_MARK])
     intro = (
-        "An experiment on the service against the zero-latency stub, and comparisons of two "
+        "Experiments on the service against the stub (answering at once, and after a model-like "
+        "delay), and comparisons of two "
         "big experiments run by the client; how they are computed: docs/architecture.md "
         '("Datasets and experiments").'
     )
@@ -214,8 +235,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--compare-items", type=int, default=10_000)
+    parser.add_argument(
+        "--stub-latency-ms",
+        default="0,100",
+        help="the stub's answer times, one service experiment each (comma-separated) [0,100]",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
+    latencies = [float(ms) for ms in args.stub_latency_ms.split(",")]
     signal.signal(signal.SIGTERM, _terminate)
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="promptrail-bench-experiments-"))
@@ -224,11 +251,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stub_and_collector(workdir / "data") as (stub_url, collector_url):
             headers = {"Authorization": f"Bearer {API_KEY}"}
             with httpx.Client(base_url=collector_url, headers=headers, timeout=300) as api:
-                run = service_experiment(api, stub_url, args.items)
+                bench_dataset(api, args.items)
+                runs = [service_experiment(api, stub_url, args.items, ms) for ms in latencies]
+                set_stub(stub_url)
                 compared = comparison(api, args.compare_items)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    lines = summary_lines(machine, run, compared)
+    lines = summary_lines(machine, runs, compared)
     command = "python benchmarks/experiments.py " + " ".join(sys.argv[1:])
     finish(
         "\n".join(lines),
