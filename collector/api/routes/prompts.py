@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel
 
 from ...models.envelopes import Data, ErrorBody, Page
 from ...models.prompts import (
@@ -16,6 +19,7 @@ from ...models.prompts import (
     PromptUpdate,
     PromptUpdateOut,
 )
+from ...services.container import Services
 from ...services.mappers import (
     pagination,
     prompt_get_out,
@@ -23,9 +27,43 @@ from ...services.mappers import (
     prompt_out,
     prompt_update_out,
 )
+from ...services.prompts.encoded import Shape
+from ...services.templates import template_payload
+from ...store.prompts import PromptVersionRow
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts", tags=["prompts"])
+
+
+def _get_body(row: PromptVersionRow) -> Data[PromptGetOut]:
+    return Data(data=prompt_get_out(row))
+
+
+_BUILD: dict[Shape, Callable[[PromptVersionRow], BaseModel]] = {
+    "get": _get_body,
+    "template": template_payload,
+}
+
+
+async def read_version(
+    services: Services,
+    project: str,
+    ref: str,
+    shape: Shape,
+    number: int | None = None,
+    label: str | None = None,
+) -> Response:
+    """Answer a read route with the version's body, encoded once per version.
+
+    ``async`` because a version the index or cache holds needs no query: such a read runs on
+    the event loop with no hop to a worker thread; only a miss reads the store on one. The
+    route keeps its ``response_model`` so the OpenAPI schema documents the same body.
+    """
+    prompts = services.prompts
+    row = prompts.cached_version(project, ref, number, label)
+    if row is None:
+        row = await run_in_threadpool(prompts.resolve_version, project, ref, number, label)
+    return Response(prompts.encoded.body(row, shape, _BUILD[shape]), media_type="application/json")
 
 
 @router.post(
@@ -62,9 +100,9 @@ def list_prompts(
 
 
 @router.get("/{name}", response_model=Data[PromptGetOut])
-def get_prompt(name: str, project: Project, services: ServicesDep) -> Data[PromptGetOut]:
+async def get_prompt(name: str, project: Project, services: ServicesDep) -> Response:
     """Return a prompt's newest version."""
-    return Data(data=prompt_get_out(services.prompts.get(project, name)))
+    return await read_version(services, project, name, "get")
 
 
 @router.patch("/{name}", response_model=Data[PromptUpdateOut])

@@ -23,6 +23,7 @@ from ...store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, 
 from ..cursors import CursorCodec
 from ..dates import utc_now_ms
 from ..templates import parse_template
+from .encoded import EncodedBodies
 from .live_ids import LiveIdIndex
 from .version_cache import VersionCache
 
@@ -87,6 +88,7 @@ class PromptService:
         self._version_cursors = CursorCodec(cursor_secret, "prompt-versions")
         self._cache = cache or VersionCache(enabled=False)
         self._ids = live_ids or LiveIdIndex(enabled=False)
+        self.encoded = EncodedBodies()
 
     @property
     def live_ids(self) -> LiveIdIndex:
