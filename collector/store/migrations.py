@@ -117,11 +117,17 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Lists and details read the records from a copy in fine granules (see REQUEST_ITEMS).
     # Records are wide: the copy goes in 32 MiB blocks on one thread, which holds the
     # upgrade of a big store under the collector's 1 GiB target (the defaults squash 256 MiB
-    # blocks on every thread, several times that).
+    # blocks on every thread, several times that). The view and its backfill are today's,
+    # and read columns of the log that migrations 17 and 21 add: a store from before this one
+    # gets them here first (those migrations' own ADD COLUMN IF NOT EXISTS then find them).
     Migration(
         8,
         "request_items",
         (
+            *(
+                AddColumn(REQUESTS, column)
+                for column in ("kind", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
+            ),
             REQUEST_ITEMS,
             REQUEST_ITEMS_MV,
             Backfill(
