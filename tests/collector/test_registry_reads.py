@@ -4,8 +4,10 @@ body encoded once per version, byte for byte what the response model gives."""
 from __future__ import annotations
 
 import inspect
+import threading
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
@@ -16,6 +18,7 @@ from promptrail.collector.models.prompts import PromptGetOut, TemplateOut
 from promptrail.collector.services.container import Services
 from promptrail.collector.services.mappers import prompt_get_out
 from promptrail.collector.services.templates import template_payload
+from tests.keys import DEFAULT_AUTH
 
 PROJECT = "default"
 
@@ -81,3 +84,45 @@ def test_missing_prompt_version_and_label_keep_their_errors(api: TestClient) -> 
     assert api.get("/v1/prompts/e/versions/by-label/x/template").json()["error"]["code"] == (
         "LABEL_NOT_FOUND"
     )
+
+
+def test_reads_on_the_event_loop_never_go_back_while_versions_are_written(live_url: str) -> None:
+    # Over a real socket: a writer PATCHes while two readers fetch the prompt and its template
+    # on their own connections. A read that starts after a PATCH was answered sees that
+    # version or a newer one, never an older; each template body is its own version's.
+    writes = 12
+    acked = [1]
+    done = threading.Event()
+    problems: list[str] = []
+
+    def read() -> None:
+        with httpx.Client(base_url=live_url, headers=DEFAULT_AUTH, timeout=60) as client:
+            while not done.is_set():
+                floor = acked[-1]
+                got = client.get("/v1/prompts/c").json()["data"]
+                template = client.get("/v1/prompts/c/template").json()
+                if got["version"] < floor or template["version"] < floor:
+                    problems.append(f"read {got['version']}/{template['version']} after {floor}")
+                if template["content"] != f"v{template['version']} {{{{x}}}}":
+                    problems.append(f"body of {template['version']}: {template['content']}")
+
+    with httpx.Client(base_url=live_url, headers=DEFAULT_AUTH, timeout=60) as client:
+        created = client.post(
+            "/v1/prompts", json={"name": "c", "template": "v1 {x}", "model": "gpt-4o"}
+        )
+        assert created.status_code == 201
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for reader in readers:
+            reader.start()
+        try:
+            for version in range(2, writes + 2):
+                answer = client.patch("/v1/prompts/c", json={"template": f"v{version} {{x}}"})
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["data"]["version"] == version
+                acked.append(version)
+                assert client.get("/v1/prompts/c").json()["data"]["version"] == version
+        finally:
+            done.set()
+            for reader in readers:
+                reader.join()
+    assert problems == []
