@@ -7,7 +7,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from .conftest import Console
+from .conftest import LAPTOP, PHONE, Console
 from .records import record
 from .test_requests_page import pairs
 
@@ -35,6 +35,23 @@ def test_the_detail_shows_the_token_details_only_when_non_zero(console: Console,
         "Estimated cost": "$0.0123",
     }
     console.screenshot("request-detail-token-details")
+    # On a phone the longest label ("Cached prompt tokens (cache read)") wraps inside its
+    # card: nothing scrolls sideways; and the dark scheme shows the same rows.
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert pairs(page, "Usage and cost")["Cached prompt tokens (cache read)"] == "3,000"
+    # The long label wraps, not the values: the cost stays on one line, as short ones do.
+    card = page.locator("section", has=page.get_by_role("heading", name="Usage and cost"))
+    heights = [
+        card.get_by_text(label, exact=True).locator("xpath=following-sibling::dd[1]").bounding_box()
+        for label in ("Prompt tokens", "Estimated cost")
+    ]
+    assert heights[0] and heights[1] and heights[1]["height"] == heights[0]["height"]
+    console.screenshot("request-detail-token-details-phone")
+    page.set_viewport_size(LAPTOP)
+    page.emulate_media(color_scheme="dark")
+    console.screenshot("request-detail-token-details-dark")
+    page.emulate_media(color_scheme="light")
 
     page.goto(page.url.replace("req_console_0001", "req_console_0002"))
     # The first record's detail goes; the second one's comes, without the details.
