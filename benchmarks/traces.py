@@ -1,14 +1,19 @@
 """Traces, sessions and users benchmark: list and read latencies on the embedded store.
 
     .venv/bin/python benchmarks/traces.py --records 1000000 [--write-docs]
+    .venv/bin/python benchmarks/traces.py --records 1000000 --data-dir DIR [--reuse]
 
-Starts ``promptrail serve`` on a fresh data dir and loads ``--records`` records through
+Starts ``promptrail serve`` on a fresh data dir (or ``--data-dir``) and loads ``--records`` records through
 ``POST /v1/requests/batch``, shaped as issue 32 sizes them: traces of 10 records (a chain
 root, then model calls and tool runs), one trace per 10 records, one session per 5 traces, one
 user per 10 sessions (10M records: 1M traces, 200k sessions, 20k users), spread over 30 days;
 plus one trace of 500 records and one session of 50 turns. Then measures p50/p95 of the trace
 list (newest, and by user), one trace of 500 records (a page of 100, and read whole), the
 session list, one session of 50 turns, the user list, and the request log's first page.
+
+With ``--data-dir DIR --reuse`` a store this command loaded before (it leaves ``loaded.json``
+in DIR) is read again without loading it anew: the reads of two trees can then be compared,
+alternated, on the same store. The records' times are those of the load.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ BIG_TRACE = "b" * 32
 BIG_SESSION = "session-of-50-turns"
 END = datetime.now(UTC).replace(microsecond=0)
 START = END - timedelta(days=30)
+# Written into the data dir once a load has finished: what --reuse reads instead of loading.
+LOADED = "loaded.json"
 
 
 def trace_records(number: int, traces: int) -> Iterator[dict[str, Any]]:
@@ -218,14 +225,33 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--data-dir", type=Path, help="the store's directory (default: a new one)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read the store --data-dir holds from an earlier load instead of loading",
+    )
     args = parser.parse_args()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    data_dir = Path(tempfile.mkdtemp(prefix="promptrail-bench-traces-"))
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-traces-"))
+    marker = data_dir / LOADED
+    loaded = json.loads(marker.read_text()) if args.reuse and marker.exists() else None
+    if args.reuse and loaded is None:
+        raise SystemExit(f"--reuse: {marker} not found (load the store first without --reuse)")
+    if loaded is not None and loaded["records"] != args.records:
+        raise SystemExit(f"--reuse: {data_dir} holds a load of {loaded['records']:,} records")
     began = time.monotonic()
     with collector(data_dir, KEY, PROMPTRAIL_MAX_BODY_BYTES=str(64 << 20)) as served:
         print(f"data dir {data_dir}; collector on {served.url}; load {load}", flush=True)
-        accepted, elapsed = ingest(served.url, args.records, args.workers)
-        print(f"ingest: {accepted:,} records in {elapsed:.1f} s", flush=True)
+        if loaded is None:
+            accepted, elapsed = ingest(served.url, args.records, args.workers)
+            marker.write_text(
+                json.dumps({"records": args.records, "accepted": accepted, "seconds": elapsed})
+            )
+            print(f"ingest: {accepted:,} records in {elapsed:.1f} s", flush=True)
+        else:
+            accepted, elapsed = int(loaded["accepted"]), float(loaded["seconds"])
+            print(f"reusing a load of {accepted:,} records", flush=True)
         settled, _ = wait_quiet(max_seconds=120)
         results = reads(served.url, args.samples)
     print(f"whole run: {time.monotonic() - began:.0f} s")

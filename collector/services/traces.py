@@ -116,14 +116,16 @@ class TraceService:
         """Return one trace and a page of its records, oldest first; 404 TRACE_NOT_FOUND."""
         after = cursor_position(self._record_cursors, cursor)
         self._settle(project)
-        summary = self._store.summaries(project, [trace_id]).get(trace_id)
-        if summary is None:
+        found = self._store.trace(project, trace_id)
+        if found is None:
             raise TraceNotFound(trace_id)
+        summary, record_ids = found
         rows = self._store.trace_records(project, trace_id, after, limit + 1)
         page, next_cursor = self._records_page(self._record_cursors, rows, limit)
-        scores = self._scores.on_targets(project, [r.id for r in page], [trace_id])
-        # The trace's scores as the list shows them: on it and on any of its records.
-        trace_scores = self._trace_scores(project, [trace_id]).get(trace_id, {})
+        # One read of the scores on the trace and on any of its records: the trace's, as the
+        # list shows them, and (a subset) those of the page's records.
+        scores = self._scores.on_targets(project, record_ids, [trace_id])
+        trace_scores = score_means(scores) if scores else {}
         return Detail(summary, trace_scores, page, _per_record(page, scores), next_cursor)
 
     def _trace_scores(self, project: str, trace_ids: Sequence[str]) -> dict[str, Scores]:
@@ -169,28 +171,15 @@ class TraceService:
         return SummaryPage([(s, scores.get(s.session_id, {})) for s in page], next_cursor)
 
     def _session_scores(
-        self,
-        project: str,
-        session_ids: Sequence[str],
-        period: tuple[datetime, datetime] | None,
+        self, project: str, session_ids: Sequence[str], period: tuple[datetime, datetime]
     ) -> dict[str, Scores]:
-        """Per session: the means of the scores on its records and their traces (of the
-        period, or all of them)."""
+        """Per session: the means of the scores on its records of the period and on their
+        traces."""
         ids = self._store.session_record_ids(project, session_ids, period)
         scores = self._scores.on_targets(
             project, [r for _, r, _ in ids], sorted({t for _, _, t in ids if t})
         )
-        # By score id: a trace's score counts once however many of its records the session has.
-        grouped: dict[str, dict[str, ScoreRow]] = {}
-        for session, record, trace in ids:
-            mine = grouped.setdefault(session, {})
-            for s in scores:
-                if s.request_id == record or (trace and s.trace_id == trace):
-                    mine[s.id] = s
-        return {
-            session: score_means(_newest_first(list(found.values())))
-            for session, found in grouped.items()
-        }
+        return _scores_by_session(ids, scores)
 
     def session(
         self,
@@ -204,15 +193,19 @@ class TraceService:
         kinds = kinds_of(kind)
         after = cursor_position(self._session_record_cursors, cursor)
         self._settle(project)
-        summary = self._store.session(project, session_id, kinds)
-        if summary is None:
+        found = self._store.session(project, session_id, kinds)
+        if found is None:
             raise SessionNotFound(session_id)
+        summary, records = found
         rows = self._store.session_records(project, session_id, kinds, after, limit + 1)
         page, next_cursor = self._records_page(self._session_record_cursors, rows, limit)
+        # One read of the scores on every record of the session and on their traces: the
+        # session's, and (a subset) those of the page's records, each of the session's.
         scores = self._scores.on_targets(
-            project, [r.id for r in page], sorted({r.trace_id for r in page if r.trace_id})
+            project, [r for r, _ in records], sorted({t for _, t in records if t})
         )
-        session_scores = self._session_scores(project, [session_id], None).get(session_id, {})
+        ids = [(session_id, record, trace) for record, trace in records]
+        session_scores = _scores_by_session(ids, scores).get(session_id, {})
         return Detail(summary, session_scores, page, _per_record(page, scores), next_cursor)
 
     # -- users -----------------------------------------------------------------------------
@@ -268,6 +261,24 @@ def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreRow]) -> dict[
         if mine:
             found[row.id] = score_means(mine)
     return found
+
+
+def _scores_by_session(
+    ids: Sequence[tuple[str, str, str]], scores: Sequence[ScoreRow]
+) -> dict[str, Scores]:
+    """Per session of (session id, record id, trace id): the means of the scores on its
+    records and their traces."""
+    # By score id: a trace's score counts once however many of its records the session has.
+    grouped: dict[str, dict[str, ScoreRow]] = {}
+    for session, record, trace in ids:
+        mine = grouped.setdefault(session, {})
+        for s in scores:
+            if s.request_id == record or (trace and s.trace_id == trace):
+                mine[s.id] = s
+    return {
+        session: score_means(_newest_first(list(found.values())))
+        for session, found in grouped.items()
+    }
 
 
 def _newest_first(scores: list[ScoreRow]) -> list[ScoreRow]:

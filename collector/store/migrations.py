@@ -56,7 +56,7 @@ from .scores import (
     SCORES_BY_TARGET_MV,
     SCORES_BY_TARGET_SEED,
 )
-from .traces import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV
+from .traces import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, THREAD_ITEMS, THREAD_ITEMS_MV
 
 logger = logging.getLogger("promptrail.store")
 
@@ -65,6 +65,17 @@ SCHEMA_MIGRATIONS = Table(
     columns=("version UInt32", "name String", "applied_at DateTime64(3, 'UTC')"),
     engine="ReplacingMergeTree",
     order_by="version",
+)
+
+# Settings of a backfill copying wide records (the list copy's): 32 MiB blocks on one thread,
+# which holds the upgrade of a big store under the collector's 1 GiB target (the defaults
+# squash 256 MiB blocks on every thread, several times that).
+_WIDE_COPY = (
+    "max_threads = 1",
+    "max_insert_threads = 1",
+    "max_block_size = 8192",
+    "min_insert_block_size_rows = 65536",
+    "min_insert_block_size_bytes = 33554432",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -115,11 +126,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     # Lists and details read the records from a copy in fine granules (see REQUEST_ITEMS).
-    # Records are wide: the copy goes in 32 MiB blocks on one thread, which holds the
-    # upgrade of a big store under the collector's 1 GiB target (the defaults squash 256 MiB
-    # blocks on every thread, several times that). The view and its backfill are today's,
-    # and read columns of the log that migrations 17 and 21 add: a store from before this one
-    # gets them here first (those migrations' own ADD COLUMN IF NOT EXISTS then find them).
+    # Records are wide: the copy goes in small blocks on one thread (_WIDE_COPY). The view
+    # and its backfill are today's, and read columns of the log that migrations 17 and 21
+    # add: a store from before this one gets them here first (those migrations' own ADD
+    # COLUMN IF NOT EXISTS then find them).
     Migration(
         8,
         "request_items",
@@ -133,13 +143,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             Backfill(
                 REQUEST_ITEMS_MV,
                 REQUEST_ITEMS,
-                settings=(
-                    "max_threads = 1",
-                    "max_insert_threads = 1",
-                    "max_block_size = 8192",
-                    "min_insert_block_size_rows = 65536",
-                    "min_insert_block_size_bytes = 33554432",
-                ),
+                settings=_WIDE_COPY,
             ),
         ),
     ),
@@ -253,6 +257,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         22,
         "scores_by_target",
         (SCORES_BY_TARGET, SCORES_BY_TARGET_MV, SCORES_BY_TARGET_SEED),
+    ),
+    # A trace's and a session's pages are one range read of their list items, kept sorted by
+    # trace and by session (see traces.THREAD_ITEMS), for the records stored before too: a
+    # row written by both the view and the backfill is a retried copy, which reads resolve.
+    # The copy reads the list copy's wide ``item``: small blocks on one thread (_WIDE_COPY).
+    Migration(
+        23,
+        "thread_items",
+        (
+            THREAD_ITEMS,
+            THREAD_ITEMS_MV,
+            Backfill(THREAD_ITEMS_MV, THREAD_ITEMS, settings=_WIDE_COPY),
+        ),
     ),
 )
 

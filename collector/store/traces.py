@@ -1,14 +1,16 @@
 """Traces, sessions and users (CONTRACT 10), read from the request log's tables.
 
-- A trace's summary and its records are primary-key reads of ``trace_records`` (one row per
-  record of a trace, sorted by trace), resolved with FINAL over those rows only.
+- A trace's summary is a primary-key read of ``trace_records`` (one row per record of a
+  trace, sorted by trace), resolved with FINAL over those rows only; its pages, and a
+  session's, are primary-key range reads of ``thread_items`` (the list items of each trace and
+  each session, sorted by it), copies and tombstones resolved as list pages do.
 - The trace list finds the newest traces in ``request_items`` (sorted by time) a window of
   time at a time, as a list page does, then sums each candidate in ``trace_records``.
 - Sessions and users are sums over the period's records that carry a ``session_id`` or
   ``user_id`` in their metadata. Their lists take candidates, latest first, from a rollup
   (``ACTIVITY_ROLLUP``: per session or user, day and kind, the latest record and the number of
-  tombstones), then sum each candidate exactly over its records in the period through the
-  metadata index; a session's records are read through the metadata index.
+  tombstones), then sum each candidate exactly over its records in the period: a session's
+  from its rows of ``thread_items``, a user's through the metadata index.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from clickhouse_connect.driver.client import Client
 
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
-from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
+from .request_rows import LIST_COLUMNS, RequestRow, item_row, whole_copies
 from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS, TRACE_RECORDS
 from .schema import Table, View, quote
 
@@ -71,6 +73,58 @@ ACTIVITY_ROLLUP_MV = View(
         f"FROM {{db}}.{REQUESTS.name}{{local}} "
         "ARRAY JOIN ['session_id', 'user_id'] AS key "
         "WHERE metadata_map[key] != '' GROUP BY project, key, value, day, kind"
+    ),
+    sharded=True,
+)
+
+
+# The list items of each trace and each session, in the order their pages read them: one row
+# per (record, key) for the record's trace (key 'trace_id') and its session (key 'session_id'),
+# with the columns a list item shows. A page of a trace or a session is one primary-key range
+# read here, where it was keys from an index and then those keys looked up in
+# ``request_items`` (sorted by time, so each key a seek of its own). One table for both keys,
+# so an insert writes one part more, not two. Filled by a view over ``request_items`` (the
+# list copy the log's view writes: its packed ``item`` is reused, not packed again), copies
+# and tombstones too (reads resolve them as pages do), and for the records stored before
+# migration 23 by its backfill. Granules of 128 rows, as ``request_items``: a page of 100
+# decompresses one or two granules of each part holding it.
+THREAD_ITEMS = Table(
+    name="thread_items",
+    columns=(
+        # The metadata index's key and the filter columns it copies (its versions come last).
+        *(
+            c
+            for c in REQUEST_METADATA.columns
+            if c.split(" ", 1)[0] not in ("row_version", "is_deleted")
+        ),
+        "item String",
+        "trace String",
+        "cost_known Bool",
+        "kind LowCardinality(String)",
+        "trace_id String",
+        "user_id String",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine=REQUEST_ITEMS.engine,
+    engine_args=REQUEST_ITEMS.engine_args,
+    partition_by=REQUEST_ITEMS.partition_by,
+    order_by="(project, key, value, created_at, id)",
+    sharded=True,
+    # As the log: a record's rows live on the record's shard.
+    sharding_key=REQUEST_ITEMS.sharding_key,
+    settings=REQUEST_ITEMS.settings,
+)
+
+THREAD_ITEMS_MV = View(
+    name="thread_items_mv",
+    to_table=THREAD_ITEMS.name,
+    select=(
+        "SELECT project, key, value, created_at, id, prompt_name, model, status, item, trace, "
+        "cost_known, kind, trace_id, metadata_map['user_id'] AS user_id, row_version, "
+        f"is_deleted FROM {{db}}.{REQUEST_ITEMS.name}{{local}} "
+        "ARRAY JOIN ['trace_id', 'session_id'] AS key, "
+        "[trace_id, metadata_map['session_id']] AS value WHERE value != ''"
     ),
     sharded=True,
 )
@@ -156,11 +210,18 @@ class TraceStore:
         self.items_table = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self.metadata_table = f"{db}.{quote(REQUEST_METADATA.name)}"
         self.rollup_table = f"{db}.{quote(ACTIVITY_ROLLUP.name)}"
+        self.threads_table = f"{db}.{quote(THREAD_ITEMS.name)}"
 
     # -- traces ----------------------------------------------------------------------------
 
     def summaries(self, project: str, trace_ids: Sequence[str]) -> dict[str, TraceSummary]:
         """Return the summary of each of these traces that has a live record."""
+        return {t: summary for t, (summary, _) in self._summaries(project, trace_ids).items()}
+
+    def _summaries(
+        self, project: str, trace_ids: Sequence[str], with_ids: bool = False
+    ) -> dict[str, tuple[TraceSummary, list[str]]]:
+        """Return each trace's summary and (``with_ids``) the ids of its live records."""
         if not trace_ids:
             return {}
         rows = self._client.query(
@@ -170,8 +231,9 @@ class TraceStore:
             f"countIf(kind IN {_MODEL_CALLS}), countIf(status = 'error'), "
             "sum(total_tokens), sum(estimated_cost_usd), "
             f"argMinIf(user_id, {_ROOT_FIRST}, user_id != ''), "
-            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != '') "
-            f"FROM {self.traces_table} FINAL "
+            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != '')"
+            + (", groupArray(id) " if with_ids else " ")
+            + f"FROM {self.traces_table} FINAL "
             "WHERE project = {project:String} AND trace_id IN {ids:Array(String)} "
             "GROUP BY trace_id",
             parameters={"project": project, "ids": list(trace_ids)},
@@ -179,7 +241,7 @@ class TraceStore:
         found = {}
         for row in rows:
             started, ended = utc(row[1]), utc(row[2])
-            found[str(row[0])] = TraceSummary(
+            summary = TraceSummary(
                 trace_id=str(row[0]),
                 name=str(row[3]),
                 started_at=started,
@@ -192,6 +254,7 @@ class TraceStore:
                 user_id=str(row[9]),
                 session_id=str(row[10]),
             )
+            found[summary.trace_id] = (summary, [str(i) for i in row[11]] if with_ids else [])
         return found
 
     def trace_page(
@@ -350,9 +413,16 @@ class TraceStore:
         self, project: str, trace_id: str, after: tuple[datetime, str] | None, limit: int
     ) -> list[RequestRow]:
         """Return a trace's live records oldest first, after a keyset position."""
-        where = "project = {project:String} AND trace_id = {trace_id:String}"
-        params: dict[str, Any] = {"project": project, "trace_id": trace_id}
-        return self._records_in_order(self.traces_table, where, params, after, limit)
+        return self._thread_page(project, "trace_id", trace_id, after, limit, None)
+
+    def trace(self, project: str, trace_id: str) -> tuple[TraceSummary, list[str]] | None:
+        """Return a trace's summary and the ids of its live records (None: no live record).
+
+        One query where a trace's page asked two (its summary, then its record ids for its
+        scores): both come from the same rows of ``trace_records``.
+        """
+        found = self._summaries(project, [trace_id], with_ids=True)
+        return found.get(trace_id)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -368,13 +438,8 @@ class TraceStore:
         """Return sessions of the period, latest activity first, after a keyset position."""
 
         def exact(values: list[str]) -> list[SessionSummary]:
-            having: list[str] = []
-            params: dict[str, Any] = {}
-            if user_id is not None:
-                having.append("has(user_ids, {user_id:String})")
-                params["user_id"] = user_id
-            scope = self._values_scope("session_id", values, period, params)
-            return self._sessions(project, scope, kinds, having, params, len(values))
+            found = self._sessions(project, values, period, kinds, user_id, with_ids=False)
+            return [summary for summary, _ in found]
 
         return self._rolled_page(
             project,
@@ -388,48 +453,84 @@ class TraceStore:
 
     def session(
         self, project: str, session_id: str, kinds: Sequence[str] | None
-    ) -> SessionSummary | None:
-        """Return one session's summary over all its records (None if it has none)."""
-        params: dict[str, Any] = {"session_id": session_id}
-        scope = (
-            f"(created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
-            "WHERE project = {project:String} AND key = 'session_id' "
-            "AND value = {session_id:String})"
-        )
-        found = self._sessions(project, scope, kinds, [], params, 1)
+    ) -> tuple[SessionSummary, list[tuple[str, str]]] | None:
+        """Return one session's summary over all its records of ``kinds`` and (record id,
+        trace id) of its live records of every kind (None if it has no record of ``kinds``).
+
+        One range read of ``thread_items``: a session's page asked the summary, then its
+        records' ids for its scores, each through the metadata index.
+        """
+        found = self._sessions(project, [session_id], None, kinds, None, with_ids=True)
         return found[0] if found else None
 
     def _sessions(
         self,
         project: str,
-        scope: str,
+        session_ids: Sequence[str],
+        period: tuple[datetime, datetime] | None,
         kinds: Sequence[str] | None,
-        having: list[str],
-        params: dict[str, Any],
-        limit: int,
-    ) -> list[SessionSummary]:
-        rows = self._grouped(
-            project,
-            scope,
-            kinds,
-            "session_id",
-            "session_id, arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
-            "min(created_at), max(created_at) AS last_at, count(), countIf(status = 'error'), "
-            "sum(tokens), sum(cost)",
-            having,
-            params,
-            limit,
+        user_id: str | None,
+        with_ids: bool,
+    ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
+        """Sum these sessions over their live records of ``kinds`` (of the period, or all),
+        latest activity first; a session with none of them (or without ``user_id`` among its
+        users) is left out. ``with_ids``: also (record id, trace id) of each session's live
+        records of every kind.
+
+        A primary-key read of each session's rows in ``thread_items``; the inner query
+        resolves each record's copies and tombstone (one row per record, gone if any copy is
+        a tombstone), as pages do.
+        """
+        params: dict[str, Any] = {"project": project, "ids": list(session_ids)}
+        where = [
+            "project = {project:String}",
+            "key = 'session_id'",
+            "value IN {ids:Array(String)}",
+        ]
+        if period is not None:
+            where.append(_period(period, params))
+        picked = "1"
+        if kinds is not None:
+            params["kinds"] = list(kinds)
+            if with_ids:
+                picked = "kind IN {kinds:Array(String)}"  # the ids are of every kind
+            else:
+                where.append("kind IN {kinds:Array(String)}")
+        having = ["records > 0"]
+        if user_id is not None:
+            having.append("has(user_ids, {user_id:String})")
+            params["user_id"] = user_id
+        records = (
+            "SELECT value, id, created_at, any(user_id) AS user_id, any(status) AS status, "
+            f"any(trace_id) AS trace_id, any({picked}) AS picked, "
+            f"any(JSONExtractUInt(item, {_TOKENS})) AS tokens, "
+            f"any(JSONExtractFloat(item, {_COST})) AS cost "
+            f"FROM {self.threads_table} WHERE {' AND '.join(where)} "
+            "GROUP BY value, id, created_at HAVING max(is_deleted) = 0"
         )
+        rows = self._client.query(
+            "SELECT value, arraySort(groupUniqArrayIf(user_id, picked AND user_id != '')) "
+            "AS user_ids, minIf(created_at, picked), maxIf(created_at, picked) AS last_at, "
+            "countIf(picked) AS records, countIf(picked AND status = 'error'), "
+            "sumIf(tokens, picked), sumIf(cost, picked)"
+            + (", groupArray((id, trace_id)) " if with_ids else " ")
+            + f"FROM ({records}) GROUP BY value HAVING {' AND '.join(having)} "
+            "ORDER BY last_at DESC, value DESC",
+            parameters=params,
+        ).result_rows
         return [
-            SessionSummary(
-                session_id=str(r[0]),
-                user_ids=[str(u) for u in r[1]],
-                first_at=utc(r[2]),
-                last_at=utc(r[3]),
-                records=int(r[4]),
-                errors=int(r[5]),
-                total_tokens=int(r[6]),
-                estimated_cost_usd=float(r[7]),
+            (
+                SessionSummary(
+                    session_id=str(r[0]),
+                    user_ids=[str(u) for u in r[1]],
+                    first_at=utc(r[2]),
+                    last_at=utc(r[3]),
+                    records=int(r[4]),
+                    errors=int(r[5]),
+                    total_tokens=int(r[6]),
+                    estimated_cost_usd=float(r[7]),
+                ),
+                [(str(i), str(t)) for i, t in r[8]] if with_ids else [],
             )
             for r in rows
         ]
@@ -442,36 +543,26 @@ class TraceStore:
         after: tuple[datetime, str] | None,
         limit: int,
     ) -> list[RequestRow]:
-        """Return a session's live records oldest first (through the metadata index)."""
-        where = "project = {project:String} AND key = 'session_id' AND value = {session_id:String}"
-        params: dict[str, Any] = {"project": project, "session_id": session_id}
-        return self._records_in_order(self.metadata_table, where, params, after, limit, kinds)
+        """Return a session's live records oldest first, after a keyset position."""
+        return self._thread_page(project, "session_id", session_id, after, limit, kinds)
 
     def session_record_ids(
         self,
         project: str,
         session_ids: Sequence[str],
-        period: tuple[datetime, datetime] | None,
+        period: tuple[datetime, datetime],
     ) -> list[tuple[str, str, str]]:
         """Return (session id, record id, trace id) of the sessions' live records of every
-        kind: those of the period, or (without one) all of them, through the metadata index."""
+        kind of the period (a primary-key read of each session's rows of ``thread_items``)."""
         if not session_ids:
             return []
         params: dict[str, Any] = {"project": project, "ids": list(session_ids)}
-        scope = (
-            _period(period, params)
-            if period is not None
-            else f"(created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
-            "WHERE project = {project:String} AND key = 'session_id' "
-            "AND value IN {ids:Array(String)})"
-        )
         rows = self._client.query(
-            "SELECT metadata_map['session_id'], id, any(trace_id) "
-            f"FROM {self.items_table} WHERE project = {{project:String}} AND {scope} "
-            "AND metadata_map['session_id'] IN {ids:Array(String)} "
-            "GROUP BY metadata_map['session_id'], id HAVING max(is_deleted) = 0",
+            f"SELECT value, id, any(trace_id) FROM {self.threads_table} "
+            "WHERE project = {project:String} AND key = 'session_id' "
+            f"AND value IN {{ids:Array(String)}} AND {_period(period, params)} "
+            "GROUP BY value, id HAVING max(is_deleted) = 0",
             parameters=params,
-            settings={"distributed_product_mode": "local"},
         ).result_rows
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 
@@ -709,38 +800,44 @@ class TraceStore:
             ).result_rows
         ]
 
-    def _records_in_order(
+    def _thread_page(
         self,
-        index: str,
-        where: str,
-        params: dict[str, Any],
+        project: str,
+        key: str,
+        value: str,
         after: tuple[datetime, str] | None,
         limit: int,
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[str] | None,
     ) -> list[RequestRow]:
-        """Return live records oldest first from the keys an index lists under ``where``.
+        """Return the live records of one trace or session (``key``: 'trace_id' or
+        'session_id') oldest first, after a keyset position.
 
-        The index (``trace_records`` or the metadata index) holds every copy and tombstone
-        of its records; runs of copies are resolved as a list page does, and the records
-        read from ``request_items`` by key.
+        One primary-key range read of ``thread_items`` a page: its rows hold every copy and
+        tombstone of the records, resolved as a list page does (a record is live when no copy
+        of it is a tombstone; a read cut by LIMIT leaves its last record for the next read).
         """
         found: list[RequestRow] = []
         position = after
         fetch = limit + SLACK
+        params: dict[str, Any] = {"project": project, "key": key, "value": value}
+        where = "project = {project:String} AND key = {key:String} AND value = {value:String}"
+        if kinds is not None:
+            # Every copy of a record has its kind: a run of copies is kept or left whole.
+            where += " AND kind IN {kinds:Array(String)}"
+            params["kinds"] = list(kinds)
         while len(found) < limit:
-            query_params = {**params, "limit": fetch}
             clause = where
             if position is not None:
                 clause += (
                     " AND (created_at, id) > ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
                 )
-                query_params.update(after_at=position[0], after_id=position[1])
+                params.update(after_at=position[0], after_id=position[1])
             rows = [
                 tuple(r)
                 for r in self._client.query(
-                    f"SELECT id, created_at, is_deleted FROM {index} WHERE {clause} "
-                    "ORDER BY created_at, id LIMIT {limit:UInt32}",
-                    parameters=query_params,
+                    f"SELECT {LIST_COLUMNS}, is_deleted FROM {self.threads_table} "
+                    f"WHERE {clause} ORDER BY created_at, id LIMIT {{limit:UInt32}}",
+                    parameters={**params, "limit": fetch},
                     settings=PAGE_READ,
                 ).result_rows
             ]
@@ -748,37 +845,13 @@ class TraceStore:
             if not runs and not complete:
                 fetch *= 2  # one key holds a whole fetch of copies: read more at once
                 continue
-            keys = [(utc(run[0][1]), str(run[0][0])) for run in runs if not any(r[-1] for r in run)]
-            found += self._read_keys(params["project"], keys, kinds)
+            found += [item_row(run[0]) for run in runs if not any(r[-1] for r in run)]
             if runs:
                 last = runs[-1][0]
                 position = (utc(last[1]), str(last[0]))
             if complete:
                 break
         return found[:limit]
-
-    def _read_keys(
-        self, project: str, keys: list[tuple[datetime, str]], kinds: Sequence[str] | None
-    ) -> list[RequestRow]:
-        """Return the live records of ``keys`` (oldest first) of the given kinds."""
-        if not keys:
-            return []
-        params: dict[str, Any] = {"project": project, "keys": keys}
-        kind_clause = ""
-        if kinds is not None:
-            kind_clause = "AND kind IN {kinds:Array(String)} "
-            params["kinds"] = list(kinds)
-        rows = [
-            tuple(r)
-            for r in self._client.query(
-                f"SELECT {LIST_COLUMNS}, is_deleted FROM {self.items_table} "
-                f"WHERE project = {{project:String}} {kind_clause}"
-                "AND (created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
-                "ORDER BY created_at, id",
-                parameters=params,
-            ).result_rows
-        ]
-        return [item_row(run[0]) for run in group_copies(rows) if not any(row[-1] for row in run)]
 
 
 def _period(period: tuple[datetime, datetime], params: dict[str, Any]) -> str:
