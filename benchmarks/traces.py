@@ -231,6 +231,12 @@ def main() -> None:
         action="store_true",
         help="read the store --data-dir holds from an earlier load instead of loading",
     )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=120,
+        help="seconds to wait at most for a quiet machine before the reads (default 120)",
+    )
     args = parser.parse_args()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-traces-"))
@@ -252,7 +258,11 @@ def main() -> None:
         else:
             accepted, elapsed = int(loaded["accepted"]), float(loaded["seconds"])
             print(f"reusing a load of {accepted:,} records", flush=True)
-        settled, _ = wait_quiet(max_seconds=120)
+        settled, _ = wait_quiet(max_seconds=args.wait)
+        print(
+            f"reads begin; load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+            flush=True,
+        )
         results = reads(served.url, args.samples)
     print(f"whole run: {time.monotonic() - began:.0f} s")
     if args.write_docs:
@@ -265,7 +275,7 @@ def main() -> None:
             f"Machine: {Machine.current().line()}  ",
             f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), collector in its own "
             f"process; load average before the run: {load}; reads began {settled:.0f} s after "
-            "the ingest (waiting at most 120 s for the CPUs to go quiet).",
+            f"the ingest (waiting at most {args.wait:.0f} s for the CPUs to go quiet).",
             "",
             f"- Data: {accepted:,} records in {traces:,} traces of {TRACE_SIZE}, "
             f"{sessions:,} sessions, {max(1, sessions // SESSIONS_PER_USER):,} users over 30 "

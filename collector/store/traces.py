@@ -24,7 +24,7 @@ from clickhouse_connect.driver.client import Client
 
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
-from .request_rows import LIST_COLUMNS, RequestRow, item_row, whole_copies
+from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
 from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS, TRACE_RECORDS
 from .schema import Table, View, quote
 
@@ -438,8 +438,7 @@ class TraceStore:
         """Return sessions of the period, latest activity first, after a keyset position."""
 
         def exact(values: list[str]) -> list[SessionSummary]:
-            found = self._sessions(project, values, period, kinds, user_id, with_ids=False)
-            return [summary for summary, _ in found]
+            return self._sessions(project, values, period, kinds, user_id)
 
         return self._rolled_page(
             project,
@@ -457,25 +456,50 @@ class TraceStore:
         """Return one session's summary over all its records of ``kinds`` and (record id,
         trace id) of its live records of every kind (None if it has no record of ``kinds``).
 
-        One range read of ``thread_items``: a session's page asked the summary, then its
-        records' ids for its scores, each through the metadata index.
+        One range read of the session's rows of ``thread_items``, summed here: a page of a
+        session asked the summary, then its records' ids for its scores, each through the
+        metadata index. The rows come in key order, so a record's copies are adjacent and
+        resolve as a page's do; summing them here costs less than ClickHouse grouping them
+        twice (records, then the session), the session's rows being few.
         """
-        found = self._sessions(project, [session_id], None, kinds, None, with_ids=True)
-        return found[0] if found else None
+        rows = [
+            tuple(r)
+            for r in self._client.query(
+                "SELECT id, created_at, user_id, status, kind, trace_id, "
+                f"JSONExtractUInt(item, {_TOKENS}), JSONExtractFloat(item, {_COST}), "
+                f"is_deleted FROM {self.threads_table} WHERE project = {{project:String}} "
+                "AND key = 'session_id' AND value = {session_id:String} "
+                "ORDER BY created_at, id",
+                parameters={"project": project, "session_id": session_id},
+            ).result_rows
+        ]
+        live = [run[0] for run in group_copies(rows) if not any(r[-1] for r in run)]
+        picked = [r for r in live if kinds is None or r[4] in kinds]
+        if not picked:
+            return None
+        summary = SessionSummary(
+            session_id=session_id,
+            user_ids=sorted({str(r[2]) for r in picked if r[2]}),
+            first_at=utc(picked[0][1]),
+            last_at=utc(picked[-1][1]),
+            records=len(picked),
+            errors=sum(1 for r in picked if r[3] == "error"),
+            total_tokens=sum(int(r[6]) for r in picked),
+            estimated_cost_usd=sum(float(r[7]) for r in picked),
+        )
+        return summary, [(str(r[0]), str(r[5])) for r in live]
 
     def _sessions(
         self,
         project: str,
         session_ids: Sequence[str],
-        period: tuple[datetime, datetime] | None,
+        period: tuple[datetime, datetime],
         kinds: Sequence[str] | None,
         user_id: str | None,
-        with_ids: bool,
-    ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
-        """Sum these sessions over their live records of ``kinds`` (of the period, or all),
-        latest activity first; a session with none of them (or without ``user_id`` among its
-        users) is left out. ``with_ids``: also (record id, trace id) of each session's live
-        records of every kind.
+    ) -> list[SessionSummary]:
+        """Sum these sessions over their live records of ``kinds`` in the period, latest
+        activity first; a session with none of them (or without ``user_id`` among its users)
+        is left out.
 
         A primary-key read of each session's rows in ``thread_items``; the inner query
         resolves each record's copies and tombstone (one row per record, gone if any copy is
@@ -486,51 +510,40 @@ class TraceStore:
             "project = {project:String}",
             "key = 'session_id'",
             "value IN {ids:Array(String)}",
+            _period(period, params),
         ]
-        if period is not None:
-            where.append(_period(period, params))
-        picked = "1"
         if kinds is not None:
+            # Every copy of a record has its kind: a record is kept or left whole.
+            where.append("kind IN {kinds:Array(String)}")
             params["kinds"] = list(kinds)
-            if with_ids:
-                picked = "kind IN {kinds:Array(String)}"  # the ids are of every kind
-            else:
-                where.append("kind IN {kinds:Array(String)}")
-        having = ["records > 0"]
+        having = ""
         if user_id is not None:
-            having.append("has(user_ids, {user_id:String})")
+            having = "HAVING has(user_ids, {user_id:String}) "
             params["user_id"] = user_id
         records = (
             "SELECT value, id, created_at, any(user_id) AS user_id, any(status) AS status, "
-            f"any(trace_id) AS trace_id, any({picked}) AS picked, "
             f"any(JSONExtractUInt(item, {_TOKENS})) AS tokens, "
             f"any(JSONExtractFloat(item, {_COST})) AS cost "
             f"FROM {self.threads_table} WHERE {' AND '.join(where)} "
             "GROUP BY value, id, created_at HAVING max(is_deleted) = 0"
         )
         rows = self._client.query(
-            "SELECT value, arraySort(groupUniqArrayIf(user_id, picked AND user_id != '')) "
-            "AS user_ids, minIf(created_at, picked), maxIf(created_at, picked) AS last_at, "
-            "countIf(picked) AS records, countIf(picked AND status = 'error'), "
-            "sumIf(tokens, picked), sumIf(cost, picked)"
-            + (", groupArray((id, trace_id)) " if with_ids else " ")
-            + f"FROM ({records}) GROUP BY value HAVING {' AND '.join(having)} "
+            "SELECT value, arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
+            "min(created_at), max(created_at) AS last_at, count(), countIf(status = 'error'), "
+            f"sum(tokens), sum(cost) FROM ({records}) GROUP BY value {having}"
             "ORDER BY last_at DESC, value DESC",
             parameters=params,
         ).result_rows
         return [
-            (
-                SessionSummary(
-                    session_id=str(r[0]),
-                    user_ids=[str(u) for u in r[1]],
-                    first_at=utc(r[2]),
-                    last_at=utc(r[3]),
-                    records=int(r[4]),
-                    errors=int(r[5]),
-                    total_tokens=int(r[6]),
-                    estimated_cost_usd=float(r[7]),
-                ),
-                [(str(i), str(t)) for i, t in r[8]] if with_ids else [],
+            SessionSummary(
+                session_id=str(r[0]),
+                user_ids=[str(u) for u in r[1]],
+                first_at=utc(r[2]),
+                last_at=utc(r[3]),
+                records=int(r[4]),
+                errors=int(r[5]),
+                total_tokens=int(r[6]),
+                estimated_cost_usd=float(r[7]),
             )
             for r in rows
         ]

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.test_traces_sessions_users import log, read_whole, span
@@ -192,3 +193,22 @@ def test_a_store_from_before_migration_23_upgrades_with_its_records_in_thread_it
         assert api.get(f"/v1/traces/{TRACE}").json()["data"]["records"] == 26
         assert len(read_whole(api, f"/v1/traces/{TRACE}", 100)[0]["items"]) == 26
         assert len(read_whole(api, "/v1/sessions/s-old", 100)[0]["items"]) == 25
+
+
+def test_migration_23_on_a_cluster_keeps_each_shard_s_rows_on_that_shard() -> None:
+    """On a cluster the table is per shard behind a Distributed table; each shard's view
+    reads its own list copy, and the backfill copies shard by shard."""
+    (migration,) = [m for m in migrations.MIGRATIONS if m.version == 23]
+    table, distributed, view, fill = migrations.migration_statements(migration, "pr", "c")
+
+    assert table.startswith("CREATE TABLE IF NOT EXISTS `pr`.`thread_items_local` ON CLUSTER")
+    assert "ReplicatedReplacingMergeTree(" in table and "row_version, is_deleted)" in table
+    assert "ORDER BY (project, key, value, created_at, id)" in table
+    assert "ENGINE = Distributed(`c`, `pr`, `thread_items_local`, cityHash64(project, id))" in (
+        distributed
+    )
+    assert "TO `pr`.`thread_items_local`" in view and "FROM `pr`.request_items_local " in view
+    assert fill.startswith("INSERT INTO `pr`.`thread_items` (")
+    assert "FROM `pr`.request_items " in fill
+    assert "parallel_distributed_insert_select = 2" in fill
+    assert "max_threads = 1" in fill
