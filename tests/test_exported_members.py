@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import promptrail
 
 
@@ -47,3 +50,27 @@ def test_experiments_api_is_exported() -> None:
         experiments = {"create", "get", "wait", "list", "results", "cancel", "compare"}
         experiments |= {"post_results", "complete"}
         assert experiments <= {n for n in dir(client.experiments) if not n.startswith("_")}
+
+
+def test_every_public_name_resolves_and_importing_the_package_loads_only_what_is_used() -> None:
+    """``import promptrail`` stays cheap: a collector command or an app that only captures does
+    not pay for the REST client (httpx, its pydantic models) until it uses it."""
+    script = (
+        "import sys, promptrail\n"
+        "loaded = sorted(m for m in ('httpx', 'promptrail._client', 'promptrail._types',"
+        " 'opentelemetry.sdk') if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+        "for name in promptrail.__all__:\n"
+        "    value = getattr(promptrail, name)\n"
+        "    assert name == '__version__' or value.__module__.startswith('promptrail'), name\n"
+        "assert 'promptrail._client' in sys.modules\n"
+        "try:\n"
+        "    promptrail.NoSuchName\n"
+        "except AttributeError as exc:\n"
+        "    assert 'NoSuchName' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert set(promptrail.__all__) <= set(dir(promptrail))
