@@ -7,13 +7,19 @@ PYTHON ?= python3
 .PHONY: run demo test examples lint bench bench-peers install chromium screenshots clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
+# uv installs it in ~15 s from an empty cache where pip took ~60 s (docs/architecture.md,
+# "Tests"); pip, which reads the machine's own index settings, is the fallback if uv cannot.
 # LlamaIndex's OpenAI LLM (for its tests and example) declares openai<3 but runs on the openai
 # 3.x the rest of the project uses, so it goes in without its declared dependencies.
+INSTALL_DEPS := '.[all,dev]'
+INSTALL_LLAMA := 'llama-index-llms-openai>=0.6,<1'
+UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[all,dev]'
-	$(PY) -m pip install --quiet --no-deps 'llama-index-llms-openai>=0.6,<1'
+	($(PY) -m pip install --quiet uv && $(UV) -e $(INSTALL_DEPS) && \
+		$(UV) --no-deps $(INSTALL_LLAMA)) || \
+	($(PY) -m pip install --quiet -e $(INSTALL_DEPS) && \
+		$(PY) -m pip install --quiet --no-deps $(INSTALL_LLAMA))
 	touch $(STAMP)
 
 install: $(STAMP) chromium
