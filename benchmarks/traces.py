@@ -3,17 +3,19 @@
     .venv/bin/python benchmarks/traces.py --records 1000000 [--write-docs]
     .venv/bin/python benchmarks/traces.py --records 1000000 --data-dir DIR [--reuse]
 
-Starts ``promptrail serve`` on a fresh data dir (or ``--data-dir``) and loads ``--records`` records through
-``POST /v1/requests/batch``, shaped as issue 32 sizes them: traces of 10 records (a chain
-root, then model calls and tool runs), one trace per 10 records, one session per 5 traces, one
-user per 10 sessions (10M records: 1M traces, 200k sessions, 20k users), spread over 30 days;
+Starts ``promptrail serve`` on a fresh data dir (or ``--data-dir``) and loads ``--records``
+records through ``POST /v1/requests/batch``, shaped as issue 32 sizes them: traces of 10
+records (a chain root, then model calls and tool runs), one trace per 10 records, one session
+per 5 traces, one user per 10 sessions (10M records: 1M traces, 200k sessions, 20k users), spread over 30 days;
 plus one trace of 500 records and one session of 50 turns. Then measures p50/p95 of the trace
 list (newest, and by user), one trace of 500 records (a page of 100, and read whole), the
 session list, one session of 50 turns, the user list, and the request log's first page.
 
 With ``--data-dir DIR --reuse`` a store this command loaded before (it leaves ``loaded.json``
 in DIR) is read again without loading it anew: the reads of two trees can then be compared,
-alternated, on the same store. The records' times are those of the load.
+alternated, on the same store (a tree whose migrations the store lacks applies them first).
+The records' times are those of the load. ``--wait`` bounds the wait for a quiet machine
+before the reads (120 s by default).
 """
 
 from __future__ import annotations

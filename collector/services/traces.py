@@ -107,7 +107,7 @@ class TraceService:
         if len(found) > limit:
             last = page[-1]
             next_cursor = _encode(self._trace_cursors, last.started_at, last.trace_id)
-        scores = self._trace_scores(project, [t.trace_id for t in page])
+        scores = self._trace_scores(project, page)
         return SummaryPage([(t, scores.get(t.trace_id, {})) for t in page], next_cursor)
 
     def trace(
@@ -116,27 +116,25 @@ class TraceService:
         """Return one trace and a page of its records, oldest first; 404 TRACE_NOT_FOUND."""
         after = cursor_position(self._record_cursors, cursor)
         self._settle(project)
-        found = self._store.trace(project, trace_id)
-        if found is None:
+        summary = self._store.summaries(project, [trace_id]).get(trace_id)
+        if summary is None:
             raise TraceNotFound(trace_id)
-        summary, record_ids = found
         rows = self._store.trace_records(project, trace_id, after, limit + 1)
         page, next_cursor = self._records_page(self._record_cursors, rows, limit)
         # One read of the scores on the trace and on any of its records: the trace's, as the
         # list shows them, and (a subset) those of the page's records.
-        scores = self._scores.on_targets(project, record_ids, [trace_id])
+        scores = self._scores.on_targets(project, summary.record_ids, [trace_id])
         trace_scores = score_means(scores) if scores else {}
         return Detail(summary, trace_scores, page, _per_record(page, scores), next_cursor)
 
-    def _trace_scores(self, project: str, trace_ids: Sequence[str]) -> dict[str, Scores]:
+    def _trace_scores(self, project: str, traces: Sequence[TraceSummary]) -> dict[str, Scores]:
         """Per trace: the means of the scores on it and on its records."""
-        if not trace_ids:
+        if not traces:
             return {}
-        records = self._store.trace_record_ids(project, trace_ids)
-        scores = self._scores.on_targets(project, [r for _, r in records], list(trace_ids))
+        trace_of = {record: t.trace_id for t in traces for record in t.record_ids}
+        scores = self._scores.on_targets(project, list(trace_of), [t.trace_id for t in traces])
         if not scores:
             return {}
-        trace_of = {record: trace for trace, record in records}
         grouped: dict[str, list[ScoreRow]] = {}
         for score in scores:
             trace = score.trace_id or trace_of.get(score.request_id or "")

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -145,6 +145,8 @@ class TraceSummary:
     estimated_cost_usd: float
     user_id: str
     session_id: str
+    # The ids of its live records, for its scores (read with the sums, not shown).
+    record_ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -215,13 +217,9 @@ class TraceStore:
     # -- traces ----------------------------------------------------------------------------
 
     def summaries(self, project: str, trace_ids: Sequence[str]) -> dict[str, TraceSummary]:
-        """Return the summary of each of these traces that has a live record."""
-        return {t: summary for t, (summary, _) in self._summaries(project, trace_ids).items()}
-
-    def _summaries(
-        self, project: str, trace_ids: Sequence[str], with_ids: bool = False
-    ) -> dict[str, tuple[TraceSummary, list[str]]]:
-        """Return each trace's summary and (``with_ids``) the ids of its live records."""
+        """Return the summary of each of these traces that has a live record, with the ids
+        of its live records: one read where a page of traces, or of one trace's records,
+        asked its sums and then its records' ids for its scores."""
         if not trace_ids:
             return {}
         rows = self._client.query(
@@ -231,9 +229,8 @@ class TraceStore:
             f"countIf(kind IN {_MODEL_CALLS}), countIf(status = 'error'), "
             "sum(total_tokens), sum(estimated_cost_usd), "
             f"argMinIf(user_id, {_ROOT_FIRST}, user_id != ''), "
-            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != '')"
-            + (", groupArray(id) " if with_ids else " ")
-            + f"FROM {self.traces_table} FINAL "
+            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != ''), groupArray(id) "
+            f"FROM {self.traces_table} FINAL "
             "WHERE project = {project:String} AND trace_id IN {ids:Array(String)} "
             "GROUP BY trace_id",
             parameters={"project": project, "ids": list(trace_ids)},
@@ -241,7 +238,7 @@ class TraceStore:
         found = {}
         for row in rows:
             started, ended = utc(row[1]), utc(row[2])
-            summary = TraceSummary(
+            found[str(row[0])] = TraceSummary(
                 trace_id=str(row[0]),
                 name=str(row[3]),
                 started_at=started,
@@ -253,8 +250,8 @@ class TraceStore:
                 estimated_cost_usd=float(row[8]),
                 user_id=str(row[9]),
                 session_id=str(row[10]),
+                record_ids=tuple(str(i) for i in row[11]),
             )
-            found[summary.trace_id] = (summary, [str(i) for i in row[11]] if with_ids else [])
         return found
 
     def trace_page(
@@ -415,15 +412,6 @@ class TraceStore:
         """Return a trace's live records oldest first, after a keyset position."""
         return self._thread_page(project, "trace_id", trace_id, after, limit, None)
 
-    def trace(self, project: str, trace_id: str) -> tuple[TraceSummary, list[str]] | None:
-        """Return a trace's summary and the ids of its live records (None: no live record).
-
-        One query where a trace's page asked two (its summary, then its record ids for its
-        scores): both come from the same rows of ``trace_records``.
-        """
-        found = self._summaries(project, [trace_id], with_ids=True)
-        return found.get(trace_id)
-
     # -- sessions --------------------------------------------------------------------------
 
     def session_page(
@@ -578,17 +566,6 @@ class TraceStore:
             parameters=params,
         ).result_rows
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
-
-    def trace_record_ids(self, project: str, trace_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """Return (trace id, record id) of the traces' live records."""
-        if not trace_ids:
-            return []
-        rows = self._client.query(
-            f"SELECT trace_id, id FROM {self.traces_table} FINAL "
-            "WHERE project = {project:String} AND trace_id IN {ids:Array(String)}",
-            parameters={"project": project, "ids": list(trace_ids)},
-        ).result_rows
-        return [(str(r[0]), str(r[1])) for r in rows]
 
     # -- users -----------------------------------------------------------------------------
 
