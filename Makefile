@@ -7,13 +7,15 @@ PYTHON ?= python3
 .PHONY: run demo test examples lint bench bench-peers install chromium screenshots clean
 
 # Reinstall only when pyproject.toml changes: the full install (with chDB) is ~1 GiB.
-# uv installs it in ~15 s from an empty cache where pip took ~60 s (docs/architecture.md,
+# uv installs it in ~15-30 s from an empty cache where pip took ~60 s (docs/architecture.md,
 # "Tests"); pip, which reads the machine's own index settings, is the fallback if uv cannot.
+# Both write every module's bytecode now: a process started with PYTHONDONTWRITEBYTECODE set
+# would otherwise compile each module it imports, every time.
 # LlamaIndex's OpenAI LLM (for its tests and example) declares openai<3 but runs on the openai
 # 3.x the rest of the project uses, so it goes in without its declared dependencies.
 INSTALL_DEPS := '.[all,dev]'
 INSTALL_LLAMA := 'llama-index-llms-openai>=0.6,<1'
-UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
+UV := $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	($(PY) -m pip install --quiet uv && $(UV) -e $(INSTALL_DEPS) && \
@@ -59,7 +61,11 @@ examples: $(STAMP)
 # file order and moves tests only when one runs dry, so a module's or package's shared fixture
 # (the backups' filled store, the console's Chromium) is seldom set up on both workers, as the
 # default's chunks of ~150 tests now and then did.
+# The project's own modules are compiled first, for the same reason as the install's: every
+# test worker and every process a test starts (collectors, CLI commands) then loads bytecode,
+# even where PYTHONDONTWRITEBYTECODE is set (~1 s of a collector's start on this machine).
 test: $(STAMP) chromium
+	$(PY) -m compileall -q src/promptrail collector integrations tests > /dev/null
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	@$(VENV)/bin/mypy > .mypy-report 2>&1 & typing=$$!; \
