@@ -121,13 +121,19 @@ def test_pages_come_from_thread_items_which_migration_23_fills_for_stored_record
     """Emptied, the table leaves a trace's and a session's pages without items (they read
     it); its backfill fills it again from the list copy, run twice without harm."""
     records = _records()
+    records[6]["metadata"] = {**records[6]["metadata"], "doomed": "yes"}
     log(api, records)
+    log(api, records[:3])  # retried
+    # A deleted record: its tombstone is copied too, and keeps it out after the backfill.
+    gone = api.request("DELETE", "/v1/requests", json={"metadata": {"doomed": "yes"}})
+    assert gone.json()["data"]["deleted_count"] == 1
     api.post("/v1/scores", json={"request_id": records[4]["id"], "name": "stars", "value": 4})
     before = (
         read_whole(api, f"/v1/traces/{TRACE}", 7),
         read_whole(api, f"/v1/sessions/{SESSION}", 7, kind="all"),
     )
-    assert len(before[0][0]["items"]) == 30 and len(before[1][0]["items"]) == 32
+    assert len(before[0][0]["items"]) == 29 and len(before[1][0]["items"]) == 31
+    assert records[6]["id"] not in _ids(before[0][0]["items"])
     assert before[1][0]["scores"] == {"stars": 4.0}
 
     store = api.app.state.services.store
