@@ -305,6 +305,8 @@ def test_users_show_their_totals_sessions_and_model_calls(console: Console, log:
 
     page.get_by_role("link", name="← Users").click()
     page.wait_for_url("**/#/users")
+    # The user's page (two tables) may still be drawn for a moment after the address changed.
+    expect(page.get_by_role("heading", level=1)).to_have_text("Users")
     listed = rows(page)
     # User, last activity, first seen, model calls, sessions, errors, tokens, cost.
     mine = next(row for row in listed if row[0] == USER)
