@@ -2,15 +2,15 @@
 
 - A trace's summary is a primary-key read of ``trace_records`` (one row per record of a
   trace, sorted by trace), resolved with FINAL over those rows only; its pages, and a
-  session's, are primary-key range reads of ``thread_items`` (the list items of each trace and
-  each session, sorted by it), copies and tombstones resolved as list pages do.
+  session's, are primary-key range reads of ``thread_items`` (the records of each trace,
+  session and user, sorted by it), copies and tombstones resolved as list pages do.
 - The trace list finds the newest traces in ``request_items`` (sorted by time) a window of
   time at a time, as a list page does, then sums each candidate in ``trace_records``.
 - Sessions and users are sums over the period's records that carry a ``session_id`` or
   ``user_id`` in their metadata. Their lists take candidates, latest first, from a rollup
   (``ACTIVITY_ROLLUP``: per session or user, day and kind, the latest record and the number of
-  tombstones), then sum each candidate exactly over its records in the period: a session's
-  from its rows of ``thread_items``, a user's through the metadata index.
+  tombstones), then sum each candidate exactly over its records in the period, from its rows
+  of ``thread_items``.
 """
 
 from __future__ import annotations
@@ -78,16 +78,20 @@ ACTIVITY_ROLLUP_MV = View(
 )
 
 
-# The list items of each trace and each session, in the order their pages read them: one row
-# per (record, key) for the record's trace (key 'trace_id') and its session (key 'session_id'),
-# with the columns a list item shows. A page of a trace or a session is one primary-key range
-# read here, where it was keys from an index and then those keys looked up in
-# ``request_items`` (sorted by time, so each key a seek of its own). One table for both keys,
-# so an insert writes one part more, not two. Filled by a view over ``request_items`` (the
-# list copy the log's view writes: its packed ``item`` is reused, not packed again), copies
-# and tombstones too (reads resolve them as pages do), and for the records stored before
-# migration 23 by its backfill. Granules of 128 rows, as ``request_items``: a page of 100
-# decompresses one or two granules of each part holding it.
+# The records of each trace, session and user, in the order their pages and sums read them:
+# one row per (record, key) for the record's trace (key 'trace_id'), its session ('session_id')
+# and its user ('user_id'). A trace's or a session's row carries what a list item shows; a
+# user's, which no page lists, only what the user list sums (its ``item`` and ``trace`` are
+# empty). A page of a trace or a session is one primary-key range read here, where it was keys
+# from an index and then those keys looked up in ``request_items`` (sorted by time, so each key
+# a seek of its own); a session's or a user's sums over a period are one range read each,
+# where a user's were its keys from the metadata index looked up in ``request_items``, granules
+# all over the month. One table for the three keys, so an insert writes one part more, not
+# three. Filled by a view over ``request_items`` (the list copy the log's view writes: its
+# packed ``item`` is reused, not packed again; tokens and cost read from it once a record),
+# copies and tombstones too (reads resolve them as pages do), and for the records stored
+# before migration 23 by its backfill. Granules of 128 rows, as ``request_items``: a page of
+# 100 decompresses one or two granules of each part holding it.
 THREAD_ITEMS = Table(
     name="thread_items",
     columns=(
@@ -102,7 +106,10 @@ THREAD_ITEMS = Table(
         "cost_known Bool",
         "kind LowCardinality(String)",
         "trace_id String",
+        "session_id String",
         "user_id String",
+        "total_tokens UInt32",
+        "estimated_cost_usd Float64",
         "row_version UInt8",
         "is_deleted UInt8",
     ),
@@ -120,11 +127,17 @@ THREAD_ITEMS_MV = View(
     name="thread_items_mv",
     to_table=THREAD_ITEMS.name,
     select=(
-        "SELECT project, key, value, created_at, id, prompt_name, model, status, item, trace, "
-        "cost_known, kind, trace_id, metadata_map['user_id'] AS user_id, row_version, "
-        f"is_deleted FROM {{db}}.{REQUEST_ITEMS.name}{{local}} "
-        "ARRAY JOIN ['trace_id', 'session_id'] AS key, "
-        "[trace_id, metadata_map['session_id']] AS value WHERE value != ''"
+        "SELECT project, key, value, created_at, id, prompt_name, model, status, "
+        "if(key = 'user_id', '', item) AS item, if(key = 'user_id', '', trace) AS trace, "
+        "cost_known, kind, trace_id, session_id, user_id, total_tokens, estimated_cost_usd, "
+        "row_version, is_deleted FROM ("
+        "SELECT project, created_at, id, prompt_name, model, status, item, trace, cost_known, "
+        "kind, trace_id, metadata_map['session_id'] AS session_id, "
+        f"metadata_map['user_id'] AS user_id, JSONExtractUInt(item, {_TOKENS}) AS total_tokens, "
+        f"JSONExtractFloat(item, {_COST}) AS estimated_cost_usd, row_version, is_deleted "
+        f"FROM {{db}}.{REQUEST_ITEMS.name}{{local}}) "
+        "ARRAY JOIN ['trace_id', 'session_id', 'user_id'] AS key, "
+        "[trace_id, session_id, user_id] AS value WHERE value != ''"
     ),
     sharded=True,
 )
@@ -453,9 +466,9 @@ class TraceStore:
         rows = [
             tuple(r)
             for r in self._client.query(
-                "SELECT id, created_at, user_id, status, kind, trace_id, "
-                f"JSONExtractUInt(item, {_TOKENS}), JSONExtractFloat(item, {_COST}), "
-                f"is_deleted FROM {self.threads_table} WHERE project = {{project:String}} "
+                "SELECT id, created_at, user_id, status, kind, trace_id, total_tokens, "
+                f"estimated_cost_usd, is_deleted FROM {self.threads_table} "
+                "WHERE project = {project:String} "
                 "AND key = 'session_id' AND value = {session_id:String} "
                 "ORDER BY created_at, id",
                 parameters={"project": project, "session_id": session_id},
@@ -487,41 +500,23 @@ class TraceStore:
     ) -> list[SessionSummary]:
         """Sum these sessions over their live records of ``kinds`` in the period, latest
         activity first; a session with none of them (or without ``user_id`` among its users)
-        is left out.
-
-        A primary-key read of each session's rows in ``thread_items``; the inner query
-        resolves each record's copies and tombstone (one row per record, gone if any copy is
-        a tombstone), as pages do.
-        """
-        params: dict[str, Any] = {"project": project, "ids": list(session_ids)}
-        where = [
-            "project = {project:String}",
-            "key = 'session_id'",
-            "value IN {ids:Array(String)}",
-            _period(period, params),
-        ]
-        if kinds is not None:
-            # Every copy of a record has its kind: a record is kept or left whole.
-            where.append("kind IN {kinds:Array(String)}")
-            params["kinds"] = list(kinds)
+        is left out."""
+        params: dict[str, Any] = {}
         having = ""
         if user_id is not None:
             having = "HAVING has(user_ids, {user_id:String}) "
             params["user_id"] = user_id
-        records = (
-            "SELECT value, id, created_at, any(user_id) AS user_id, any(status) AS status, "
-            f"any(JSONExtractUInt(item, {_TOKENS})) AS tokens, "
-            f"any(JSONExtractFloat(item, {_COST})) AS cost "
-            f"FROM {self.threads_table} WHERE {' AND '.join(where)} "
-            "GROUP BY value, id, created_at HAVING max(is_deleted) = 0"
-        )
-        rows = self._client.query(
-            "SELECT value, arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
+        rows = self._sums(
+            project,
+            "session_id",
+            session_ids,
+            (period, kinds),
+            "arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
             "min(created_at), max(created_at) AS last_at, count(), countIf(status = 'error'), "
-            f"sum(tokens), sum(cost) FROM ({records}) GROUP BY value {having}"
-            "ORDER BY last_at DESC, value DESC",
-            parameters=params,
-        ).result_rows
+            "sum(tokens), sum(cost)",
+            having,
+            params,
+        )
         return [
             SessionSummary(
                 session_id=str(r[0]),
@@ -580,9 +575,30 @@ class TraceStore:
         """Return users of the period, latest activity first, after a keyset position."""
 
         def exact(values: list[str]) -> list[UserSummary]:
-            params: dict[str, Any] = {}
-            scope = self._values_scope("user_id", values, period, params)
-            return self._users(project, scope, kinds, params, len(values))
+            rows = self._sums(
+                project,
+                "user_id",
+                values,
+                (period, kinds),
+                "min(created_at), max(created_at) AS last_at, count(), "
+                "uniqExactIf(session_id, session_id != ''), countIf(status = 'error'), "
+                "sum(tokens), sum(cost)",
+                "",
+                {},
+            )
+            return [
+                UserSummary(
+                    user_id=str(r[0]),
+                    first_at=utc(r[1]),
+                    last_at=utc(r[2]),
+                    records=int(r[3]),
+                    sessions=int(r[4]),
+                    errors=int(r[5]),
+                    total_tokens=int(r[6]),
+                    estimated_cost_usd=float(r[7]),
+                )
+                for r in rows
+            ]
 
         return self._rolled_page(
             project,
@@ -593,40 +609,6 @@ class TraceStore:
             exact,
             lambda u: (u.last_at, u.user_id),
         )
-
-    def _users(
-        self,
-        project: str,
-        scope: str,
-        kinds: Sequence[str] | None,
-        params: dict[str, Any],
-        limit: int,
-    ) -> list[UserSummary]:
-        rows = self._grouped(
-            project,
-            scope,
-            kinds,
-            "user_id",
-            "user_id, min(created_at), max(created_at) AS last_at, count(), "
-            "uniqExactIf(session_id, session_id != ''), countIf(status = 'error'), "
-            "sum(tokens), sum(cost)",
-            [],
-            params,
-            limit,
-        )
-        return [
-            UserSummary(
-                user_id=str(r[0]),
-                first_at=utc(r[1]),
-                last_at=utc(r[2]),
-                records=int(r[3]),
-                sessions=int(r[4]),
-                errors=int(r[5]),
-                total_tokens=int(r[6]),
-                estimated_cost_usd=float(r[7]),
-            )
-            for r in rows
-        ]
 
     # -- the rollup ------------------------------------------------------------------------
 
@@ -717,76 +699,50 @@ class TraceStore:
         ).result_rows
         return [(utc(r[1]), str(r[0])) for r in rows]
 
-    def _values_scope(
-        self,
-        key: str,
-        values: list[str],
-        period: tuple[datetime, datetime],
-        params: dict[str, Any],
-    ) -> str:
-        """Return the condition of the period's records of these sessions or users, read
-        through the metadata index (``params`` get its values)."""
-        params["values"] = values
-        return _period(period, params) + (
-            f" AND (created_at, id) IN (SELECT created_at, id FROM {self.metadata_table} "
-            f"WHERE project = {{project:String}} AND key = '{key}' "
-            "AND value IN {values:Array(String)} "
-            "AND created_at >= {start:DateTime64(3, 'UTC')} "
-            "AND created_at <= {end:DateTime64(3, 'UTC')})"
-        )
-
     # -- shared ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _group_position(
-        at: str, key: str, after: tuple[datetime, str] | None
-    ) -> tuple[list[str], dict[str, Any]]:
-        if after is None:
-            return [], {}
-        return (
-            [f"({at}, {key}) < ({{after_at:DateTime64(3, 'UTC')}}, {{after_id:String}})"],
-            {"after_at": after[0], "after_id": after[1]},
-        )
-
-    def _grouped(
+    def _sums(
         self,
         project: str,
-        scope: str,
-        kinds: Sequence[str] | None,
         key: str,
+        values: Sequence[str],
+        scope: tuple[tuple[datetime, datetime], Sequence[str] | None],
         select: str,
-        having: list[str],
+        having: str,
         params: dict[str, Any],
-        limit: int,
     ) -> list[tuple[Any, ...]]:
-        """Group the live records in ``scope`` that carry metadata ``key`` by its value.
+        """Group the live records of ``kinds`` in the period of these sessions or users
+        (``key``) by session or user: ``SELECT value, <select>``, latest activity first.
 
-        The inner query resolves each record's copies and tombstone (one row per record,
-        gone if any copy is a tombstone), as pages do, without FINAL over the period.
+        A primary-key read of each one's rows of ``thread_items``; the inner query resolves
+        each record's copies and tombstone (one row per record, gone if any copy is a
+        tombstone), as pages do.
         """
-        kind_clause = ""
+        (period, kinds) = scope
+        params.update(project=project, key=key, values=list(values))
+        where = [
+            "project = {project:String}",
+            "key = {key:String}",
+            "value IN {values:Array(String)}",
+            _period(period, params),
+        ]
         if kinds is not None:
-            kind_clause = "AND kind IN {kinds:Array(String)} "
+            # Every copy of a record has its kind: a record is kept or left whole.
+            where.append("kind IN {kinds:Array(String)}")
             params["kinds"] = list(kinds)
-        params.update(project=project, limit=limit)
         records = (
-            "SELECT id, created_at, any(metadata_map['session_id']) AS session_id, "
-            "any(metadata_map['user_id']) AS user_id, any(status) AS status, "
-            f"any(JSONExtractUInt(item, {_TOKENS})) AS tokens, "
-            f"any(JSONExtractFloat(item, {_COST})) AS cost "
-            f"FROM {self.items_table} WHERE project = {{project:String}} AND {scope} "
-            f"AND mapContains(metadata_map, '{key}') AND metadata_map['{key}'] != '' "
-            f"{kind_clause}GROUP BY id, created_at HAVING max(is_deleted) = 0"
+            "SELECT value, id, created_at, any(session_id) AS session_id, "
+            "any(user_id) AS user_id, any(status) AS status, any(total_tokens) AS tokens, "
+            "any(estimated_cost_usd) AS cost "
+            f"FROM {self.threads_table} WHERE {' AND '.join(where)} "
+            "GROUP BY value, id, created_at HAVING max(is_deleted) = 0"
         )
         return [
             tuple(r)
             for r in self._client.query(
-                f"SELECT {select} FROM ({records}) GROUP BY {key} "
-                + (f"HAVING {' AND '.join(having)} " if having else "")
-                + f"ORDER BY last_at DESC, {key} DESC LIMIT {{limit:UInt32}}",
+                f"SELECT value, {select} FROM ({records}) GROUP BY value {having}"
+                "ORDER BY last_at DESC, value DESC",
                 parameters=params,
-                # On a cluster a record's metadata entries live on its shard.
-                settings={"distributed_product_mode": "local"},
             ).result_rows
         ]
 

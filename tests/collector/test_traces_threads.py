@@ -131,8 +131,10 @@ def test_pages_come_from_thread_items_which_migration_23_fills_for_stored_record
     before = (
         read_whole(api, f"/v1/traces/{TRACE}", 7),
         read_whole(api, f"/v1/sessions/{SESSION}", 7, kind="all"),
+        api.get("/v1/users", params={"kind": "all"}).json()["data"],
     )
     assert len(before[0][0]["items"]) == 29 and len(before[1][0]["items"]) == 31
+    assert [(u["user_id"], u["records"]) for u in before[2]] == [("u1", 30), ("u2", 1)]
     assert records[6]["id"] not in _ids(before[0][0]["items"])
     assert before[1][0]["scores"] == {"stars": 4.0}
 
@@ -141,6 +143,7 @@ def test_pages_come_from_thread_items_which_migration_23_fills_for_stored_record
     client.command(f"TRUNCATE TABLE `{database}`.thread_items")
     assert api.get(f"/v1/traces/{TRACE}").json()["data"]["items"] == []
     assert api.get(f"/v1/sessions/{SESSION}").status_code == 404
+    assert api.get("/v1/users", params={"kind": "all"}).json()["data"] == []
 
     fill = backfill(settings, "thread_items")
     assert "FROM `" + database + "`.request_items" in fill
@@ -149,6 +152,7 @@ def test_pages_come_from_thread_items_which_migration_23_fills_for_stored_record
     after = (
         read_whole(api, f"/v1/traces/{TRACE}", 7),
         read_whole(api, f"/v1/sessions/{SESSION}", 7, kind="all"),
+        api.get("/v1/users", params={"kind": "all"}).json()["data"],
     )
     assert after == before
 
@@ -188,12 +192,17 @@ def test_a_store_from_before_migration_23_upgrades_with_its_records_in_thread_it
     with TestClient(app, headers=DEFAULT_AUTH) as api:
         client = app.state.services.store.client
         count = client.query(f"SELECT count() FROM {db}.thread_items").result_rows[0][0]
-        assert count == 2 * len(rows)  # each record under its trace and under its session
+        assert count == 3 * len(rows)  # each record under its trace, session and user
         trace, pages = read_whole(api, f"/v1/traces/{TRACE}", 10)
         assert pages == 3 and _ids(trace["items"]) == [r.id for r in rows]
         session, _ = read_whole(api, "/v1/sessions/s-old", 10)
         assert _ids(session["items"]) == [r.id for r in rows[1:]]
         assert (session["records"], session["total_tokens"]) == (24, 72)
+        since = {"start_date": (at - timedelta(days=1)).isoformat()}
+        users = api.get("/v1/users", params=since).json()["data"]
+        assert [(u["user_id"], u["records"], u["sessions"], u["total_tokens"]) for u in users] == [
+            ("u9", 24, 1, 72)
+        ]
         # Records stored from then on reach it through the view.
         log(api, [span(TRACE, 99, NOW, metadata=meta)])
         assert api.get(f"/v1/traces/{TRACE}").json()["data"]["records"] == 26
@@ -213,8 +222,8 @@ def test_migration_23_on_a_cluster_keeps_each_shard_s_rows_on_that_shard() -> No
     assert "ENGINE = Distributed(`c`, `pr`, `thread_items_local`, cityHash64(project, id))" in (
         distributed
     )
-    assert "TO `pr`.`thread_items_local`" in view and "FROM `pr`.request_items_local " in view
+    assert "TO `pr`.`thread_items_local`" in view and "FROM `pr`.request_items_local)" in view
     assert fill.startswith("INSERT INTO `pr`.`thread_items` (")
-    assert "FROM `pr`.request_items " in fill
+    assert "FROM `pr`.request_items)" in fill
     assert "parallel_distributed_insert_select = 2" in fill
     assert "max_threads = 1" in fill
