@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, get_value
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from promptrail import _genai, _runtime
-from promptrail._context import call_attributes, in_framework_call, to_json
-from promptrail._spans import CaptureSpan
+from promptrail._context import call_attributes, framework_call, to_json
+from promptrail._spans import CaptureTracer, current_context
 
 logger = logging.getLogger("promptrail")
 
@@ -35,7 +35,12 @@ def suppressed() -> bool:
     Also inside a model call a framework integration records itself (LangChain): the
     provider call under it is that same call, recorded once, by the framework.
     """
-    return bool(get_value(_SUPPRESS_INSTRUMENTATION_KEY)) or in_framework_call()
+    # Two context reads, no call through the OpenTelemetry API's helpers: this runs first in
+    # every model call.
+    if current_context().get(_SUPPRESS_INSTRUMENTATION_KEY):
+        return True
+    call = framework_call()
+    return call is not None and call.open
 
 
 def is_raw_response(result: Any) -> bool:
@@ -85,7 +90,8 @@ class CallRecord:
     # No __slots__: what most calls never set stays a class default, so a call assigns only
     # what it has (this runs in the application's thread, on every model call).
     _ended = False
-    _first_token_at: float | None = None
+    _capture = False  # the span is promptrail's own (CaptureSpan)
+    _first_token_at: int | None = None  # time.time_ns(), as the span's start
     model: str | None = None
     response_id: str | None = None
     finish_reason: str | None = None
@@ -95,6 +101,10 @@ class CallRecord:
     cached_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
+    # A stream's latest item, read only in part on its way (its text), and how to read the
+    # rest of it (finish reason, usage): finish() reads it, however the stream ends.
+    tail: Any = None
+    read_tail: Callable[[CallRecord, Any], None] | None = None
 
     def __init__(
         self,
@@ -106,33 +116,44 @@ class CallRecord:
         parent: Context | None = None,
     ) -> None:
         model = kwargs.get("model")
-        self.span = span = _runtime.tracer().start_span(
-            f"{operation} {model}" if model else operation,
-            context=parent,  # None: the current context's span
-            kind=SpanKind.CLIENT,
-            attributes=call_attributes(texts),
-        )
+        name = f"{operation} {model}" if model else operation
+        tracer = _runtime.tracer()
         self._provider = provider
         self._operation = operation
-        if isinstance(span, CaptureSpan):
+        if type(tracer) is CaptureTracer:
+            # promptrail's own span: it takes the attributes dict as it is (no copy) and
+            # reads the context itself. The record is described on the shipper's thread.
+            own = tracer.start_owned(name, parent, call_attributes(texts))
+            self.span: Span = own
             # Copies: the application may change its arguments once the call returns (append
             # to its messages, for one) before the shipper's thread reads them.
             self._kwargs: Mapping[str, Any] = dict(kwargs)
             self._call_input = call_input.copy() if type(call_input) is list else call_input
-            span.describe = self._describe
-        else:
-            self._kwargs = kwargs
-            self._call_input = call_input
-            if span.is_recording():
-                span.set_attributes(self._request_attributes())
-                span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
-        self._started = time.monotonic()
-        self.text: list[str] = []
+            self._capture = True
+            # The span's own start (time.time_ns()): a stream's time to first token is
+            # counted from it, without another clock read per call.
+            self._started = own.start_time
+            own.describe = self._describe
+            self.text: list[str] = []
+            return
+        self.span = span = tracer.start_span(
+            name,
+            context=parent,  # None: the current context's span
+            kind=SpanKind.CLIENT,
+            attributes=call_attributes(texts),
+        )
+        self._kwargs = kwargs
+        self._call_input = call_input
+        if span.is_recording():
+            span.set_attributes(self._request_attributes())
+            span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
+        self._started = time.time_ns()
+        self.text = []
 
     def first_token(self) -> None:
         """Note the arrival of the first piece of output (streams)."""
         if self._first_token_at is None:
-            self._first_token_at = time.monotonic()
+            self._first_token_at = time.time_ns()
 
     def done(self, read: Callable[[CallRecord, Any], None], result: Any) -> None:
         """End the span with the call's result; ``read(record, result)`` takes what it needs.
@@ -159,8 +180,12 @@ class CallRecord:
         if self._ended:
             return
         self._ended = True
+        tail, read_tail = self.tail, self.read_tail
+        if tail is not None and read_tail is not None:
+            self.tail = None
+            self._read(read_tail, tail)
         span = self.span
-        if not isinstance(span, CaptureSpan) and span.is_recording():
+        if not self._capture and span.is_recording():
             attributes, output = self._response_attributes()
             attributes["gen_ai.output.messages"] = to_json(output)
             span.set_attributes(attributes)
@@ -216,8 +241,8 @@ class CallRecord:
             if count:
                 attributes[name] = count
         if self._first_token_at is not None:
-            attributes[_genai.TIME_TO_FIRST_TOKEN] = int(
-                (self._first_token_at - self._started) * 1000
+            attributes[_genai.TIME_TO_FIRST_TOKEN] = max(
+                0, (self._first_token_at - self._started) // 1_000_000
             )
         message: dict[str, Any] = {
             "role": "assistant",

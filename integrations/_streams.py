@@ -15,15 +15,48 @@ import wrapt
 from ._calls import CallRecord
 
 OnItem = Callable[[CallRecord, Any], None]
+ReadStream = Callable[[CallRecord, Iterator[Any]], Iterator[Any]]
+"""The generator a for loop over a synchronous stream gets: the stream's items, each read into
+the record on its way (the first one noted as the first token); it finishes the record at the
+end and fails it on an error. Leaving the loop early (GeneratorExit) is the proxy's to record
+(close(), __exit__ or __del__). One generator per stream and no call per item: each layer
+between the caller and the SDK's own generator costs every event a resume."""
+
+
+def item_by_item(on_item: OnItem) -> ReadStream:
+    """A :data:`ReadStream` that gives each item to ``on_item``."""
+
+    def read(record: CallRecord, items: Iterator[Any]) -> Iterator[Any]:
+        try:
+            # The first item apart: the time to first token is noted once, not per item.
+            for item in items:
+                record.first_token()
+                on_item(record, item)
+                yield item
+                break
+            for item in items:
+                on_item(record, item)
+                yield item
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            record.fail(exc)
+            raise
+        record.finish()
+
+    return read
 
 
 class _StreamProxy(wrapt.ObjectProxy[Any]):
     """What both proxies hold: the call's record and what each item adds to it."""
 
-    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
+    def __init__(
+        self, wrapped: Any, record: CallRecord, on_item: OnItem, read: ReadStream | None = None
+    ) -> None:
         super().__init__(wrapped)
         self._self_record = record
         self._self_on_item = on_item
+        self._self_read = read
 
     def __del__(self) -> None:  # dropped half-read: record what was read
         self._self_record.finish()
@@ -35,21 +68,8 @@ class SyncStreamProxy(_StreamProxy):
     def __iter__(self) -> Iterator[Any]:
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
         # per event than a call of __next__ through the proxy (next() on the proxy still works).
-        return self._self_events()
-
-    def _self_events(self) -> Iterator[Any]:
-        record, on_item = self._self_record, self._self_on_item
-        try:
-            for item in self.__wrapped__:
-                record.first_token()
-                on_item(record, item)
-                yield item
-        except GeneratorExit:  # the loop was left early: close(), __exit__ or __del__ record it
-            raise
-        except BaseException as exc:
-            record.fail(exc)
-            raise
-        record.finish()
+        read = self._self_read or item_by_item(self._self_on_item)
+        return read(self._self_record, iter(self.__wrapped__))
 
     def __next__(self) -> Any:
         record = self._self_record  # per event: one lookup through the proxy, not three

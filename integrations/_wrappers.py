@@ -7,15 +7,23 @@ as it is read), a ``with_raw_response`` result is parsed for the record only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+
+from promptrail._context import framework_call
+from promptrail._spans import current_context
 
 from ._calls import CallRecord, is_raw_response, suppressed
 from ._patching import Patch
-from ._streams import AsyncStreamProxy, SyncStreamProxy
+from ._streams import AsyncStreamProxy, ReadStream, SyncStreamProxy
 
 Start = Callable[[dict[str, Any]], CallRecord]
 OnResult = Callable[[CallRecord, Any], None]
+
+# What a result of a given type is (decided once per type, as is_raw_response does).
+_PLAIN, _STREAM, _RAW = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -30,40 +38,63 @@ class Endpoint:
     """Fill the record from one item (chunk, event) of a stream."""
     stream_types: Callable[[], tuple[type, ...]]
     """The SDK's stream classes (imported on first use)."""
+    read_stream: ReadStream | None = None
+    """A synchronous stream's items as the caller gets them, each read into the record on
+    its way (``on_item`` item by item when None): one generator that reads inline costs less
+    per event than a call per item."""
+    _kinds: dict[type, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def _kind(self, result: Any) -> int:
+        kind = self._kinds.get(type(result))
+        if kind is None:
+            if isinstance(result, self.stream_types()):
+                kind = _STREAM
+            elif is_raw_response(result):
+                kind = _RAW
+            else:
+                kind = _PLAIN
+            self._kinds[type(result)] = kind
+        return kind
 
     def handle(self, record: CallRecord, result: Any, is_async: bool) -> Any:
         """Record ``result`` (or proxy it, a stream); return what the caller gets."""
-        stream_types = self.stream_types()
-        if isinstance(result, stream_types):
-            proxy = AsyncStreamProxy if is_async else SyncStreamProxy
-            return proxy(result, record, self.on_item)
-        recorded = result
-        if is_raw_response(result):
+        kind = self._kind(result)
+        if kind == _PLAIN:
+            record.done(self.on_result, result)
+        elif kind == _STREAM:
+            if is_async:
+                return AsyncStreamProxy(result, record, self.on_item)
+            return SyncStreamProxy(result, record, self.on_item, self.read_stream)
+        else:
             # with_raw_response: the SDK hands back the raw response; parse() is cached, so the
             # caller's own parse() returns the very object recorded here.
             recorded = result.parse()
-            if isinstance(recorded, stream_types):
+            if isinstance(recorded, self.stream_types()):
                 record.finish()
                 return result
-        record.done(self.on_result, recorded)
+            record.done(self.on_result, recorded)
         return result
 
 
 def sync_wrapper(endpoint: Endpoint) -> Callable[..., Any]:
     """The wrapt wrapper of a synchronous method."""
+    start, handle = endpoint.start, endpoint.handle
 
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        if suppressed():
+        # calls.suppressed(), inlined: the first thing every model call does.
+        if current_context().get(_SUPPRESS_INSTRUMENTATION_KEY) or (
+            (call := framework_call()) is not None and call.open
+        ):
             return wrapped(*args, **kwargs)
-        record = endpoint.start(kwargs)
+        record = start(kwargs)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             record.fail(exc)
             raise
-        return endpoint.handle(record, result, is_async=False)
+        return handle(record, result, False)
 
     return wrapper
 

@@ -33,7 +33,7 @@ class Linkage:
 class Observation:
     """Inherited by nested observations and model calls (never mutated once made)."""
 
-    __slots__ = ("_metadata_json", "metadata", "prompt_name", "version")
+    __slots__ = ("_call_attributes", "_metadata_json", "metadata", "prompt_name", "version")
 
     def __init__(
         self,
@@ -45,6 +45,7 @@ class Observation:
         self.version = version
         self.metadata: Mapping[str, Any] = metadata or {}
         self._metadata_json: str | None = None
+        self._call_attributes: dict[str, Any] | None = None
 
     @property
     def metadata_json(self) -> str:
@@ -58,6 +59,21 @@ class Observation:
             text = to_json(self.metadata) if self.metadata else ""
             self._metadata_json = text
         return text
+
+    def call_attributes(self) -> dict[str, Any]:
+        """The attributes of a model call made here that no rendered template links (shared:
+        copy before changing it), worked out once per observation."""
+        attributes = self._call_attributes
+        if attributes is None:
+            attributes = {}
+            if self.prompt_name:
+                attributes[_genai.PROMPT_NAME] = self.prompt_name
+            if self.version:
+                attributes[_genai.PROMPT_VERSION] = self.version
+            if self.metadata:
+                attributes[_genai.METADATA] = self.metadata_json
+            self._call_attributes = attributes
+        return attributes
 
 
 OUTSIDE = Observation()
@@ -142,6 +158,10 @@ class FrameworkCall:
 _framework_call: contextvars.ContextVar[FrameworkCall | None] = contextvars.ContextVar(
     "promptrail_framework_call", default=None
 )
+
+
+framework_call = _framework_call.get
+"""The framework call open in this context, if any (the model-call wrappers' check)."""
 
 
 def in_framework_call() -> bool:
@@ -288,19 +308,23 @@ def call_attributes(message_texts: Callable[[], list[str]]) -> dict[str, Any]:
     ``message_texts`` returns the texts the call sends (see :meth:`_RenderedTexts.find`).
     """
     observation = _current.get()
-    attributes: dict[str, Any] = {}
-    linkage = rendered.find(message_texts)
-    prompt_name = linkage.prompt_name if linkage else observation.prompt_name
-    version = linkage.version if linkage else observation.version
-    if prompt_name:
-        attributes[_genai.PROMPT_NAME] = prompt_name
-    if version:
-        attributes[_genai.PROMPT_VERSION] = version
-    if linkage and linkage.variables:
-        attributes[_genai.INPUT_VARIABLES] = to_json(linkage.variables)
+    # Without templates rendered (the common case) no linkage is looked for: not even a call.
+    linkage = rendered.find(message_texts) if rendered._items else None
+    if linkage is None:
+        if observation is OUTSIDE:
+            return {}
+        attributes = observation.call_attributes()
+        return attributes.copy() if attributes else {}
+    linked: dict[str, Any] = {}
+    if linkage.prompt_name:
+        linked[_genai.PROMPT_NAME] = linkage.prompt_name
+    if linkage.version:
+        linked[_genai.PROMPT_VERSION] = linkage.version
+    if linkage.variables:
+        linked[_genai.INPUT_VARIABLES] = to_json(linkage.variables)
     if observation.metadata:
-        attributes[_genai.METADATA] = observation.metadata_json
-    return attributes
+        linked[_genai.METADATA] = observation.metadata_json
+    return linked
 
 
 MAX_ATTRIBUTE_CHARS = 100_000

@@ -203,14 +203,7 @@ class _Options:
 
 
 def _linkage_attributes(observation: Observation) -> dict[str, Any]:
-    attributes: dict[str, Any] = {_genai.OBSERVATION: "function"}
-    if observation.prompt_name:
-        attributes[_genai.PROMPT_NAME] = observation.prompt_name
-    if observation.version:
-        attributes[_genai.PROMPT_VERSION] = observation.version
-    if observation.metadata:
-        attributes[_genai.METADATA] = observation.metadata_json
-    return attributes
+    return {_genai.OBSERVATION: "function", **observation.call_attributes()}
 
 
 _Tokens = tuple[contextvars.Token[otel_context.Context], contextvars.Token[Observation]]

@@ -64,6 +64,8 @@ class SpanShipper:
         self._exporter = exporter
         self._stats = stats
         self._sampler = Sampler(sample_rate)
+        # At the default rate every trace is kept: on_end skips the sampler's call.
+        self._sampling = sample_rate < 1.0
         self._budget = max(1, max_bytes)
         self._learn_size()
         self._interval = flush_interval
@@ -97,7 +99,7 @@ class SpanShipper:
 
     def on_end(self, span: Shippable) -> None:
         """Take an ended span (runs in the application's thread: keep it cheap)."""
-        if not self._sampler.keeps(span.trace_id):
+        if self._sampling and not self._sampler.keeps(span.trace_id):
             self._stats.add("sampled_out")
             return
         # Counted as captured when the shipper takes it (or when dropped): no lock here.

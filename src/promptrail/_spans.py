@@ -26,9 +26,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes, AttributeValue
 
@@ -38,7 +41,26 @@ from ._genai import build_record
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _getrandbits = random.getrandbits  # the SDK's RandomIdGenerator uses the same source
 _time_ns = time.time_ns
-_get_current_span = trace.get_current_span
+_Span = trace.Span
+_LOW_64 = (1 << 64) - 1
+
+
+def _context_getter() -> Callable[[], Context]:
+    """The cheapest way to read the current OpenTelemetry context.
+
+    The API's ``get_current()`` goes through two Python calls to reach its ContextVar; with
+    the default runtime context (contextvars, the only one the API ships) the ContextVar's
+    own ``get`` gives the same object. Any other runtime context keeps the API's function.
+    """
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    variable = getattr(runtime, "_current_context", None)
+    if type(runtime) is ContextVarsRuntimeContext and isinstance(variable, contextvars.ContextVar):
+        return variable.get
+    return otel_context.get_current
+
+
+current_context = _context_getter()
+"""The current OpenTelemetry context (``opentelemetry.context.get_current()``), read directly."""
 
 OnEnd = Callable[["CaptureSpan"], None]
 
@@ -195,6 +217,9 @@ class CaptureSpan(trace.Span):
             else:
                 attributes = {**attributes, **extra}
                 attributes.update((k, _as_json(v)) for k, v in extra_json.items())
+            # The capture that described the span refers to it: let both go now, not at the
+            # next cyclic garbage collection.
+            self.describe = None
         return build_record(
             self.name,
             self.trace_id,
@@ -233,22 +258,40 @@ class CaptureTracer(trace.Tracer):
         set_status_on_exception: bool = True,
     ) -> CaptureSpan:
         """Start a span in the trace of the current (or given) context, or a new trace."""
-        parent = _get_current_span(context)
+        return self.start_owned(name, context, dict(attributes) if attributes else {}, start_time)
+
+    def start_owned(
+        self,
+        name: str,
+        context: Context | None,
+        attributes: dict[str, Any],
+        start_time: int | None = None,
+    ) -> CaptureSpan:
+        """:meth:`start_span` for promptrail's own callers: the span keeps ``attributes``
+        itself (no copy), and the parent is read from the context without the API's helpers
+        (this runs for every captured call)."""
+        parent = (current_context() if context is None else context).get(_SPAN_KEY)
         if type(parent) is CaptureSpan:
             trace_id: int = parent.trace_id
             parent_id: int | None = parent.span_id
+            span_id = _getrandbits(64) or 1
+        elif parent is None:  # a new trace: both ids from one draw of random bits
+            bits = _getrandbits(192)
+            trace_id, span_id, parent_id = (bits >> 64) or 1, (bits & _LOW_64) or 1, None
         else:
-            parent_context = parent.get_span_context()
-            if parent_context.is_valid:
+            # What trace.get_current_span() gives: anything but a span is no parent.
+            parent_context = parent.get_span_context() if isinstance(parent, _Span) else None
+            if parent_context is not None and parent_context.is_valid:
                 trace_id, parent_id = parent_context.trace_id, parent_context.span_id
             else:
                 trace_id, parent_id = _getrandbits(128) or 1, None
+            span_id = _getrandbits(64) or 1
         return CaptureSpan(
             name,
             trace_id,
-            _getrandbits(64) or 1,
+            span_id,
             parent_id,
-            dict(attributes) if attributes else {},
+            attributes,
             start_time or _time_ns(),
             self._on_end,
         )
