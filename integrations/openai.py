@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._calls import CallRecord, message_texts
@@ -125,24 +125,18 @@ def _chat_stream(record: CallRecord, chunks: Iterator[Any]) -> Iterator[Any]:
                 continue
             if record.response_id is None:  # a first chunk without an id (as _chat_chunk)
                 record.model, record.response_id = _value(chunk, "model"), _value(chunk, "id")
-            whole = not choices  # read it whole: no text in it
-            for choice in choices or ():
-                # try costs nothing until it catches (3.11): a choice or delta of another
-                # shape takes the general reading, and keeps what was read before it.
-                try:
-                    delta = choice.delta
-                except AttributeError:
-                    delta = _value(choice, "delta")
-                content = None
-                if delta is not None:
-                    try:
-                        content = delta.content
-                    except AttributeError:
-                        content = _value(delta, "content")
-                if isinstance(content, str) and content:
+            try:
+                # One choice, the common case (several choices stream one per chunk too):
+                # unpacked, not looped over, which costs as much as reading an attribute.
+                (choice,) = choices
+                content = choice.delta.content
+            except (TypeError, ValueError, AttributeError):
+                # No choice (the usage), several, a delta of None or of another shape.
+                whole = _chat_texts(append, choices)
+            else:
+                whole = not (isinstance(content, str) and content)
+                if not whole:
                     append(content)
-                else:  # the role, a tool call's delta, the finish
-                    whole = True
             if whole:
                 tail = record.tail
                 if tail is not None:  # what came before it first
@@ -158,6 +152,20 @@ def _chat_stream(record: CallRecord, chunks: Iterator[Any]) -> Iterator[Any]:
         record.fail(exc)
         raise
     record.finish()
+
+
+def _chat_texts(append: Callable[[str], None], choices: Any) -> bool:
+    """Append the choices' text; whether the chunk is to be read whole (a choice without text:
+    the role, a tool call's delta, the finish; or no choice at all, the usage)."""
+    whole = not choices
+    for choice in choices or ():
+        delta = _value(choice, "delta")
+        content = _value(delta, "content") if delta is not None else None
+        if isinstance(content, str) and content:
+            append(content)
+        else:
+            whole = True
+    return whole
 
 
 def _chat_tail(record: CallRecord, chunk: Any) -> None:
