@@ -183,6 +183,45 @@ def test_a_trace_of_500_records_reads_whole_oldest_first_through_pages(api: Test
     assert api.get(f"/v1/traces/{T2}").status_code == 404
 
 
+def test_a_trace_of_500_records_is_one_page_by_default(api: TestClient) -> None:
+    """Issue 32: a trace of up to 500 records is read whole in one request."""
+    at = NOW - timedelta(days=2)
+    records = [span(T1, 0, at, kind="agent", parent=None)] + [
+        span(T1, i, at + timedelta(milliseconds=i)) for i in range(1, 500)
+    ]
+    log(api, records)
+
+    response = api.get(f"/v1/traces/{T1}")
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [r["id"] for r in body["data"]["items"]] == [r["id"] for r in records]
+    assert body["pagination"] == {"has_more": False}
+
+
+def test_a_trace_of_1200_records_reads_in_two_pages_of_1000(api: TestClient) -> None:
+    """The largest page is 1,000 records; a bigger trace pages on by cursor, exactly."""
+    at = NOW - timedelta(days=2)
+    records = [span(T1, 0, at, kind="chain", parent=None)] + [
+        span(T1, i, at + timedelta(milliseconds=i // 2), kind=("llm", "tool")[i % 2])
+        for i in range(1, 1200)
+    ]  # two records a millisecond: the pages split ties by id, never repeating one
+    log(api, records)
+
+    trace, pages = read_whole(api, f"/v1/traces/{T1}", 1000)
+
+    assert pages == 2
+    ids = [r["id"] for r in trace["items"]]
+    assert len(set(ids)) == 1200
+    assert ids == [r["id"] for r in records]  # oldest first (ties by id) across the pages
+    assert trace["records"] == 1200 and trace["llm_calls"] == 599
+    for bad in (0, 1001, "x"):
+        response = api.get(f"/v1/traces/{T1}", params={"limit": bad})
+        assert response.status_code == 400, (bad, response.text)
+        error = response.json()["error"]
+        assert (error["code"], error["details"]["field"]) == ("VALIDATION_ERROR", "limit")
+
+
 def test_unknown_and_malformed_trace_reads(api: TestClient) -> None:
     missing = api.get(f"/v1/traces/{T1}")
     assert missing.status_code == 404

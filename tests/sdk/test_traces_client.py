@@ -61,7 +61,8 @@ def test_a_trace_of_250_records_is_read_whole_and_listed_with_its_sums(
 
     trace = client.traces.get(trace_id)
 
-    assert requests_seen.count(f"GET /v1/traces/{trace_id}") - sent == 3  # 100 + 100 + 50
+    # One request: a trace's pages hold up to 1,000 records (issue 32).
+    assert requests_seen.count(f"GET /v1/traces/{trace_id}") - sent == 1
     assert isinstance(trace, promptrail.Trace)
     assert [r.id for r in trace.items] == [r["id"] for r in records]  # oldest first, whole
     assert trace.items[0].kind == "chain" and {r.kind for r in trace.items[1:]} == {"llm"}
@@ -76,6 +77,25 @@ def test_a_trace_of_250_records_is_read_whole_and_listed_with_its_sums(
     assert len(list(client.requests.list(trace_id=trace_id, limit=100))) == 250
     assert len(list(client.requests.list(metadata={"user_id": user}, limit=100))) == 249
     assert len(list(client.requests.list(metadata={"user_id": user}, kind="chain"))) == 1
+    # A session's pages stay at most 100 records: its 249 model calls take 3 requests.
+    sent = requests_seen.count(f"GET /v1/sessions/{session}")
+    assert len(client.sessions.get(session).items) == 249
+    assert requests_seen.count(f"GET /v1/sessions/{session}") - sent == 3
+
+
+def test_a_trace_past_1000_records_is_read_whole_in_pages_of_1000(
+    client: promptrail.Client, requests_seen: RequestLog
+) -> None:
+    trace_id = uuid.uuid4().hex
+    records = _trace(trace_id, 1001, f"u-{trace_id[:6]}", f"s-{trace_id[:6]}")
+    for at in range(0, 1001, 500):
+        client.requests.log_batch(records[at : at + 500])
+
+    trace = client.traces.get(trace_id)
+
+    assert requests_seen.count(f"GET /v1/traces/{trace_id}") == 2  # 1,000 + 1
+    assert [r.id for r in trace.items] == [r["id"] for r in records]
+    assert trace.records == 1001
 
 
 def test_sessions_and_users_list_and_a_session_reads_as_a_conversation(

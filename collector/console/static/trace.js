@@ -9,7 +9,7 @@ import * as fmt from "./format.js";
 
 // The API's largest page, and how many records a trace view reads (a runaway agent loop can
 // log tens of thousands; past this the view says how many it left out).
-const TRACE_PAGE = 100;
+const TRACE_PAGE = 1000;
 const MAX_RECORDS = 2000;
 
 /**

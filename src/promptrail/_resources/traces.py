@@ -26,8 +26,10 @@ from .._http import AsyncHTTP, SyncHTTP
 from .._types import Session, Trace, User
 
 W = TypeVar("W", Trace, Session)
-# How many records each page of a whole trace or session brings (the most the API gives).
-_PAGE = 100
+# How many records each page of a whole trace or session brings (the most the API gives):
+# a session's pages hold at most 100, a trace's 1,000 (issue 32: few round trips for a big one).
+_SESSION_PAGE = 100
+_TRACE_PAGE = 1000
 
 
 def _list(path: str, model: type[Any], **filters: Any) -> Callable[[str | None], Call[Page[Any]]]:
@@ -40,13 +42,14 @@ def _list(path: str, model: type[Any], **filters: Any) -> Callable[[str | None],
 def _part(model: type[W], path: str, kind: str | None) -> Callable[[str | None], Call[Page[W]]]:
     """The calls of a trace's or session's pages: each a Page of one object (its records)."""
     read = data_of(model)
+    size = _TRACE_PAGE if model is Trace else _SESSION_PAGE
 
     def parse(response: httpx.Response) -> Page[W]:
         pagination = read_json(response).get("pagination") or {}
         return Page([read(response)], pagination.get("next_cursor") or None)
 
     def page(cursor: str | None) -> Call[Page[W]]:
-        query = params(limit=_PAGE, cursor=cursor, kind=kind)
+        query = params(limit=size, cursor=cursor, kind=kind)
         return Call("GET", path, parse, params=query)
 
     return page
