@@ -7,7 +7,7 @@ method working; only iteration, context management and ``close`` are intercepted
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import wrapt
@@ -15,7 +15,7 @@ import wrapt
 from ._calls import CallRecord
 
 OnItem = Callable[[CallRecord, Any], None]
-ReadStream = Callable[[CallRecord, Iterator[Any]], Iterator[Any]]
+ReadStream = Callable[[CallRecord, Iterable[Any]], Iterator[Any]]
 """The generator a for loop over a synchronous stream gets: the stream's items, each read into
 the record on its way (the first one noted as the first token); it finishes the record at the
 end and fails it on an error. Leaving the loop early (GeneratorExit) is the proxy's to record
@@ -26,8 +26,9 @@ between the caller and the SDK's own generator costs every event a resume."""
 def item_by_item(on_item: OnItem) -> ReadStream:
     """A :data:`ReadStream` that gives each item to ``on_item``."""
 
-    def read(record: CallRecord, items: Iterator[Any]) -> Iterator[Any]:
+    def read(record: CallRecord, stream: Iterable[Any]) -> Iterator[Any]:
         try:
+            items = iter(stream)  # one iterator for both loops (an error here fails the call)
             # The first item apart: the time to first token is noted once, not per item.
             for item in items:
                 record.first_token()
@@ -69,7 +70,7 @@ class SyncStreamProxy(_StreamProxy):
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
         # per event than a call of __next__ through the proxy (next() on the proxy still works).
         read = self._self_read or item_by_item(self._self_on_item)
-        return read(self._self_record, iter(self.__wrapped__))
+        return read(self._self_record, self.__wrapped__)
 
     def __next__(self) -> Any:
         record = self._self_record  # per event: one lookup through the proxy, not three

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._calls import CallRecord, message_texts
@@ -98,7 +98,7 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _usage(record, usage, "prompt_tokens", "completion_tokens")
 
 
-def _chat_stream(record: CallRecord, chunks: Iterator[Any]) -> Iterator[Any]:
+def _chat_stream(record: CallRecord, stream: Iterable[Any]) -> Iterator[Any]:
     """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py).
 
     Capture's cost per event is this loop: no call per chunk, and of a chunk of text only its
@@ -109,6 +109,7 @@ def _chat_stream(record: CallRecord, chunks: Iterator[Any]) -> Iterator[Any]:
     first chunk (model, id, time to first token) is read whole.
     """
     try:
+        chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
         for chunk in chunks:
             record.first_token()
             _chat_chunk(record, chunk)
