@@ -36,6 +36,7 @@ from .schema import (
     AddIndex,
     Backfill,
     DropIndex,
+    DropView,
     Migration,
     ModifyQuery,
     ModifySetting,
@@ -271,12 +272,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             Backfill(THREAD_ITEMS_MV, THREAD_ITEMS, settings=_WIDE_COPY),
         ),
     ),
+    # The embedded store's list reads each live prompt's newest version from the collector's
+    # live-id index (or, past it, from the versions), so `prompt_heads_mv` goes there: it wrote
+    # a second part on every version insert (~10 ms of a PATCH, issue 35). A server keeps the
+    # view: its collectors list from `prompt_heads` (no index there), and the head still lands
+    # in the version's own insert, no extra round trip. `prompt_heads` stays, readable as is.
+    Migration(24, "prompt_heads_embedded_only", (DropView(PROMPT_HEADS_MV, embedded_only=True),)),
 )
 
 
-def migration_statements(migration: Migration, database: str, cluster: str | None) -> list[str]:
-    """Render the DDL of one migration."""
-    return [statement for obj in migration.objects for statement in render(obj, database, cluster)]
+def migration_statements(
+    migration: Migration, database: str, cluster: str | None, embedded: bool = False
+) -> list[str]:
+    """Render the DDL of one migration (``embedded``: for the embedded store)."""
+    return [
+        statement
+        for obj in migration.objects
+        if embedded or not (isinstance(obj, DropView) and obj.embedded_only)
+        for statement in render(obj, database, cluster)
+    ]
 
 
 def migrate(client: Client, database: str, cluster: str | None = None) -> list[int]:
@@ -291,10 +305,11 @@ def migrate(client: Client, database: str, cluster: str | None = None) -> list[i
     table = f"{quote(database)}.{quote(SCHEMA_MIGRATIONS.name)}"
     done = {int(r[0]) for r in client.query(f"SELECT version FROM {table}").result_rows}
     applied: list[int] = []
+    embedded = type(client).__name__ == "ChdbClient"
     for migration in MIGRATIONS:
         if migration.version in done:
             continue
-        for statement in migration_statements(migration, database, cluster):
+        for statement in migration_statements(migration, database, cluster, embedded):
             client.command(statement)
         client.insert(
             table,

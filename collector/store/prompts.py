@@ -5,6 +5,11 @@ Writes never update in place. A create or a new version is an insert whose
 version number): ClickHouse keeps only the first insert per token, so reading the slot back
 tells the writer whether it won. That is a compare-and-set without transactions, and it holds
 across collectors because the dedup log lives with the table (in Keeper on a cluster).
+
+On the embedded store this process is the only writer (chDB locks the data directory), so the
+slots are decided in memory instead (:class:`_EmbeddedWrites`, shared by every store client of
+one database in the process) and the writes of every thread waiting are stored together, one
+insert per table (a group commit): no token, no read-back.
 """
 
 from __future__ import annotations
@@ -13,15 +18,167 @@ import contextlib
 import json
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from clickhouse_connect.driver.client import Client
 
 from .connection import close_client, open_client, utc
 from .schema import Table, View, quote
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+# Entries of the embedded slot table past which it is emptied (when no write is in flight):
+# each is one prompt's newest number or one name's claim, reloaded from the store on next use.
+_MAX_SLOTS = 500_000
+
+
+def _literal(value: Any) -> str:
+    """A value as a ClickHouse literal of a ``VALUES`` row (strings, ints, string arrays, UTC
+    datetimes). Inline rows parse at a fraction of the cost of query parameters in chDB (a
+    one-row insert 4.8 ms against 8.5, docs/architecture.md)."""
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\0", "\\0") + "'"
+    if isinstance(value, bool | int):
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_literal(item) for item in value) + "]"
+    if isinstance(value, datetime):
+        return "'" + value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f") + "'"
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
+@dataclass
+class _Pending:
+    """Rows of one writer waiting for the group commit, by table name."""
+
+    rows: dict[str, list[list[Any]]]
+    # The name claim the rows make (project, name), dropped from the slots if they fail.
+    claim: tuple[str, str] | None = None
+    done: bool = False
+    error: BaseException | None = None
+
+
+class _EmbeddedWrites:
+    """The registry's writes of one embedded database in this process: which version numbers
+    and name generations are taken (the slot table), and the group commit that stores them.
+
+    The slot table replaces the compare-and-set's token and read-back there: a number or a
+    claim is taken under :attr:`cond` from the exact state (what the store held when a key was
+    first used, plus every write of this process since), and queued under the same lock, so
+    rows reach the store in the order their slots were taken. A writer returns only once its
+    rows are stored. Every store client of one database shares it (the tests' two service
+    stacks), so it arbitrates between them as the table's tokens do between collectors.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        # (project, prompt_id) -> highest version number taken.
+        self.versions: dict[tuple[str, str], int] = {}
+        # (project, name) -> (highest generation claimed, whether that claim is live).
+        self.names: dict[tuple[str, str], tuple[int, bool]] = {}
+        self._queue: list[_Pending] = []
+        self._busy = False
+        self._in_flight = 0
+        # Store clients using the table. With one (the collector), a key it does not hold has
+        # had no write since the table was made or trimmed, and that client's writers of a
+        # name or prompt take turns and decide from what the store and its own writes say:
+        # their choice is then taken as is, without reading the store.
+        self.users = 0
+        # Group commits that stored rows, and the writers' row sets they stored (diagnostics).
+        self.commits = 0
+        self.committed = 0
+
+    def enqueue(self, pending: _Pending) -> _Pending:
+        """Queue rows (holding :attr:`cond`, right after taking their slots)."""
+        self._queue.append(pending)
+        self._in_flight += 1
+        return pending
+
+    def known(self, slots: dict[_K, _V], key: _K, assumed: _V, load: Callable[[], _V]) -> _V:
+        """A slot's state (holding :attr:`cond`): as held, else what the sole store client
+        ``assumed`` (see :attr:`users`), else as the store holds it (``load``).
+
+        Past its bound the table is emptied first when no write is in flight: what it forgets
+        is then read from the store, which holds it all.
+        """
+        if len(self.versions) + len(self.names) > _MAX_SLOTS and self._in_flight == 0:
+            self.versions.clear()
+            self.names.clear()
+        state = slots.get(key)
+        if state is None:
+            state = assumed if self.users == 1 else load()
+        return state
+
+    def commit(self, pending: _Pending, run: Any) -> None:
+        """Return once ``pending`` is stored; raise what storing it raised.
+
+        The first waiter finding no commit under way stores everything queued, one insert per
+        table (``run(batch)``); the others wait for it, and the next leader takes whatever
+        queued meanwhile.
+        """
+        with self.cond:
+            while not pending.done and self._busy:
+                self.cond.wait()
+            leader = not pending.done
+            if leader:
+                self._busy = True
+                batch, self._queue = self._queue, []
+        if leader:
+            error: BaseException | None = None
+            try:
+                run(batch)
+            except BaseException as exc:
+                error = exc
+            with self.cond:
+                stored = [item for item in batch if item.rows]
+                if stored and error is None:
+                    self.commits += 1
+                    self.committed += len(stored)
+                for item in batch:
+                    item.done, item.error = True, error
+                    if error is not None and item.claim is not None:
+                        # Not live after all (or unknown): the store decides on the next use.
+                        self.names.pop(item.claim, None)
+                self._in_flight -= len(batch)
+                self._busy = False
+                self.cond.notify_all()
+        if pending.error is not None:
+            raise pending.error
+
+    def barrier(self, run: Any) -> None:
+        """Return once every write queued before the call is stored."""
+        with self.cond:
+            pending = self.enqueue(_Pending({}))
+        self.commit(pending, run)
+
+
+# The slot tables of the embedded databases some open store client of this process uses: the
+# last client to close drops its table, so a database emptied or made anew while no client had
+# it open (the tests' databases) starts with slots read from the store.
+_embedded_writes: dict[tuple[str, str], _EmbeddedWrites] = {}
+_embedded_writes_lock = threading.Lock()
+
+
+def _writes_of(uri: str, database: str) -> _EmbeddedWrites:
+    """The process's :class:`_EmbeddedWrites` of one embedded database, for one more user."""
+    with _embedded_writes_lock:
+        writes = _embedded_writes.setdefault((uri, database), _EmbeddedWrites())
+        writes.users += 1
+        return writes
+
+
+def _release_writes(uri: str, database: str) -> None:
+    """One user of the database's :class:`_EmbeddedWrites` is done with it."""
+    with _embedded_writes_lock:
+        writes = _embedded_writes.get((uri, database))
+        if writes is not None:
+            writes.users -= 1
+            if writes.users <= 0:
+                del _embedded_writes[(uri, database)]
+
 
 # Name claims and soft deletes. Sorted by name because every route addresses a prompt by
 # name; ``generation`` keeps each re-creation of a soft-deleted name as its own row, and
@@ -269,8 +426,8 @@ class PromptStore:
             **self._point_read,
             **({"select_sequential_consistency": 1} if cluster else {}),
         }
-        # chDB runs several statements in one call: an insert and its read-back are then one
-        # round trip into the engine instead of two (the compare-and-set stays the same).
+        # In chDB this process is the only writer: slots are decided in memory and the rows of
+        # every waiting writer go in one call (see _EmbeddedWrites).
         self._embedded = type(client).__name__ == "ChdbClient"
         self._handles: list[Client] = []
         self._handles_lock = threading.Lock()
@@ -284,18 +441,27 @@ class PromptStore:
             table.name: f"{db}.{quote(table.name)}"
             for table in (PROMPTS, PROMPT_VERSIONS, PROMPT_LABELS)
         }
+        self._database = database
+        self._released = False
+        self._writes = _writes_of(client.uri, database) if self._embedded else None
+        # The list's heads: the view-fed table on a server; on the embedded store (migration 24
+        # dropped the view there) each live prompt's newest version, read from the versions.
+        self._heads_source = (
+            f"(SELECT project, prompt_id, version, name, description, tags, folder, "
+            f"prompt_created_at FROM {self._versions} WHERE project = {{project:String}} "
+            "ORDER BY prompt_id, version DESC LIMIT 1 BY prompt_id)"
+            if self._embedded
+            else f"{self._heads} FINAL"
+        )
 
     def _insert(self, table: Table, row: list[Any], settings: dict[str, Any]) -> None:
         if self._embedded:
-            # One statement with the row as parameters: chDB's insert() stages the block in a
-            # file first, several times the cost of a one-row VALUES.
-            rest = {k: v for k, v in settings.items() if k != "insert_deduplication_token"}
-            token = str(settings.get("insert_deduplication_token", ""))
+            # One statement with the row inline: chDB's insert() stages the block in a file
+            # first, and query parameters cost more than the parse of a literal row.
+            token = settings.get("insert_deduplication_token")
             with self._handle() as client:
                 client.command(
-                    self._insert_sql(table, "r"),
-                    parameters=self._insert_parameters("r", row, token),
-                    settings=rest,
+                    self._values_sql(table, [row], None if token is None else str(token))
                 )
             return
         names = table.inserted_columns()
@@ -307,24 +473,38 @@ class PromptStore:
             settings=settings,
         )
 
-    def _insert_sql(self, table: Table, prefix: str) -> str:
-        """An ``INSERT .. VALUES`` of one row with ``{<prefix><n>:Type}`` placeholders, its
-        deduplication token the ``{<prefix>token:String}`` parameter."""
+    def _values_sql(self, table: Table, rows: list[list[Any]], token: str | None = None) -> str:
+        """An ``INSERT .. VALUES`` of ``rows`` written inline (embedded store)."""
         names = table.inserted_columns()
         columns = ", ".join(quote(name) for name in names)
-        values = ", ".join(
-            f"{{{prefix}{i}:{kind}}}" for i, kind in enumerate(table.column_types(names))
+        settings = (
+            "" if token is None else f"SETTINGS insert_deduplication_token = {_literal(token)} "
         )
-        return (
-            f"INSERT INTO {self._targets[table.name]} ({columns}) "
-            f"SETTINGS insert_deduplication_token = {{{prefix}token:String}} VALUES ({values})"
-        )
+        values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
+        return f"INSERT INTO {self._targets[table.name]} ({columns}) {settings}VALUES {values}"
 
-    @staticmethod
-    def _insert_parameters(prefix: str, row: list[Any], token: str) -> dict[str, Any]:
-        named = {f"{prefix}{i}": value for i, value in enumerate(row)}
-        named[f"{prefix}token"] = token
-        return named
+    def _store_batch(self, batch: list[_Pending]) -> None:
+        """Store the rows of every writer in ``batch``: one insert per table, in one call.
+
+        Versions go first, then name claims, then labels: a claim is the commit point of its
+        version, and a label points at a stored version.
+        """
+        statements = []
+        for table in (PROMPT_VERSIONS, PROMPTS, PROMPT_LABELS):
+            rows = [row for item in batch for row in item.rows.get(table.name, ())]
+            if rows:
+                statements.append(self._values_sql(table, rows))
+        if statements:
+            with self._handle() as client:
+                client.command("; ".join(statements))
+
+    def _commit(self, pending: _Pending) -> None:
+        assert self._writes is not None
+        self._writes.commit(pending, self._store_batch)
+
+    def _writes_barrier(self) -> None:
+        assert self._writes is not None
+        self._writes.barrier(self._store_batch)
 
     @contextlib.contextmanager
     def _handle(self) -> Iterator[Client]:
@@ -349,15 +529,26 @@ class PromptStore:
         finally:
             self._idle.put(client)
 
+    def group_commits(self) -> tuple[int, int]:
+        """(group commits that stored rows, writes they stored) on the embedded store so far,
+        (0, 0) elsewhere (for tests and diagnostics)."""
+        if self._writes is None:
+            return 0, 0
+        with self._writes.cond:
+            return self._writes.commits, self._writes.committed
+
     def write_handles(self) -> list[Client]:
         """The handles the registry's writes opened so far (for tests and diagnostics)."""
         with self._handles_lock:
             return list(self._handles)
 
     def close(self) -> None:
-        """Close the handles the registry's writes opened."""
+        """Close the handles the registry's writes opened (and let go of the slot table)."""
         with self._handles_lock:
             handles, self._handles = self._handles, []
+            if self._writes is not None and not self._released:
+                self._released = True
+                _release_writes(self._client.uri, self._database)
         for client in handles:
             close_client(client)
 
@@ -568,8 +759,10 @@ class PromptStore:
 
         The row's own ``version_id`` when this writer got the number, another writer's when it
         lost the race (the number is then stored all the same), None if nothing is stored.
-        On the embedded store the insert and its read-back are one call.
+        On the embedded store the slot table decides and nothing is read back.
         """
+        if self._writes is not None:
+            return self._insert_version_embedded(project, row)
         token = _version_token(project, row.prompt_id, row.version)
         readback = (
             f"SELECT toString(version_id) FROM {self._versions} "
@@ -577,17 +770,6 @@ class PromptStore:
             "AND version = {v:UInt32} LIMIT 1"
         )
         keys = {"project": project, "pid": row.prompt_id, "v": row.version}
-        if self._embedded:
-            with self._handle() as client:
-                winner = client.command(
-                    f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {readback}",
-                    parameters={
-                        **keys,
-                        **self._insert_parameters("r", _version_values(project, row), token),
-                    },
-                    settings=self._point_read,
-                )
-            return str(winner) if winner else None
         self._insert(
             PROMPT_VERSIONS,
             _version_values(project, row),
@@ -598,6 +780,55 @@ class PromptStore:
         ).result_rows
         return str(rows[0][0]) if rows else None
 
+    def _insert_version_embedded(self, project: str, row: PromptVersionRow) -> str | None:
+        """Take the number in the slot table and store the row with whoever else is waiting.
+
+        A number already taken (by another store client of this database: one client's
+        writers of a prompt take turns) waits until every queued write is stored and reads
+        the number's owner, as the read-back does elsewhere.
+        """
+        writes = self._writes
+        assert writes is not None
+        key = (project, row.prompt_id)
+        with writes.cond:
+            top = writes.known(
+                writes.versions,
+                key,
+                row.version - 1,
+                lambda: self._top_version(project, row.prompt_id),
+            )
+            mine = row.version > top
+            if mine:
+                writes.versions[key] = row.version
+                pending = writes.enqueue(
+                    _Pending({PROMPT_VERSIONS.name: [_version_values(project, row)]})
+                )
+        if mine:
+            self._commit(pending)
+            return row.version_id
+        self._writes_barrier()
+        return self._version_id_at(project, row.prompt_id, row.version)
+
+    def _top_version(self, project: str, prompt_id: str) -> int:
+        rows = self._point_rows(
+            f"SELECT max(version) FROM {self._versions} "
+            "WHERE project = {project:String} AND prompt_id = {pid:String}",
+            project=project,
+            pid=prompt_id,
+        )
+        return int(rows[0][0]) if rows and rows[0][0] else 0
+
+    def _version_id_at(self, project: str, prompt_id: str, version: int) -> str | None:
+        rows = self._point_rows(
+            f"SELECT toString(version_id) FROM {self._versions} "
+            "WHERE project = {project:String} AND prompt_id = {pid:String} "
+            "AND version = {v:UInt32} LIMIT 1",
+            project=project,
+            pid=prompt_id,
+            v=version,
+        )
+        return str(rows[0][0]) if rows else None
+
     # -- names: claim and soft delete ------------------------------------------------------
 
     def create(self, project: str, row: PromptVersionRow, generation: int) -> bool:
@@ -606,7 +837,7 @@ class PromptStore:
 
         The version goes in first and stays unreachable until the claim, the commit point,
         succeeds: a lost race leaves an unreachable row, never a half prompt. On the embedded
-        store both inserts and the claim's read-back are one call.
+        store the slot table decides, and both rows go in one group commit, version first.
         """
         claim = [
             project,
@@ -618,31 +849,47 @@ class PromptStore:
             row.prompt_created_at,
             1,
         ]
-        if not self._embedded:
-            self.insert_version(project, row)
-            return self.try_claim_name(
-                project, row.name, generation, row.prompt_id, row.prompt_created_at
+        if self._writes is not None:
+            return self._create_embedded(project, row, claim, generation)
+        self.insert_version(project, row)
+        return self.try_claim_name(
+            project, row.name, generation, row.prompt_id, row.prompt_created_at
+        )
+
+    def _create_embedded(
+        self, project: str, row: PromptVersionRow, claim: list[Any], generation: int
+    ) -> bool:
+        """Claim the generation in the slot table if the name is not live and the generation
+        is new, and store version 1 and the claim with whoever else is waiting."""
+        writes = self._writes
+        assert writes is not None
+        key = (project, row.name)
+        with writes.cond:
+            state = writes.known(
+                writes.names,
+                key,
+                (generation - 1, False),
+                lambda: self.name_state(project, row.name),
             )
-        with self._handle() as client:
-            winner = client.command(
-                f"{self._insert_sql(PROMPT_VERSIONS, 'r')}; {self._insert_sql(PROMPTS, 'c')}; "
-                f"{self._claim_readback()}",
-                parameters={
-                    **self._insert_parameters(
-                        "r",
-                        _version_values(project, row),
-                        _version_token(project, row.prompt_id, 1),
-                    ),
-                    **self._insert_parameters(
-                        "c", claim, _claim_token(project, row.name, generation)
-                    ),
-                    "project": project,
-                    "name": row.name,
-                    "g": generation,
-                },
-                settings=self._point_read,
-            )
-        return bool(winner) and str(winner) == row.prompt_id
+            mine = generation > state[0] and not state[1]
+            if mine:
+                writes.names[key] = (generation, True)
+                writes.versions[(project, row.prompt_id)] = row.version
+                pending = writes.enqueue(
+                    _Pending(
+                        {
+                            PROMPT_VERSIONS.name: [_version_values(project, row)],
+                            PROMPTS.name: [claim],
+                        },
+                        claim=key,
+                    )
+                )
+        if mine:
+            self._commit(pending)
+            return True
+        # Lost to a write of another store client: once it is stored, the caller asks the store.
+        self._writes_barrier()
+        return False
 
     def _claim_readback(self) -> str:
         return (
@@ -686,6 +933,11 @@ class PromptStore:
             [project, name, generation, prompt_id, created_at, 1, deleted_at, 2],
             {"insert_deduplication_token": f"delete/{project}/{name}/{generation}"},
         )
+        if self._writes is not None:
+            with self._writes.cond:
+                key = (project, str(name))
+                if self._writes.names.get(key, (0, False))[0] <= int(generation):
+                    self._writes.names[key] = (int(generation), False)
         return str(name)
 
     # -- list ------------------------------------------------------------------------------
@@ -715,7 +967,7 @@ class PromptStore:
             "SELECT prompt_id, name, description, version, prompt_created_at, total, tags, "
             "folder FROM (SELECT prompt_id, name, description, version, prompt_created_at, "
             "tags, folder, "
-            f"count() OVER () AS total FROM {self._heads} FINAL WHERE {where}) "
+            f"count() OVER () AS total FROM {self._heads_source} WHERE {where}) "
             f"{cursor_sql} ORDER BY prompt_created_at DESC, prompt_id DESC "
             "LIMIT {limit:UInt32}",
             parameters=params,
@@ -738,7 +990,7 @@ class PromptStore:
         """Count live prompts matching the filters."""
         where, params = self._list_where(project, filters)
         rows = self._client.query(
-            f"SELECT count() FROM {self._heads} FINAL WHERE {where}", parameters=params
+            f"SELECT count() FROM {self._heads_source} WHERE {where}", parameters=params
         ).result_rows
         return int(rows[0][0])
 
@@ -772,7 +1024,13 @@ class PromptStore:
         self, project: str, prompt_id: str, label: str, version: int, at: datetime
     ) -> None:
         """Point a label at a version (0 removes it)."""
-        self._insert(PROMPT_LABELS, [project, prompt_id, label, version, at], {})
+        values = [project, prompt_id, label, version, at]
+        if self._writes is not None:
+            with self._writes.cond:
+                pending = self._writes.enqueue(_Pending({PROMPT_LABELS.name: [values]}))
+            self._commit(pending)
+            return
+        self._insert(PROMPT_LABELS, values, {})
 
     def labels(self, project: str, prompt_id: str) -> list[tuple[str, int, datetime]]:
         """Return (label, version, updated_at) of the prompt's attached labels, by name."""

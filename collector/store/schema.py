@@ -142,9 +142,29 @@ class ModifyQuery:
     view: View
 
 
+@dataclass(frozen=True)
+class DropView:
+    """Drop a materialized view (its target table stays, readable as it was).
+
+    ``embedded_only``: only on the embedded store (chDB), where the collector keeps what the
+    view fed in memory; a ClickHouse server keeps the view (see migration 24).
+    """
+
+    view: View
+    embedded_only: bool = False
+
+
 # What a migration is made of: each renders to its statements (see render).
 SchemaObject = (
-    Table | View | Backfill | DropIndex | AddColumn | AddIndex | ModifySetting | ModifyQuery
+    Table
+    | View
+    | Backfill
+    | DropIndex
+    | AddColumn
+    | AddIndex
+    | ModifySetting
+    | ModifyQuery
+    | DropView
 )
 
 
@@ -207,6 +227,10 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
         return [
             f"ALTER TABLE {quote(database)}.{quote(view.name)}{_on_cluster(cluster)} "
             f"MODIFY QUERY {view.select.format(db=quote(database), local=local)}"
+        ]
+    if isinstance(obj, DropView):
+        return [
+            f"DROP VIEW IF EXISTS {quote(database)}.{quote(obj.view.name)}{_on_cluster(cluster)}"
         ]
     if isinstance(obj, View):
         return [_render_view(obj, database, cluster)]

@@ -240,6 +240,16 @@ class LiveIdIndex:
             return False, 0, None
         return True, found[0], found[1]
 
+    def newest_rows(self, project: str, load: Loader) -> list[PromptVersionRow] | None:
+        """Return the newest version of every live prompt of the project (what the list shows),
+        or None when the index cannot answer or does not hold every such row."""
+
+        def rows(indexed: _Project) -> list[PromptVersionRow] | None:
+            found = [live.rows.get(live.newest) for live in indexed.prompts.values()]
+            return None if any(row is None for row in found) else [r for r in found if r]
+
+        return self._answer(project, load, rows)[1]
+
     @contextlib.contextmanager
     def holding(self, project: str, key: str) -> Iterator[None]:
         """Serialise the writers of one name or prompt (``key``) of a project, so they decide

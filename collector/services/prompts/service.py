@@ -261,9 +261,14 @@ class PromptService:
                 after = (datetime.fromisoformat(position["at"]), str(position["id"]))
             except (KeyError, ValueError, TypeError):
                 raise ValidationFailed("cursor", "Invalid cursor") from None
-        rows, total = self._store.list_heads(project, filters, after, limit + 1)
-        if total is None:
-            total = self._store.count_heads(project, filters)
+        held = self._ids.newest_rows(project, self._store.live_prompts)
+        if held is not None:
+            rows, total = _heads_page(held, filters, after, limit + 1)
+        else:
+            rows, page_total = self._store.list_heads(project, filters, after, limit + 1)
+            total = (
+                page_total if page_total is not None else self._store.count_heads(project, filters)
+            )
         next_cursor = None
         if len(rows) > limit:
             rows = rows[:limit]
@@ -355,7 +360,11 @@ class PromptService:
                     self._ids.forget(project)
                     raise
                 mine = winner == candidate.version_id
-                if winner is not None:
+                if winner is None:
+                    # Taken but not stored (a failed write of another store client): what
+                    # is stored decides, so the index is loaded again.
+                    self._ids.forget(project)
+                else:
                     # The number is durably stored, by this writer or one that beat it: the
                     # index learns it before the cache is cleared, so no read caches an older
                     # head (a winner's row is read from the store when asked for).
@@ -497,3 +506,39 @@ class PromptService:
             raise ValidationFailed(
                 "label", "'latest' is reserved: it always means the newest version"
             )
+
+
+def _heads_page(
+    newest: list[PromptVersionRow],
+    filters: ListFilter,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> tuple[list[PromptHeadRow], int]:
+    """One page of the list from the live prompts' newest versions held in memory, and the
+    count matching the filters: the store's list query (``PromptStore.list_heads``) in Python."""
+    query = filters.search.lower() if filters.search else None
+    prefix = filters.folder.rstrip("/") + "/" if filters.folder is not None else None
+    matching = [
+        row
+        for row in newest
+        if all(tag in row.tags for tag in filters.tags)
+        and (prefix is None or row.folder == filters.folder or row.folder.startswith(prefix))
+        and (query is None or query in row.name.lower() or query in row.description.lower())
+    ]
+    total = len(matching)
+    matching.sort(key=lambda row: (row.prompt_created_at, row.prompt_id), reverse=True)
+    if after is not None:
+        matching = [r for r in matching if (r.prompt_created_at, r.prompt_id) < after]
+    page = [
+        PromptHeadRow(
+            prompt_id=row.prompt_id,
+            name=row.name,
+            description=row.description,
+            version=row.version,
+            prompt_created_at=row.prompt_created_at,
+            tags=list(row.tags),
+            folder=row.folder,
+        )
+        for row in matching[:limit]
+    ]
+    return page, total
