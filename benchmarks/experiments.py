@@ -2,7 +2,8 @@
 
 Command::
 
-    .venv/bin/python benchmarks/experiments.py [--items 1000] [--compare-items 10000] [--write-docs]
+    .venv/bin/python benchmarks/experiments.py [--items 1000] [--compare-items 10000]
+        [--stub-latency-ms 0,100] [--write-docs]
 
 It starts the zero-latency OpenAI stub and a collector (``promptrail serve`` on a fresh
 temporary data directory), as ``benchmarks/runs.py`` does, then measures:
@@ -16,7 +17,9 @@ temporary data directory), as ``benchmarks/runs.py`` does, then measures:
    0 and 100): at 0 the eight runs queue behind each other for the 2 cores, so a run's
    latency is mostly the other seven's work (a throughput figure); a stub that answers after
    a model-like delay leaves the cores free between answers, and the figure is the service's
-   own time on a result.
+   own time on a result. The collector's CPU time per result (whole process, and its
+   event-loop thread), read from /proc around the experiment, is the figure that moves least
+   with what else the machine runs.
 2. **Comparisons**: two experiments run by the client (``task: client``) of
    ``--compare-items`` results each, posted 1,000 at a time; then ``GET
    /v1/experiments/compare`` (the summary and the first page of 50 items) and its second page
@@ -30,6 +33,8 @@ the figures into the "Experiments" section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import random
 import shutil
 import signal
@@ -46,6 +51,8 @@ import httpx
 from _harness import check
 from _report import Machine, finish, generated_head, write_block
 from runs import API_KEY, PROMPT, REPLY, _terminate, percentile, set_stub, stub_and_collector
+
+from promptrail.collector.runtime_file import read_runtime
 
 SECTION_HEADING = "## Experiments (`benchmarks/experiments.py`)"
 BEGIN_MARK = "<!-- benchmarks/experiments.py: begin generated figures -->"
@@ -83,12 +90,29 @@ def bench_dataset(api: httpx.Client, items: int) -> None:
         check(api.post("/v1/datasets/bench/items", json={"items": batch}), 201)
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """The CPU time (user + system) of a process and of its main thread (the collector's
+    event loop), seconds, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read(path: str) -> float:
+        fields = Path(path).read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")
+
+
 def service_experiment(
-    api: httpx.Client, stub_url: str, items: int, latency_ms: float = 0.0
+    api: httpx.Client, stub_url: str, items: int, latency_ms: float = 0.0, pid: int | None = None
 ) -> dict[str, float]:
-    """One experiment over the ``bench`` dataset, the stub answering after ``latency_ms``."""
+    """One experiment over the ``bench`` dataset, the stub answering after ``latency_ms``.
+
+    With the collector's ``pid``, also its CPU time per result (whole process and event-loop
+    thread): unlike the wall figures it does not move with what else the machine runs.
+    """
     set_stub(stub_url, first_byte_delay=latency_ms / 1000)
     stub = stub_p50(stub_url, samples=200 if latency_ms < 10 else 20)
+    cpu_before = cpu_seconds(pid) if pid else (math.nan, math.nan)
     started = time.perf_counter()
     made = check(api.post("/v1/experiments", json={
         "dataset": "bench", "prompt": PROMPT, "concurrency": CONCURRENCY,
@@ -102,6 +126,7 @@ def service_experiment(
             break
         time.sleep(0.2)
     wall = time.perf_counter() - started
+    cpu_after = cpu_seconds(pid) if pid else (math.nan, math.nan)
     latencies: list[float] = []
     cursor = None
     while True:
@@ -125,6 +150,9 @@ def service_experiment(
         "own_p95_ms": percentile(own, 95),
         "share_per_result_ms": wall * 1000 * CONCURRENCY / items - stub,
         "first_result_s": first_seen or float("nan"),
+        # Includes serving the progress polls (5 a second), as a user watching would.
+        "cpu_per_result_ms": (cpu_after[0] - cpu_before[0]) * 1000 / items,
+        "loop_cpu_per_result_ms": (cpu_after[1] - cpu_before[1]) * 1000 / items,
     }
 
 
@@ -189,7 +217,7 @@ def comparison(api: httpx.Client, items: int) -> dict[str, float]:
 
 
 def summary_lines(
-    machine: Machine, runs: list[dict[str, float]], compared: dict[str, float]
+    machine: Machine, runs: list[dict[str, float]], compared: dict[str, float] | None
 ) -> list[str]:
     lines = [f"- Machine: {machine.line()}"]
     for run in runs:
@@ -202,7 +230,12 @@ def summary_lines(
             f"  - Service's own time per result (run latency - stub p50): p50 "
             f"{run['own_p50_ms']:.2f} ms, p95 {run['own_p95_ms']:.2f} ms (target p50 ≤ 5 ms); "
             f"wall * {CONCURRENCY} / items - stub: {run['share_per_result_ms']:.2f} ms",
+            f"  - Collector CPU time per result (progress polls included): "
+            f"{run['cpu_per_result_ms']:.2f} ms, of which its event loop "
+            f"{run['loop_cpu_per_result_ms']:.2f} ms",
         ]
+    if not compared:
+        return lines
     lines += [
         f"- Compare of two {compared['items']:.0f}-item experiments, one still running "
         "(computed at every read), summary + first page: "
@@ -234,7 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=1000)
-    parser.add_argument("--compare-items", type=int, default=10_000)
+    parser.add_argument(
+        "--compare-items", type=int, default=10_000, help="0: no comparisons [10000]"
+    )
     parser.add_argument(
         "--stub-latency-ms",
         default="0,100",
@@ -242,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
+    if args.write_docs and not args.compare_items:
+        parser.error("--write-docs writes the comparisons' figures too: give --compare-items")
     latencies = [float(ms) for ms in args.stub_latency_ms.split(",")]
     signal.signal(signal.SIGTERM, _terminate)
     started = time.perf_counter()
@@ -250,11 +287,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with stub_and_collector(workdir / "data") as (stub_url, collector_url):
             headers = {"Authorization": f"Bearer {API_KEY}"}
+            running = read_runtime(workdir / "data")
+            pid = running.pid if running is not None else None
             with httpx.Client(base_url=collector_url, headers=headers, timeout=300) as api:
                 bench_dataset(api, args.items)
-                runs = [service_experiment(api, stub_url, args.items, ms) for ms in latencies]
+                runs = [service_experiment(api, stub_url, args.items, ms, pid) for ms in latencies]
                 set_stub(stub_url)
-                compared = comparison(api, args.compare_items)
+                compared = comparison(api, args.compare_items) if args.compare_items else None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     lines = summary_lines(machine, runs, compared)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -32,6 +33,14 @@ _RETRYABLE_TRANSPORT = (
     httpx.WriteError,
 )
 _MAX_ERROR_CHARS = 2000
+
+# httpx logs every request at INFO ("HTTP Request: POST ... 200 OK"), and the collector logs
+# at INFO: a formatted line and a write to the log per provider call, on the event loop, that
+# says less than the run's own record. Its warnings still show; a level set on the "httpx"
+# logger by whoever runs the collector stands.
+_HTTPX_LOG = logging.getLogger("httpx")
+if _HTTPX_LOG.level == logging.NOTSET:
+    _HTTPX_LOG.setLevel(logging.WARNING)
 _MAX_ERROR_BYTES = 64 * 1024
 
 

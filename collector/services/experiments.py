@@ -53,6 +53,7 @@ from ..store.experiments import (
     ResultRow,
     SummaryFigures,
 )
+from ..store.request_rows import RequestRow
 from ..store.scores import ScoreRow, ScoreStore
 from .cursors import CursorCodec
 from .datasets import DatasetService
@@ -60,7 +61,7 @@ from .evaluators import Evaluator, parse_evaluators
 from .ingest import rejection_of
 from .intervals import MeanInterval, interval_of, within
 from .prompts import PromptService
-from .runs import RunService, RunTarget
+from .runs import RecordKeeper, RunService, RunTarget
 from .templates import provider_for
 
 logger = logging.getLogger("promptrail.experiments")
@@ -217,6 +218,8 @@ class ExperimentService:
         gate = asyncio.Semaphore(int(experiment.spec["concurrency"]))
         repetitions = int(experiment.spec["repetitions"])
         done: list[ResultRow] = []
+        # The finished runs' records, stored with their results in the writer's batch.
+        records: list[RequestRow] = []
         writing = False
 
         async def write() -> None:
@@ -229,15 +232,17 @@ class ExperimentService:
             writing = True
             try:
                 while done:
-                    batch = done[:]
-                    del done[:]
-                    await anyio.to_thread.run_sync(self._save, project, experiment, batch)
+                    batch, kept = done[:], records[:]
+                    del done[:], records[:]
+                    await anyio.to_thread.run_sync(self._save, project, experiment, batch, kept)
             finally:
                 writing = False
 
         async def one(item: ItemRow, repetition: int) -> None:
             async with gate:
-                result = await self._run_one(project, experiment, evaluators, item, repetition)
+                result = await self._run_one(
+                    project, experiment, evaluators, item, repetition, records.append
+                )
             done.append(result)
             await write()
 
@@ -249,7 +254,10 @@ class ExperimentService:
         except asyncio.CancelledError:
             # Cancelled or stopped (whoever cancelled set the status): store what finished.
             if done and not writing:
-                await anyio.to_thread.run_sync(self._save, project, experiment, done[:])
+                await anyio.to_thread.run_sync(self._save, project, experiment, done[:], records[:])
+            elif records:
+                # Their results are lost with the writer; the records are not.
+                self._runs.store_later(project, records[:])
             raise
         except BaseException:
             logger.exception("experiment %s failed", experiment.id)
@@ -266,6 +274,7 @@ class ExperimentService:
         evaluators: Sequence[Evaluator],
         item: ItemRow,
         repetition: int,
+        keep: RecordKeeper,
     ) -> ResultRow:
         base = ResultRow(
             item_id=item.id,
@@ -295,7 +304,7 @@ class ExperimentService:
             # A missing variable (INVALID_TEMPLATE names them), or the prompt gone since.
             return replace(base, error=_error_text(exc))
         try:
-            answer = await self._runs.complete(run)
+            answer = await self._runs.complete(run, keep)
         except UpstreamProviderFailed as exc:
             return replace(base, request_id=run.request_id, error=exc.message)
         except Exception as exc:
@@ -359,8 +368,16 @@ class ExperimentService:
             return None, 0.0
         return judge_value(verdict.output, evaluator.categories), verdict.usage.estimated_cost_usd
 
-    def _save(self, project: str, experiment: ExperimentRow, results: Sequence[ResultRow]) -> None:
-        """Store results, then each verdict as a score on its record."""
+    def _save(
+        self,
+        project: str,
+        experiment: ExperimentRow,
+        results: Sequence[ResultRow],
+        records: Sequence[RequestRow] = (),
+    ) -> None:
+        """Store the runs' records, then the results, then each verdict as a score on its
+        record: a result anyone can read has its record stored."""
+        self._runs.store_records(project, records)
         self._store.put_results(project, experiment.id, results)
         self._scores.insert(
             [

@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -52,6 +52,10 @@ from .templates import provider_for, render_template, template_variables
 logger = logging.getLogger("promptrail.runs")
 
 USER_INPUT = "user_input"
+
+RecordKeeper = Callable[[RequestRow], None]
+"""Takes a finished run's record to store it with the caller's own batch (an experiment's
+results) instead of one write-behind insert per record."""
 
 
 @dataclass(frozen=True)
@@ -197,17 +201,23 @@ class RunService:
 
     # -- 2a. whole -------------------------------------------------------------------------
 
-    async def complete(self, run: PreparedRun) -> RunResult:
-        """Call the provider, store the record, return the result; 502 on provider failure."""
+    async def complete(self, run: PreparedRun, keep: RecordKeeper | None = None) -> RunResult:
+        """Call the provider, store the record, return the result; 502 on provider failure.
+
+        With ``keep``, the record (success or provider failure) is handed to it after the
+        latency is taken, and the caller stores it (:meth:`store_records`); a run cut short
+        otherwise (cancelled) has no caller left to keep it: its record is written behind.
+        """
         call_started = time.perf_counter()
         try:
             completion = await run.provider.complete(run.request)
         except BaseException as exc:
             llm_call_ms = _ms(time.perf_counter() - call_started)
             failure = _Outcome("", None, TokenUsage(), llm_call_ms, error=_reason(exc))
-            self._store_quietly(run, failure)
             if isinstance(exc, ProviderFailure):
+                self._store_quietly(run, failure, keep)
                 raise _provider_error(run, exc) from None
+            self._store_quietly(run, failure)
             raise
         outcome = _Outcome(
             completion.content,
@@ -215,7 +225,7 @@ class RunService:
             completion.usage,
             _ms(time.perf_counter() - call_started),
         )
-        row = self._store(run, outcome)
+        row = self._store(run, outcome, keep)
         return RunResult(
             id=row.id,
             output=completion.content,
@@ -283,8 +293,11 @@ class RunService:
 
     # -- 3. store --------------------------------------------------------------------------
 
-    def _store(self, run: PreparedRun, outcome: _Outcome) -> RequestRow:
-        """Price the run and hand its record to the store (one insert, in the background).
+    def _store(
+        self, run: PreparedRun, outcome: _Outcome, keep: RecordKeeper | None = None
+    ) -> RequestRow:
+        """Price the run and hand its record to the store (one insert, in the background),
+        or to ``keep``.
 
         ``latency_ms`` is the run's time until its answer was complete and priced; the
         insert that follows is bookkeeping and not counted.
@@ -329,19 +342,37 @@ class RunService:
             cache_write_tokens=usage.cache_write_tokens,
             reasoning_tokens=usage.reasoning_tokens,
         )
-        self._pending.submit(
-            run.project,
-            f"record of run {run.request_id}",
-            lambda: self._ingest.store_rows(run.project, [row]),
-        )
+        if keep is not None:
+            keep(row)
+        else:
+            self.store_later(run.project, [row])
         return row
 
-    def _store_quietly(self, run: PreparedRun, outcome: _Outcome) -> None:
+    def _store_quietly(
+        self, run: PreparedRun, outcome: _Outcome, keep: RecordKeeper | None = None
+    ) -> None:
         """Store a failed run's record; log (never raise) a failure."""
         try:
-            self._store(run, outcome)
+            self._store(run, outcome, keep)
         except Exception:
             logger.exception("record of failed run %s not stored", run.request_id)
+
+    def store_records(self, project: str, rows: Sequence[RequestRow]) -> None:
+        """Insert records kept by their caller (one insert for them all) and return once
+        they are stored; a store that refuses them gets them written behind, retried."""
+        if not rows:
+            return
+        try:
+            self._ingest.store_rows(project, rows)
+        except Exception as exc:
+            logger.warning("%d run records not stored at once, retrying: %s", len(rows), exc)
+            self.store_later(project, rows)
+
+    def store_later(self, project: str, rows: Sequence[RequestRow]) -> None:
+        """Hand records to the write-behind pool (every read of the log waits for them)."""
+        what = f"record of run {rows[0].id}" if len(rows) == 1 else f"{len(rows)} run records"
+        kept = list(rows)
+        self._pending.submit(project, what, lambda: self._ingest.store_rows(project, kept))
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ errors, cancel, counts and summaries."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -11,6 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.models.runs import RunRequest
+from promptrail.collector.services.container import Services
+from promptrail.collector.services.runs import RunTarget
+from promptrail.collector.store.request_rows import RequestRow
 from promptrail.testing import OpenAIStub
 from tests.collector.contract import assert_error
 
@@ -58,6 +63,20 @@ def results(api: TestClient, experiment_id: str, limit: int = 100) -> list[dict[
         cursor = body["pagination"].get("next_cursor")
         if not cursor:
             return found
+
+
+def slow_experiment(
+    api: TestClient, stub: OpenAIStub, items: int, delay: float, concurrency: int
+) -> dict[str, Any]:
+    """Start an experiment of ``capital`` over ``items`` items, each run answered after
+    ``delay`` seconds; return it as made."""
+    prompt(api)
+    many = [{"id": f"i{n:02d}", "input_variables": {"country": f"c{n}"}} for n in range(items)]
+    setup_dataset(api, many)
+    stub.script.first_byte_delay = delay
+    body = {"dataset": "capitals", "prompt": "capital", "concurrency": concurrency}
+    made: dict[str, Any] = post(api, "/v1/experiments", body)
+    return made
 
 
 ITEMS = [
@@ -225,13 +244,7 @@ def test_an_llm_judge_scores_each_output_its_runs_are_records_and_cost_apart(
 def test_a_cancelled_experiment_stops_and_keeps_what_it_stored(
     runs_api: TestClient, openai_stub: OpenAIStub
 ) -> None:
-    prompt(runs_api)
-    many = [{"id": f"i{n}", "input_variables": {"country": f"c{n}"}} for n in range(20)]
-    setup_dataset(runs_api, many)
-    openai_stub.script.first_byte_delay = 0.2
-    made = post(
-        runs_api, "/v1/experiments", {"dataset": "capitals", "prompt": "capital", "concurrency": 1}
-    )
+    made = slow_experiment(runs_api, openai_stub, items=20, delay=0.2, concurrency=1)
     deadline = time.monotonic() + 30
     while runs_api.get(f"/v1/experiments/{made['id']}").json()["data"]["counts"]["done"] < 2:
         assert time.monotonic() < deadline
@@ -330,3 +343,75 @@ def test_bad_experiments_get_the_contract_s_errors(runs_api: TestClient) -> None
         runs_api.get("/v1/experiments", params={"dataset": "nothing"}), 404, "DATASET_NOT_FOUND"
     )
     assert runs_api.get("/v1/experiments").json()["data"] == []
+
+
+def test_every_visible_result_has_its_record_stored_the_in_flight_one_at_a_cancel_too(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    # A run's record is stored by the experiment's writer with the results, before them:
+    # a request-log read does not wait for it, so a result is never seen before its record.
+    made = slow_experiment(runs_api, openai_stub, items=30, delay=0.05, concurrency=4)
+    checked: set[str] = set()
+    deadline = time.monotonic() + 30
+    while len(checked) < 12:
+        assert time.monotonic() < deadline
+        for row in results(runs_api, made["id"]):
+            if row["request_id"] not in checked:
+                record = runs_api.get(f"/v1/requests/{row['request_id']}")
+                assert record.status_code == 200, record.text
+                assert record.json()["data"]["metadata"]["dataset_item_id"] == row["item_id"]
+                checked.add(row["request_id"])
+    post(runs_api, f"/v1/experiments/{made['id']}/cancel", {}, status=200)
+    time.sleep(0.5)
+    stored = results(runs_api, made["id"])
+    records = runs_api.get(
+        "/v1/requests", params={"metadata.experiment_id": made["id"], "limit": 100}
+    ).json()["data"]
+    ids = {r["id"] for r in records}
+    assert {r["request_id"] for r in stored} <= ids
+    # Runs cut short by the cancel have no result, but their records say so.
+    cut = [r for r in records if r["id"] not in {s["request_id"] for s in stored}]
+    assert all(r["status"] == "error" for r in cut)
+
+
+def test_a_run_s_record_kept_by_its_caller_is_stored_by_it_not_written_behind(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    prompt(runs_api)
+    services: Services = runs_api.app.state.services  # type: ignore[attr-defined]
+    kept: list[RequestRow] = []
+
+    async def run() -> Any:
+        body = RunRequest(variables={"country": "France"}, metadata={"kept": True})
+        prepared = await services.runs.prepare("default", RunTarget("capital"), body)
+        return await services.runs.complete(prepared, kept.append)
+
+    answer = runs_api.portal.call(run)  # type: ignore[union-attr]
+    assert [(r.id, r.latency_ms, r.status) for r in kept] == [
+        (answer.id, answer.latency_ms, "success")
+    ]
+    # Handed over, not written behind: the log (which waits for write-behind) lacks it...
+    assert runs_api.get(f"/v1/requests/{answer.id}").status_code == 404
+    # ...until its keeper stores it, in one insert with whatever else it kept.
+    services.runs.store_records("default", kept)
+    record = runs_api.get(f"/v1/requests/{answer.id}").json()["data"]
+    assert record["metadata"] == {"kept": True} and record["output"]["content"] == REPLY
+
+    # A provider failure's record is kept too (the caller makes it an error result).
+    openai_stub.script.failures = [400]
+    kept.clear()
+    with pytest.raises(Exception, match="HTTP 400"):
+        runs_api.portal.call(run)  # type: ignore[union-attr]
+    assert [r.status for r in kept] == ["error"]
+
+
+def test_a_run_logs_no_line_per_provider_call(
+    runs_api: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # httpx's INFO line per request ("HTTP Request: POST ...") cost the event loop a
+    # formatted line and a write per run, and says less than the run's record.
+    prompt(runs_api)
+    caplog.set_level(logging.INFO)
+    response = runs_api.post("/v1/prompts/capital/run", json={"variables": {"country": "F"}})
+    assert response.status_code == 200, response.text
+    assert [r.getMessage() for r in caplog.records if r.name == "httpx"] == []
