@@ -9,6 +9,8 @@ embedded store) upgrades and lists its prompts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -175,3 +177,63 @@ def test_a_store_from_before_migration_24_upgrades_and_lists_its_prompts(
         store.close()
     assert total == 3
     assert {h.name: h.version for h in heads} == {"old0": 1, "old1": 2, "old2": 2}
+
+
+def test_the_list_is_answered_from_memory_as_the_store_answers_it(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(7):
+        body = {
+            "name": f"item{i}",
+            "template": f"t{i}",
+            "model": "m",
+            "description": "Alpha" if i % 2 else "beta",
+            "tags": ["even"] if i % 2 == 0 else ["odd", "x"],
+            "folder": "/team/a" if i < 3 else "/team/ab",
+        }
+        assert api.post("/v1/prompts", json=body).status_code == 201
+    assert api.patch("/v1/prompts/item2", json={"template": "t2 v2"}).status_code == 200
+    assert api.delete("/v1/prompts/item5").status_code in (200, 204)
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    store = services.store
+    queries: list[str] = []
+    real = store.client.query
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        queries.append(str(args[0])[:60])
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    cases: list[dict[str, str | int]] = [
+        {"limit": 3},
+        {"tags": "odd"},
+        {"tags": "odd,x"},
+        {"folder": "team/a"},
+        {"folder": "/team/"},
+        {"search": "ALPHA"},
+        {"search": "item1"},
+    ]
+    monkeypatch.setattr(store.client, "query", recorded)
+    from_memory = [every_page(api, params) for params in cases]
+    assert queries == []  # no store query for any page of any filter
+    monkeypatch.setattr(store.client, "query", real)
+
+    # The same pages from the store's own list (the index dropped, so the store answers).
+    services.prompts.live_ids.enabled = False
+    from_store = [every_page(api, params) for params in cases]
+    assert from_memory == from_store
+    assert [n for n, _ in from_memory[0][0][0]] == ["item6", "item4", "item3"]
+    assert ("item2", 2) in [item for page, _ in from_memory[0] for item in page]
+    assert "item5" not in [name for page, _ in from_memory[0] for name, _ in page]
+
+
+def every_page(api: TestClient, params: dict[str, str | int]) -> list[tuple[list[Any], Any]]:
+    """Every page of the prompt list for ``params``: (name, version) items and pagination."""
+    pages: list[tuple[list[Any], Any]] = []
+    cursor = None
+    while True:
+        body = api.get("/v1/prompts", params={**params, **({"cursor": cursor} if cursor else {})})
+        data = body.json()
+        pages.append(([(p["name"], p["version"]) for p in data["data"]], data["pagination"]))
+        cursor = data["pagination"].get("next_cursor")
+        if not cursor:
+            return pages

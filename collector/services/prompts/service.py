@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import random
 import re
 import time
@@ -518,17 +519,20 @@ def _heads_page(
     count matching the filters: the store's list query (``PromptStore.list_heads``) in Python."""
     query = filters.search.lower() if filters.search else None
     prefix = filters.folder.rstrip("/") + "/" if filters.folder is not None else None
-    matching = [
-        row
-        for row in newest
-        if all(tag in row.tags for tag in filters.tags)
-        and (prefix is None or row.folder == filters.folder or row.folder.startswith(prefix))
-        and (query is None or query in row.name.lower() or query in row.description.lower())
-    ]
+    matching = newest
+    if filters.tags or prefix is not None or query is not None:
+        matching = [
+            row
+            for row in newest
+            if all(tag in row.tags for tag in filters.tags)
+            and (prefix is None or row.folder == filters.folder or row.folder.startswith(prefix))
+            and (query is None or query in row.name.lower() or query in row.description.lower())
+        ]
     total = len(matching)
-    matching.sort(key=lambda row: (row.prompt_created_at, row.prompt_id), reverse=True)
     if after is not None:
         matching = [r for r in matching if (r.prompt_created_at, r.prompt_id) < after]
+    # A page of the newest: a heap of ``limit`` over the matches, not a sort of them all.
+    matching = heapq.nlargest(limit, matching, key=lambda r: (r.prompt_created_at, r.prompt_id))
     page = [
         PromptHeadRow(
             prompt_id=row.prompt_id,
