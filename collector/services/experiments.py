@@ -261,6 +261,8 @@ class ExperimentService:
             raise
         except BaseException:
             logger.exception("experiment %s failed", experiment.id)
+            if records:
+                self._runs.store_later(project, records[:])  # runs made: their records stay
             await anyio.to_thread.run_sync(
                 self._finish, project, experiment, "failed", "internal error; see the log"
             )

@@ -415,3 +415,30 @@ def test_a_run_logs_no_line_per_provider_call(
     response = runs_api.post("/v1/prompts/capital/run", json={"variables": {"country": "F"}})
     assert response.status_code == 200, response.text
     assert [r.getMessage() for r in caplog.records if r.name == "httpx"] == []
+
+
+def test_a_log_that_refuses_the_records_loses_no_result_and_gets_them_later(
+    runs_api: TestClient, openai_stub: OpenAIStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The writer stores a batch's records first; a request log refusing inserts (ClickHouse's
+    # own TOO_MANY_PARTS, collector/store/faults.py) hands them to the write-behind pool,
+    # retried, and the results are written all the same.
+    services: Services = runs_api.app.state.services  # type: ignore[attr-defined]
+    prompt(runs_api, "warm")
+    first = runs_api.post("/v1/prompts/warm/run", json={"variables": {"country": "F"}})
+    assert first.status_code == 200  # the log's table holds a part: the stall applies
+    services.faults.stall("fail", 0)
+    try:
+        made = slow_experiment(runs_api, openai_stub, items=6, delay=0.02, concurrency=2)
+        done = finished(runs_api, made["id"])
+        assert done["status"] == "completed"
+        assert done["counts"] == {"items": 6, "runs": 6, "done": 6, "errors": 0}
+    finally:
+        services.faults.resume()
+    refused = [r for r in caplog.records if "run records not stored at once" in r.getMessage()]
+    assert refused, "the stall never refused the experiment's records"
+    for row in results(runs_api, made["id"]):
+        # A read of the log waits for the write-behind records (retried at Retry-After).
+        record = runs_api.get(f"/v1/requests/{row['request_id']}")
+        assert record.status_code == 200, record.text
+        assert record.json()["data"]["metadata"]["dataset_item_id"] == row["item_id"]
