@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import cache
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import BaseRoute
 
 from promptrail import __version__
 
@@ -72,6 +74,28 @@ def _api_router() -> APIRouter:
     return router
 
 
+@cache
+def _routes(fault_injection: bool) -> tuple[BaseRoute, ...]:
+    """The health route and the API under ``/v1`` and ``/api/v1``, built once per process.
+
+    FastAPI resolves an included router's routes (their dependencies, request and response
+    models: a pydantic schema each) on the app's first request, once per app. A process that
+    makes several apps (the test suite makes one per test; a collector makes one) would pay
+    that again for each, so the included routers are made once, on a router of their own, and
+    every app lists the same objects. What they hold does not depend on the app: a request
+    finds its app in its scope, and the collector uses no ``dependency_overrides`` (an include
+    into an app would read them from that app; these routes see none).
+    """
+    routes = APIRouter()
+    routes.include_router(health.router)
+    api = _api_router()
+    if fault_injection:
+        api.include_router(faults.router)
+    routes.include_router(api, prefix="/v1")
+    routes.include_router(api, prefix="/api/v1", include_in_schema=False)
+    return tuple(routes.routes)
+
+
 def open_services(settings: Settings) -> tuple[Services, str | None]:
     """Open and migrate the store, make sure the initial key exists; return any new key."""
     store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
@@ -132,13 +156,8 @@ def create_app(
     # Outermost: the feedback route's preflight and its every answer, errors included.
     app.add_middleware(FeedbackCorsMiddleware)
     install_error_handlers(app)
-    app.include_router(health.router)
     install_console(app)
-    api = _api_router()
-    if settings.fault_injection:
-        api.include_router(faults.router)
-    app.include_router(api, prefix="/v1")
-    app.include_router(api, prefix="/api/v1", include_in_schema=False)
+    app.router.routes.extend(_routes(settings.fault_injection))
     _document_real_errors(app)
     return app
 

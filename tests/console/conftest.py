@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
@@ -30,6 +30,10 @@ SCREENSHOTS = Path(
     or Path(__file__).resolve().parents[2] / "build" / "screenshots"
 )
 LAPTOP = {"width": 1280, "height": 800}
+# A waiting assertion returns as soon as it holds, so a longer bound costs a passing test
+# nothing; Playwright's 5 s default failed tests whose page was merely slow on a loaded machine
+# (the key check still "Checking the key…" after 5 s with the suite and other work running).
+expect.set_options(timeout=15_000)
 PHONE = {"width": 390, "height": 844}
 
 
@@ -68,6 +72,9 @@ class Console:
         page = self.open(route)
         page.get_by_label("API key").fill(key)
         page.get_by_role("button", name="Sign in").click()
+        # Signed in or refused, the form says so once the key check has answered: a test's
+        # next step then reads the page the check led to, not the form.
+        expect(page.get_by_text("Checking the key…")).to_have_count(0)
         return page
 
     def screenshot(self, name: str) -> None:
