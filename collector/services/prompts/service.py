@@ -102,8 +102,8 @@ class PromptService:
         """Create a prompt at version 1; 409 when a live prompt has the name.
 
         On the embedded store the name's state comes from the live-id index and the create is
-        one store call (the version, the name claim and the claim's read-back); creates of
-        other names run at the same time.
+        one group commit (version 1 and the name claim, stored with other writers' rows);
+        creates of other names run at the same time.
         """
         parse_template(body.template)
         now = utc_now_ms()
