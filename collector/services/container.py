@@ -68,11 +68,14 @@ class Services:
     def build(cls, settings: Settings, store: Store) -> Services:
         """Wire services over a store (start background work with :meth:`start`)."""
         # Both are exact only where this process is the store's only writer.
+        # On a server other collectors write too: the live-id index is kept fresh by polling
+        # (PROMPTRAIL_REGISTRY_POLL_SECONDS; 0 reads every prompt from the store there).
+        polled = not store.is_embedded and settings.registry_poll_seconds > 0
         prompts = PromptService(
             store.prompts,
             settings.cursor_secret,
             VersionCache(enabled=store.is_embedded),
-            LiveIdIndex(enabled=store.is_embedded),
+            LiveIdIndex(enabled=store.is_embedded or polled, polled=polled),
         )
         prices = GenaiPriceBook()  # one price book: runs and every ingest path price alike
         ingest = IngestService(
@@ -146,6 +149,8 @@ class Services:
         self.exports.start(sole_runner=self.store.is_embedded)
         self.rollups.start()
         self.keys.start()
+        if self.prompts.live_ids.polled:
+            self.prompts.start_polling(self.settings.registry_poll_seconds)
         if self.store.is_embedded:
             # The only runner of this store: an experiment still running died with its process.
             self.experiments.recover()
@@ -159,6 +164,7 @@ class Services:
         self.exports.close()
         self.rollups.close()
         self.keys.close()
+        self.prompts.close()
         self.store.close()
 
 

@@ -349,6 +349,22 @@ class LiveState:
 
 
 @dataclass(frozen=True)
+class RegistryChanges:
+    """What other writers may have stored in some projects since a time (a poll's answer).
+
+    ``claims`` are (project, name, generation, prompt_id, is_deleted) rows, claims and delete
+    rows alike, in (project, name, generation, claim before delete) order; ``versions`` the
+    versions stored since, per project; ``labels`` the store's current pointer of every
+    (project, prompt_id, label) moved since, as (project, prompt_id, label, version, last
+    move's updated_at), version 0 when removed.
+    """
+
+    claims: list[tuple[str, str, int, str, bool]]
+    versions: list[tuple[str, PromptVersionRow]]
+    labels: list[tuple[str, str, str, int, datetime]]
+
+
+@dataclass(frozen=True)
 class ListFilter:
     """Filters of the prompt list."""
 
@@ -671,6 +687,51 @@ class PromptStore:
                 ).result_rows
             )
         return found
+
+    def changes(self, projects: Sequence[str], since: datetime) -> RegistryChanges:
+        """Return the claims, deletes, versions and label moves stored in ``projects`` with a
+        time at or after ``since`` (a poll of a collector sharing the store with others).
+
+        Three queries, each one range of the tables' first sorting column (``project``) read
+        with a filter on the rows' own time column: a claim's ``created_at`` or a delete's
+        ``deleted_at``, a version's ``created_at``, a label move's ``updated_at``. The times
+        are the writers' clocks, so the caller reads from a little before its last poll.
+        """
+        params: dict[str, Any] = {"projects": list(projects), "since": since}
+        claims = [
+            (str(r[0]), str(r[1]), int(r[2]), str(r[3]), bool(r[4]))
+            for r in self._client.query(
+                f"SELECT project, name, generation, prompt_id, is_deleted FROM {self._prompts} "
+                "WHERE project IN {projects:Array(String)} "
+                "AND greatest(created_at, deleted_at) >= {since:DateTime64(3, 'UTC')} "
+                "ORDER BY project, name, generation, row_version",
+                parameters=params,
+            ).result_rows
+        ]
+        versions = [
+            (str(r[0]), _packed_version(r[1]))
+            for r in self._client.query(
+                f"SELECT project, version_json FROM {self._versions} "
+                "WHERE project IN {projects:Array(String)} "
+                "AND created_at >= {since:DateTime64(3, 'UTC')} "
+                "ORDER BY project, prompt_id, version",
+                parameters=params,
+            ).result_rows
+        ]
+        # The winner of each moved label (the newest move, as FINAL would keep), not each move.
+        labels = [
+            (str(r[0]), str(r[1]), str(r[2]), int(r[3]), utc(r[4]))
+            for r in self._client.query(
+                "SELECT project, prompt_id, label, argMax(version, updated_at), max(updated_at) "
+                f"FROM {self._labels} WHERE project IN {{projects:Array(String)}} "
+                f"AND (project, prompt_id, label) IN (SELECT project, prompt_id, label "
+                f"FROM {self._labels} WHERE project IN {{projects:Array(String)}} "
+                "AND updated_at >= {since:DateTime64(6, 'UTC')}) "
+                "GROUP BY project, prompt_id, label",
+                parameters=params,
+            ).result_rows
+        ]
+        return RegistryChanges(claims=claims, versions=versions, labels=labels)
 
     # -- versions --------------------------------------------------------------------------
 

@@ -193,10 +193,12 @@ def test_racing_creates_and_deletes_leave_the_index_equal_to_the_store(api: Test
 
 @pytest.fixture
 def server_like(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Services]:
-    """Services wired as on a ClickHouse server (the store reports it is not embedded)."""
+    """Services wired as on a ClickHouse server (the store reports it is not embedded) with
+    the registry's polling off (PROMPTRAIL_REGISTRY_POLL_SECONDS=0; polling on is
+    tests/collector/test_registry_poll.py)."""
     monkeypatch.setattr(Store, "is_embedded", property(lambda self: False))
     store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
-    services = Services.build(settings, store)
+    services = Services.build(settings.model_copy(update={"registry_poll_seconds": 0}), store)
     yield services
     services.close()
 

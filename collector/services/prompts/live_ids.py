@@ -6,9 +6,14 @@ versions, a label's through a ``prompt_labels FINAL`` subquery. On the embedded 
 process is the only writer, so it can know all of that exactly: on the first lookup of a
 project the index reads every live prompt of the project (its id, newest version number and
 labels), and from then on every write that changes an answer updates it as it is stored. A cold
-read is then one point read of ``prompt_versions`` on its full sorting key. Collectors sharing
-a ClickHouse server do not see each other's writes, so there the index is disabled and every
-read asks the store.
+read is then one point read of ``prompt_versions`` on its full sorting key.
+
+Collectors sharing a ClickHouse server do not see each other's writes as they happen, so there
+the index is *polled* (:meth:`LiveIdIndex.poll`): every few moments it reads what any writer
+stored in its loaded projects since its last poll and applies it, and a read it cannot answer
+(a prompt, version or label it does not know) asks the store rather than answering "not found"
+from a possibly stale index. A write of another collector reaches this index within one poll
+interval plus one poll's duration (docs/architecture.md, "Freshness across collectors").
 
 The writes that update the index: a create's name claim, a delete, a new version (update or
 rollback; also a version another writer won, seen by the loser's read-back), and a label move or
@@ -41,7 +46,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from ...store.prompts import LiveState, PromptRef, PromptVersionRow
+from ...store.prompts import LiveState, PromptRef, PromptVersionRow, RegistryChanges
 
 # A project with more live prompts than this is not indexed: its reads ask the store.
 _MAX_PROJECT_PROMPTS = 200_000
@@ -53,6 +58,8 @@ _TICK = timedelta(microseconds=1)
 _STRIPES = 256
 
 Loader = Callable[[str, int], LiveState | None]
+# Reads what was stored in some projects since a time (``PromptStore.changes``).
+ChangeReader = Callable[[list[str], datetime], RegistryChanges]
 T = TypeVar("T")
 
 
@@ -92,6 +99,9 @@ class _Project:
         self.prompts: dict[str, _Live] = {}
         # The highest generation each name ever claimed, deleted ones too.
         self.generations: dict[str, int] = {}
+        # When the store was last read for this project (its load, then each poll): a poll
+        # reads what was stored from a little before then.
+        self.polled_at = datetime.now(UTC)
 
     def lookup(self, ref: PromptRef) -> str | None:
         if ref.by_id:
@@ -134,6 +144,16 @@ class _Project:
             del self.by_name[name]
         self.prompts.pop(prompt_id, None)
 
+    def polled_claim(self, name: str, generation: int, prompt_id: str, deleted: bool) -> None:
+        """Apply a claim or delete row a poll read. A claim of a generation older than the
+        name's newest known one changes nothing (a poll re-reads rows it may have applied
+        before); a delete always applies (a deleted prompt never lives again)."""
+        if deleted:
+            self.generations[name] = max(generation, self.generations.get(name, 0))
+            self.deleted(name, prompt_id)
+        elif generation >= self.generations.get(name, 0):
+            self.created(name, prompt_id, 1, None, generation)
+
     def stored(self, prompt_id: str, version: int, row: PromptVersionRow | None = None) -> None:
         live = self.prompts.get(prompt_id)
         if live is not None:
@@ -165,8 +185,12 @@ class LiveIdIndex:
         enabled: bool,
         max_project_prompts: int = _MAX_PROJECT_PROMPTS,
         max_total_prompts: int = _MAX_TOTAL_PROMPTS,
+        polled: bool = False,
     ) -> None:
         self.enabled = enabled
+        # Other processes write the store too (a ClickHouse server): :meth:`poll` keeps the
+        # index fresh, and what it does not know is asked of the store (see the module doc).
+        self.polled = polled
         self._max_project = max_project_prompts
         self._max_total = max_total_prompts
         self._projects: OrderedDict[str, _Project] = OrderedDict()
@@ -277,10 +301,12 @@ class LiveIdIndex:
         if not loading.acquire(blocking=False):
             return False, None
         try:
+            started = datetime.now(UTC)
             state = load(project, self._max_project)
             if state is None:
                 return False, None
             built = _Project()
+            built.polled_at = started
             built.generations.update(state.generations)
             for live in state.prompts:
                 built.created(live.name, live.prompt_id, live.newest)
@@ -401,6 +427,66 @@ class LiveIdIndex:
                     del self._projects[project]
                     self._total -= len(indexed.prompts)
                 self._evict()
+
+    def poll(self, read: ChangeReader, overlap: timedelta) -> int:
+        """Apply what any writer stored in the loaded projects since their last read; return
+        how many rows the poll applied.
+
+        One ``read`` for every loaded project, from ``overlap`` before the oldest of their
+        last reads (the rows' times are their writers' clocks, and a row may be stored a
+        little after its time). Applying a row twice changes nothing: claims of a name apply
+        in generation order, versions raise the newest number only, labels take the store's
+        current pointer. The poll holds the write locks of the projects it reads (in sorted
+        order), so no write of this process lands between its read and its apply: a write it
+        did not see comes after, and is applied after it.
+        """
+        if not self.enabled:
+            return 0
+        with self._lock:
+            names = sorted(self._projects)
+            locks = [self._write_locks[project] for project in names]
+        if not names:
+            return 0
+        with contextlib.ExitStack() as held:
+            for lock in locks:
+                held.enter_context(lock)
+            with self._lock:
+                loaded = {p: self._projects[p] for p in names if p in self._projects}
+            if not loaded:
+                return 0
+            started = datetime.now(UTC)
+            since = min(indexed.polled_at for indexed in loaded.values()) - overlap
+            found = read(sorted(loaded), since)
+            rows = {(p, row.prompt_id, row.version): row for p, row in found.versions}
+            applied = 0
+            with self._lock:
+                for project, indexed in loaded.items():
+                    if self._projects.get(project) is not indexed:
+                        continue  # dropped meanwhile: its next load reads the store
+                    claims = [c for c in found.claims if c[0] == project]
+                    versions = [row for p, row in found.versions if p == project]
+                    labels = [m for m in found.labels if m[0] == project]
+                    indexed.polled_at = started
+                    if not (claims or versions or labels):
+                        continue
+                    self._generations[project] += 1
+                    self._total -= len(indexed.prompts)
+                    for _, name, generation, prompt_id, deleted in claims:
+                        indexed.polled_claim(name, generation, prompt_id, deleted)
+                    for row in versions:
+                        indexed.stored(row.prompt_id, row.version, row)
+                    for _, prompt_id, label, version, at in labels:
+                        target = rows.get((project, prompt_id, version))
+                        indexed.labeled(prompt_id, label, version, target)
+                        # This process's next move must win over the moves it has seen.
+                        self._stamps[project] = max(at, self._stamps.get(project, at))
+                    applied += len(claims) + len(versions) + len(labels)
+                    self._total += len(indexed.prompts)
+                    if len(indexed.prompts) > self._max_project:
+                        del self._projects[project]
+                        self._total -= len(indexed.prompts)
+                self._evict()
+            return applied
 
     def indexed(self, project: str) -> bool:
         """Whether the project's live prompts are in memory (for tests and diagnostics)."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import heapq
+import logging
 import random
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ...errors import (
@@ -36,6 +38,10 @@ _MAX_VERSION_ATTEMPTS = 200
 # A lost name claim is retried only when the name is not live after all (another store client
 # used the generation and deleted it again); a few such rounds in a row do not happen.
 _MAX_CLAIM_ATTEMPTS = 5
+# A poll reads rows stamped from this long before its last read: the stamps are the writers'
+# clocks, taken just before the insert, so this covers clock skew and slow inserts.
+POLL_OVERLAP = timedelta(seconds=10)
+_log = logging.getLogger(__name__)
 
 
 def prompt_ref(value: str) -> PromptRef:
@@ -90,11 +96,45 @@ class PromptService:
         self._cache = cache or VersionCache(enabled=False)
         self._ids = live_ids or LiveIdIndex(enabled=False)
         self.encoded = EncodedBodies()
+        self._stop_polling = threading.Event()
+        self._poller: threading.Thread | None = None
 
     @property
     def live_ids(self) -> LiveIdIndex:
-        """The in-memory live-id index (enabled on the embedded store only)."""
+        """The in-memory live-id index (on the embedded store; polled on a server)."""
         return self._ids
+
+    # -- polling (several collectors on one store) -----------------------------------------
+
+    def poll(self) -> int:
+        """Apply to the live-id index what any collector stored in its loaded projects since
+        its last read; return how many rows it applied (three queries, none when no project
+        is loaded)."""
+        return self._ids.poll(self._store.changes, POLL_OVERLAP)
+
+    def start_polling(self, interval: float) -> None:
+        """Poll every ``interval`` seconds in a daemon thread until :meth:`close`."""
+        if self._poller is not None or interval <= 0:
+            return
+
+        def run() -> None:
+            while not self._stop_polling.wait(interval):
+                try:
+                    self.poll()
+                except Exception:
+                    # The index keeps its last poll's state and the next poll reads from it
+                    # again; the store being away is reported by the reads that need it.
+                    _log.warning("registry poll failed", exc_info=True)
+
+        self._poller = threading.Thread(target=run, name="registry-poll", daemon=True)
+        self._poller.start()
+
+    def close(self) -> None:
+        """Stop polling (waits for a poll under way)."""
+        self._stop_polling.set()
+        if self._poller is not None:
+            self._poller.join()
+            self._poller = None
 
     # -- create / read ---------------------------------------------------------------------
 
@@ -139,7 +179,9 @@ class PromptService:
         known, generation, live_id = self._ids.claim_state(
             project, row.name, self._store.live_prompts
         )
-        if not known:
+        if not known or (live_id is not None and self._ids.polled):
+            # Unknown, or live in an index another collector's delete may not have reached
+            # yet: the store says whether the name is taken.
             generation, live = self._store.name_state(project, row.name)
             if live:
                 return False
@@ -189,9 +231,12 @@ class PromptService:
         known, prompt_id, version, held = self._ids.find(
             project, ref, number, label, self._store.live_prompts
         )
-        if known:
-            if prompt_id is None or version is None:
+        if known and (prompt_id is None or version is None):
+            if not self._ids.polled:
                 return None
+            # A polled index may not know yet what another collector just stored.
+            known = False
+        if known and prompt_id is not None and version is not None:
             if held is not None:
                 return held
             row = self._store.version_at(project, prompt_id, version)
@@ -204,7 +249,9 @@ class PromptService:
 
     def _live_prompt_id(self, project: str, ref: PromptRef) -> str | None:
         known, prompt_id = self._ids.resolve(project, ref, self._store.live_prompts)
-        return prompt_id if known else self._store.live_prompt_id(project, ref)
+        if known and (prompt_id is not None or not self._ids.polled):
+            return prompt_id
+        return self._store.live_prompt_id(project, ref)
 
     def cached_version(
         self, project: str, ref_text: str, number: int | None = None, label: str | None = None

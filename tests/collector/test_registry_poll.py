@@ -1,0 +1,197 @@
+"""Registry reads from memory on a ClickHouse server: the live-id index kept fresh by polling.
+
+Two store clients on one database stand for two collectors: A (wired as on the embedded
+store) writes, B is wired as on a server (the store says it is not embedded) with polling on.
+A write of A reaches B's reads from memory after B's next poll; between polls B's reads make
+no store query; B's own writes are B's at once; what B's index does not know yet is asked of
+the store, never answered "not found" from memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from promptrail.collector.config import Settings
+from promptrail.collector.errors import PromptNotFound
+from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
+from promptrail.collector.services.container import Services
+from promptrail.collector.store.database import Store
+from tests.collector.test_live_ids import record_queries, stored_view
+
+PROJECT = "default"
+# Long enough that the poller's thread never runs during a test that polls by hand.
+BY_HAND = 3600.0
+
+
+class _ServerStore(Store):
+    """A store client that reports a ClickHouse server: its collector polls the registry."""
+
+    @property
+    def is_embedded(self) -> bool:
+        return False
+
+
+def open_collector(settings: Settings, *, server: bool, poll_seconds: float) -> Services:
+    store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    if server:
+        store.__class__ = _ServerStore
+    services = Services.build(
+        settings.model_copy(update={"registry_poll_seconds": poll_seconds}), store
+    )
+    if services.prompts.live_ids.polled:
+        services.prompts.start_polling(poll_seconds)
+    return services
+
+
+@pytest.fixture
+def collectors(settings: Settings) -> Iterator[tuple[Services, Services]]:
+    """A (the writer) and B (server-wired, polled by hand), two store clients on one database."""
+    a = open_collector(settings, server=False, poll_seconds=0)
+    b = open_collector(settings, server=True, poll_seconds=BY_HAND)
+    yield a, b
+    for services in (a, b):
+        services.close()
+
+
+def no_queries(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[str]:
+    return record_queries(monkeypatch, services)
+
+
+def test_a_server_collector_polls_by_default_and_zero_turns_it_off(settings: Settings) -> None:
+    polled = open_collector(settings, server=True, poll_seconds=Settings().registry_poll_seconds)
+    off = open_collector(settings, server=True, poll_seconds=0)
+    try:
+        assert polled.prompts.live_ids.enabled and polled.prompts.live_ids.polled
+        assert not off.prompts.live_ids.enabled
+    finally:
+        polled.close()
+        off.close()
+
+
+def test_writes_of_a_reach_bs_reads_from_memory_after_a_poll(
+    collectors: tuple[Services, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = collectors
+    a.prompts.create(PROJECT, PromptCreate(name="p", template="v1", model="m"))
+    assert b.prompts.get(PROJECT, "p").template == "v1"  # B loads the project
+    assert b.prompts.live_ids.indexed(PROJECT)
+
+    a.prompts.update(PROJECT, "p", PromptUpdate(template="v2"))
+    a.prompts.move_label(PROJECT, "p", "prod", 1)
+    a.prompts.create(PROJECT, PromptCreate(name="q", template="q1", model="m"))
+    assert b.prompts.poll() > 0
+
+    seen = no_queries(monkeypatch, b)
+    assert b.prompts.get(PROJECT, "p").template == "v2"
+    assert b.prompts.resolve_version(PROJECT, "p", label="prod").template == "v1"
+    assert b.prompts.get(PROJECT, "q").template == "q1"
+    assert b.prompts.list_page(PROJECT, 10, None).total == 2
+    assert seen == [], "B's reads between polls asked the store"
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+
+    # A label removed and moved on A; a version by number read after the poll.
+    a.prompts.move_label(PROJECT, "p", "prod", 2)
+    a.prompts.move_label(PROJECT, "q", "beta", 1)
+    a.prompts.remove_label(PROJECT, "q", "beta")
+    b.prompts.poll()
+    seen.clear()
+    assert b.prompts.resolve_version(PROJECT, "p", label="prod").version == 2
+    assert seen == []
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+
+
+def test_a_name_deleted_and_created_again_on_a_reads_as_the_new_prompt_on_b(
+    collectors: tuple[Services, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = collectors
+    old = a.prompts.create(PROJECT, PromptCreate(name="n", template="old", model="m"))
+    a.prompts.create(PROJECT, PromptCreate(name="gone", template="g", model="m"))
+    assert b.prompts.get(PROJECT, "n").prompt_id == old.prompt_id
+
+    a.prompts.delete(PROJECT, "n")
+    new = a.prompts.create(PROJECT, PromptCreate(name="n", template="new", model="m"))
+    a.prompts.delete(PROJECT, "gone")
+    b.prompts.poll()
+
+    seen = no_queries(monkeypatch, b)
+    got = b.prompts.get(PROJECT, "n")
+    assert (got.prompt_id, got.template) == (new.prompt_id, "new")
+    assert seen == []
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+    # What B's index does not hold is asked of the store: still not found.
+    with pytest.raises(PromptNotFound):
+        b.prompts.get(PROJECT, "gone")
+    with pytest.raises(PromptNotFound):
+        b.prompts.get(PROJECT, f"prompt_{old.prompt_id}")
+
+
+def test_bs_own_writes_are_bs_at_once_and_misses_ask_the_store(
+    collectors: tuple[Services, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = collectors
+    b.prompts.create(PROJECT, PromptCreate(name="mine", template="b1", model="m"))
+    assert b.prompts.get(PROJECT, "mine").template == "b1"
+    seen = no_queries(monkeypatch, b)
+    b.prompts.update(PROJECT, "mine", PromptUpdate(template="b2"))
+    b.prompts.move_label(PROJECT, "mine", "prod", 1)
+    seen.clear()
+    assert b.prompts.get(PROJECT, "mine").template == "b2"
+    assert b.prompts.resolve_version(PROJECT, "mine", label="prod").template == "b1"
+    assert seen == []
+
+    # Made on A and not polled yet: B asks the store instead of answering 404 from memory.
+    a.prompts.create(PROJECT, PromptCreate(name="fresh", template="f1", model="m"))
+    assert b.prompts.get(PROJECT, "fresh").template == "f1"
+    # B's writes decide against the store, whatever its index says: a version A made is
+    # learned from the lost race, a name A deleted is free again.
+    a.prompts.update(PROJECT, "mine", PromptUpdate(template="a3"))
+    assert b.prompts.update(PROJECT, "mine", PromptUpdate(template="b4")).version == 4
+    a.prompts.delete(PROJECT, "mine")
+    again = b.prompts.create(PROJECT, PromptCreate(name="mine", template="b-new", model="m"))
+    assert b.prompts.get(PROJECT, "mine").prompt_id == again.prompt_id
+    b.prompts.poll()
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+
+
+def until(deadline_seconds: float, check: Callable[[], Any]) -> float:
+    """Call ``check`` until it returns true; return the seconds it took (fail at the deadline)."""
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < deadline_seconds, "not visible before the deadline"
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def test_the_poller_makes_as_writes_visible_on_b_without_a_read_of_the_store(
+    settings: Settings,
+) -> None:
+    a = open_collector(settings, server=False, poll_seconds=0)
+    b = open_collector(settings, server=True, poll_seconds=0.05)
+    try:
+        a.prompts.create(PROJECT, PromptCreate(name="live", template="v1", model="m"))
+        assert b.prompts.get(PROJECT, "live").template == "v1"
+
+        def held(template: str) -> bool:
+            row = b.prompts.cached_version(PROJECT, "live")  # memory only, never the store
+            return row is not None and row.template == template
+
+        a.prompts.update(PROJECT, "live", PromptUpdate(template="v2"))
+        until(10, lambda: held("v2"))
+        a.prompts.delete(PROJECT, "live")
+        a.prompts.create(PROJECT, PromptCreate(name="live", template="again", model="m"))
+        until(10, lambda: held("again"))
+        a.prompts.move_label(PROJECT, "live", "prod", 1)
+        until(
+            10,
+            lambda: (
+                (row := b.prompts.cached_version(PROJECT, "live", label="prod")) is not None
+                and row.template == "again"
+            ),
+        )
+    finally:
+        a.close()
+        b.close()
