@@ -9,6 +9,8 @@ the store, never answered "not found" from memory.
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,7 +18,12 @@ from typing import Any
 import pytest
 
 from promptrail.collector.config import Settings
-from promptrail.collector.errors import PromptNotFound
+from promptrail.collector.errors import (
+    LabelNotFound,
+    PromptAlreadyExists,
+    PromptNotFound,
+    VersionNotFound,
+)
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
 from promptrail.collector.store.database import Store
@@ -157,6 +164,69 @@ def test_bs_own_writes_are_bs_at_once_and_misses_ask_the_store(
     assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
 
 
+def test_bs_writes_go_to_the_live_prompt_even_before_bs_poll(
+    collectors: tuple[Services, Services],
+) -> None:
+    a, b = collectors
+    old = a.prompts.create(PROJECT, PromptCreate(name="n", template="old", model="m"))
+    b.prompts.get(PROJECT, "n")  # B's index: n -> the old prompt
+    a.prompts.delete(PROJECT, "n")
+    new = a.prompts.create(PROJECT, PromptCreate(name="n", template="new", model="m"))
+
+    # Not polled yet: B's index still names the old prompt, but writes ask the store.
+    assert b.prompts.update(PROJECT, "n", PromptUpdate(template="b2")).prompt_id == new.prompt_id
+    assert b.prompts.rollback(PROJECT, "n", 1, []).template == "new"
+    b.prompts.move_label(PROJECT, "n", "prod", 2)
+    assert [v.row.prompt_id for v in a.prompts.versions(PROJECT, f"prompt_{new.prompt_id}")] == [
+        new.prompt_id
+    ] * 3
+    assert b.store.prompts.labels(PROJECT, new.prompt_id)[0][:2] == ("prod", 2)
+    assert b.store.prompts.versions(PROJECT, old.prompt_id)[0].version == 1
+    b.prompts.remove_label(PROJECT, "n", "prod")
+    assert b.prompts.delete(PROJECT, "n") == f"prompt_{new.prompt_id}"
+    b.prompts.poll()
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+
+
+def test_racing_writes_of_both_collectors_leave_bs_polled_index_equal_to_the_store(
+    collectors: tuple[Services, Services],
+) -> None:
+    names = [f"r{i}" for i in range(4)]
+    for name in names:
+        collectors[0].prompts.create(PROJECT, PromptCreate(name=name, template="t", model="m"))
+    collectors[1].prompts.get(PROJECT, names[0])  # B loads the project
+
+    def work(worker: int) -> None:
+        rng = random.Random(worker)
+        for step in range(25):
+            prompts = collectors[rng.randrange(2)].prompts
+            name = rng.choice(names)
+            kind = rng.randrange(4)
+            try:
+                if kind == 0:
+                    prompts.update(PROJECT, name, PromptUpdate(template=f"{worker}-{step}"))
+                elif kind == 1:
+                    prompts.move_label(PROJECT, name, rng.choice(["prod", "beta"]), 1)
+                elif kind == 2:
+                    prompts.delete(PROJECT, name)
+                else:
+                    prompts.create(PROJECT, PromptCreate(name=name, template="c", model="m"))
+            except (PromptNotFound, PromptAlreadyExists, LabelNotFound, VersionNotFound):
+                pass
+            if worker == 0 and step % 5 == 0:
+                collectors[1].prompts.poll()
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    collectors[1].prompts.poll()
+    assert collectors[1].prompts.live_ids.describe(PROJECT) == stored_view(
+        collectors[1].store.prompts
+    )
+
+
 def until(deadline_seconds: float, check: Callable[[], Any]) -> float:
     """Call ``check`` until it returns true; return the seconds it took (fail at the deadline)."""
     start = time.monotonic()
@@ -184,6 +254,10 @@ def test_the_poller_makes_as_writes_visible_on_b_without_a_read_of_the_store(
         a.prompts.delete(PROJECT, "live")
         a.prompts.create(PROJECT, PromptCreate(name="live", template="again", model="m"))
         until(10, lambda: held("again"))
+        a.prompts.create(PROJECT, PromptCreate(name="other", template="o1", model="m"))
+        until(10, lambda: b.prompts.cached_version(PROJECT, "other") is not None)
+        a.prompts.delete(PROJECT, "other")
+        until(10, lambda: b.prompts.cached_version(PROJECT, "other") is None)
         a.prompts.move_label(PROJECT, "live", "prod", 1)
         until(
             10,

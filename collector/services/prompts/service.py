@@ -199,9 +199,11 @@ class PromptService:
                 raise
             if claimed:
                 return True
-            # Another writer took the generation: what is stored decides, and this index
-            # missed a write, so it is dropped and loaded again on the next read.
-            self._ids.forget(project)
+            # Another writer took the generation: what is stored decides. An exact index
+            # missed a write, so it is dropped and loaded again on the next read; a polled one
+            # learns the claim from its next poll (reloading it would cost more).
+            if not self._ids.polled:
+                self._ids.forget(project)
             generation, live = self._store.name_state(project, row.name)
             if live:
                 return False
@@ -356,7 +358,7 @@ class PromptService:
         self, project: str, ref_text: str, target: int, labels: list[str]
     ) -> PromptVersionRow:
         """Make version N+1 with the target version's template, model and parameters."""
-        source = self.resolve_version(project, ref_text, number=target)
+        source = self._version_for_write(project, ref_text, target)
 
         def build(head: PromptVersionRow) -> PromptVersionRow:
             note = (
@@ -387,7 +389,7 @@ class PromptService:
         other prompts run at once), so N comes from memory on the embedded store and the write
         is one store call; the store's compare-and-set still decides against writers elsewhere.
         """
-        prompt_id = self._live_id(project, ref_text)
+        prompt_id = self._write_id(project, ref_text)
         ref = PromptRef(prompt_id, by_id=True)
         with self._ids.holding(project, f"prompt/{prompt_id}"):
             for _ in range(_MAX_VERSION_ATTEMPTS):
@@ -477,7 +479,7 @@ class PromptService:
     ) -> tuple[str, int, datetime]:
         """Attach a label to a version, moving it off any other."""
         self._check_settable(label)
-        row = self.resolve_version(project, ref_text, number=version)
+        row = self._version_for_write(project, ref_text, version)
         at = self._set_labels(project, row.prompt_id, [label], row.version, row)
         self._cache.invalidate(project)
         return label, row.version, at
@@ -485,7 +487,7 @@ class PromptService:
     def remove_label(self, project: str, ref_text: str, label: str) -> None:
         """Detach a label; 404 LABEL_NOT_FOUND when it is not attached (however it is spelt)."""
         self._check_removable(label)
-        prompt_id = self._live_id(project, ref_text)
+        prompt_id = self._write_id(project, ref_text)
         if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
             raise LabelNotFound(ref_text, label)
         self._set_labels(project, prompt_id, [label], 0)
@@ -493,7 +495,7 @@ class PromptService:
 
     def delete(self, project: str, ref_text: str) -> str:
         """Soft-delete a prompt; return its public id."""
-        prompt_id = self._live_id(project, ref_text)
+        prompt_id = self._write_id(project, ref_text)
         with self._ids.writing(project):
             name = self._store.mark_deleted(project, prompt_id, datetime.now(UTC))
             if name is not None:
@@ -537,6 +539,28 @@ class PromptService:
         if prompt_id is None:
             raise PromptNotFound(ref_text)
         return prompt_id
+
+    def _write_id(self, project: str, ref_text: str) -> str:
+        """The live prompt a write addresses: from the index where it is exact (the embedded
+        store), from the store where other collectors write, so that an index a poll has not
+        refreshed yet never sends a write to a prompt another collector deleted."""
+        if not self._ids.polled:
+            return self._live_id(project, ref_text)
+        prompt_id = self._store.live_prompt_id(project, prompt_ref(ref_text))
+        if prompt_id is None:
+            raise PromptNotFound(ref_text)
+        return prompt_id
+
+    def _version_for_write(self, project: str, ref_text: str, number: int) -> PromptVersionRow:
+        """The version ``number`` of the prompt a write addresses (see :meth:`_write_id`)."""
+        if not self._ids.polled:
+            return self.resolve_version(project, ref_text, number=number)
+        row = self._stored_version(
+            project, PromptRef(self._write_id(project, ref_text), by_id=True), number
+        )
+        if row is None:
+            raise VersionNotFound(ref_text, number)
+        return row
 
     @staticmethod
     def _check_settable(label: str) -> None:
