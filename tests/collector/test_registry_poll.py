@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -26,8 +27,10 @@ from promptrail.collector.errors import (
 )
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
+from promptrail.collector.services.prompts.live_ids import LiveIdIndex
 from promptrail.collector.store.database import Store
-from tests.collector.test_live_ids import record_queries, stored_view
+from promptrail.collector.store.prompts import PromptRef, RegistryChanges
+from tests.collector.test_live_ids import claims_of, record_queries, stored_view
 
 PROJECT = "default"
 # Long enough that the poller's thread never runs during a test that polls by hand.
@@ -269,3 +272,35 @@ def test_the_poller_makes_as_writes_visible_on_b_without_a_read_of_the_store(
     finally:
         a.close()
         b.close()
+
+
+def test_a_poll_applies_each_projects_rows_and_applying_them_again_changes_nothing() -> None:
+    index = LiveIdIndex(enabled=True, polled=True)
+    for project in ("p1", "p2"):
+        index.resolve(project, PromptRef("a", by_id=False), claims_of(("a", f"{project}-a")))
+    asked: list[tuple[list[str], datetime]] = []
+
+    def read(projects: list[str], since: datetime) -> RegistryChanges:
+        asked.append((projects, since))
+        return RegistryChanges(
+            claims=[
+                ("p1", "a", 1, "p1-a", True),  # deleted, then its name claimed again
+                ("p1", "a", 2, "p1-new", False),
+                ("p2", "b", 1, "p2-b", False),
+            ],
+            versions=[],
+            labels=[("p2", "p2-b", "prod", 1, datetime.now(UTC))],
+        )
+
+    assert index.poll(read, timedelta(seconds=10)) == 4
+    first = index.describe("p1"), index.describe("p2")
+    assert first[0] == ({"a": "p1-new"}, {"p1-new": (1, {})})
+    assert first[1] == (
+        {"a": "p2-a", "b": "p2-b"},
+        {"p2-a": (1, {}), "p2-b": (1, {"prod": 1})},
+    )
+    index.poll(read, timedelta(seconds=10))
+    assert (index.describe("p1"), index.describe("p2")) == first
+    # One read for both projects, from the overlap before their last read.
+    assert [projects for projects, _ in asked] == [["p1", "p2"], ["p1", "p2"]]
+    assert asked[1][1] > asked[0][1]

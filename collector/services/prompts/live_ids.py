@@ -458,24 +458,34 @@ class LiveIdIndex:
             since = min(indexed.polled_at for indexed in loaded.values()) - overlap
             found = read(sorted(loaded), since)
             rows = {(p, row.prompt_id, row.version): row for p, row in found.versions}
+            # Each project's rows, in the order read (claims by name and generation).
+            claims_of: defaultdict[str, list[tuple[str, int, str, bool]]] = defaultdict(list)
+            for project, name, generation, prompt_id, deleted in found.claims:
+                claims_of[project].append((name, generation, prompt_id, deleted))
+            versions_of: defaultdict[str, list[PromptVersionRow]] = defaultdict(list)
+            for project, version_row in found.versions:
+                versions_of[project].append(version_row)
+            labels_of: defaultdict[str, list[tuple[str, str, int, datetime]]] = defaultdict(list)
+            for project, prompt_id, label, version, at in found.labels:
+                labels_of[project].append((prompt_id, label, version, at))
             applied = 0
             with self._lock:
                 for project, indexed in loaded.items():
                     if self._projects.get(project) is not indexed:
                         continue  # dropped meanwhile: its next load reads the store
-                    claims = [c for c in found.claims if c[0] == project]
-                    versions = [row for p, row in found.versions if p == project]
-                    labels = [m for m in found.labels if m[0] == project]
+                    claims = claims_of.get(project, [])
+                    versions = versions_of.get(project, [])
+                    labels = labels_of.get(project, [])
                     indexed.polled_at = started
                     if not (claims or versions or labels):
                         continue
                     self._generations[project] += 1
                     self._total -= len(indexed.prompts)
-                    for _, name, generation, prompt_id, deleted in claims:
+                    for name, generation, prompt_id, deleted in claims:
                         indexed.polled_claim(name, generation, prompt_id, deleted)
                     for row in versions:
                         indexed.stored(row.prompt_id, row.version, row)
-                    for _, prompt_id, label, version, at in labels:
+                    for prompt_id, label, version, at in labels:
                         target = rows.get((project, prompt_id, version))
                         indexed.labeled(prompt_id, label, version, target)
                         # This process's next move must win over the moves it has seen.
