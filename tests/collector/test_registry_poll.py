@@ -12,7 +12,9 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -304,3 +306,26 @@ def test_a_poll_applies_each_projects_rows_and_applying_them_again_changes_nothi
     # One read for both projects, from the overlap before their last read.
     assert [projects for projects, _ in asked] == [["p1", "p2"], ["p1", "p2"]]
     assert asked[1][1] > asked[0][1]
+
+
+def test_a_row_older_than_the_polls_overlap_is_read_by_the_reload(
+    collectors: tuple[Services, Services],
+) -> None:
+    a, b = collectors
+    first = a.prompts.create(PROJECT, PromptCreate(name="late", template="v1", model="m"))
+    b.prompts.get(PROJECT, "late")
+    # A version stamped an hour ago (a writer's clock far behind): no poll reads it.
+    late = replace(
+        first,
+        version=2,
+        version_id=str(uuid.uuid4()),
+        template="v2",
+        created_at=first.created_at - timedelta(hours=1),
+    )
+    assert a.store.prompts.insert_version(PROJECT, late) == late.version_id
+    b.prompts.poll()
+    assert b.prompts.get(PROJECT, "late").template == "v1"
+
+    assert b.prompts.reload() == 1
+    assert b.prompts.get(PROJECT, "late").template == "v2"
+    assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)

@@ -498,6 +498,22 @@ class LiveIdIndex:
                 self._evict()
             return applied
 
+    def reload(self, load: Loader) -> int:
+        """Read every loaded project afresh from the store (``load``); return how many loaded.
+
+        A polled index's safety net: a row no poll read (its writer's clock or a replica
+        further behind than the poll's overlap) is in the store, so the reload has it. While a
+        project loads, its reads ask the store.
+        """
+        if not self.enabled:
+            return 0
+        with self._lock:
+            names = list(self._projects)
+        for project in names:
+            self.forget(project)
+            self._answer(project, load, lambda indexed: None)
+        return len(names)
+
     def indexed(self, project: str) -> bool:
         """Whether the project's live prompts are in memory (for tests and diagnostics)."""
         with self._lock:

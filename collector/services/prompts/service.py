@@ -41,6 +41,9 @@ _MAX_CLAIM_ATTEMPTS = 5
 # A poll reads rows stamped from this long before its last read: the stamps are the writers'
 # clocks, taken just before the insert, so this covers clock skew and slow inserts.
 POLL_OVERLAP = timedelta(seconds=10)
+# How often a polling collector reads its loaded projects afresh, in case a row came later
+# than the overlap: the bound on staleness when clocks or replicas are further apart.
+RELOAD_SECONDS = 600.0
 _log = logging.getLogger(__name__)
 
 
@@ -112,15 +115,25 @@ class PromptService:
         is loaded)."""
         return self._ids.poll(self._store.changes, POLL_OVERLAP)
 
+    def reload(self) -> int:
+        """Read every loaded project's index afresh from the store (see
+        :meth:`LiveIdIndex.reload`); return how many were loaded."""
+        return self._ids.reload(self._store.live_prompts)
+
     def start_polling(self, interval: float) -> None:
         """Poll every ``interval`` seconds in a daemon thread until :meth:`close`."""
         if self._poller is not None or interval <= 0:
             return
 
         def run() -> None:
+            reloaded = time.monotonic()
             while not self._stop_polling.wait(interval):
                 try:
-                    self.poll()
+                    if time.monotonic() - reloaded >= RELOAD_SECONDS:
+                        reloaded = time.monotonic()
+                        self.reload()
+                    else:
+                        self.poll()
                 except Exception:
                     # The index keeps its last poll's state and the next poll reads from it
                     # again; the store being away is reported by the reads that need it.
