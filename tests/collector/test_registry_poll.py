@@ -47,14 +47,20 @@ class _ServerStore(Store):
         return False
 
 
-def open_collector(settings: Settings, *, server: bool, poll_seconds: float) -> Services:
+def open_collector(
+    settings: Settings, *, server: bool, poll_seconds: float, start: bool = False
+) -> Services:
+    """A collector's services on its own store client; ``start`` starts its background work
+    as the app does (the registry's poller among it), else only the poller is started."""
     store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
     if server:
         store.__class__ = _ServerStore
     services = Services.build(
         settings.model_copy(update={"registry_poll_seconds": poll_seconds}), store
     )
-    if services.prompts.live_ids.polled:
+    if start:
+        services.start()
+    elif services.prompts.live_ids.polled:
         services.prompts.start_polling(poll_seconds)
     return services
 
@@ -245,7 +251,7 @@ def test_the_poller_makes_as_writes_visible_on_b_without_a_read_of_the_store(
     settings: Settings,
 ) -> None:
     a = open_collector(settings, server=False, poll_seconds=0)
-    b = open_collector(settings, server=True, poll_seconds=0.05)
+    b = open_collector(settings, server=True, poll_seconds=0.05, start=True)
     try:
         a.prompts.create(PROJECT, PromptCreate(name="live", template="v1", model="m"))
         assert b.prompts.get(PROJECT, "live").template == "v1"
