@@ -335,3 +335,25 @@ def test_a_row_older_than_the_polls_overlap_is_read_by_the_reload(
     assert b.prompts.reload() == 1
     assert b.prompts.get(PROJECT, "late").template == "v2"
     assert b.prompts.live_ids.describe(PROJECT) == stored_view(b.store.prompts)
+
+
+def test_a_lagging_replicas_rows_do_not_undo_this_collectors_writes() -> None:
+    # A poll answered by a replica that has not got this collector's own delete or label
+    # move yet reads the rows from before them: the index keeps its own, newer writes.
+    index = LiveIdIndex(enabled=True, polled=True)
+    index.resolve("p", PromptRef("a", by_id=False), claims_of(("a", "1"), ("b", "2")))
+    with index.writing("p"):
+        index.deleted("p", "a", "1")
+        moved = index.stamp("p")
+        index.labeled("p", "2", "prod", 1, None, moved)
+    before = moved - timedelta(seconds=1)
+
+    def lagging(projects: list[str], since: datetime) -> RegistryChanges:
+        return RegistryChanges(
+            claims=[("p", "a", 1, "1", False)],
+            versions=[],
+            labels=[("p", "2", "prod", 0, before)],
+        )
+
+    index.poll(lagging, timedelta(seconds=10))
+    assert index.describe("p") == ({"b": "2"}, {"2": (1, {"prod": 1})})

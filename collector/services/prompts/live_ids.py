@@ -67,11 +67,14 @@ class _Live:
     """One live prompt: its newest stored version, where its labels point, and the rows of
     those versions (the newest and each labeled one) as far as they are known."""
 
-    __slots__ = ("labels", "newest", "rows")
+    __slots__ = ("labels", "moved", "newest", "rows")
 
     def __init__(self, newest: int) -> None:
         self.newest = newest
         self.labels: dict[str, int] | None = None
+        # When each label's last applied move was stored (``updated_at``), where known: a
+        # polled index skips an older move a lagging replica still answers with.
+        self.moved: dict[str, datetime] | None = None
         self.rows: dict[int, PromptVersionRow] = {}
 
     def keep(self, row: PromptVersionRow | None) -> None:
@@ -99,6 +102,9 @@ class _Project:
         self.prompts: dict[str, _Live] = {}
         # The highest generation each name ever claimed, deleted ones too.
         self.generations: dict[str, int] = {}
+        # Prompts a polled index saw deleted: a claim row of one, read again from a replica
+        # that has not got the delete yet, must not bring it back.
+        self.dead: set[str] = set()
         # When the store was last read for this project (its load, then each poll): a poll
         # reads what was stored from a little before then.
         self.polled_at = datetime.now(UTC)
@@ -139,10 +145,12 @@ class _Project:
         live.newest = max(live.newest, newest)
         live.keep(row)
 
-    def deleted(self, name: str, prompt_id: str) -> None:
+    def deleted(self, name: str, prompt_id: str, remember: bool = False) -> None:
         if self.by_name.get(name) == prompt_id:
             del self.by_name[name]
         self.prompts.pop(prompt_id, None)
+        if remember:
+            self.dead.add(prompt_id)
 
     def polled_claim(self, name: str, generation: int, prompt_id: str, deleted: bool) -> None:
         """Apply a claim or delete row a poll read. A claim of a generation older than the
@@ -150,8 +158,8 @@ class _Project:
         before); a delete always applies (a deleted prompt never lives again)."""
         if deleted:
             self.generations[name] = max(generation, self.generations.get(name, 0))
-            self.deleted(name, prompt_id)
-        elif generation >= self.generations.get(name, 0):
+            self.deleted(name, prompt_id, remember=True)
+        elif generation >= self.generations.get(name, 0) and prompt_id not in self.dead:
             self.created(name, prompt_id, 1, None, generation)
 
     def stored(self, prompt_id: str, version: int, row: PromptVersionRow | None = None) -> None:
@@ -161,11 +169,23 @@ class _Project:
             live.keep(row)
 
     def labeled(
-        self, prompt_id: str, label: str, version: int, row: PromptVersionRow | None = None
+        self,
+        prompt_id: str,
+        label: str,
+        version: int,
+        row: PromptVersionRow | None = None,
+        at: datetime | None = None,
     ) -> None:
         live = self.prompts.get(prompt_id)
         if live is None:
             return
+        if at is not None:
+            if live.moved is None:
+                live.moved = {}
+            last = live.moved.get(label)
+            if last is not None and at < last:
+                return  # older than a move already applied: the store keeps the newest
+            live.moved[label] = at
         if version > 0:
             if live.labels is None:
                 live.labels = {}
@@ -385,7 +405,7 @@ class LiveIdIndex:
 
     def deleted(self, project: str, name: str, prompt_id: str) -> None:
         """Record a stored soft delete of ``prompt_id`` (inside :meth:`writing`)."""
-        self._apply(project, lambda indexed: indexed.deleted(name, prompt_id))
+        self._apply(project, lambda indexed: indexed.deleted(name, prompt_id, self.polled))
 
     def stored_version(
         self, project: str, prompt_id: str, version: int, row: PromptVersionRow | None = None
@@ -400,10 +420,11 @@ class LiveIdIndex:
         label: str,
         version: int,
         row: PromptVersionRow | None = None,
+        at: datetime | None = None,
     ) -> None:
         """Record a stored label move to a stored ``version`` (``row``, if known; 0 removes the
-        label; inside :meth:`writing`)."""
-        self._apply(project, lambda indexed: indexed.labeled(prompt_id, label, version, row))
+        label; ``at``, its ``updated_at``; inside :meth:`writing`)."""
+        self._apply(project, lambda indexed: indexed.labeled(prompt_id, label, version, row, at))
 
     def forget(self, project: str) -> None:
         """Drop the project's index (loads in flight are discarded too)."""
@@ -487,7 +508,7 @@ class LiveIdIndex:
                         indexed.stored(row.prompt_id, row.version, row)
                     for prompt_id, label, version, at in labels:
                         target = rows.get((project, prompt_id, version))
-                        indexed.labeled(prompt_id, label, version, target)
+                        indexed.labeled(prompt_id, label, version, target, at)
                         # This process's next move must win over the moves it has seen.
                         self._stamps[project] = max(at, self._stamps.get(project, at))
                     applied += len(claims) + len(versions) + len(labels)

@@ -538,7 +538,7 @@ class PromptService:
             for label in labels:
                 at = self._ids.stamp(project)
                 self._store.set_label(project, prompt_id, label, version, at)
-                self._ids.labeled(project, prompt_id, label, version, row)
+                self._ids.labeled(project, prompt_id, label, version, row, at)
         return at
 
     def _labels_by_version(self, project: str, prompt_id: str) -> dict[int, list[str]]:
