@@ -278,6 +278,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     # view: its collectors list from `prompt_heads` (no index there), and the head still lands
     # in the version's own insert, no extra round trip. `prompt_heads` stays, readable as is.
     Migration(24, "prompt_heads_embedded_only", (DropView(PROMPT_HEADS_MV, embedded_only=True),)),
+    # Score writes stop feeding `score_targets` (issue 31 ingest): every read that took its
+    # candidates there takes them from `scores_by_target` (migration 22, kept by its own view
+    # and seeded with every stored score at its target), so that view was one insert of three
+    # per score block for nothing. The table stays, unread.
+    Migration(26, "score_targets_view_dropped", (DropView(SCORE_TARGETS_MV),)),
 )
 
 

@@ -128,7 +128,9 @@ SCORE_SUMS_SEED = Backfill(_SCORE_SUMS_SEED, SCORE_SUMS)
 # Which score ids ever pointed at a record or trace (migration 16): a detail's or a list
 # page's candidates are a range of this key instead of a bloom filter test of every granule
 # of ``scores``. Only ever widens the candidates (an id stays after it moved), and a repeat
-# is harmless, so a plain MergeTree and a plain backfill.
+# is harmless, so a plain MergeTree and a plain backfill. No longer read or written: its
+# view is dropped by migration 26 (every read takes its candidates from SCORES_BY_TARGET,
+# and the view cost each score write a third insert); the table stays, as a dropped view's.
 SCORE_TARGETS = Table(
     name="score_targets",
     columns=("project String", "target String", "id String"),
@@ -288,7 +290,6 @@ class ScoreStore:
         db = quote(database)
         self.table = f"{db}.{quote(SCORES.name)}"
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
-        self._targets = f"{db}.{quote(SCORE_TARGETS.name)}"
         self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
         self._columns = ["project", "id", *_FIELDS, "written_at"]
         self._types = SCORES.column_types(self._columns)
@@ -394,10 +395,15 @@ class ScoreStore:
         return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
 
     def _ids_at(self, condition: str) -> str:
-        """Ids of the project's scores any version of which had a target meeting ``condition``
-        (on ``target``: a record or a trace id), read from the SCORE_TARGETS index."""
+        """Ids of the project's scores a version of which is at a target meeting ``condition``
+        (on ``target``: a record or a trace id), read from SCORES_BY_TARGET.
+
+        Not from SCORE_TARGETS, whose view migration 26 drops: every read resolves an id's
+        newest version and keeps it at its current target only, which SCORES_BY_TARGET holds
+        (written by its view, and its seed for the scores stored before migration 22).
+        """
         return (
-            f"id IN (SELECT id FROM {self._targets} WHERE project = {{p:String}} AND {condition})"
+            f"id IN (SELECT id FROM {self._by_target} WHERE project = {{p:String}} AND {condition})"
         )
 
     def _rows(self, project: str, sql: str, params: dict[str, Any]) -> list[ScoreRow]:
@@ -707,7 +713,7 @@ def tombstones_for_records(table: str, record_ids: str) -> str:
         f"SELECT {{project:String}}, id, {kept}, now64(6) FROM ("
         f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
         f"WHERE project = {{project:String}} AND id IN (SELECT id FROM "
-        f"{sibling(table, SCORE_TARGETS.name)} WHERE project = {{project:String}} AND target IN "
+        f"{sibling(table, SCORES_BY_TARGET.name)} WHERE project = {{project:String}} AND target IN "
         f"({record_ids})) GROUP BY id) WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
     )
     return _FIELD_REF.sub(lambda m: f"tupleElement(s, {_FIELDS.index(m[1]) + 1})", sql)
