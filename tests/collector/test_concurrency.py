@@ -110,23 +110,27 @@ def test_creates_racing_across_collectors_give_one_prompt(
         assert len(services.prompts.versions("default", "shared")) == 1
 
 
+def race_patches(stacks: tuple[Services, Services], name: str, writers: int) -> None:
+    """``writers`` PATCHes of ``name`` at once, split over both stacks: they get versions
+    2..writers+1, each once, and both stacks read every version as its writer wrote it."""
+    rows = race(
+        writers,
+        lambda i: stacks[i % 2].prompts.update(
+            "default", name, PromptUpdate(template=f"writer {i}")
+        ),
+    )
+
+    assert sorted(r.version for r in rows) == list(range(2, writers + 2))
+    for services in stacks:
+        stored = {v.row.version: v.row.template for v in services.prompts.versions("default", name)}
+        assert sorted(stored) == list(range(1, writers + 2))
+        assert all(stored[r.version] == r.template for r in rows)
+
+
 def test_patches_racing_across_collectors_lose_no_version(
     two_collectors: tuple[Services, Services],
 ) -> None:
     first, _ = two_collectors
     first.prompts.create("default", PromptCreate(name="shared", template="v1", model="gpt-4o"))
 
-    rows = race(
-        WRITERS,
-        lambda i: two_collectors[i % 2].prompts.update(
-            "default", "shared", PromptUpdate(template=f"writer {i}")
-        ),
-    )
-
-    assert sorted(r.version for r in rows) == list(range(2, WRITERS + 2))
-    for services in two_collectors:
-        stored = {
-            v.row.version: v.row.template for v in services.prompts.versions("default", "shared")
-        }
-        assert sorted(stored) == list(range(1, WRITERS + 2))
-        assert all(stored[r.version] == r.template for r in rows)
+    race_patches(two_collectors, "shared", WRITERS)

@@ -21,7 +21,11 @@ from promptrail.collector.services.container import Services
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import ListFilter
-from tests.collector.test_concurrency import race, two_collectors  # noqa: F401 (a fixture)
+from tests.collector.test_concurrency import (  # noqa: F401 (two_collectors: a fixture)
+    race,
+    race_patches,
+    two_collectors,
+)
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -42,20 +46,8 @@ def test_eight_writers_of_one_prompt_get_eight_consecutive_versions_in_group_com
     first.prompts.create("default", PromptCreate(name="hot", template="v1", model="gpt-4o"))
     before = first.store.prompts.group_commits()
 
-    rows = race(
-        WRITERS,
-        lambda i: stacks[i % 2].prompts.update(
-            "default", "hot", PromptUpdate(template=f"writer {i}")
-        ),
-    )
+    race_patches(stacks, "hot", WRITERS)
 
-    assert sorted(r.version for r in rows) == list(range(2, WRITERS + 2))
-    for services in stacks:
-        stored = {
-            v.row.version: v.row.template for v in services.prompts.versions("default", "hot")
-        }
-        assert sorted(stored) == list(range(1, WRITERS + 2))
-        assert all(stored[r.version] == r.template for r in rows)
     # Both clients' writes went through the one group commit of the database.
     commits, writes = first.store.prompts.group_commits()
     assert second.store.prompts.group_commits() == (commits, writes)
