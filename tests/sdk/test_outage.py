@@ -31,6 +31,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
+from tests.sdk.test_collector_down import DURATION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,7 +190,7 @@ def test_an_outage_says_where_records_wait_and_its_end_how_many_came_from_the_sp
     back = [r.getMessage() for r in caplog.records if "reachable again" in r.getMessage()]
     assert len(back) == 1, back
     assert re.fullmatch(
-        rf"promptrail: collector at {re.escape(url)} reachable again after [\d.]+ s; "
+        rf"promptrail: collector at {re.escape(url)} reachable again after {DURATION}; "
         r"3 records sent \(3 from the spool\)",
         back[0],
     )
