@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.collector.test_exports import finish, start
@@ -184,6 +185,39 @@ def test_analytics_metric_score_is_the_mean_by_every_group(scores_api: TestClien
         assert [(g["value"], g["count"]) for g in groups] == [(0.625, 4)], group_by
     missing = scores_api.get("/v1/requests/analytics", params={"metric": "score"})
     assert_error(missing, 400, "VALIDATION_ERROR", "score_name")
+
+
+def test_analytics_metric_score_counts_a_names_first_trace_score(scores_api: TestClient) -> None:
+    """A name scored only on records leaves the trace half out of the query; its first score
+    on a trace, written after such a read, counts in the next one."""
+    tag, trace = uuid.uuid4().hex[:8], uuid.uuid4().hex
+    name = f"accuracy_{tag}"
+    params = {
+        "metric": "score",
+        "score_name": name,
+        "group_by": "version",
+        "filters": f'{{"metadata": {{"tag": "{tag}"}}}}',
+        "start_date": "2026-03-01",
+        "end_date": "2026-03-01",
+    }
+    first = log(scores_api, tag, 1, trace, prompt_name="a", version=1)
+    second = log(scores_api, tag, 2, prompt_name="a", version=2)
+    created(scores_api, request_id=first, name=name, value=0.2)
+    created(scores_api, request_id=second, name=name, value=0.4)
+
+    def by_version() -> tuple[float, dict[str, tuple[float, int]]]:
+        response = scores_api.get("/v1/requests/analytics", params=params)
+        assert response.status_code == 200, response.text
+        data = response.json()["data"]
+        return data["total"], {g["name"]: (g["value"], g["count"]) for g in data["groups"]}
+
+    total, groups = by_version()
+    assert groups == {"1": (0.2, 1), "2": (0.4, 1)}
+    assert total == pytest.approx(0.3)
+    created(scores_api, trace_id=trace, name=name, value=1.0)
+    total, groups = by_version()
+    assert groups == {"1": (0.6, 2), "2": (0.4, 1)}
+    assert total == pytest.approx((0.2 + 0.4 + 1.0) / 3)
 
 
 def _export(api: TestClient, fmt: str, filters: dict[str, Any]) -> str:
