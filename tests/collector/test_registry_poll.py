@@ -9,6 +9,7 @@ the store, never answered "not found" from memory.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -275,6 +276,51 @@ def test_the_poller_makes_as_writes_visible_on_b_without_a_read_of_the_store(
             lambda: (
                 (row := b.prompts.cached_version(PROJECT, "live", label="prod")) is not None
                 and row.template == "again"
+            ),
+        )
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_failing_poll_warns_once_per_streak_and_says_when_polls_work_again(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store away for a while: one warning with its cause, not one every interval; a line
+    when polls work again; and the index catches up."""
+    caplog.set_level(logging.INFO, logger="promptrail.collector.services.prompts.service")
+    a = open_collector(settings, server=False, poll_seconds=0)
+    b = open_collector(settings, server=True, poll_seconds=0.02, start=True)
+    claims = f"`{settings.database}`.`prompts`"
+    away = f"`{settings.database}`.`prompts_away`"
+    try:
+        a.prompts.create(PROJECT, PromptCreate(name="live", template="v1", model="m"))
+        assert b.prompts.get(PROJECT, "live").template == "v1"  # B's polls read the project
+        queries = record_queries(monkeypatch, b)
+
+        def polls() -> int:
+            return sum("greatest(created_at, deleted_at)" in sql for sql in queries)
+
+        a.store.client.command(f"RENAME TABLE {claims} TO {away}")
+        try:
+            start = polls()
+            until(10, lambda: polls() - start >= 5)  # five polls failed in a row
+        finally:
+            a.store.client.command(f"RENAME TABLE {away} TO {claims}")
+        until(10, lambda: any("succeeded again" in r.getMessage() for r in caplog.records))
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+        assert "registry poll failed" in warnings[0].getMessage()
+        assert warnings[0].exc_info is not None  # the cause, once
+        back = next(r for r in caplog.records if "succeeded again" in r.getMessage())
+        failed = int(back.getMessage().split("after ")[1].split()[0])
+        assert failed >= 5
+        a.prompts.update(PROJECT, "live", PromptUpdate(template="v2"))
+        until(
+            10,
+            lambda: (
+                (row := b.prompts.cached_version(PROJECT, "live")) is not None
+                and row.template == "v2"
             ),
         )
     finally:

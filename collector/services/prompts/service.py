@@ -127,6 +127,7 @@ class PromptService:
 
         def run() -> None:
             reloaded = time.monotonic()
+            failed = 0  # polls failed in a row
             while not self._stop_polling.wait(interval):
                 try:
                     if time.monotonic() - reloaded >= RELOAD_SECONDS:
@@ -136,8 +137,20 @@ class PromptService:
                         self.poll()
                 except Exception:
                     # The index keeps its last poll's state and the next poll reads from it
-                    # again; the store being away is reported by the reads that need it.
-                    _log.warning("registry poll failed", exc_info=True)
+                    # again. One warning per streak: a store away for an hour would otherwise
+                    # log a traceback every interval.
+                    failed += 1
+                    if failed == 1:
+                        _log.warning(
+                            "registry poll failed; reads from memory keep the last poll's "
+                            "state until a poll succeeds (retrying every %s s)",
+                            interval,
+                            exc_info=True,
+                        )
+                    continue
+                if failed:
+                    _log.info("registry poll succeeded again after %d failed polls", failed)
+                    failed = 0
 
         self._poller = threading.Thread(target=run, name="registry-poll", daemon=True)
         self._poller.start()
