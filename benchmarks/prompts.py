@@ -18,8 +18,11 @@ keep-alive connection, the p50/p95/p99/mean latency of:
 - ``GET /v1/prompts?limit=20`` (first page), the same with a cursor (pages 2, 3, ...),
   with ``tags=`` and with ``search=``,
 
-and the load throughput (prompts created per second, versions and labels included). The
-targets of the issue are a p95 under 20 ms for get and template fetch at 10,000 prompts.
+and the load throughput (prompts created per second, versions and labels included), then
+new versions of one prompt in a row and creates from 8 clients. The reads go through the
+standard library's ``http.client`` (``--client httpx`` for httpx, which adds ~0.4 ms a request
+here). Issue 35's targets: every read p95 <= 1 ms, a new version p50 <= 5 ms, >= 200
+creates/s from 8 clients.
 ``--write-docs`` writes the figures into the "Prompt registry" section of docs/benchmarks.md.
 The collector gets SIGTERM at the end, on error and on Ctrl-C.
 """
@@ -27,6 +30,8 @@ The collector gets SIGTERM at the end, on error and on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
 import json
 import os
 import random
@@ -42,7 +47,8 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 from _harness import check, collector
@@ -235,7 +241,7 @@ class Operation:
     route: str
     next_path: Callable[[], str]
     target_ms: float | None = None
-    after: Callable[[httpx.Response], None] | None = None
+    after: Callable[[Reply], None] | None = None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -313,7 +319,7 @@ def operations(
         cursor = pages["next"]
         return f"/v1/prompts?limit=20&cursor={cursor}" if cursor else "/v1/prompts?limit=20"
 
-    def follow(response: httpx.Response) -> None:
+    def follow(response: Reply) -> None:
         cursor: str | None = response.json()["pagination"].get("next_cursor")
         if pages["page2"] is None:
             pages["page2"] = cursor
@@ -370,7 +376,61 @@ def operations(
     ]
 
 
-def measure(client: httpx.Client, operation: Operation, samples: int, deadline: float) -> Result:
+class Reply(Protocol):
+    """What a measured GET returns (an httpx response, or the stdlib client's)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+class Getter(Protocol):
+    """A client that GETs a path over one keep-alive connection."""
+
+    def get(self, path: str) -> Reply: ...
+
+
+@dataclass(frozen=True)
+class StdlibReply:
+    """A response read whole by :class:`StdlibClient`."""
+
+    status_code: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class StdlibClient:
+    """GETs over one ``http.client`` keep-alive connection: the least work a client can add
+    to a request, so a read's figure is the collector's and the loopback's. httpx, the
+    default elsewhere, adds ~0.4 ms a request on this machine (docs/benchmarks.md)."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], timeout: float) -> None:
+        parts = urlsplit(base_url)
+        self._connection = http.client.HTTPConnection(
+            parts.hostname or "127.0.0.1", parts.port, timeout=timeout
+        )
+        self._headers = headers
+
+    def get(self, path: str) -> StdlibReply:
+        self._connection.request("GET", path, headers=self._headers)
+        response = self._connection.getresponse()
+        return StdlibReply(response.status, response.read())
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def measure(client: Getter, operation: Operation, samples: int, deadline: float) -> Result:
     """Warm up, then time ``samples`` sequential requests of one operation."""
     timings: list[float] = []
     for i in range(WARMUP + samples):
@@ -380,7 +440,8 @@ def measure(client: httpx.Client, operation: Operation, samples: int, deadline: 
         started = time.perf_counter()
         response = client.get(path)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        check(response)
+        if response.status_code != 200:
+            raise RuntimeError(f"GET {path} -> {response.status_code}: {response.text[:500]}")
         if operation.after is not None:
             operation.after(response)
         if i >= WARMUP:
@@ -406,6 +467,7 @@ class Report:
     settle_seconds: float = 0.0
     reused: bool = False
     writes: Writes | None = None
+    client: str = "stdlib"
 
 
 @dataclass(frozen=True)
@@ -523,7 +585,8 @@ def markdown(report: Report) -> str:
         f"**Load.** {load_summary(report)}.",
         "",
         f"**Reads** at {report.prompts:,} prompts, {report.samples} sequential requests per "
-        f"operation after {WARMUP} warm-up requests, one keep-alive connection:",
+        f"operation after {WARMUP} warm-up requests, one keep-alive connection "
+        f"({'httpx' if report.client == 'httpx' else 'the standard library http.client'}):",
         "",
         "| operation | request | p50 ms | p95 ms | p99 ms | mean ms | target |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -588,6 +651,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="measure the store an earlier run left in --data-dir, without loading again",
     )
     parser.add_argument(
+        "--client",
+        choices=("stdlib", "httpx"),
+        default="stdlib",
+        help="the client of the read measures: the standard library's http.client (the least "
+        "client-side work) or httpx, as until 2026-11-27 [stdlib]",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the figures into docs/benchmarks.md"
     )
     parser.add_argument(
@@ -620,6 +690,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts += ["--data-dir", str(args.data_dir), "--reuse"]
     if args.samples != 500:
         parts += ["--samples", str(args.samples)]
+    if args.client != "stdlib":
+        parts += ["--client", args.client]
     return " ".join(parts)
 
 
@@ -653,11 +725,13 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         load_average = os.getloadavg()[0]
         rng = random.Random(SEED + 1)
         results = []
-        with httpx.Client(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {API_KEY}"},
-            timeout=REQUEST_TIMEOUT,
+        headers = {"Authorization": f"Bearer {API_KEY}"}
+        with contextlib.closing(
+            httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT)
+            if args.client == "httpx"
+            else StdlibClient(base_url, headers, REQUEST_TIMEOUT)
         ) as client:
+            print(f"reads through {args.client}'s client", flush=True)
             for operation in operations(specs, rng, WARMUP + args.samples):
                 result = measure(client, operation, args.samples, deadline)
                 print(
@@ -681,6 +755,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         settle_seconds=settle_seconds,
         reused=args.reuse,
         writes=writes,
+        client=args.client,
     )
 
 
