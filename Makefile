@@ -99,6 +99,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/runs.py
 	$(PY) benchmarks/experiments.py
 	$(PY) benchmarks/request_log.py --records 1000000
+	$(PY) benchmarks/otlp_ingest.py --records 100000
 	$(PY) benchmarks/traces.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
