@@ -116,10 +116,9 @@ class TraceService:
         """Return one trace and a page of its records, oldest first; 404 TRACE_NOT_FOUND."""
         after = cursor_position(self._record_cursors, cursor)
         self._settle(project)
-        summary = self._store.summaries(project, [trace_id]).get(trace_id)
+        summary, rows = self._store.trace(project, trace_id, after, limit + 1)
         if summary is None:
             raise TraceNotFound(trace_id)
-        rows = self._store.trace_records(project, trace_id, after, limit + 1)
         page, next_cursor = self._records_page(self._record_cursors, rows, limit)
         # One read of the scores on the trace and on any of its records: the trace's, as the
         # list shows them, and (a subset) those of the page's records.
@@ -163,17 +162,18 @@ class TraceService:
         page = found[:limit]
         next_cursor = None
         if len(found) > limit:
-            last = page[-1]
+            last = page[-1][0]
             next_cursor = _encode(self._session_cursors, last.last_at, last.session_id)
-        scores = self._session_scores(project, [s.session_id for s in page], period)
-        return SummaryPage([(s, scores.get(s.session_id, {})) for s in page], next_cursor)
+        scores = self._session_scores(
+            project, [(s.session_id, r, t) for s, records in page for r, t in records]
+        )
+        return SummaryPage([(s, scores.get(s.session_id, {})) for s, _ in page], next_cursor)
 
     def _session_scores(
-        self, project: str, session_ids: Sequence[str], period: tuple[datetime, datetime]
+        self, project: str, ids: Sequence[tuple[str, str, str]]
     ) -> dict[str, Scores]:
-        """Per session: the means of the scores on its records of the period and on their
-        traces."""
-        ids = self._store.session_record_ids(project, session_ids, period)
+        """Per session of (session id, record id, trace id) of its records of the period:
+        the means of the scores on those records and on their traces."""
         scores = self._scores.on_targets(
             project, [r for _, r, _ in ids], sorted({t for _, _, t in ids if t})
         )
@@ -191,11 +191,10 @@ class TraceService:
         kinds = kinds_of(kind)
         after = cursor_position(self._session_record_cursors, cursor)
         self._settle(project)
-        found = self._store.session(project, session_id, kinds)
+        found = self._store.session(project, session_id, kinds, after, limit + 1)
         if found is None:
             raise SessionNotFound(session_id)
-        summary, records = found
-        rows = self._store.session_records(project, session_id, kinds, after, limit + 1)
+        summary, records, rows = found
         page, next_cursor = self._records_page(self._session_record_cursors, rows, limit)
         # One read of the scores on every record of the session and on their traces: the
         # session's, and (a subset) those of the page's records, each of the session's.

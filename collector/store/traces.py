@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from clickhouse_connect.driver.client import Client
@@ -25,17 +25,39 @@ from clickhouse_connect.driver.client import Client
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
 from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
-from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS, TRACE_RECORDS
+from .request_tables import (
+    ITEM_NAMES,
+    REQUEST_ITEMS,
+    REQUEST_METADATA,
+    REQUESTS,
+    TRACE_NAMES,
+    TRACE_RECORDS,
+)
 from .schema import Table, View, quote
 
 # The kinds counted as model calls.
-_MODEL_CALLS = "('llm', 'embedding')"
+_MODEL_CALL_KINDS = ("llm", "embedding")
+_MODEL_CALLS = str(_MODEL_CALL_KINDS)
 # Where a list item's tokens and cost sit in its packed ``item`` (1-based JSON positions).
 _TOKENS = ITEM_NAMES.index("total_tokens") + 1
 _COST = ITEM_NAMES.index("estimated_cost_usd") + 1
 # A trace's name, user and session are its root record's (no parent), else its first
 # record's that has one: argMin over this key prefers the root, then the oldest.
 _ROOT_FIRST = "(parent_span_id != '', created_at)"
+# What a trace's summary sums, read beside a page's list columns (LIST_COLUMNS, 8 of them) from
+# ``thread_items``: a first page that holds the whole trace is its summary too (_trace_summary).
+_TRACE_SUMS = (
+    "status, user_id, session_id, total_tokens, estimated_cost_usd, "
+    f"JSONExtractUInt(item, {ITEM_NAMES.index('latency_ms') + 1}), "
+    f"JSONExtractString(trace, {TRACE_NAMES.index('parent_span_id') + 1}), "
+    f"JSONExtractString(trace, {TRACE_NAMES.index('span_name') + 1})"
+)
+# What a session's summary and scores read of each row of ``thread_items`` (after the 8 list
+# columns, or stand-ins for them where no page is read), and the most rows a session's page
+# reads at once to be its summary too: a session with more reads its summary apart.
+_SESSION_SUMS = "user_id, status, trace_id, total_tokens, estimated_cost_usd"
+_NO_LIST_COLUMNS = "id, created_at, '', '', '', '', false, kind"
+_WHOLE_SESSION = 1000
 
 # The rollup the session and user lists take their candidates from: per (project, session or
 # user, day, kind), the latest record's time, the number of tombstones and (for a session) its
@@ -211,8 +233,8 @@ class UserSummary:
     estimated_cost_usd: float
 
 
-# A row of the session list or of the user list.
-_Summary = TypeVar("_Summary", SessionSummary, UserSummary)
+# A row of the session list (with its records' ids) or of the user list.
+_Item = TypeVar("_Item")
 
 
 class TraceStore:
@@ -419,11 +441,23 @@ class TraceStore:
         ).result_rows
         return [(utc(r[0]), str(r[1])) for r in rows]
 
-    def trace_records(
+    def trace(
         self, project: str, trace_id: str, after: tuple[datetime, str] | None, limit: int
-    ) -> list[RequestRow]:
-        """Return a trace's live records oldest first, after a keyset position."""
-        return self._thread_page(project, "trace_id", trace_id, after, limit, None)
+    ) -> tuple[TraceSummary | None, list[RequestRow]]:
+        """Return a trace's summary (None if it has no live record) and its live records
+        oldest first, after a keyset position.
+
+        A first page that reads the whole trace (its read was not cut by its limit) is the
+        summary too, summed here from the rows read: one query where the summary was a second
+        (:meth:`summaries`, which a later page or a bigger trace still asks).
+        """
+        rows, whole = self._thread_page(project, "trace_id", trace_id, after, limit, None)
+        if whole:
+            return _trace_summary(trace_id, whole), rows
+        # A later page, a trace bigger than its first read, or none of its rows read: the
+        # summary apart (``trace_records`` is the trace's record of its records, whatever
+        # ``thread_items`` holds yet).
+        return self.summaries(project, [trace_id]).get(trace_id), rows
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -435,10 +469,12 @@ class TraceStore:
         user_id: str | None,
         after: tuple[datetime, str] | None,
         limit: int,
-    ) -> list[SessionSummary]:
-        """Return sessions of the period, latest activity first, after a keyset position."""
+    ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
+        """Return sessions of the period, latest activity first, after a keyset position,
+        each with (record id, trace id) of its live records of every kind in the period (for
+        its scores)."""
 
-        def exact(values: list[str]) -> list[SessionSummary]:
+        def exact(values: list[str]) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
             return self._sessions(project, values, period, kinds, user_id)
 
         return self._rolled_page(
@@ -448,47 +484,76 @@ class TraceStore:
             after,
             limit,
             exact,
-            lambda s: (s.last_at, s.session_id),
+            lambda s: (s[0].last_at, s[0].session_id),
         )
 
     def session(
-        self, project: str, session_id: str, kinds: Sequence[str] | None
-    ) -> tuple[SessionSummary, list[tuple[str, str]]] | None:
-        """Return one session's summary over all its records of ``kinds`` and (record id,
-        trace id) of its live records of every kind (None if it has no record of ``kinds``).
+        self,
+        project: str,
+        session_id: str,
+        kinds: Sequence[str] | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> tuple[SessionSummary, list[tuple[str, str]], list[RequestRow]] | None:
+        """Return one session's summary over all its records of ``kinds``, (record id, trace
+        id) of its live records of every kind, and its live records of ``kinds`` oldest first
+        after a keyset position (None if it has no record of ``kinds``).
 
-        One range read of the session's rows of ``thread_items``, summed here: a page of a
-        session asked the summary, then its records' ids for its scores, each through the
-        metadata index. The rows come in key order, so a record's copies are adjacent and
-        resolve as a page's do; summing them here costs less than ClickHouse grouping them
-        twice (records, then the session), the session's rows being few.
+        One range read of the session's rows of ``thread_items`` with their list columns,
+        summed here: the rows come in key order, so a record's copies are adjacent and resolve
+        as a page's do; summing them here costs less than ClickHouse grouping them twice
+        (records, then the session), the session's rows being few. A session of up to
+        ``_WHOLE_SESSION`` rows is its page too; a bigger one reads its rows again without
+        their list items, and its page apart. It was two queries (the summary, then the page)
+        for every session.
         """
-        rows = [
-            tuple(r)
-            for r in self._client.query(
-                "SELECT id, created_at, user_id, status, kind, trace_id, total_tokens, "
-                f"estimated_cost_usd, is_deleted FROM {self.threads_table} "
-                "WHERE project = {project:String} "
-                "AND key = 'session_id' AND value = {session_id:String} "
-                "ORDER BY created_at, id",
-                parameters={"project": project, "session_id": session_id},
-            ).result_rows
-        ]
+        rows = self._session_rows(project, session_id, LIST_COLUMNS, _WHOLE_SESSION)
+        whole = len(rows) < _WHOLE_SESSION
+        if not whole:
+            rows = self._session_rows(project, session_id, _NO_LIST_COLUMNS, None)
         live = [run[0] for run in group_copies(rows) if not any(r[-1] for r in run)]
-        picked = [r for r in live if kinds is None or r[4] in kinds]
+        picked = [r for r in live if kinds is None or r[7] in kinds]
         if not picked:
             return None
         summary = SessionSummary(
             session_id=session_id,
-            user_ids=sorted({str(r[2]) for r in picked if r[2]}),
+            user_ids=sorted({str(r[8]) for r in picked if r[8]}),
             first_at=utc(picked[0][1]),
             last_at=utc(picked[-1][1]),
             records=len(picked),
-            errors=sum(1 for r in picked if r[3] == "error"),
-            total_tokens=sum(int(r[6]) for r in picked),
-            estimated_cost_usd=sum(float(r[7]) for r in picked),
+            errors=sum(1 for r in picked if r[9] == "error"),
+            total_tokens=sum(int(r[11]) for r in picked),
+            estimated_cost_usd=sum(float(r[12]) for r in picked),
         )
-        return summary, [(str(r[0]), str(r[5])) for r in live]
+        records = [(str(r[0]), str(r[10])) for r in live]
+        if not whole:
+            page, _ = self._thread_page(project, "session_id", session_id, after, limit, kinds)
+            return summary, records, page
+        if after is not None:
+            picked = [r for r in picked if (utc(r[1]), str(r[0])) > after]
+        return summary, records, [item_row(r) for r in picked[:limit]]
+
+    def _session_rows(
+        self, project: str, session_id: str, columns: str, limit: int | None
+    ) -> list[tuple[Any, ...]]:
+        """Return a session's rows of ``thread_items`` in key order (``columns``, then
+        _SESSION_SUMS and ``is_deleted``), at most ``limit``."""
+        params: dict[str, Any] = {"project": project, "session_id": session_id}
+        cut = ""
+        if limit is not None:
+            cut = " LIMIT {limit:UInt32}"
+            params["limit"] = limit
+        return [
+            tuple(r)
+            for r in self._client.query(
+                f"SELECT {columns}, {_SESSION_SUMS}, is_deleted FROM {self.threads_table} "
+                "WHERE project = {project:String} "
+                "AND key = 'session_id' AND value = {session_id:String} "
+                f"ORDER BY created_at, id{cut}",
+                parameters=params,
+                settings=PAGE_READ,
+            ).result_rows
+        ]
 
     def _sessions(
         self,
@@ -497,70 +562,50 @@ class TraceStore:
         period: tuple[datetime, datetime],
         kinds: Sequence[str] | None,
         user_id: str | None,
-    ) -> list[SessionSummary]:
+    ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
         """Sum these sessions over their live records of ``kinds`` in the period, latest
-        activity first; a session with none of them (or without ``user_id`` among its users)
-        is left out."""
+        activity first, each with (record id, trace id) of its live records of every kind in
+        the period; a session with none of ``kinds`` (or without ``user_id`` among its users)
+        is left out.
+
+        One read for both: the sums take the records of ``kinds`` (``picked``) among the
+        session's records of every kind, where a second query read those again for the ids.
+        """
         params: dict[str, Any] = {}
-        having = ""
+        having = "HAVING records > 0 "
         if user_id is not None:
-            having = "HAVING has(user_ids, {user_id:String}) "
+            having += "AND has(user_ids, {user_id:String}) "
             params["user_id"] = user_id
         rows = self._sums(
             project,
             "session_id",
             session_ids,
             (period, kinds),
-            "arraySort(groupUniqArrayIf(user_id, user_id != '')) AS user_ids, "
-            "min(created_at), max(created_at) AS last_at, count(), countIf(status = 'error'), "
-            "sum(tokens), sum(cost)",
+            "arraySort(groupUniqArrayIf(user_id, user_id != '' AND picked)) AS user_ids, "
+            "minIf(created_at, picked), maxIf(created_at, picked) AS last_at, "
+            "countIf(picked) AS records, countIf(status = 'error' AND picked), "
+            "sumIf(total_tokens, picked), sumIf(estimated_cost_usd, picked), "
+            "groupArray((id, trace_id))",
             having,
             params,
+            every_kind=True,
         )
         return [
-            SessionSummary(
-                session_id=str(r[0]),
-                user_ids=[str(u) for u in r[1]],
-                first_at=utc(r[2]),
-                last_at=utc(r[3]),
-                records=int(r[4]),
-                errors=int(r[5]),
-                total_tokens=int(r[6]),
-                estimated_cost_usd=float(r[7]),
+            (
+                SessionSummary(
+                    session_id=str(r[0]),
+                    user_ids=[str(u) for u in r[1]],
+                    first_at=utc(r[2]),
+                    last_at=utc(r[3]),
+                    records=int(r[4]),
+                    errors=int(r[5]),
+                    total_tokens=int(r[6]),
+                    estimated_cost_usd=float(r[7]),
+                ),
+                [(str(i), str(t)) for i, t in r[8]],
             )
             for r in rows
         ]
-
-    def session_records(
-        self,
-        project: str,
-        session_id: str,
-        kinds: Sequence[str] | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
-    ) -> list[RequestRow]:
-        """Return a session's live records oldest first, after a keyset position."""
-        return self._thread_page(project, "session_id", session_id, after, limit, kinds)
-
-    def session_record_ids(
-        self,
-        project: str,
-        session_ids: Sequence[str],
-        period: tuple[datetime, datetime],
-    ) -> list[tuple[str, str, str]]:
-        """Return (session id, record id, trace id) of the sessions' live records of every
-        kind of the period (a primary-key read of each session's rows of ``thread_items``)."""
-        if not session_ids:
-            return []
-        params: dict[str, Any] = {"project": project, "ids": list(session_ids)}
-        rows = self._client.query(
-            f"SELECT value, id, any(trace_id) FROM {self.threads_table} "
-            "WHERE project = {project:String} AND key = 'session_id' "
-            f"AND value IN {{ids:Array(String)}} AND {_period(period, params)} "
-            "GROUP BY value, id HAVING max(is_deleted) = 0",
-            parameters=params,
-        ).result_rows
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # -- users -----------------------------------------------------------------------------
 
@@ -582,7 +627,7 @@ class TraceStore:
                 (period, kinds),
                 "min(created_at), max(created_at) AS last_at, count(), "
                 "uniqExactIf(session_id, session_id != ''), countIf(status = 'error'), "
-                "sum(tokens), sum(cost)",
+                "sum(total_tokens), sum(estimated_cost_usd)",
                 "",
                 {},
             )
@@ -619,9 +664,9 @@ class TraceStore:
         scope: tuple[tuple[datetime, datetime], Sequence[str] | None, str | None],
         after: tuple[datetime, str] | None,
         limit: int,
-        exact: Callable[[list[str]], list[_Summary]],
-        position: Callable[[_Summary], tuple[datetime, str]],
-    ) -> list[_Summary]:
+        exact: Callable[[list[str]], list[_Item]],
+        position: Callable[[_Item], tuple[datetime, str]],
+    ) -> list[_Item]:
         """Return a page of sessions or users, latest activity first, after ``after``.
 
         The rollup gives candidates in the order of a latest time that is exact or too late
@@ -632,18 +677,32 @@ class TraceStore:
         pages and are not read again; only those with tombstones (or records past the period)
         are, so a deep page reads little more than a first one.
         """
-        pending: list[_Summary] = []
+        pending: list[_Item] = []
         cursor: tuple[datetime, str] | None = None
         fetch = limit + SLACK
+        (start, end), _, _ = scope
+        # The rollup's days a read covers, a window at a time (a day, then 8, then the whole
+        # period: see request_filters.windows). A key's latest time lies on its newest day, so
+        # every key with a day in a window is later than every key without one: a window's
+        # candidates, latest first, are the period's, and a read that does not fill its fetch
+        # goes on below them in the next window.
+        # Not for a user's sessions: the rollup's users of a session are tested over the days
+        # read, and a session's user may have records only on older days.
+        lowers = windows(RequestFilter(start=start, end=end), after) if scope[2] is None else [None]
         while True:
-            candidates = self._candidates(project, key, scope, cursor, after, fetch)
+            candidates = self._candidates(project, key, scope, cursor, after, fetch, lowers[0])
             if candidates:
                 summed = exact([value for _, value in candidates])
                 pending += [s for s in summed if after is None or position(s) < after]
                 pending.sort(key=position, reverse=True)
             if len(candidates) < fetch:
-                return pending[:limit]
-            cursor = candidates[-1]
+                if lowers[0] is None:
+                    return pending[:limit]
+                lowers = lowers[1:]
+            if candidates:
+                cursor = candidates[-1]
+            if cursor is None:
+                continue
             ready = [s for s in pending if position(s) >= cursor]
             if len(ready) >= limit:
                 return ready[:limit]
@@ -656,9 +715,16 @@ class TraceStore:
         cursor: tuple[datetime, str] | None,
         after: tuple[datetime, str] | None,
         limit: int,
+        lower: datetime | None,
     ) -> list[tuple[datetime, str]]:
-        """Return (latest time, at most, in the period; value) of the rollup's keys, latest
-        first, below ``cursor``; above ``after`` only those whose time may be too late."""
+        """Return (latest time, at most, in the period; value) of the rollup's keys with a
+        day at or after ``lower``'s (None: the period's first), latest first, below
+        ``cursor``; above ``after`` only those whose time may be too late.
+
+        Whether a key's time may be too late is read from its rows of these days only: a
+        record's tombstone lies on the record's day, so a key's latest record, on its newest
+        day, is live unless that day counts a tombstone.
+        """
         (start, end), kinds, user_id = scope
         params: dict[str, Any] = {
             "project": project,
@@ -666,11 +732,12 @@ class TraceStore:
             "start": start,
             "end": end,
             "limit": limit,
+            "lower": max(start, lower) if lower is not None else start,
         }
         where = [
             "project = {project:String}",
             "key = {key:String}",
-            "day >= toDate({start:DateTime64(3, 'UTC')})",
+            "day >= toDate({lower:DateTime64(3, 'UTC')})",
             "day <= toDate({end:DateTime64(3, 'UTC')})",
         ]
         if kinds is not None:
@@ -710,13 +777,18 @@ class TraceStore:
         select: str,
         having: str,
         params: dict[str, Any],
+        *,
+        every_kind: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Group the live records of ``kinds`` in the period of these sessions or users
-        (``key``) by session or user: ``SELECT value, <select>``, latest activity first.
+        (``key``) by session or user: ``SELECT value, <select>``, latest activity first. With
+        ``every_kind`` the records of every kind are grouped, ``picked`` telling those of
+        ``kinds``.
 
-        A primary-key read of each one's rows of ``thread_items``; the inner query resolves
-        each record's copies and tombstone (one row per record, gone if any copy is a
-        tombstone), as pages do.
+        A primary-key read of each one's rows of ``thread_items`` with FINAL, which resolves
+        each record's copies and tombstone over those rows only (one row per record, none if
+        a copy is a tombstone: the tombstone's version is the higher), as pages do. It was a
+        ``GROUP BY`` per record under the ``GROUP BY`` per key: 1.5-2x the time.
         """
         (period, kinds) = scope
         params.update(project=project, key=key, values=list(values))
@@ -726,22 +798,20 @@ class TraceStore:
             "value IN {values:Array(String)}",
             _period(period, params),
         ]
+        picked = "1"
         if kinds is not None:
-            # Every copy of a record has its kind: a record is kept or left whole.
-            where.append("kind IN {kinds:Array(String)}")
             params["kinds"] = list(kinds)
-        records = (
-            "SELECT value, id, created_at, any(session_id) AS session_id, "
-            "any(user_id) AS user_id, any(status) AS status, any(total_tokens) AS tokens, "
-            "any(estimated_cost_usd) AS cost "
-            f"FROM {self.threads_table} WHERE {' AND '.join(where)} "
-            "GROUP BY value, id, created_at HAVING max(is_deleted) = 0"
-        )
+            if every_kind:
+                picked = "kind IN {kinds:Array(String)}"
+            else:
+                # Every copy of a record has its kind: a record is kept or left whole.
+                where.append("kind IN {kinds:Array(String)}")
         return [
             tuple(r)
             for r in self._client.query(
-                f"SELECT value, {select} FROM ({records}) GROUP BY value {having}"
-                "ORDER BY last_at DESC, value DESC",
+                f"WITH {picked} AS picked SELECT value, {select} "
+                f"FROM {self.threads_table} FINAL WHERE {' AND '.join(where)} "
+                f"GROUP BY value {having}ORDER BY last_at DESC, value DESC",
                 parameters=params,
             ).result_rows
         ]
@@ -754,15 +824,18 @@ class TraceStore:
         after: tuple[datetime, str] | None,
         limit: int,
         kinds: Sequence[str] | None,
-    ) -> list[RequestRow]:
+    ) -> tuple[list[RequestRow], list[tuple[Any, ...]] | None]:
         """Return the live records of one trace or session (``key``: 'trace_id' or
-        'session_id') oldest first, after a keyset position.
+        'session_id') oldest first, after a keyset position; and, for a trace whose first
+        page's read holds all its rows, those rows of its live records (list columns, then
+        _TRACE_SUMS), else None.
 
         One primary-key range read of ``thread_items`` a page: its rows hold every copy and
         tombstone of the records, resolved as a list page does (a record is live when no copy
         of it is a tombstone; a read cut by LIMIT leaves its last record for the next read).
         """
         found: list[RequestRow] = []
+        whole: list[tuple[Any, ...]] | None = None
         position = after
         fetch = limit + SLACK
         params: dict[str, Any] = {"project": project, "key": key, "value": value}
@@ -771,6 +844,7 @@ class TraceStore:
             # Every copy of a record has its kind: a run of copies is kept or left whole.
             where += " AND kind IN {kinds:Array(String)}"
             params["kinds"] = list(kinds)
+        sums = f"{_TRACE_SUMS}, " if key == "trace_id" and after is None else ""
         while len(found) < limit:
             clause = where
             if position is not None:
@@ -781,7 +855,7 @@ class TraceStore:
             rows = [
                 tuple(r)
                 for r in self._client.query(
-                    f"SELECT {LIST_COLUMNS}, is_deleted FROM {self.threads_table} "
+                    f"SELECT {LIST_COLUMNS}, {sums}is_deleted FROM {self.threads_table} "
                     f"WHERE {clause} ORDER BY created_at, id LIMIT {{limit:UInt32}}",
                     parameters={**params, "limit": fetch},
                     settings=PAGE_READ,
@@ -791,13 +865,41 @@ class TraceStore:
             if not runs and not complete:
                 fetch *= 2  # one key holds a whole fetch of copies: read more at once
                 continue
-            found += [item_row(run[0]) for run in runs if not any(r[-1] for r in run)]
+            live = [run[0] for run in runs if not any(r[-1] for r in run)]
+            if sums and complete:
+                whole = live  # the trace's first read, all of it
+            sums = ""
+            found += [item_row(r) for r in live]
             if runs:
                 last = runs[-1][0]
                 position = (utc(last[1]), str(last[0]))
             if complete:
                 break
-        return found[:limit]
+        return found[:limit], whole
+
+
+def _trace_summary(trace_id: str, live: list[tuple[Any, ...]]) -> TraceSummary:
+    """Sum a trace from the rows of all its live records (at least one), oldest first (list
+    columns, then _TRACE_SUMS), as :meth:`TraceStore.summaries` does in ClickHouse."""
+    # (list columns) status, user, session, tokens, cost, latency, parent span, span name
+    started = utc(live[0][1])
+    ended = max(utc(r[1]) + timedelta(milliseconds=int(r[13])) for r in live)
+    # The root (no parent) first, then the oldest; a stable sort keeps equals in key order.
+    root_first = sorted(live, key=lambda r: (r[14] != "", utc(r[1])))
+    return TraceSummary(
+        trace_id=trace_id,
+        name=str(root_first[0][15]),
+        started_at=started,
+        duration_ms=max(0, round((ended - started).total_seconds() * 1000)),
+        records=len(live),
+        llm_calls=sum(1 for r in live if r[7] in _MODEL_CALL_KINDS),
+        errors=sum(1 for r in live if r[8] == "error"),
+        total_tokens=sum(int(r[11]) for r in live),
+        estimated_cost_usd=sum(float(r[12]) for r in live),
+        user_id=next((str(r[9]) for r in root_first if r[9]), ""),
+        session_id=next((str(r[10]) for r in root_first if r[10]), ""),
+        record_ids=tuple(str(r[0]) for r in live),
+    )
 
 
 def _period(period: tuple[datetime, datetime], params: dict[str, Any]) -> str:
