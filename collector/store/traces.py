@@ -25,14 +25,7 @@ from clickhouse_connect.driver.client import Client
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
 from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
-from .request_tables import (
-    ITEM_NAMES,
-    REQUEST_ITEMS,
-    REQUEST_METADATA,
-    REQUESTS,
-    TRACE_NAMES,
-    TRACE_RECORDS,
-)
+from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS, TRACE_RECORDS
 from .schema import Table, View, quote
 
 # The kinds counted as model calls.
@@ -44,14 +37,10 @@ _COST = ITEM_NAMES.index("estimated_cost_usd") + 1
 # A trace's name, user and session are its root record's (no parent), else its first
 # record's that has one: argMin over this key prefers the root, then the oldest.
 _ROOT_FIRST = "(parent_span_id != '', created_at)"
-# What a trace's summary sums, read beside a page's list columns (LIST_COLUMNS, 8 of them) from
-# ``thread_items``: a first page that holds the whole trace is its summary too (_trace_summary).
-_TRACE_SUMS = (
-    "status, user_id, session_id, total_tokens, estimated_cost_usd, "
-    f"JSONExtractUInt(item, {ITEM_NAMES.index('latency_ms') + 1}), "
-    f"JSONExtractString(trace, {TRACE_NAMES.index('parent_span_id') + 1}), "
-    f"JSONExtractString(trace, {TRACE_NAMES.index('span_name') + 1})"
-)
+# What a trace's summary reads beside a page's list columns (LIST_COLUMNS, 8 of them) from
+# ``thread_items``, which its list items do not show: a first page that holds the whole trace
+# is its summary too (_trace_summary), the rest read from the page's records.
+_TRACE_SUMS = "user_id, session_id"
 # What a session's summary and scores read of each row of ``thread_items`` (after the 8 list
 # columns, or stand-ins for them where no page is read), and the most rows a session's page
 # reads at once to be its summary too: a session with more reads its summary apart.
@@ -824,18 +813,18 @@ class TraceStore:
         after: tuple[datetime, str] | None,
         limit: int,
         kinds: Sequence[str] | None,
-    ) -> tuple[list[RequestRow], list[tuple[Any, ...]] | None]:
+    ) -> tuple[list[RequestRow], list[tuple[RequestRow, str, str]] | None]:
         """Return the live records of one trace or session (``key``: 'trace_id' or
         'session_id') oldest first, after a keyset position; and, for a trace whose first
-        page's read holds all its rows, those rows of its live records (list columns, then
-        _TRACE_SUMS), else None.
+        page's read holds all its rows, all its live records with their user and session
+        ids, else None.
 
         One primary-key range read of ``thread_items`` a page: its rows hold every copy and
         tombstone of the records, resolved as a list page does (a record is live when no copy
         of it is a tombstone; a read cut by LIMIT leaves its last record for the next read).
         """
         found: list[RequestRow] = []
-        whole: list[tuple[Any, ...]] | None = None
+        whole: list[tuple[RequestRow, str, str]] | None = None
         position = after
         fetch = limit + SLACK
         params: dict[str, Any] = {"project": project, "key": key, "value": value}
@@ -866,10 +855,11 @@ class TraceStore:
                 fetch *= 2  # one key holds a whole fetch of copies: read more at once
                 continue
             live = [run[0] for run in runs if not any(r[-1] for r in run)]
-            if sums and complete:
-                whole = live  # the trace's first read, all of it
+            records = [item_row(r) for r in live]
+            if sums and complete:  # the trace's first read, all of it
+                whole = [(row, str(r[8]), str(r[9])) for row, r in zip(records, live, strict=True)]
             sums = ""
-            found += [item_row(r) for r in live]
+            found += records
             if runs:
                 last = runs[-1][0]
                 position = (utc(last[1]), str(last[0]))
@@ -878,27 +868,26 @@ class TraceStore:
         return found[:limit], whole
 
 
-def _trace_summary(trace_id: str, live: list[tuple[Any, ...]]) -> TraceSummary:
-    """Sum a trace from the rows of all its live records (at least one), oldest first (list
-    columns, then _TRACE_SUMS), as :meth:`TraceStore.summaries` does in ClickHouse."""
-    # (list columns) status, user, session, tokens, cost, latency, parent span, span name
-    started = utc(live[0][1])
-    ended = max(utc(r[1]) + timedelta(milliseconds=int(r[13])) for r in live)
+def _trace_summary(trace_id: str, live: list[tuple[RequestRow, str, str]]) -> TraceSummary:
+    """Sum a trace from all its live records (at least one), oldest first, each with its user
+    and session ids, as :meth:`TraceStore.summaries` does in ClickHouse."""
+    started = live[0][0].created_at
+    ended = max(r.created_at + timedelta(milliseconds=r.latency_ms) for r, _, _ in live)
     # The root (no parent) first, then the oldest; a stable sort keeps equals in key order.
-    root_first = sorted(live, key=lambda r: (r[14] != "", utc(r[1])))
+    root_first = sorted(live, key=lambda r: (r[0].parent_span_id != "", r[0].created_at))
     return TraceSummary(
         trace_id=trace_id,
-        name=str(root_first[0][15]),
+        name=root_first[0][0].span_name,
         started_at=started,
         duration_ms=max(0, round((ended - started).total_seconds() * 1000)),
         records=len(live),
-        llm_calls=sum(1 for r in live if r[7] in _MODEL_CALL_KINDS),
-        errors=sum(1 for r in live if r[8] == "error"),
-        total_tokens=sum(int(r[11]) for r in live),
-        estimated_cost_usd=sum(float(r[12]) for r in live),
-        user_id=next((str(r[9]) for r in root_first if r[9]), ""),
-        session_id=next((str(r[10]) for r in root_first if r[10]), ""),
-        record_ids=tuple(str(r[0]) for r in live),
+        llm_calls=sum(1 for r, _, _ in live if r.kind in _MODEL_CALL_KINDS),
+        errors=sum(1 for r, _, _ in live if r.status == "error"),
+        total_tokens=sum(r.total_tokens for r, _, _ in live),
+        estimated_cost_usd=sum(r.estimated_cost_usd for r, _, _ in live),
+        user_id=next((user for _, user, _ in root_first if user), ""),
+        session_id=next((session for _, _, session in root_first if session), ""),
+        record_ids=tuple(r.id for r, _, _ in live),
     )
 
 
