@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 from _harness import check, collector
-from _report import Machine, wait_quiet, write_section
+from _report import Machine, cpu_probe_ms, wait_quiet, write_section
 
 KEY = "pr-bench-traces"
 SECTION = "## Traces, sessions and users (`benchmarks/traces.py`)"
@@ -270,8 +270,10 @@ def main() -> None:
             accepted, elapsed = int(loaded["accepted"]), float(loaded["seconds"])
             print(f"reusing a load of {accepted:,} records", flush=True)
         settled, _ = wait_quiet(max_seconds=args.wait)
+        # The machine's speed drifts by the hour: each run says how fast it was (_report).
         print(
-            f"reads begin; load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+            f"reads begin; load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}; "
+            f"CPU probe {cpu_probe_ms():.0f} ms",
             flush=True,
         )
         results = reads(served.url, args.samples)
