@@ -9,6 +9,7 @@ exactly as they were, never counted twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,12 +47,20 @@ class Operation:
 class BackupStore:
     """BACKUP and RESTORE of one database, and what a restore needs to know of the target."""
 
-    def __init__(self, client: Client, database: str) -> None:
+    def __init__(
+        self, client: Client, database: str, settle: Callable[[], None] = lambda: None
+    ) -> None:
         self._client = client
         self.database = database
+        # Waits for the registry's journaled writes (store/registry_journal.py).
+        self._settle = settle
 
     def start_backup(self, path: Path) -> str:
-        """Start copying the whole database into the directory ``path``; return the id."""
+        """Start copying the whole database into the directory ``path``; return the id.
+
+        Every registry write acknowledged before the call is in the copy.
+        """
+        self._settle()
         rows = self._client.query(
             f"BACKUP DATABASE {quote(self.database)} TO File({{path:String}}) ASYNC",
             parameters={"path": str(path)},

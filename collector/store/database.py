@@ -47,7 +47,7 @@ class Store:
         self.rollups = RollupStore(client, database, self.requests.table)
         self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
-        self.backups = BackupStore(client, database)
+        self.backups = BackupStore(client, database, self.prompts.settle)
         self.scores = ScoreStore(client, database, cluster)
         self.datasets = DatasetStore(client, database, cluster)
         self.experiments = ExperimentStore(client, database, cluster)

@@ -9,7 +9,9 @@ across collectors because the dedup log lives with the table (in Keeper on a clu
 On the embedded store this process is the only writer (chDB locks the data directory), so the
 slots are decided in memory instead (:class:`_EmbeddedWrites`, shared by every store client of
 one database in the process) and the writes of every thread waiting are stored together, one
-insert per table (a group commit): no token, no read-back.
+insert per table (a group commit): no token, no read-back. A group commit is kept by an append
+to the database's registry journal and applied to chDB right behind it (see
+:mod:`.registry_journal`): every read of these tables waits for what was journaled before it.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ import contextlib
 import json
 import queue
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from clickhouse_connect.driver.client import Client
 
 from .connection import close_client, open_client, utc
+from .registry_journal import RegistryJournal
 from .schema import Table, View, quote
 
 _K = TypeVar("_K")
@@ -90,6 +95,9 @@ class _EmbeddedWrites:
         # Group commits that stored rows, and the writers' row sets they stored (diagnostics).
         self.commits = 0
         self.committed = 0
+        # Where group commits are kept before chDB has them (opened with the first user).
+        self.journal: RegistryJournal | None = None
+        self.applier: Client | None = None
 
     def enqueue(self, pending: _Pending) -> _Pending:
         """Queue rows (holding :attr:`cond`, right after taking their slots)."""
@@ -162,22 +170,63 @@ _embedded_writes: dict[tuple[str, str], _EmbeddedWrites] = {}
 _embedded_writes_lock = threading.Lock()
 
 
+def journal_path(uri: str, database: str) -> Path:
+    """Where the registry journal of an embedded database lives: beside the engine's files."""
+    return Path(uri.removeprefix("chdb://")) / "registry-journal" / f"{database}.journal"
+
+
 def _writes_of(uri: str, database: str) -> _EmbeddedWrites:
-    """The process's :class:`_EmbeddedWrites` of one embedded database, for one more user."""
+    """The process's :class:`_EmbeddedWrites` of one embedded database, for one more user.
+
+    The first user opens the database's journal, which first applies whatever a process that
+    ended before applying it left there.
+    """
     with _embedded_writes_lock:
         writes = _embedded_writes.setdefault((uri, database), _EmbeddedWrites())
+        if writes.journal is None:
+            applier = open_client(uri)
+            try:
+                # Looked up at each call, so a client's command can be observed (tests).
+                writes.journal = RegistryJournal(
+                    journal_path(uri, database), lambda statements: applier.command(statements)
+                )
+            except BaseException:
+                close_client(applier)
+                raise
+            writes.applier = applier
         writes.users += 1
         return writes
 
 
 def _release_writes(uri: str, database: str) -> None:
-    """One user of the database's :class:`_EmbeddedWrites` is done with it."""
+    """One user of the database's :class:`_EmbeddedWrites` is done with it; the last one
+    applies and closes its journal."""
     with _embedded_writes_lock:
         writes = _embedded_writes.get((uri, database))
         if writes is not None:
             writes.users -= 1
             if writes.users <= 0:
                 del _embedded_writes[(uri, database)]
+                if writes.journal is not None:
+                    writes.journal.close()
+                if writes.applier is not None:
+                    close_client(writes.applier)
+
+
+class _Settling:
+    """A store client whose queries first wait for the registry journal (embedded store):
+    a read of the registry's tables then sees every write acknowledged before it."""
+
+    def __init__(self, client: Client, settle: Callable[[], None]) -> None:
+        self._client = client
+        self._settle = settle
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        self._settle()
+        return self._client.query(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
 
 
 # Name claims and soft deletes. Sorted by name because every route addresses a prompt by
@@ -460,6 +509,8 @@ class PromptStore:
         self._database = database
         self._released = False
         self._writes = _writes_of(client.uri, database) if self._embedded else None
+        if self._writes is not None and self._writes.journal is not None:
+            self._client = cast(Client, _Settling(client, self._writes.journal.settle))
         # The list's heads: the view-fed table on a server; on the embedded store (migration 24
         # dropped the view there) each live prompt's newest version, read from the versions.
         self._heads_source = (
@@ -500,19 +551,33 @@ class PromptStore:
         return f"INSERT INTO {self._targets[table.name]} ({columns}) {settings}VALUES {values}"
 
     def _store_batch(self, batch: list[_Pending]) -> None:
-        """Store the rows of every writer in ``batch``: one insert per table, in one call.
+        """Store the rows of every writer in ``batch``: one insert per table, kept by one
+        append to the journal (applied in order right behind it).
 
         Versions go first, then name claims, then labels: a claim is the commit point of its
-        version, and a label points at a stored version.
+        version, and a label points at a stored version. Each insert carries a token of its
+        own, so an entry applied again after a crash stores its rows once.
         """
         statements = []
+        entry = uuid.uuid4().hex
         for table in (PROMPT_VERSIONS, PROMPTS, PROMPT_LABELS):
             rows = [row for item in batch for row in item.rows.get(table.name, ())]
             if rows:
-                statements.append(self._values_sql(table, rows))
-        if statements:
-            with self._handle() as client:
-                client.command("; ".join(statements))
+                statements.append(self._values_sql(table, rows, f"journal/{entry}/{table.name}"))
+        if not statements:
+            return
+        assert self._writes is not None
+        if self._writes.journal is not None:
+            self._writes.journal.append("; ".join(statements))
+            return
+        with self._handle() as client:
+            client.command("; ".join(statements))
+
+    def settle(self) -> None:
+        """Return once every registry write acknowledged so far is in the store's tables (at
+        once on a server, where writes are stored before they are acknowledged)."""
+        if self._writes is not None and self._writes.journal is not None:
+            self._writes.journal.settle()
 
     def _commit(self, pending: _Pending) -> None:
         assert self._writes is not None
@@ -554,9 +619,11 @@ class PromptStore:
             return self._writes.commits, self._writes.committed
 
     def write_handles(self) -> list[Client]:
-        """The handles the registry's writes opened so far (for tests and diagnostics)."""
+        """The clients the registry's writes use so far: the journal's (which applies group
+        commits) and the handles opened for the others (for tests and diagnostics)."""
+        applier = self._writes.applier if self._writes is not None else None
         with self._handles_lock:
-            return list(self._handles)
+            return [*([applier] if applier is not None else []), *self._handles]
 
     def close(self) -> None:
         """Close the handles the registry's writes opened (and let go of the slot table)."""

@@ -1,0 +1,182 @@
+"""The embedded store's registry journal: a write is acknowledged once it is in the file and
+reaches chDB right behind; reads of the tables wait for it; a killed process's writes are
+applied by the next one, once, and a torn last entry is dropped (store/registry_journal.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptrail.collector.config import Settings
+from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
+from promptrail.collector.runtime_file import read_runtime
+from promptrail.collector.services.container import Services
+from promptrail.collector.store.connection import close_client, open_client
+from promptrail.collector.store.database import Store
+from promptrail.collector.store.prompts import journal_path
+from promptrail.collector.store.registry_journal import RegistryJournal, encode_entry
+from tests.collector.processes import collector
+
+PROJECT = "default"
+
+
+@pytest.fixture
+def scratch(settings: Settings) -> Any:
+    """A client of the test's database and a table keeping a deduplication window, as the
+    registry's tables do."""
+    client = open_client(settings.store_url)
+    table = f"`{settings.database}`.`journal_{uuid.uuid4().hex[:8]}`"
+    client.command(
+        f"CREATE TABLE {table} (n UInt32) ENGINE = MergeTree ORDER BY n "
+        "SETTINGS non_replicated_deduplication_window = 100"
+    )
+    yield client, table
+    client.command(f"DROP TABLE IF EXISTS {table}")
+    close_client(client)
+
+
+def insert(table: str, n: int, token: str) -> str:
+    return f"INSERT INTO {table} SETTINGS insert_deduplication_token = '{token}' VALUES ({n})"
+
+
+def test_a_killed_process_s_entries_are_applied_once_and_a_torn_tail_is_dropped(
+    scratch: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, table = scratch
+    path = tmp_path / "registry.journal"
+    whole = encode_entry(insert(table, 1, "a")) + encode_entry(
+        f"{insert(table, 2, 'b')}; {insert(table, 3, 'c')}"
+    )
+    torn = encode_entry(insert(table, 4, "d"))[:-3]  # the process died mid-append
+    path.write_bytes(whole + torn)
+    caplog.set_level(logging.INFO, logger="promptrail.collector.store.registry_journal")
+
+    RegistryJournal(path, client.command).close()
+
+    assert client.query(f"SELECT n FROM {table} ORDER BY n").result_rows == [(1,), (2,), (3,)]
+    assert path.read_bytes() == b""
+    dropped = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(dropped) == 1 and f"{len(torn)} bytes" in dropped[0].getMessage()
+    # Applied, then the process died before emptying the file: the next open applies the
+    # same entries again, and the tokens keep each row once.
+    path.write_bytes(whole)
+    RegistryJournal(path, client.command).close()
+    assert client.query(f"SELECT n FROM {table} ORDER BY n").result_rows == [(1,), (2,), (3,)]
+
+
+def test_a_corrupt_entry_stops_replay_there_and_keeps_the_ones_before(
+    scratch: Any, tmp_path: Path
+) -> None:
+    client, table = scratch
+    path = tmp_path / "registry.journal"
+    second = bytearray(encode_entry(insert(table, 2, "b")))
+    second[-1] ^= 0x01  # a flipped byte: its checksum no longer matches
+    path.write_bytes(encode_entry(insert(table, 1, "a")) + bytes(second))
+
+    RegistryJournal(path, client.command).close()
+
+    assert client.query(f"SELECT n FROM {table}").result_rows == [(1,)]
+
+
+def test_appends_are_applied_in_order_and_settle_waits_for_them(
+    scratch: Any, tmp_path: Path
+) -> None:
+    client, table = scratch
+    release = threading.Event()
+    applied: list[str] = []
+
+    def held_back(statements: str) -> None:
+        release.wait(10)
+        client.command(statements)
+        applied.append(statements)
+
+    journal = RegistryJournal(tmp_path / "registry.journal", held_back)
+    try:
+        for n in range(1, 6):
+            journal.append(insert(table, n, f"t{n}"))
+        assert client.query(f"SELECT count() FROM {table}").result_rows == [(0,)]
+        threading.Timer(0.2, release.set).start()
+        journal.settle()
+        assert client.query(f"SELECT n FROM {table} ORDER BY n").result_rows == [
+            (n,) for n in range(1, 6)
+        ]
+        # In order, several entries to a call when they wait: never more calls than entries.
+        assert 1 <= len(applied) <= 5
+        assert "VALUES (1)" in applied[0]
+    finally:
+        journal.close()
+    assert (tmp_path / "registry.journal").read_bytes() == b""
+
+
+def test_a_registry_read_waits_for_the_writes_acknowledged_before_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    services = Services.build(settings, store)
+    try:
+        services.prompts.create(PROJECT, PromptCreate(name="p", template="v1", model="m"))
+        (applier,) = store.prompts.write_handles()
+        release = threading.Event()
+        real = applier.command
+
+        def held_back(*args: Any, **kwargs: Any) -> Any:
+            release.wait(10)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(applier, "command", held_back)
+        services.prompts.update(PROJECT, "p", PromptUpdate(template="v2"))  # acknowledged
+        threading.Timer(0.2, release.set).start()
+        # A read of the table itself (not the memory the service answers from).
+        row = store.prompts.version_at(PROJECT, services.prompts.get(PROJECT, "p").prompt_id, 2)
+        assert row is not None and row.template == "v2"
+        assert release.is_set()  # it waited for the apply
+    finally:
+        services.close()
+
+
+def test_versions_acknowledged_before_a_sigkill_are_all_there_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    """Eight writers making versions as fast as they go; the collector killed right after the
+    last answer; every acknowledged version is then read back, each number once."""
+    log: list[str] = []
+    acknowledged: dict[str, list[int]] = {}
+    with collector(tmp_path, log) as api:
+        names = [f"p{n}" for n in range(8)]
+        for name in names:
+            created = api.post("/v1/prompts", json={"name": name, "template": "v1", "model": "m"})
+            assert created.status_code == 201, created.text
+
+        def write(name: str) -> list[int]:
+            numbers = []
+            for n in range(2, 22):
+                answer = api.patch(f"/v1/prompts/{name}", json={"template": f"v{n}"})
+                assert answer.status_code == 200, answer.text
+                numbers.append(answer.json()["data"]["version"])
+            return numbers
+
+        with ThreadPoolExecutor(len(names)) as pool:
+            acknowledged = dict(zip(names, pool.map(write, names), strict=True))
+        info = read_runtime(tmp_path)
+        assert info is not None
+        os.kill(info.pid, signal.SIGKILL)  # no shutdown: nothing applied on the way down
+    with collector(tmp_path, log) as api:
+        for name, numbers in acknowledged.items():
+            assert numbers == list(range(2, 22))
+            listed = api.get(f"/v1/prompts/{name}/versions", params={"limit": 100})
+            assert listed.status_code == 200, listed.text
+            versions = sorted(v["version"] for v in listed.json()["data"])
+            assert versions == list(range(1, 22)), (name, versions)
+            assert api.get(f"/v1/prompts/{name}/template").json()["content"] == "v21"
+    # The second collector stopped cleanly: it applied everything and emptied the file.
+    journal = journal_path(f"chdb://{(tmp_path / 'clickhouse').resolve()}", "promptrail")
+    assert journal.exists() and journal.read_bytes() == b""
