@@ -777,7 +777,7 @@ class TraceStore:
         A primary-key read of each one's rows of ``thread_items`` with FINAL, which resolves
         each record's copies and tombstone over those rows only (one row per record, none if
         a copy is a tombstone: the tombstone's version is the higher), as pages do. It was a
-        ``GROUP BY`` per record under the ``GROUP BY`` per key: 1.5-2x the time.
+        ``GROUP BY`` per record under the ``GROUP BY`` per key: 1.5x the time.
         """
         (period, kinds) = scope
         params.update(project=project, key=key, values=list(values))
