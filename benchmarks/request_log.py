@@ -9,6 +9,15 @@ Starts ``promptrail serve`` on a fresh data dir, loads synthetic but realistic r
 (unfiltered, by prompt, by metadata), detail, search and each analytics metric over one
 keep-alive connection, samples the collector's memory throughout, and finally shows with
 ``EXPLAIN indexes = 1`` that search is served by the text (inverted) index.
+
+    .venv/bin/python benchmarks/request_log.py --records 200000 --batch 2000 --workers 4 \
+        --raw --reads-now --only "list by metadata"
+
+``--raw`` first inserts the same records, as the collector stores them, straight into a fresh
+embedded chDB table with the log's DDL (``requests`` alone: no views, no HTTP, no Python work
+timed), in a process of its own, and prints both rates and their ratio (issue 35.2).
+``--reads-now`` measures the reads right after the ingest, as the issue did, without waiting
+for the rollup's sealing or a quiet machine.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import random
 import re
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +44,7 @@ from typing import Any
 
 import httpx
 from _harness import collector
-from _report import DOCS, Machine, random_words, wait_quiet, write_section
+from _report import DOCS, Machine, cpu_probe_ms, random_words, wait_quiet, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "promptrail"
@@ -342,6 +352,106 @@ def ingest(
     )
 
 
+@dataclass
+class RawResult:
+    """The raw insert: records, seconds spent in the inserts, CPU of the process meanwhile."""
+
+    records: int
+    seconds: float
+    cpu: float
+
+
+def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
+    """Insert ``total`` records, in batches of ``size`` from ``threads`` threads, into a fresh
+    chDB table.
+
+    The table is the log's (``requests``, its DDL as the collector makes it) alone; the rows
+    are the benchmark's records as the collector stores them (validated, normalised and
+    encoded as JSONEachRow by the collector's own functions), all made before the clock
+    starts: only the inserts are timed, each thread on a client of its own (a chDB client
+    runs one call at a time), and only the CPU of the process meanwhile counted.
+    """
+    from pydantic import TypeAdapter
+
+    from promptrail.collector.models.requests import ValidRequestBatch
+    from promptrail.collector.services.dates import utc_now_ms
+    from promptrail.collector.services.ingest import record_values
+    from promptrail.collector.store.connection import close_client, open_client
+    from promptrail.collector.store.request_rows import JSON_INPUT, encode_rows
+    from promptrail.collector.store.request_tables import COLUMNS, REQUESTS
+    from promptrail.collector.store.schema import render, render_database
+
+    batches = TypeAdapter(ValidRequestBatch)
+    bodies = Bodies(total, size, make_pool(random.Random(1)), datetime.now(UTC))
+    bodies.prepare()
+    encoded = []
+    for number in range(bodies.count):
+        records = batches.validate_json(zlib.decompress(bodies.body(number), 31)).records
+        encoded.append(encode_rows("default", [record_values(r, utc_now_ms()) for r in records]))
+    clients = [open_client(f"chdb://{scratch}") for _ in range(threads)]
+    try:
+        clients[0].command(render_database("raw", None))
+        for statement in render(REQUESTS, "raw", None):
+            clients[0].command(statement)
+        pending = iter(encoded)
+        lock = threading.Lock()
+
+        def insert(client: Any) -> None:
+            while True:
+                with lock:
+                    batch = next(pending, None)
+                if batch is None:
+                    return
+                client.raw_insert(
+                    "raw.requests", COLUMNS, batch, settings=JSON_INPUT, fmt="JSONEachRow"
+                )
+
+        cpu_began, began = cpu_seconds(os.getpid()), time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            for future in [pool.submit(insert, client) for client in clients]:
+                future.result()
+        seconds = time.perf_counter() - began
+        cpu = cpu_seconds(os.getpid()) - cpu_began
+    finally:
+        for client in clients:
+            close_client(client)
+    return RawResult(records=total, seconds=seconds, cpu=cpu)
+
+
+def raw_in_process(total: int, size: int, threads: int) -> RawResult:
+    """Run :func:`raw_insert` in a process of its own (chDB runs one engine per process)."""
+    with tempfile.TemporaryDirectory(prefix="promptrail-raw-") as scratch:
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--raw-worker",
+                scratch,
+                "--records",
+                str(total),
+                "--batch",
+                str(size),
+                "--workers",
+                str(threads),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    return RawResult(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def raw_summary(raw: RawResult, result: IngestResult) -> str:
+    """The raw insert beside the collector's ingest: rates, ratio, CPU per record."""
+    raw_rate, rate = raw.records / raw.seconds, result.accepted / result.elapsed
+    return (
+        f"raw chDB insert {raw_rate:,.0f} records/s ({raw.cpu / raw.records * 1e6:.0f} µs CPU "
+        f"per record), collector {rate:,.0f} records/s "
+        f"({result.collector_cpu / result.accepted * 1e6:.0f} µs CPU per record): "
+        f"ratio {rate / raw_rate:.3f}"
+    )
+
+
 def measure(
     client: httpx.Client,
     label: str,
@@ -369,7 +479,7 @@ def measure(
     return result
 
 
-def reads(base: str, total: int, samples: int) -> list[dict[str, Any]]:
+def reads(base: str, total: int, samples: int, only: str | None = None) -> list[dict[str, Any]]:
     rng = random.Random(3)
     # Users that have records: a user drawn from all 5,000 has none two times out of three,
     # and an empty page says nothing about reading a user's records.
@@ -453,7 +563,8 @@ def reads(base: str, total: int, samples: int) -> list[dict[str, Any]]:
             )
         )
         for label, make, count in ops:
-            results.append(measure(client, label, make, count))
+            if only is None or any(part in label for part in only.split(",")):
+                results.append(measure(client, label, make, count))
     return results
 
 
@@ -584,20 +695,47 @@ def main() -> None:
         help="records carry no cost: the collector prices each one at ingest",
     )
     parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="first insert the same records straight into a fresh chDB table: rate and ratio",
+    )
+    parser.add_argument(
+        "--reads-now",
+        action="store_true",
+        help="measure reads right after the ingest (no wait for the rollup or a quiet machine)",
+    )
+    parser.add_argument(
+        "--only", help="measure only the reads whose label contains one of these (a,b,...)"
+    )
+    parser.add_argument("--raw-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="skip the ingest: measure reads on --data-dir as an earlier run loaded it",
     )
     args = parser.parse_args()
+    if args.raw_worker:
+        print(
+            json.dumps(asdict(raw_insert(args.records, args.batch, args.raw_worker, args.workers)))
+        )
+        return
     if args.reuse and not args.data_dir:
         parser.error("--reuse needs the --data-dir of an earlier run")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"CPU probe {cpu_probe_ms():.0f} ms; load average {load}", flush=True)
+    raw = None
+    if args.raw and not args.reuse:
+        raw = raw_in_process(args.records, args.batch, args.workers)
+        print(
+            f"raw: {raw.records:,} records in {raw.seconds:.1f} s ({args.workers} threads)",
+            flush=True,
+        )
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
     data_dir.mkdir(parents=True, exist_ok=True)
     body_limit = {"PROMPTRAIL_MAX_BODY_BYTES": str(64 << 20)}
     with collector(data_dir, KEY, **body_limit) as served:
         base, process = served.url, served.process
-        print(f"data dir {data_dir}; collector on {base}", flush=True)
+        print(f"data dir {data_dir}; collector on {base}, pid {process.pid}", flush=True)
         watch = MemoryWatch(process.pid)
         print(f"load average {load}", flush=True)
         saved = data_dir / "ingest.json"
@@ -625,19 +763,23 @@ def main() -> None:
                 )
             )
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
+        if raw is not None:
+            print(f"ingest: {raw_summary(raw, result)}", flush=True)
         if above is not None:
             print(f"ingest: RSS above 1 GiB for {above:.0f} s", flush=True)
         results: list[dict[str, Any]] = []
         settled = 0.0
         sealing = "not measured"
-        if not args.ingest_only:
+        if not args.ingest_only and args.reads_now:
+            results = reads(base, result.accepted, args.samples, args.only)
+        elif not args.ingest_only:
             # Analytics are measured as a collector serves them once its sealer caught up.
             sealing = wait_sealed(data_dir / "collector.log", since=datetime.now())
             print(f"rollup: {sealing}", flush=True)
             # Reads are measured on a settled store, not during the merges the load left.
             settled, _ = wait_quiet()
             print(f"quiet after {settled:.0f} s", flush=True)
-            results = reads(base, result.accepted, args.samples)
+            results = reads(base, result.accepted, args.samples, args.only)
         # With --reuse the ingest ran in an earlier collector: report the higher peak.
         peak = max(watch.stop(), ingest_peak)
         print(f"collector peak RSS {peak:.0f} MiB", flush=True)
