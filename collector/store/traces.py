@@ -41,11 +41,12 @@ _ROOT_FIRST = "(parent_span_id != '', created_at)"
 # ``thread_items``, which its list items do not show: a first page that holds the whole trace
 # is its summary too (_trace_summary), the rest read from the page's records.
 _TRACE_SUMS = "user_id, session_id"
-# What a session's summary and scores read of each row of ``thread_items`` (after the 8 list
-# columns, or stand-ins for them where no page is read), and the most rows a session's page
-# reads at once to be its summary too: a session with more reads its summary apart.
+# What a session's summary and scores read of each row of ``thread_items``, after the 8 list
+# columns (or, where no page is read, stand-ins for them: the key and the kind, the rest empty).
 _SESSION_SUMS = "user_id, status, trace_id, total_tokens, estimated_cost_usd"
 _NO_LIST_COLUMNS = "id, created_at, '', '', '', '', false, kind"
+# The most rows of a session one read takes with their list columns, to be its summary and its
+# page at once; a session with more reads its summary and its page apart.
 _WHOLE_SESSION = 1000
 
 # The rollup the session and user lists take their candidates from: per (project, session or
