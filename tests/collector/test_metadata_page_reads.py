@@ -32,7 +32,7 @@ def record(i: int, at: datetime, user: str, **fields: Any) -> dict[str, Any]:
         "prompt_name": "summary",
         "model": "gpt-4o-mini",
         "output": f"output {i}",
-        "metadata": {"user_id": user},
+        "metadata": {"user_id": user, "env": "prod"},
         **fields,
     }
 
@@ -55,14 +55,18 @@ def records() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def store(settings: Settings) -> Iterator[tuple[RequestStore, list[str]]]:
-    """A store of the test's database whose client notes each query it runs."""
+def store(api: TestClient, settings: Settings) -> Iterator[tuple[RequestStore, list[str]]]:
+    """The records of :func:`records` logged, and a store of the test's database whose client
+    notes each query it runs (with the lower bound of a windowed read)."""
+    response = api.post("/v1/requests/batch", json={"records": records()})
+    assert response.status_code == 201, response.text
     client = open_client(settings.clickhouse_url)
     ran: list[str] = []
     query = client.query
 
     def noted(sql: str, *args: Any, **kwargs: Any) -> Any:
-        ran.append(sql)
+        lower = (kwargs.get("parameters") or {}).get("lower")
+        ran.append(sql if lower is None else f"{sql} -- lower {lower.isoformat()}")
         return query(sql, *args, **kwargs)
 
     client.query = noted  # type: ignore[method-assign]
@@ -75,12 +79,9 @@ def store(settings: Settings) -> Iterator[tuple[RequestStore, list[str]]]:
 def test_a_page_over_two_windows_reads_the_records_once(
     api: TestClient, store: tuple[RequestStore, list[str]]
 ) -> None:
-    made = records()
-    response = api.post("/v1/requests/batch", json={"records": made})
-    assert response.status_code == 201, response.text
     want = [
         r["id"]
-        for r in sorted(made, key=lambda r: (r["created_at"], r["id"]), reverse=True)
+        for r in sorted(records(), key=lambda r: (r["created_at"], r["id"]), reverse=True)
         if r["metadata"]["user_id"] == "u" and "kind" not in r
     ]
     requests, ran = store
@@ -95,3 +96,28 @@ def test_a_page_over_two_windows_reads_the_records_once(
     # Every page of the walk is exact too, across the windows and below them.
     for limit in (1, 2, 5, 20, 100):
         assert walk(api, limit, **{"metadata.user_id": "u"}) == want
+
+
+def test_a_key_whose_day_fell_short_starts_its_next_page_at_the_week(
+    store: tuple[RequestStore, list[str]],
+) -> None:
+    requests, ran = store
+    by_user = RequestFilter(metadata={"user_id": "u"}, kinds=MODEL_CALL_KINDS)
+
+    first = requests.page("default", by_user, None, 21)
+    # The day held 3 of the page's 21: the index was read for the day, then the week.
+    assert len([sql for sql in ran if "request_metadata" in sql]) == 2
+    ran.clear()
+    again = requests.page("default", by_user, None, 21)
+
+    assert [row.id for row in again] == [row.id for row in first]
+    assert len([sql for sql in ran if "request_metadata" in sql]) == 1, ran
+    assert f"lower {(NOW - timedelta(days=1)).date()}" not in " ".join(ran)
+    # A key whose day fills a page (every record has env=prod) keeps reading the day first.
+    dense = RequestFilter(metadata={"env": "prod"}, kinds=MODEL_CALL_KINDS)
+    for _ in range(2):
+        ran.clear()
+        assert len(requests.page("default", dense, None, 5)) == 5
+        index_reads = [sql for sql in ran if "request_metadata" in sql]
+        assert len(index_reads) == 1, ran
+        assert f"lower {(NOW - timedelta(days=1)).date()}" in index_reads[0]
