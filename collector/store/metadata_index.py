@@ -54,10 +54,11 @@ class MetadataIndex:
         The keys of candidates, newest first after the position, come from the index entries
         of one pair (the rarest-looking, :meth:`driving_pair`) that also pass the filters the
         index carries (prompt, model, status, dates); runs of copies are resolved and
-        tombstoned keys dropped as a scan of the log does. The candidates are then read from
-        ``request_items`` by key with the whole filter (the other pairs), a few more than the
-        page still lacks at a time, and resolved again: the records have the last word, so the
-        page and its cursor are exactly those of a scan of the records.
+        tombstoned keys dropped as a scan of the log does, window after window until the
+        page's worth is known. The candidates are then read from ``request_items`` by key
+        with the whole filter (the other pairs), as many as the page still lacks, and resolved
+        again: the records have the last word, so the page and its cursor are exactly those of
+        a scan of the records.
         """
         where, params = filter_where(project, filters)
         driver = self.driving_pair(project, filters)
