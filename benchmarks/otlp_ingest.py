@@ -110,7 +110,7 @@ def json_body(batch: list[Call]) -> bytes:
     """The batch route's body, as the SDK's shipper writes it."""
     records = [
         {
-            "id": f"req_{c.span_id}",
+            "id": f"req_{c.trace_id}{c.span_id}",  # as the SDK names a span's record
             "created_at": c.start.isoformat().replace("+00:00", "Z"),
             "trace_id": c.trace_id,
             "span_id": c.span_id,
