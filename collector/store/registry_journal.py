@@ -35,6 +35,8 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from clickhouse_connect.driver.exceptions import OperationalError
+
 _log = logging.getLogger(__name__)
 _HEADER = struct.Struct(">II")
 # Retries of a failing apply: from 50 ms, doubling, at most 2 s apart.
@@ -123,14 +125,16 @@ class RegistryJournal:
 
     def settle(self, timeout: float = 30.0) -> None:
         """Return once every entry appended before the call is applied (at once when all
-        are); raise the store's error if they could not be applied within ``timeout``."""
+        are); raise an ``OperationalError`` (a store outage) naming the store's error if they
+        could not be applied within ``timeout``."""
         with self._cond:
             target = self._appended
             if self._applied >= target:
                 return
             if not self._cond.wait_for(lambda: self._applied >= target, timeout):
                 failure = self._failure
-                raise TimeoutError(
+                # The store's own kind of outage: an API read answers 503 STORE_UNAVAILABLE.
+                raise OperationalError(
                     f"registry writes not applied to the store within {timeout:.0f} s"
                     + (f": {failure}" if failure is not None else "")
                 ) from failure

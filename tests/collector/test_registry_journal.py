@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clickhouse_connect.driver.exceptions import OperationalError
 
 from promptrail.collector.config import Settings
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.runtime_file import read_runtime
 from promptrail.collector.services.container import Services
-from promptrail.collector.store.connection import close_client, open_client
+from promptrail.collector.store.connection import close_client, is_store_outage, open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import journal_path
 from promptrail.collector.store.registry_journal import RegistryJournal, encode_entry
@@ -115,6 +116,32 @@ def test_appends_are_applied_in_order_and_settle_waits_for_them(
     finally:
         journal.close()
     assert (tmp_path / "registry.journal").read_bytes() == b""
+
+
+def test_a_refusing_store_keeps_writes_and_a_read_gets_a_store_outage(
+    scratch: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the store refuses, writes stay acknowledged and kept; a read waiting for them
+    fails as a store outage (503 at the API), one warning is logged; then they land."""
+    client, table = scratch
+    away = f"{table[:-1]}_away`"
+    client.command(f"RENAME TABLE {table} TO {away}")  # inserts now fail for real
+    journal = RegistryJournal(tmp_path / "registry.journal", client.command)
+    try:
+        journal.append(insert(table, 7, "seven"))
+        with pytest.raises(OperationalError) as refused:
+            journal.settle(timeout=0.5)
+        assert is_store_outage(refused.value)
+        assert (
+            encode_entry(insert(table, 7, "seven")) in (tmp_path / "registry.journal").read_bytes()
+        )
+        client.command(f"RENAME TABLE {away} TO {table}")
+        journal.settle(timeout=10)
+        assert client.query(f"SELECT n FROM {table}").result_rows == [(7,)]
+    finally:
+        journal.close()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "not applied" in warnings[0].getMessage()
 
 
 def test_a_registry_read_waits_for_the_writes_acknowledged_before_it(
