@@ -414,6 +414,8 @@ class IngestService:
                 first = known.get(row["id"])
                 if first is not None:
                     row["created_at"] = first
+        # List pages count back from the log's newest record (store/requests.py NewestHint).
+        self._writer.note_stored(max((row["created_at"] for row in values), default=None))
         return values
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -101,6 +102,55 @@ def _inserts_into(table: str) -> InsertsUnderWay:
         return _UNDER_WAY.setdefault(table, InsertsUnderWay())
 
 
+# How long a read of the log's newest time is trusted before a list page reads it again: the
+# records other processes store meanwhile are not noted here (a hint older than the log costs
+# reading, never records: see NewestHint).
+_NEWEST_TRUSTED_FOR = 10.0
+
+
+class NewestHint:
+    """The created_at of the newest record of one log table, as far as this process knows.
+
+    Read from the store (at most every _NEWEST_TRUSTED_FOR seconds, when a list page needs
+    it) and raised by the ingest path as it stores records. A list page counts its windows
+    back from it (request_filters.windows): windows are lower bounds only, so any hint keeps
+    a page exact. One older than the log makes the first window read more; one newer (records
+    gone) leaves it empty, and the page then reads the log's newest time itself.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: datetime | None = None
+        self._read_at: float | None = None  # time.monotonic() of the last read
+
+    def current(self) -> tuple[datetime | None, bool]:
+        """The hint and whether it is still trusted (False: read the store again)."""
+        with self._lock:
+            read_at = self._read_at
+            trusted = read_at is not None and time.monotonic() - read_at < _NEWEST_TRUSTED_FOR
+            return self._at, trusted
+
+    def read(self, at: datetime | None) -> None:
+        """Set the hint to what the store just said (None: the log is empty)."""
+        with self._lock:
+            self._at, self._read_at = at, time.monotonic()
+
+    def note(self, at: datetime | None) -> None:
+        """Raise the hint to ``at``, a stored record's time, once it was read at all (before
+        that a record of the past would say less than the log holds)."""
+        with self._lock:
+            if at is not None and self._read_at is not None and (self._at is None or at > self._at):
+                self._at = at
+
+
+_NEWEST: dict[str, NewestHint] = {}
+
+
+def _newest_of(table: str) -> NewestHint:
+    with _UNDER_WAY_LOCK:
+        return _NEWEST.setdefault(table, NewestHint())
+
+
 class RequestStore:
     """Every query of the request log and export tables."""
 
@@ -128,6 +178,8 @@ class RequestStore:
         # The inserts under way into this table, shared by every store of it in the process
         # (the embedded store inserts through a client of its own): see :meth:`get`.
         self._under_way = _inserts_into(self.table)
+        # The newest record's time, shared the same way: see NewestHint.
+        self._newest_hint = _newest_of(self.items_table)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -150,6 +202,11 @@ class RequestStore:
             )
         finally:
             self._under_way.end(ticket)
+
+    def note_stored(self, newest: datetime | None) -> None:
+        """Note records stored up to ``newest`` (their latest created_at): list pages count
+        their windows back from the log's newest record (see :class:`NewestHint`)."""
+        self._newest_hint.note(newest)
 
     def probe_insert(self) -> None:
         """Insert no rows: ClickHouse still runs its checks (too many parts, delays) on it."""
@@ -309,14 +366,19 @@ class RequestStore:
         where, params = filter_where(project, filters)
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
-        lowers = windows(filters, after)
-        looked = False  # for the log's newest record, after a first window found nothing
+        looked = True  # for the log's newest record: see below
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + like_escape(search.lower()) + "%"
             # A hit's matched fields may be in the input: a search reads whole records.
             table, columns, build = self.table, READ_COLUMNS, stored_row
-            lowers = [None]  # a rare word is rarely in the newest day: one pass
+            lowers: list[datetime | None] = [None]  # a rare word is rarely in the newest day
+        else:
+            # From the log's newest record when it is older than now: a quiet log's first
+            # window would otherwise find nothing (with a score filter, at the cost of its
+            # score clause) before the page looks for where the log ends.
+            newest, looked = self._newest_known()  # when read now, not again below
+            lowers = windows(filters, after, newest)
         # A pass with a lower bound: score filters then read its records' sums only.
         bounded = filter_where(project, filters, windowed=True) if filters.scores else None
         found: list[RequestRow] = []
@@ -343,12 +405,14 @@ class RequestStore:
                 if lower is None:
                     break
                 lowers = lowers[1:]
-                if not rows and not looked:
-                    # Nothing at all in this window: when the log has been quiet since before
-                    # it, the next windows count back from its newest record instead (looked
-                    # up once, and only then, so a busy log pays no read for it).
+                if not rows and not looked and position == after:
+                    # Nothing at all in this page's windows so far: when the log has been
+                    # quiet since before them (the hint was newer than the log: records
+                    # gone), the next windows count back from its newest record instead
+                    # (looked up once). Once a window read a row, the log ends above it.
                     looked = True
                     newest = self._newest()
+                    self._newest_hint.read(newest)
                     if newest is not None and newest < lower:
                         lowers = windows(filters, position, newest)
         return found[:limit]
@@ -362,6 +426,15 @@ class RequestStore:
             parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
         ).result_rows
         return replace(filters, scores_on_traces=frozenset(str(r[0]) for r in rows))
+
+    def _newest_known(self) -> tuple[datetime | None, bool]:
+        """The log's newest time by the hint, read again once it is no longer trusted; and
+        whether it was read now."""
+        newest, trusted = self._newest_hint.current()
+        if not trusted:
+            newest = self._newest()
+            self._newest_hint.read(newest)
+        return newest, not trusted
 
     def _newest(self) -> datetime | None:
         """The time of the newest row of ``request_items``, any project's (ClickHouse reads it
