@@ -499,18 +499,20 @@ class Writes:
 def measure_writes(base_url: str) -> Writes:
     """Time new versions of one fresh prompt in a row, then creates from 8 clients at once."""
     headers = {"Authorization": f"Bearer {API_KEY}"}
+    # Names of this run's own: a store measured again (--reuse) holds an earlier run's.
+    run = f"{int(time.time() * 1000):x}"
     with httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
         check(
             client.post(
                 "/v1/prompts",
-                json={"name": "bench-versions", "template": "v1", "model": "gpt-4o"},
+                json={"name": f"bench-versions-{run}", "template": "v1", "model": "gpt-4o"},
             ),
             201,
         )
         timings = []
         for n in range(NEW_VERSIONS):
             started = time.perf_counter()
-            check(client.patch("/v1/prompts/bench-versions", json={"template": f"v{n + 2}"}))
+            check(client.patch(f"/v1/prompts/bench-versions-{run}", json={"template": f"v{n + 2}"}))
             timings.append((time.perf_counter() - started) * 1000)
     limits = httpx.Limits(max_connections=LOAD_WORKERS, max_keepalive_connections=LOAD_WORKERS)
     with (
@@ -524,7 +526,8 @@ def measure_writes(base_url: str) -> Writes:
         list(
             pool.map(
                 lambda i: check(
-                    client.post("/v1/prompts", json={"name": f"bench-create-{i}", **body}), 201
+                    client.post("/v1/prompts", json={"name": f"bench-create-{run}-{i}", **body}),
+                    201,
                 ),
                 range(CREATES),
             )
