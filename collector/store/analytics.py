@@ -18,7 +18,7 @@ from clickhouse_connect.driver.client import Client
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
-from .scores import SCORE_SUMS, sibling, traced_names
+from .scores import SCORE_SUMS, sibling
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
 METRICS = {
@@ -332,11 +332,7 @@ def score_aggregate(
     branches = [f"SELECT 0 AS g, name, t, n FROM ({own})"]
     # A name never scored on a trace (one key read) leaves the trace branches out: each
     # scans the matching records again for their traces, to join nothing.
-    on_traces = client.query(
-        traced_names(requests.scores_table, [score_name]),
-        parameters={"project": project, "tn0": score_name},
-    ).result_rows
-    if on_traces:
+    if requests.names_scored_on_traces(project, [score_name]):
         if group_by is not None:
             branches.append(f"SELECT 1 AS g, name, t, n FROM ({per_group})")
         branches.append(f"SELECT 2 AS g, '' AS name, t, n FROM ({once})")

@@ -564,14 +564,9 @@ class PromptStore:
             rows = [row for item in batch for row in item.rows.get(table.name, ())]
             if rows:
                 statements.append(self._values_sql(table, rows, f"journal/{entry}/{table.name}"))
-        if not statements:
-            return
-        assert self._writes is not None
-        if self._writes.journal is not None:
+        if statements:
+            assert self._writes is not None and self._writes.journal is not None
             self._writes.journal.append("; ".join(statements))
-            return
-        with self._handle() as client:
-            client.command("; ".join(statements))
 
     def settle(self) -> None:
         """Return once every registry write acknowledged so far is in the store's tables (at

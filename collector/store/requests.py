@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -418,14 +418,19 @@ class RequestStore:
         return found[:limit]
 
     def _trace_scored(self, project: str, filters: RequestFilter) -> RequestFilter:
-        """``filters`` knowing which of its score names have scores on traces (one key read
-        per name): the others' tests then leave the trace half out of every pass."""
-        names = sorted({test.name for test in filters.scores})
+        """``filters`` knowing which of its score names have scores on traces: the others'
+        tests then leave the trace half out of every pass."""
+        names = {test.name for test in filters.scores}
+        return replace(filters, scores_on_traces=self.names_scored_on_traces(project, names))
+
+    def names_scored_on_traces(self, project: str, names: Iterable[str]) -> frozenset[str]:
+        """Which of ``names`` have a score on a trace in the project (one key read per name)."""
+        ordered = sorted(set(names))
         rows = self._client.query(
-            traced_names(self.scores_table, names),
-            parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
+            traced_names(self.scores_table, ordered),
+            parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(ordered)}},
         ).result_rows
-        return replace(filters, scores_on_traces=frozenset(str(r[0]) for r in rows))
+        return frozenset(str(r[0]) for r in rows)
 
     def _newest_known(self) -> tuple[datetime | None, bool]:
         """The log's newest time by the hint, read again once it is no longer trusted; and
