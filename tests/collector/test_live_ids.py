@@ -258,17 +258,46 @@ def test_the_newest_live_claim_of_a_name_wins_and_ids_resolve_to_themselves() ->
     assert index.resolve("p", PromptRef("c", by_id=False), load) == (True, None)
 
 
-def test_a_load_overtaken_by_a_write_is_not_kept() -> None:
+def test_writes_that_land_while_a_load_reads_are_replayed_on_what_it_read() -> None:
+    # Under a steady stream of writes some write always lands during a load's read: the load
+    # must still be installed (it was dropped, so every write read the store), with the
+    # writes its read missed.
     index = LiveIdIndex(enabled=True)
 
     def load(project: str, limit: int) -> LiveState:
-        # The write lands while the load's query runs: what it read may predate the write.
+        # What the read saw: "a" at version 1. Then, while its query runs, "b" is created,
+        # "a" gets version 3 and a label on 2, and "a" is applied again (its read saw it).
+        state = claims_of(("a", "1"))(project, limit)
+        index.created(project, "b", "2")
+        index.stored_version(project, "1", 3)
+        index.labeled(project, "1", "production", 2)
         index.created(project, "a", "1")
+        assert state is not None
+        return state
+
+    assert index.resolve("p", PromptRef("a", by_id=False), load) == (True, "1")
+    assert index.indexed("p")
+    assert index.describe("p") == (
+        {"a": "1", "b": "2"},
+        {"1": (3, {"production": 2}), "2": (1, {})},
+    )
+    index.created("p", "c", "4")  # after the install: applied to the index as usual
+    assert index.resolve("p", PromptRef("c", by_id=False), claims_of()) == (True, "4")
+
+
+def test_a_load_overtaken_by_a_forget_is_not_kept() -> None:
+    # A forget says a write's outcome is unknown: what the load read may lack it.
+    index = LiveIdIndex(enabled=True)
+
+    def load(project: str, limit: int) -> LiveState:
+        index.forget(project)
         return LiveState([], None)
 
     assert index.resolve("p", PromptRef("a", by_id=False), load) == (False, None)
     assert not index.indexed("p")
+    index.created("p", "b", "2")  # not loading any more: nothing is recorded for a later load
     assert index.resolve("p", PromptRef("a", by_id=False), claims_of(("a", "1"))) == (True, "1")
+    assert index.describe("p") == ({"a": "1"}, {"1": (1, {})})
 
 
 def test_writes_after_the_load_are_applied_and_a_stale_delete_keeps_the_new_claim() -> None:
@@ -405,21 +434,22 @@ def test_cold_reads_are_one_point_read_on_the_full_key(
 ) -> None:
     services = services_of(api)
     api.post("/v1/prompts", json={"name": "p", "template": "v1", "model": "gpt-4o"})
-    api.patch("/v1/prompts/p", json={"template": "v2"})
-    api.patch("/v1/prompts/p", json={"template": "v3"})
+    for n in range(2, 7):
+        api.patch("/v1/prompts/p", json={"template": f"v{n}"})
     api.put("/v1/prompts/p/labels/production", json={"version": 2})
     assert api.get("/v1/prompts/p/versions").status_code == 200
     assert status(api, "/v1/prompts/nothing") == (404, "PROMPT_NOT_FOUND")  # loads the index
     no_name_lookups(monkeypatch, services.store.prompts)
 
-    # The newest and labeled versions are held in memory (issue 35): no query at all. Any
-    # other version is one point read on the full key.
+    # The labeled versions and the four newest are held in memory (issue 35): no query at
+    # all. Any other version is one point read on the full key.
     reads = {
-        "/v1/prompts/p/template": ("v3", 0),
+        "/v1/prompts/p/template": ("v6", 0),
         "/v1/prompts/p/versions/1/template": ("v1", 1),
         "/v1/prompts/p/versions/2/template": ("v2", 0),
+        "/v1/prompts/p/versions/3/template": ("v3", 0),
         "/v1/prompts/p/versions/by-label/production/template": ("v2", 0),
-        "/v1/prompts/p/versions/by-label/latest/template": ("v3", 0),
+        "/v1/prompts/p/versions/by-label/latest/template": ("v6", 0),
     }
     for path, (content, queries) in reads.items():
         services.prompts._cache.invalidate(PROJECT)  # cold: past the version cache
@@ -522,6 +552,42 @@ def test_racing_patches_and_label_moves_leave_the_index_equal_to_the_store(
                 got = None
             assert got == want, (name, label)
         assert prompts.get(PROJECT, name).version == plain.get(PROJECT, name).version
+
+
+def test_a_load_that_a_write_overtakes_is_installed_with_that_write(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Against the real store: a new version and a label move stored by another thread after
+    # the load's read are in the index it installs, which then equals the store.
+    services = services_of(api)
+    prompts = services.prompts
+    prompts.create(PROJECT, PromptCreate(name="x", template="t1", model="gpt-4o"))
+    prompts.create(PROJECT, PromptCreate(name="y", template="t1", model="gpt-4o"))
+    prompts.live_ids.forget(PROJECT)
+    store = services.store.prompts
+    real = store.live_prompts
+
+    def write_meanwhile() -> None:
+        prompts.update(PROJECT, "x", PromptUpdate(template="t2"))
+        prompts.move_label(PROJECT, "x", "production", 2)
+        prompts.create(PROJECT, PromptCreate(name="z", template="t1", model="gpt-4o"))
+
+    def overtaken(project: str, limit: int) -> LiveState | None:
+        state = real(project, limit)
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(write_meanwhile).result()
+        monkeypatch.setattr(store, "live_prompts", real)
+        return state
+
+    monkeypatch.setattr(store, "live_prompts", overtaken)
+    assert prompts.get(PROJECT, "y").version == 1
+
+    assert prompts.live_ids.indexed(PROJECT)
+    assert_exact(services)
+    no_name_lookups(monkeypatch, store)
+    assert prompts.resolve_version(PROJECT, "x", label="production").version == 2
+    assert prompts.get(PROJECT, "x").version == 2
+    assert prompts.get(PROJECT, "z").version == 1
 
 
 def test_a_version_another_writer_stored_is_learned_from_the_lost_race(

@@ -30,9 +30,14 @@ removal. Exactness under concurrency:
 - label moves are last-writer-wins by ``updated_at`` in the store; under the lock each move takes
   a stamp later than every earlier move of the project (:meth:`LiveIdIndex.stamp`), so the
   store's winner is the index's last apply;
-- a project's load records the project's generation, which every write bumps, and installs what
-  it read only if no write happened meanwhile. A write that lands after the install is applied
-  to the installed index, and applying a write twice changes nothing;
+- while a project loads, every write applied to it is also recorded, and replayed in order on
+  what the load read before it is installed: a write the load's read already saw is applied
+  twice, which changes nothing (claims take the newest generation, versions raise the newest
+  number only, label moves apply in the order the store took them), and one it did not see
+  is in the replay. So a load under a steady stream of writes is installed at once (it used
+  to be dropped whenever a write landed during its read: under 8 writing clients the index
+  was almost never loaded and every write read the store). A write that lands after the
+  install is applied to the installed index;
 - a write that fails between its store and its apply drops the project's index (the next read
   loads it again), so an unknown outcome never leaves it stale.
 """
@@ -53,6 +58,11 @@ _MAX_PROJECT_PROMPTS = 200_000
 # Live prompts kept over all indexed projects; the least recently used projects go first.
 _MAX_TOTAL_PROMPTS = 1_000_000
 _TICK = timedelta(microseconds=1)
+# Rows of the newest versions of a prompt held besides the labeled ones: a label is usually
+# put on one of the last few versions written (create, new versions, then a label on one),
+# and a move to a held version reads nothing from the store. On the embedded store such a
+# read waits for the registry journal's queued writes first (~0.1-0.5 s under 8 writers).
+_RECENT_ROWS = 4
 # Writers of one name (a create) or one prompt (a new version) take one of these locks, picked
 # by hash: writers of different prompts rarely share one, so they are not serialised.
 _STRIPES = 256
@@ -65,7 +75,7 @@ T = TypeVar("T")
 
 class _Live:
     """One live prompt: its newest stored version, where its labels point, and the rows of
-    those versions (the newest and each labeled one) as far as they are known."""
+    those versions (the newest few and each labeled one) as far as they are known."""
 
     __slots__ = ("labels", "moved", "newest", "rows")
 
@@ -78,10 +88,12 @@ class _Live:
         self.rows: dict[int, PromptVersionRow] = {}
 
     def keep(self, row: PromptVersionRow | None) -> None:
-        """Hold ``row`` if a default read can ask for it; drop rows no read asks for now."""
+        """Hold ``row`` if a default read can ask for it, or a label move likely will (one of
+        the few newest versions); drop the others."""
         if row is not None:
             self.rows[row.version] = row
-        wanted = {self.newest, *(self.labels or {}).values()}
+        recent = range(self.newest - _RECENT_ROWS + 1, self.newest + 1)
+        wanted = {*recent, *(self.labels or {}).values()}
         for version in [v for v in self.rows if v not in wanted]:
             del self.rows[version]
 
@@ -215,7 +227,11 @@ class LiveIdIndex:
         self._max_total = max_total_prompts
         self._projects: OrderedDict[str, _Project] = OrderedDict()
         self._total = 0
+        # Bumped by every forget (and poll): a load under way when the project is forgotten
+        # is dropped, since a write of unknown outcome may be missing from what it read.
         self._generations: defaultdict[str, int] = defaultdict(int)
+        # The writes applied to each project while it loads, replayed on what the load read.
+        self._recording: dict[str, list[Callable[[_Project], None]]] = {}
         self._stamps: dict[str, datetime] = {}
         self._lock = threading.Lock()
         self._write_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -320,6 +336,9 @@ class LiveIdIndex:
             loading = self._load_locks[project]
         if not loading.acquire(blocking=False):
             return False, None
+        with self._lock:
+            # Recorded from before the read starts: a write the read misses is replayed.
+            self._recording[project] = []
         try:
             started = datetime.now(UTC)
             state = load(project, self._max_project)
@@ -337,7 +356,12 @@ class LiveIdIndex:
             if any(live.newest < 1 for live in built.prompts.values()):
                 return False, None  # a claim without a version: not a state to trust
             with self._lock:
+                replay = self._recording.pop(project, [])
                 if self._generations[project] != generation or project in self._projects:
+                    return False, None
+                for change in replay:
+                    change(built)
+                if len(built.prompts) > self._max_project:
                     return False, None
                 self._projects[project] = built
                 if state.label_stamp is not None:
@@ -348,6 +372,8 @@ class LiveIdIndex:
                 self._evict()
                 return True, ask(built)
         finally:
+            with self._lock:
+                self._recording.pop(project, None)
             loading.release()
 
     # -- writes ----------------------------------------------------------------------------
@@ -435,9 +461,12 @@ class LiveIdIndex:
                 self._total -= len(dropped.prompts)
 
     def _apply(self, project: str, change: Callable[[_Project], None]) -> None:
-        """Bump the project's generation and apply ``change`` to its index, if loaded."""
+        """Apply ``change`` to the project's index if loaded, or record it for the load under
+        way."""
         with self._lock:
-            self._generations[project] += 1
+            recording = self._recording.get(project)
+            if recording is not None:
+                recording.append(change)
             indexed = self._projects.get(project)
             if indexed is not None:
                 self._total -= len(indexed.prompts)
