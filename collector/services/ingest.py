@@ -7,7 +7,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,6 +33,9 @@ from .insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
 from .pricing import GenaiPriceBook, PriceBook
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
+_VALID_RECORDS = TypeAdapter(list[RequestRecordIn])
+# Records built in process, and the indexes of those record_problem must walk (log_built).
+BuiltRecords = tuple[list[dict[str, Any]], list[int]]
 _ENVELOPE = TypeAdapter(RequestBatchIn)
 _UNENCODABLE = {"field": "record", "message": "The record cannot be written as UTF-8 JSON"}
 _TOO_DEEP = {"field": "record", "message": f"JSON values may nest at most {MAX_DEPTH} levels"}
@@ -290,6 +293,50 @@ class IngestService:
             values = self._prepare(project, valid, utc_now_ms())
             del valid
             encoded, ids = self._encode(project, values, rejected, positions)
+        self._store_encoded(encoded, len(ids))
+        return BatchOutcome(rows=ids, rejected=rejected)
+
+    def log_built(self, project: str, build: Callable[[], BuiltRecords]) -> BatchOutcome:
+        """Store the records ``build`` makes in process (the OTLP route's spans), answering as
+        :meth:`log_batch` does.
+
+        ``build`` runs while no other batch is prepared, as the JSON route's parsing does: it is
+        Python work under the GIL too, so more at once would not go faster. It returns the
+        records and the indexes of the "suspects" among them: :func:`record_problem` walks
+        only those, so ``build`` vouches that no other record holds a JSON value nested
+        deeper than ``MAX_DEPTH``. A lone surrogate needs no walk: the rows' encoder refuses
+        it and :meth:`_encode` refuses that record alone naming the field, as on the JSON
+        route's fast path. The common case, every record valid, is one pass of pydantic-core
+        over the list; otherwise :meth:`log_batch` validates each record alone and reports
+        the bad ones by index.
+        """
+        with self._preparing:
+            records, suspects = build()
+            if not records:
+                return BatchOutcome(rows=[], rejected=[])
+            self._check_size(len(records))
+            try:
+                valid = _VALID_RECORDS.validate_python(records)
+            except ValidationError:
+                valid = None
+            one_pass = valid is not None
+            if valid is not None:
+                rejected: list[tuple[int, dict[str, Any]]] = []
+                positions: list[int] | None = None
+                for index in sorted(suspects):
+                    problem = record_problem(valid[index])
+                    if problem is not None:
+                        rejected.append((index, _rejection([_field_error(*problem)])))
+                if rejected:
+                    refused = {index for index, _ in rejected}
+                    positions = [i for i in range(len(valid)) if i not in refused]
+                    valid = [valid[i] for i in positions]
+                values = self._prepare(project, valid, utc_now_ms())
+                del valid
+                encoded, ids = self._encode(project, values, rejected, positions)
+        if not one_pass:
+            # Some record is invalid: validate them one by one to name each bad one.
+            return self.log_batch(project, records)
         self._store_encoded(encoded, len(ids))
         return BatchOutcome(rows=ids, rejected=rejected)
 

@@ -1,12 +1,13 @@
 """OTLP/HTTP trace ingest: decode an export, keep the model-call spans, store them as records.
 
-An export (``ExportTraceServiceRequest``) arrives as protobuf or as OTLP JSON. Each span is
-described as a :class:`~promptrail._genai.SpanData` (attribute values flattened to Python:
-arrays to lists, key-value lists to dicts) and mapped by the same code the SDK's exporter uses
-(:func:`~promptrail._genai.span_to_record`), so a span means the same record whichever way it
-travels. Spans without GenAI, OpenInference or promptrail attributes make no record and are not
-an error; a span that cannot be stored (bad ids, a record failing validation) is counted in the
-answer's ``partial_success``.
+An export (``ExportTraceServiceRequest``) arrives as protobuf or as OTLP JSON. Each span's
+attributes are flattened to Python (arrays to lists, key-value lists to dicts) and the span is
+mapped by the same code the SDK's exporter uses (:func:`~promptrail._genai.build_record`), so a
+span means the same record whichever way it travels. Spans without GenAI, OpenInference or
+promptrail attributes make no record and are not an error; a span that cannot be stored (bad
+ids, a record failing validation) is counted in the answer's ``partial_success``. An export's
+records are validated in one pass when all are valid (``IngestService.log_built``), one by
+one otherwise.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from promptrail._genai import SpanData, is_recordable, span_to_record
+from promptrail._genai import build_record, is_recordable
 
 from ..errors import UnsupportedMediaType, ValidationFailed
-from ..models.json_values import json_problem
+from ..models.json_values import MAX_DEPTH, json_problem
 from .ingest import IngestService
 
 PROTOBUF: Final = "application/x-protobuf"
@@ -84,28 +85,31 @@ class OtlpService:
 
     def ingest(self, project: str, request: ExportTraceServiceRequest) -> ExportOutcome:
         """Store the recordable spans of a decoded export."""
-        records: list[dict[str, Any]] = []
-        labels: list[str] = []
+        kept: list[Span] = []
         problems: list[str] = []
-        for span in _spans(request):
-            attributes = attributes_of(span.attributes)
-            if not is_recordable(attributes):
-                continue
-            try:
-                data = span_data(span, attributes)
-                record = span_to_record(data)
-            # InvalidSpan is a ValueError; a time far out of range fails the datetime.
-            except (ValueError, OverflowError, OSError) as exc:
-                problems.append(f"{_label(span)}: {exc}")
-                continue
-            records.append(record)
-            labels.append(_label(span))
-        accepted = 0
-        if records:
-            outcome = self._ingest.log_batch(project, records)
-            accepted = len(outcome.rows)
-            problems += [f"{labels[i]}: {error['message']}" for i, error in outcome.rejected]
-        return ExportOutcome(accepted, len(problems), _summary(problems))
+
+        def build() -> tuple[list[dict[str, Any]], list[int]]:
+            records: list[dict[str, Any]] = []
+            suspects: list[int] = []
+            for span in _spans(request):
+                attributes = attributes_of(span.attributes)
+                if not is_recordable(attributes):
+                    continue
+                try:
+                    record = span_record(span, attributes)
+                # InvalidSpan is a ValueError; a time far out of range fails the datetime.
+                except (ValueError, OverflowError, OSError) as exc:
+                    problems.append(f"{_label(span)}: {exc}")
+                    continue
+                if _may_nest_too_deep(attributes):
+                    suspects.append(len(records))
+                records.append(record)
+                kept.append(span)
+            return records, suspects
+
+        outcome = self._ingest.log_built(project, build)
+        problems += [f"{_label(kept[i])}: {error['message']}" for i, error in outcome.rejected]
+        return ExportOutcome(len(outcome.rows), len(problems), _summary(problems))
 
 
 def decode_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
@@ -158,30 +162,65 @@ def attributes_of(pairs: Iterable[KeyValue]) -> dict[str, Any]:
     return flat
 
 
-def span_data(span: Span, attributes: dict[str, Any]) -> SpanData:
-    """Describe an OTLP span for the record mapping."""
+def span_record(span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Return the record of an OTLP span (``attributes``: its own, flattened).
+
+    What ``span_to_record`` gives for the span's :class:`~promptrail._genai.SpanData`, by
+    :func:`~promptrail._genai.build_record` straight from the span's parts, as the SDK's
+    exporter does: no ``SpanData`` is built, and the exception events are read only when
+    the status gives no message. Raises :class:`InvalidSpan` for ids or a start time no
+    record can have.
+    """
     trace_id = _id(span.trace_id, 16, "trace_id")
     span_id = _id(span.span_id, 8, "span_id")
-    parent = _id(span.parent_span_id, 8, "parent_span_id") if span.parent_span_id else None
-    if not span.start_time_unix_nano:
+    parent_raw = span.parent_span_id
+    parent = _id(parent_raw, 8, "parent_span_id") if parent_raw else None
+    start = span.start_time_unix_nano
+    if not start:
         raise InvalidSpan("start_time_unix_nano is missing")
-    exceptions = [
-        str(attributes_of(event.attributes).get("exception.message", ""))
-        for event in span.events
-        if event.name == "exception"
-    ]
-    return SpanData(
-        name=span.name,
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent,
-        start_ns=span.start_time_unix_nano,
-        end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
-        attributes=attributes,
-        is_error=span.status.code == Status.STATUS_CODE_ERROR,
-        status_message=span.status.message,
-        exception_messages=exceptions,
+    status = span.status
+    error = status.message
+    if not error and span.events:
+        error = "; ".join(
+            str(attributes_of(event.attributes).get("exception.message", ""))
+            for event in span.events
+            if event.name == "exception"
+        )
+    return build_record(
+        span.name,
+        trace_id,
+        span_id,
+        parent,
+        start,
+        max(span.end_time_unix_nano, start),
+        attributes,
+        status.code == Status.STATUS_CODE_ERROR,
+        error,
     )
+
+
+def _may_nest_too_deep(attributes: dict[str, Any]) -> bool:
+    """Whether a span with these attributes may make a record holding a JSON value nested
+    deeper than ``MAX_DEPTH``: the one refusal of ``ingest.record_problem`` that nothing else
+    on this path makes, so only such records are walked (``IngestService.log_built``).
+
+    The other refusal, a lone surrogate, needs no walk: protobuf's parser refuses text that is
+    not UTF-8, an OTLP JSON body is checked whole (:func:`decode_request`), and what the
+    mapping parses out of JSON text the rows' encoder refuses, naming the field. Values taken
+    as they are nest far less deep: protobuf's parser stops at 100 nested messages, two for
+    each level of an array or key-value list, and the checked OTLP JSON body spends three of
+    its ``MAX_DEPTH`` levels on each. A value parsed from JSON text nests at most as deep as
+    the text has opening brackets (the mapping puts no part of it deeper than it sat in the
+    text), and text nesting ``d`` deep is at least ``2 * d`` characters long.
+    """
+    for value in attributes.values():
+        if (
+            type(value) is str
+            and len(value) > 2 * MAX_DEPTH
+            and value.count("[") + value.count("{") > MAX_DEPTH
+        ):
+            return True
+    return False
 
 
 def _spans(request: ExportTraceServiceRequest) -> Iterator[Span]:
