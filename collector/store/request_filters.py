@@ -29,6 +29,9 @@ _WINDOWS = (timedelta(days=1), timedelta(days=8))
 # pass, ~4% of random bounds of a mean) then reads ~5,500 records' sums, not ~33,000 (a 4 h
 # pass cost half of a day's in process; a very selective filter pays one pass more).
 _SCORE_WINDOWS = (timedelta(hours=1), timedelta(hours=4), *_WINDOWS)
+# After a window that could not fill a score-filtered page, how many times over the next one
+# holds the rows still needed at the density the page saw: see :func:`reach`.
+_REACH_MARGIN = 2.0
 
 # How a page is read, newest first by the sort key. Each part is a stream read backwards from
 # its newest granule; with virtual rows ClickHouse starts a part only once the merge of the
@@ -64,13 +67,14 @@ class RequestFilter:
 
 
 def filter_where(
-    project: str, filters: RequestFilter, windowed: bool = False
+    project: str, filters: RequestFilter, windowed: bool = False, capped: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """Return the WHERE clause and parameters of a filter (always scoped to a project).
 
-    ``windowed``: the caller bounds the read below by ``{lower:...}`` (see :func:`keyset`).
-    Score filters read the sums of the records the rest of the filter (and that bound)
-    leaves, when it narrows them at all, instead of every record a name ever scored.
+    ``windowed``: the caller bounds the read below by ``{lower:...}`` (see :func:`keyset`);
+    ``capped``: above too, by ``{upper:...}`` (a windowed read only). Score filters read the
+    sums of the records the rest of the filter (and those bounds) leaves, when it narrows
+    them at all, instead of every record a name ever scored.
     """
     clauses, params = column_clauses(filters)
     clauses.insert(0, "project = {project:String}")
@@ -92,6 +96,10 @@ def filter_where(
         records = None
         if narrowed:
             bound = ["created_at >= {lower:DateTime64(3, 'UTC')}"] if windowed else []
+            if windowed and capped:
+                # The records above the window were read by the page's earlier passes (or
+                # lie above its cursor): their sums are not read again.
+                bound.append("created_at < {upper:DateTime64(3, 'UTC')}")
             records = " AND ".join([*clauses, *bound])
         score_where, score_params = score_clauses(
             filters.scores, filters.scores_table, records, filters.scores_on_traces
@@ -111,14 +119,19 @@ def keyset(
     params: dict[str, Any],
     after: tuple[datetime, str] | None,
     lower: datetime | None,
+    upper: datetime | None = None,
 ) -> str:
-    """Narrow ``where`` to keys below the position ``after`` and at or above ``lower``.
+    """Narrow ``where`` to keys below the position ``after``, at or above ``lower`` and
+    below ``upper``.
 
     ``params`` receives the values.
     """
     if lower is not None:
         where += " AND created_at >= {lower:DateTime64(3, 'UTC')}"
         params["lower"] = lower
+    if upper is not None:
+        where += " AND created_at < {upper:DateTime64(3, 'UTC')}"
+        params["upper"] = upper
     if after is not None:
         where += " AND (created_at, id) < ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
         params.update(after_at=after[0], after_id=after[1])
@@ -138,9 +151,7 @@ def windows(
     bounds are exact (a page goes on below a window it could not fill); they only set what
     each pass reads.
     """
-    anchor = after[0] if after is not None else filters.end or datetime.now(UTC)
-    if newest is not None:
-        anchor = min(anchor, newest)
+    anchor = anchor_of(filters, after, newest)
     lowers: list[datetime | None] = [
         anchor - window
         for window in (_SCORE_WINDOWS if filters.scores else _WINDOWS)
@@ -177,3 +188,39 @@ def column_clauses(filters: RequestFilter) -> tuple[list[str], dict[str, Any]]:
 def like_escape(text: str) -> str:
     """Return ``text`` with LIKE's wildcards and escape character taken literally."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def anchor_of(
+    filters: RequestFilter, after: tuple[datetime, str] | None, newest: datetime | None = None
+) -> datetime:
+    """The time a page's windows count back from (see :func:`windows`)."""
+    anchor = after[0] if after is not None else filters.end or datetime.now(UTC)
+    return anchor if newest is None else min(anchor, newest)
+
+
+def reach(
+    lowers: list[datetime | None],
+    read: tuple[datetime, datetime],
+    found: int,
+    needed: int,
+    start: datetime | None = None,
+) -> list[datetime | None]:
+    """The lower bounds a score-filtered page tries next, after a window it could not fill.
+
+    ``lowers`` are the bounds it had (the window just read first); ``read`` the span of time
+    that window covered (from its bound to the top of the pass), in which ``found`` records
+    passed; ``needed`` more are wanted. The next window reaches as far below as that density
+    says the rest of the page takes, _REACH_MARGIN times over, and past the last fixed window
+    it is none: a bound few records pass goes straight to the span that holds its page
+    instead of one fixed window after another, and a page short of a few rows reads a short
+    window, not the next fixed one (at 1M records a pass costs ~15 ms even over minutes, and
+    more with its span). The fixed windows left below it follow, then none.
+    """
+    fixed = [lower for lower in lowers[1:] if lower is not None]
+    if read[1] <= read[0]:
+        return lowers[1:]  # a window of no time (a cursor at its bound) says nothing
+    span = (read[1] - read[0]) * (needed * _REACH_MARGIN / max(found, 1))
+    target = read[0] - span
+    if not fixed or target < fixed[-1] or (start is not None and target <= start):
+        return [None]
+    return [target, *[lower for lower in fixed if lower < target], None]

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -30,9 +30,11 @@ from .request_filters import (
     PAGE_READ,
     SLACK,
     RequestFilter,
+    anchor_of,
     filter_where,
     keyset,
     like_escape,
+    reach,
     windows,
 )
 from .request_rows import (
@@ -367,6 +369,7 @@ class RequestStore:
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
         looked = True  # for the log's newest record: see below
+        top: datetime | None = None  # of the span the next pass reads: see reach
         if search is not None:
             where += " AND search_text LIKE {needle:String}"
             params["needle"] = "%" + like_escape(search.lower()) + "%"
@@ -379,21 +382,29 @@ class RequestStore:
             # score clause) before the page looks for where the log ends.
             newest, looked = self._newest_known()  # when read now, not again below
             lowers = windows(filters, after, newest)
-        # A pass with a lower bound: score filters then read its records' sums only.
-        bounded = filter_where(project, filters, windowed=True) if filters.scores else None
+            top = anchor_of(filters, after, newest)
         found: list[RequestRow] = []
         position = after
+        # The bound above the next pass once a pass read everything down to its lower bound
+        # (a cursor bounds the first pass's score sums too: 1 ms past, created_at has ms).
+        upper = after[0] + timedelta(milliseconds=1) if after is not None else None
         fetch = limit + SLACK
         while len(found) < limit:
             lower = lowers[0]
-            pass_where, pass_params = bounded if bounded and lower is not None else (where, params)
+            pass_where, pass_params = where, params
+            if filters.scores and lower is not None:
+                # A pass with a lower bound: score filters then read its records' sums only.
+                pass_where, pass_params = filter_where(
+                    project, filters, windowed=True, capped=upper is not None
+                )
             rows = self._fetch(
-                table, columns, pass_where, dict(pass_params), position, fetch, lower
+                table, columns, pass_where, dict(pass_params), position, fetch, lower, upper
             )
             runs, complete = whole_copies(rows, fetch)
             if not runs and not complete:
                 fetch *= 2  # one key holds a whole fetch of duplicates: read more at once
                 continue
+            had = len(found)
             for run in runs:
                 if not any(row[-1] for row in run):
                     found.append(build(run[0]))
@@ -404,7 +415,14 @@ class RequestStore:
                 # A run shares one created_at, so a window never cuts one.
                 if lower is None:
                     break
-                lowers = lowers[1:]
+                if filters.scores and top is not None:
+                    lowers = reach(
+                        lowers, (lower, top), len(found) - had, limit - len(found), filters.start
+                    )
+                else:
+                    lowers = lowers[1:]
+                # Everything from the window's bound up was read: the next pass starts below.
+                top = upper = lower
                 if not rows and not looked and position == after:
                     # Nothing at all in this page's windows so far: when the log has been
                     # quiet since before them (the hint was newer than the log: records
@@ -414,7 +432,7 @@ class RequestStore:
                     newest = self._newest()
                     self._newest_hint.read(newest)
                     if newest is not None and newest < lower:
-                        lowers = windows(filters, position, newest)
+                        lowers, top = windows(filters, position, newest), newest
         return found[:limit]
 
     def _trace_scored(self, project: str, filters: RequestFilter) -> RequestFilter:
@@ -457,8 +475,9 @@ class RequestStore:
         after: tuple[datetime, str] | None,
         limit: int,
         lower: datetime | None = None,
+        upper: datetime | None = None,
     ) -> list[tuple[Any, ...]]:
-        where = keyset(where, params, after, lower)
+        where = keyset(where, params, after, lower, upper)
         params["limit"] = limit
         return [
             tuple(r)
