@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+import msgspec
+
 # promptrail's own span attributes.
 OBSERVATION = "promptrail.observation"
 PROMPT_NAME = "promptrail.prompt.name"
@@ -310,6 +312,9 @@ def _is_number(value: Any) -> TypeGuard[int | float]:
 # (about half of its time on a message list of a few hundred characters).
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _space = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE
+_fast_decode = msgspec.json.Decoder().decode
+# Text with fewer opening brackets cannot nest near the recursion limit (1,000 by default).
+_SHALLOW = 400
 
 
 def _loads(value: Any) -> Any:
@@ -324,7 +329,20 @@ def _loads(value: Any) -> Any:
 
 
 def _parse(text: str) -> Any:
-    """``json.loads(text)``: the same scanner, the same refusals (as ValueError)."""
+    """``json.loads(text)``: the same values, the same refusals (as ValueError).
+
+    msgspec's compiled decoder reads most text several times faster. What it reads it reads
+    as ``json.loads`` does (the same ints, floats to the bit, strings, last of duplicate
+    keys); what it refuses and ``json.loads`` takes (NaN and infinities, numbers out of
+    float range, escaped lone surrogates) goes to ``json``'s own scanner. Only text that may
+    nest near the interpreter's recursion limit, where the two could stop at different
+    depths, skips msgspec.
+    """
+    if text.count("[") + text.count("{") < _SHALLOW:
+        try:
+            return _fast_decode(text)
+        except (msgspec.MsgspecError, ValueError):
+            pass
     if text.startswith("\ufeff"):
         raise ValueError("Unexpected UTF-8 BOM")
     start = 0 if text[:1] in _OPENERS else _after_space(text, 0)

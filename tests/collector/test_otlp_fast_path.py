@@ -5,7 +5,8 @@ The one pass (``IngestService.log_built``) walks a record's JSON values only whe
 attribute of its span could parse to JSON nested past ``MAX_DEPTH``; a lone surrogate is left
 to the rows' encoder. These tests hold each premise of that: protobuf's parser refuses text
 that is not UTF-8, it stops at a nesting limit of its own, a lone surrogate hidden in JSON text
-is refused, and the depth limit holds at its exact boundary.
+is refused, and the depth limit holds at its exact boundary. The mapping reads JSON text
+as ``json.loads`` does, by a faster way.
 """
 
 from __future__ import annotations
@@ -230,15 +231,20 @@ def _json_loads_or_text(text: str) -> Any:
 
 
 def test_json_text_attributes_read_as_json_loads_reads_them() -> None:
-    """The mapping's own call of the JSON scanner reads every text as ``json.loads`` does."""
+    """The mapping's faster JSON reading (msgspec, else json's own scanner) reads every text
+    as ``json.loads`` does, and keeps as text what it refuses."""
     texts = [
         *("", " ", "\ufeff[]", " [1] ", "[1] x", "[1]  \n", "\t{}", "\x0c[]", "\u00a0[]"),
         *("NaN", " -Infinity ", "1e400", "-0", "12345678901234567890123", "01", "1 2"),
         *('"\\ud800"', '"a\x01"', '{"a": 1, "a": 2}', "[1,]", "'x'", "null", nested(3_000)),
+        *("1e309", "-0.0", "5e-324", "0.1", "-12345678901234567890123", '"\\u00e9\\ud83d\\ude00"'),
+        *(nested(depth) for depth in (399, 400, 401, 990)),
     ]
     rng = random.Random(35)
     alphabet = '[]{}",:0123456789.-eE tnrufalsNIy\\\ufeff\x0c\n'
     texts += ["".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(20_000)]
+    numbers = [rng.random() * 10 ** rng.randint(-320, 308) for _ in range(5_000)]
+    texts += [json.dumps({"n": [n, -n, int(n) if n < 1e30 else 1]}) for n in numbers]
 
     for text in texts:
         expected = _json_loads_or_text(text)
