@@ -132,14 +132,14 @@ def test_the_window_after_a_thin_one_reaches_as_far_as_its_density_says(
     with counted_queries(scores_api) as seen:
         first = next(pages(scores_api, 5, **params))
     assert first == expected[:5]
-    # The newest hour holds two of the six records the page reads (five, and one to know
-    # there is more); the second window reaches twice as far as the four missing take at
-    # that density: 4 hours below the hour. Before, it was the fixed windows' second (the
-    # 4 hours from the top), which held three: a third pass read the day.
+    # The newest 2 hours hold three of the six records the page reads (five, and one to
+    # know there is more); the second window reaches twice as far as the three missing take
+    # at that density: 4 hours below the first. Before, the first window was the hour (two
+    # of them) and the second the 4 hours from the top (three): a third pass read the day.
     passes = [sql for sql in seen if _WINDOW_READ in sql]
     assert len(passes) == 2, seen
     # The second reads the sums of its own window's records only, not again those of the
-    # hour above it: each of its lower bounds (the log's read, the score clause's record and
+    # 2 hours above it: each of its lower bounds (the log's read, the score clause's record and
     # trace halves) has an upper one.
     lower, upper = "created_at >= {lower:", "created_at < {upper:"
     assert passes[1].count(upper) == passes[1].count(lower) == 3, passes[1]

@@ -75,10 +75,10 @@ def test_several_score_names_each_take_their_own_trace_half(scores_api: TestClie
     assert [item["id"] for item in found] == [plain]
 
 
-def test_a_score_filtered_page_tries_the_hour_then_4_hours_before_the_day() -> None:
+def test_a_score_filtered_page_tries_2_hours_then_4_hours_before_the_day() -> None:
     end = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)
     scored = RequestFilter(end=end, scores=(ScoreTest("helpful", "min", 0.9),))
-    hours = [timedelta(hours=1), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
+    hours = [timedelta(hours=2), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
     assert windows(scored, None) == [*(end - h for h in hours), None]
     # A page goes on below its cursor; a list without a score filter keeps the day and 8 days.
     after = (end - timedelta(days=2), "req_x")
@@ -88,7 +88,7 @@ def test_a_score_filtered_page_tries_the_hour_then_4_hours_before_the_day() -> N
 
 def test_the_windows_count_back_from_the_newest_record_when_it_is_older_than_now() -> None:
     scored = RequestFilter(scores=(ScoreTest("helpful", "min", 0.9),))
-    hours = [timedelta(hours=1), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
+    hours = [timedelta(hours=2), timedelta(hours=4), timedelta(days=1), timedelta(days=8)]
     quiet = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # the log's newest record, long ago
     assert windows(scored, None, quiet) == [*(quiet - h for h in hours), None]
     # A cursor or an end still anchors the page; a record dated ahead of now does not.
