@@ -156,9 +156,17 @@ def attributes_of(pairs: Iterable[KeyValue]) -> dict[str, Any]:
     """Flatten OTLP key-values to Python values (empty values are left out)."""
     flat: dict[str, Any] = {}
     for pair in pairs:
-        value = _value(pair.value)
-        if value is not None:
-            flat[pair.key] = value
+        value = pair.value
+        # Most values are text: one accessor call instead of WhichOneof's and then the
+        # value's (an unset or other kind reads as "", and so does empty text: _value sorts
+        # those out).
+        text = value.string_value
+        if text:
+            flat[pair.key] = text
+            continue
+        item = _value(value)
+        if item is not None:
+            flat[pair.key] = item
     return flat
 
 

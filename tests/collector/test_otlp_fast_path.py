@@ -21,11 +21,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from promptrail._genai import _loads, record_id
 from promptrail.collector.models.json_values import MAX_DEPTH
+from promptrail.collector.services.otlp import attributes_of
 from tests.collector.contract import assert_error
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -250,3 +251,34 @@ def test_json_text_attributes_read_as_json_loads_reads_them() -> None:
         expected = _json_loads_or_text(text)
         # NaN is not equal to itself: compare what both give by their repr.
         assert repr(_loads(text)) == repr(expected), text
+
+
+def test_attributes_of_every_kind_flatten_as_before() -> None:
+    """Text read first: empty text, zeros, lists, key-value lists and bytes still come out."""
+    pairs = [
+        attribute("text", "x"),
+        attribute("empty", ""),
+        attribute("zero", 0),
+        KeyValue(key="false", value=AnyValue(bool_value=False)),
+        KeyValue(key="double", value=AnyValue(double_value=0.0)),
+        KeyValue(
+            key="list", value=AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1)]))
+        ),
+        KeyValue(
+            key="map",
+            value=AnyValue(kvlist_value=KeyValueList(values=[attribute("k", "")])),
+        ),
+        KeyValue(key="bytes", value=AnyValue(bytes_value=b"\x00\x01")),
+        KeyValue(key="unset", value=AnyValue()),
+    ]
+
+    assert attributes_of(pairs) == {
+        "text": "x",
+        "empty": "",
+        "zero": 0,
+        "false": False,
+        "double": 0.0,
+        "list": [1],
+        "map": {"k": ""},
+        "bytes": "AAE=",
+    }
