@@ -24,7 +24,7 @@ from promptrail.collector.services.container import Services
 from promptrail.collector.store.connection import close_client, is_store_outage, open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import journal_path
-from promptrail.collector.store.registry_journal import RegistryJournal, encode_entry
+from promptrail.collector.store.registry_journal import RegistryJournal, encode_entry, read_entries
 from tests.collector.processes import collector
 
 PROJECT = "default"
@@ -207,3 +207,93 @@ def test_versions_acknowledged_before_a_sigkill_are_all_there_after_the_restart(
     # The second collector stopped cleanly: it applied everything and emptied the file.
     journal = journal_path(f"chdb://{(tmp_path / 'clickhouse').resolve()}", "promptrail")
     assert journal.exists() and journal.read_bytes() == b""
+
+
+def test_an_append_past_the_bound_waits_for_the_applier(scratch: Any, tmp_path: Path) -> None:
+    """Writes cannot run ahead of the store without bound: the backlog a read waits for and
+    a restart replays stays small (unbounded, a 10,000-prompt load left 12,352 entries)."""
+    client, table = scratch
+    release = threading.Event()
+
+    def held_back(statements: str) -> None:
+        release.wait(10)
+        client.command(statements)
+
+    journal = RegistryJournal(tmp_path / "registry.journal", held_back, max_pending=3)
+    try:
+        for n in range(1, 4):
+            journal.append(insert(table, n, f"t{n}"))
+        taken = threading.Event()
+
+        def fourth() -> None:
+            journal.append(insert(table, 4, "t4"))
+            taken.set()
+
+        writer = threading.Thread(target=fourth)
+        writer.start()
+        assert not taken.wait(0.3)  # waits: three entries are pending
+        release.set()
+        assert taken.wait(10)
+        writer.join()
+        journal.settle()
+        assert client.query(f"SELECT n FROM {table} ORDER BY n").result_rows == [
+            (n,) for n in range(1, 5)
+        ]
+    finally:
+        release.set()
+        journal.close()
+
+
+def test_a_full_backlog_on_a_refusing_store_fails_the_write_as_an_outage(
+    scratch: Any, tmp_path: Path
+) -> None:
+    client, table = scratch
+    away = f"{table[:-1]}_away`"
+    client.command(f"RENAME TABLE {table} TO {away}")  # inserts now fail for real
+    journal = RegistryJournal(
+        tmp_path / "registry.journal", client.command, max_pending=2, append_wait=0.3
+    )
+    try:
+        journal.append(insert(table, 1, "one"))
+        journal.append(insert(table, 2, "two"))  # acknowledged: kept while the store refuses
+        with pytest.raises(OperationalError) as refused:
+            journal.append(insert(table, 3, "three"))
+        assert is_store_outage(refused.value)
+        assert "not taken" in str(refused.value)
+        client.command(f"RENAME TABLE {away} TO {table}")
+        journal.settle(timeout=10)
+        assert client.query(f"SELECT n FROM {table} ORDER BY n").result_rows == [(1,), (2,)]
+    finally:
+        journal.close()
+
+
+def test_the_file_drops_applied_entries_while_writes_keep_coming(
+    scratch: Any, tmp_path: Path
+) -> None:
+    """Under a steady stream the backlog is never empty, so the file is never emptied: it is
+    rewritten with the pending entries once it holds enough applied ones."""
+    client, table = scratch
+    path = tmp_path / "registry.journal"
+    held: list[int] = []
+    journal: RegistryJournal | None = None
+
+    def apply_and_write_more(statements: str) -> None:
+        client.command(statements)
+        held.append(len(read_entries(path.read_bytes())[0]))
+        assert journal is not None
+        if len(held) < 12:  # the next write arrives before this apply returns
+            journal.append(insert(table, 100 + len(held), f"more{len(held)}"))
+
+    journal = RegistryJournal(path, apply_and_write_more, compact_after=3)
+    try:
+        journal.append(insert(table, 1, "first"))
+        journal.settle(timeout=10)
+        while len(held) < 12:
+            journal.settle(timeout=10)
+        journal.settle(timeout=10)
+        assert max(held) <= 3 + 1, held  # never more than the bound plus the one pending
+        assert client.query(f"SELECT count() FROM {table}").result_rows == [(12,)]
+        # What the file holds is exactly what a restart would apply: nothing lost.
+        assert read_entries(path.read_bytes()) == ([], 0)
+    finally:
+        journal.close()

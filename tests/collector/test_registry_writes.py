@@ -37,6 +37,7 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, services: Services) -> list[str
     """Record every call the store's clients make from now on (query, command, insert): the
     collector's client and the one the registry's writes use (the journal's applier)."""
     store = services.store
+    store.prompts.settle()  # the writes before counting are applied first, not counted
     handles = store.prompts.write_handles()
     assert handles, "a write ran before counting, so the registry's write client is open"
     seen: list[str] = []
