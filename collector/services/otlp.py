@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from promptrail._genai import build_record, is_recordable
+from promptrail._genai import build_record, is_recordable, span_error
 
 from ..errors import UnsupportedMediaType, ValidationFailed
 from ..models.json_values import MAX_DEPTH, json_problem
@@ -171,13 +171,10 @@ def attributes_of(pairs: Iterable[KeyValue]) -> dict[str, Any]:
 
 
 def span_record(span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
-    """Return the record of an OTLP span (``attributes``: its own, flattened).
-
-    What ``span_to_record`` gives for the span's :class:`~promptrail._genai.SpanData`, by
-    :func:`~promptrail._genai.build_record` straight from the span's parts, as the SDK's
-    exporter does: no ``SpanData`` is built, and the exception events are read only when
-    the status gives no message. Raises :class:`InvalidSpan` for ids or a start time no
-    record can have.
+    """Return the record of an OTLP span (``attributes``: its own, flattened), by
+    :func:`~promptrail._genai.build_record` as the SDK's exporter does; the exception events
+    are read only when the status gives no message. Raises :class:`InvalidSpan` for ids or a
+    start time no record can have.
     """
     trace_id = _id(span.trace_id, 16, "trace_id")
     span_id = _id(span.span_id, 8, "span_id")
@@ -187,13 +184,11 @@ def span_record(span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
     if not start:
         raise InvalidSpan("start_time_unix_nano is missing")
     status = span.status
-    error = status.message
-    if not error and span.events:
-        error = "; ".join(
-            str(attributes_of(event.attributes).get("exception.message", ""))
-            for event in span.events
-            if event.name == "exception"
-        )
+    exceptions = (
+        str(attributes_of(event.attributes).get("exception.message", ""))
+        for event in span.events
+        if event.name == "exception"
+    )
     return build_record(
         span.name,
         trace_id,
@@ -203,7 +198,7 @@ def span_record(span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
         max(span.end_time_unix_nano, start),
         attributes,
         status.code == Status.STATUS_CODE_ERROR,
-        error,
+        span_error(status.message, exceptions),
     )
 
 

@@ -14,8 +14,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import msgspec
@@ -68,22 +67,6 @@ _INDEXED = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class SpanData:
-    """What the mapping needs of a span, independent of how it was transported."""
-
-    name: str
-    trace_id: int
-    span_id: int
-    parent_span_id: int | None
-    start_ns: int
-    end_ns: int
-    attributes: Mapping[str, Any]
-    is_error: bool = False
-    status_message: str = ""
-    exception_messages: Sequence[str] = field(default_factory=tuple)
-
-
 def record_id(trace_id: int, span_id: int) -> str:
     """Return the record id of a span: stable, so a re-sent span is stored once."""
     return f"req_{trace_id:032x}{span_id:016x}"
@@ -102,19 +85,10 @@ def is_recordable(attributes: Mapping[str, Any]) -> bool:
     return OBSERVATION in attributes or is_genai(attributes)
 
 
-def span_to_record(span: SpanData) -> dict[str, Any]:
-    """Return the request record (the JSON of ``POST /v1/requests``) of a span."""
-    return build_record(
-        span.name,
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
-        span.start_ns,
-        span.end_ns,
-        span.attributes,
-        span.is_error,
-        span.status_message or "; ".join(span.exception_messages),
-    )
+def span_error(status_message: str, exception_messages: Iterable[str]) -> str:
+    """A record's error text: the span's status message, else its exception events' messages
+    (``exception_messages`` is read only when the status gives none)."""
+    return status_message or "; ".join(exception_messages)
 
 
 _PROMPT_TOKENS = (
@@ -200,10 +174,12 @@ def build_record(
     is_error: bool,
     error: str,
 ) -> dict[str, Any]:
-    """:func:`span_to_record` from a span's parts (``error``: its status or exception text).
+    """Return the request record (the JSON of ``POST /v1/requests``) of a span, from its
+    parts (``error``: :func:`span_error`).
 
-    The exporter calls this straight from an SDK span, without building a :class:`SpanData`:
-    it runs once per record on the export thread, which shares the GIL with the application.
+    The SDK's exporter and the collector's OTLP route both call it straight from their spans:
+    it runs once per record, on the export thread (which shares the GIL with the application)
+    or in the ingest.
     """
     get = attrs.get
     trace_hex = f"{trace_id:032x}"

@@ -20,38 +20,21 @@ with the next export, flush or shutdown; what has to be dropped is counted by re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
-from ._genai import SpanData, build_record, is_recordable
+from ._genai import build_record, is_recordable, span_error
 from ._send import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # still importable from here
 from ._send import DEFAULT_MAX_PENDING_BYTES as DEFAULT_MAX_PENDING_BYTES
 from ._send import QUICK_SHUTDOWN_SECONDS as QUICK_SHUTDOWN_SECONDS
 from ._send import Mask as Mask
 from ._send import RecordSender
 
-__all__ = ["PromptrailSpanExporter", "readable_span_data"]
-
-
-def readable_span_data(span: ReadableSpan) -> SpanData:
-    """Describe an SDK span for the record mapping."""
-    trace_id, span_id, parent_span_id, start_ns, end_ns = _ids_and_times(span)
-    return SpanData(
-        name=span.name,
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent_span_id,
-        start_ns=start_ns,
-        end_ns=end_ns,
-        attributes=dict(span.attributes or {}),
-        is_error=span.status.status_code is StatusCode.ERROR,
-        status_message=span.status.description or "",
-        exception_messages=_exception_messages(span),
-    )
+__all__ = ["PromptrailSpanExporter"]
 
 
 def _ids_and_times(span: ReadableSpan) -> tuple[int, int, int | None, int, int]:
@@ -67,19 +50,20 @@ def _ids_and_times(span: ReadableSpan) -> tuple[int, int, int | None, int, int]:
     )
 
 
-def _exception_messages(span: ReadableSpan) -> list[str]:
-    return [
+def _exception_messages(span: ReadableSpan) -> Iterator[str]:
+    """The messages of the span's exception events, read as they are asked for."""
+    return (
         str(event.attributes.get("exception.message", ""))
         for event in span.events
         if event.name == "exception" and event.attributes
-    ]
+    )
 
 
 def _span_record(span: ReadableSpan) -> dict[str, Any] | None:
-    """``span_to_record(readable_span_data(span))`` for recordable spans, else None.
+    """The record of a recordable span, else None.
 
-    Runs once per span on the export thread, so it skips the intermediate SpanData and
-    only reads the exception events when the status carries no description.
+    Runs once per span on the export thread: the exception events are read only when the
+    status carries no description.
     """
     attributes = dict(span.attributes or {})
     if not is_recordable(attributes):
@@ -90,7 +74,7 @@ def _span_record(span: ReadableSpan) -> dict[str, Any] | None:
         *_ids_and_times(span),
         attributes,
         status.status_code is StatusCode.ERROR,
-        status.description or "; ".join(_exception_messages(span)),
+        span_error(status.description or "", _exception_messages(span)),
     )
 
 
