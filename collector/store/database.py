@@ -40,15 +40,16 @@ class Store:
         self._writer = writer
         self.keys = KeyStore(client, database, cluster)
         self.prompts = PromptStore(client, database, cluster)
-        self.requests = RequestStore(client, database, cluster)
+        self.scores = ScoreStore(client, database, cluster, sole_writer=self.is_embedded)
+        traced = self.scores.traced_names
+        self.requests = RequestStore(client, database, cluster, traced)
         self.request_writes = (
-            RequestStore(writer, database, cluster) if writer is not None else self.requests
+            RequestStore(writer, database, cluster, traced) if writer is not None else self.requests
         )
         self.rollups = RollupStore(client, database, self.requests.table)
         self.analytics = AnalyticsStore(client, self.requests, self.rollups)
         self.exports = ExportStore(client, database, self.requests, self.is_embedded)
         self.backups = BackupStore(client, database, self.prompts.settle)
-        self.scores = ScoreStore(client, database, cluster)
         self.datasets = DatasetStore(client, database, cluster)
         self.experiments = ExperimentStore(client, database, cluster)
 

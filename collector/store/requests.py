@@ -56,11 +56,12 @@ from .scores import (
     SCORES_BY_TARGET,
     ScoreRow,
     live_on_targets,
+    read_traced_names,
     score_versions,
     sibling,
     tombstones_for_records,
-    traced_names,
 )
+from .traced_score_names import TracedScoreNames
 
 
 class InsertsUnderWay:
@@ -156,7 +157,15 @@ def _newest_of(table: str) -> NewestHint:
 class RequestStore:
     """Every query of the request log and export tables."""
 
-    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        database: str,
+        cluster: str | None = None,
+        traced_names: TracedScoreNames | None = None,
+    ) -> None:
+        """``traced_names``: the score store's, which learns of every score write of the
+        process; by default one that asks the store each time for what it does not know."""
         self._client = client
         self._cluster = cluster
         # A second handle (and threads) for the reads a detail runs beside the record's:
@@ -173,6 +182,10 @@ class RequestStore:
         self.scores_table = f"{db}.{quote(SCORES.name)}"
         self.scores_by_target = sibling(self.scores_table, SCORES_BY_TARGET.name)
         self._index = MetadataIndex(client, self.metadata_table, self.items_table)
+        self.traced_names = traced_names or TracedScoreNames(
+            lambda project, names: read_traced_names(client, self.scores_table, project, names),
+            sole_writer=False,
+        )
         # A Distributed insert is acknowledged only once it reached the shards.
         self._insert_settings: dict[str, Any] = (
             {"distributed_foreground_insert": 1} if cluster else {}
@@ -442,13 +455,9 @@ class RequestStore:
         return replace(filters, scores_on_traces=self.names_scored_on_traces(project, names))
 
     def names_scored_on_traces(self, project: str, names: Iterable[str]) -> frozenset[str]:
-        """Which of ``names`` have a score on a trace in the project (one key read per name)."""
-        ordered = sorted(set(names))
-        rows = self._client.query(
-            traced_names(self.scores_table, ordered),
-            parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(ordered)}},
-        ).result_rows
-        return frozenset(str(r[0]) for r in rows)
+        """Which of ``names`` have a score on a trace in the project (see
+        :class:`TracedScoreNames`: a key read per name the process does not know yet)."""
+        return self.traced_names.of(project, names)
 
     def _newest_known(self) -> tuple[datetime | None, bool]:
         """The log's newest time by the hint, read again once it is no longer trusted; and

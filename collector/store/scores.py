@@ -22,6 +22,7 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from .schema import Backfill, Table, View, quote
+from .traced_score_names import TracedScoreNames
 
 SCORES = Table(
     name="scores",
@@ -285,10 +286,22 @@ class ScoreQuery:
 class ScoreStore:
     """Reads and writes ``scores`` and ``score_configs``."""
 
-    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        database: str,
+        cluster: str | None = None,
+        sole_writer: bool = False,
+    ) -> None:
+        """``sole_writer``: every score write of the store goes through this process (the
+        embedded store), so what :attr:`traced_names` learns stays true."""
         self._client = client
         db = quote(database)
         self.table = f"{db}.{quote(SCORES.name)}"
+        self.traced_names = TracedScoreNames(
+            lambda project, names: read_traced_names(client, self.table, project, names),
+            sole_writer,
+        )
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
         self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
         self._columns = ["project", "id", *_FIELDS, "written_at"]
@@ -315,6 +328,10 @@ class ScoreStore:
         latest = {(r.project, r.id): r for r in rows}
         if not latest:
             return
+        if not deleted:
+            for r in latest.values():
+                if r.trace_id:
+                    self.traced_names.note(r.project, (r.name,))
         with self._write_lock:
             live = self._live_versions(latest)
             written = datetime.now(UTC)
@@ -636,6 +653,18 @@ def traced_names(table: str, names: Sequence[str]) -> str:
         f"AND name = {{tn{i}:String}} AND on_trace = 1 LIMIT 1)"
         for i in range(len(names))
     )
+
+
+def read_traced_names(client: Client, table: str, project: str, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` have a score on a trace in ``project``, as the store says
+    (``table``: the quoted scores table, whose sums are read)."""
+    if not names:
+        return []
+    rows = client.query(
+        traced_names(table, names),
+        parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
+    ).result_rows
+    return [str(r[0]) for r in rows]
 
 
 def score_clauses(

@@ -49,6 +49,8 @@ def test_a_name_scored_on_records_only_reads_no_trace_sums_until_a_trace_is_scor
         assert ids(**{f"score.{name}": "0.2"}) == [outside]
         assert ids(unscored=name) == [second]
     assert seen and not [sql for sql in seen if "on_trace = 1" in sql and "LIMIT 1" not in sql]
+    # Asked of the store once: the embedded store's one writer then knows the answer.
+    assert len([sql for sql in seen if "on_trace = 1" in sql and "LIMIT 1" in sql]) == 1
 
     created(scores_api, trace_id=trace, name=name, value=1.0)
     with counted_queries(scores_api) as seen:
@@ -58,6 +60,8 @@ def test_a_name_scored_on_records_only_reads_no_trace_sums_until_a_trace_is_scor
         assert ids(**{f"score.{name}": "1.0"}) == [second, first]
         assert ids(unscored=name) == []
     assert [sql for sql in seen if "INNER JOIN" in sql]
+    # The trace score's write told the process: no store read needed to learn it.
+    assert not [sql for sql in seen if "on_trace = 1" in sql and "LIMIT 1" in sql]
 
 
 def test_several_score_names_each_take_their_own_trace_half(scores_api: TestClient) -> None:
