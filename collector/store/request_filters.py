@@ -40,10 +40,14 @@ _REACH_MARGIN = 2.0
 # streams reaches the part's first key, so a page of the newest records reads the newest part
 # or two, not a granule of every part. Lazy materialisation reads the sort key and filter
 # columns first and the wide ones (output, input variables, metadata) only for the rows kept;
-# its default limit (10 rows) is below a page's.
+# its default limit (10 rows) is below a page's. No JIT: ClickHouse compiles an expression
+# once it has seen it three times, its constants included, so each new score bound
+# (``score.<name>.min=0.37``) cost a page 20-40 ms of compiling on its third use, for a few
+# thousand rows that gain nothing from compiled code (docs/architecture.md).
 PAGE_READ: dict[str, Any] = {
     "read_in_order_use_virtual_row": 1,
     "query_plan_max_limit_for_lazy_materialization": 1000,
+    "compile_expressions": 0,
 }
 
 
