@@ -52,7 +52,7 @@ from .experiments import Computed
 from .highlights import as_html
 from .prompts.service import LabeledVersion, public_id
 from .requests import Hit
-from .traces import Scores
+from .scores import Scores
 
 # -- pages -----------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from ..models.scores import (
     infer_data_type,
     value_problem,
 )
-from ..store.scores import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreStore
+from ..store.scores import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreStore, ScoreValue
 from . import feedback_tokens
 from .cursors import CursorCodec
 from .feedback_tokens import KeyIds, TokenScope
@@ -38,6 +38,9 @@ from .keys import hash_key, key_id
 
 _SCORE_IN: TypeAdapter[ScoreIn] = TypeAdapter(ScoreIn)
 MAX_BATCH_SCORES = 1000
+
+# A record's, trace's or session's scores as lists show them: per name a mean or a value.
+Scores = dict[str, bool | int | float | str]
 
 
 class ScoreService:
@@ -139,39 +142,19 @@ class ScoreService:
 
     def on_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
-    ) -> list[ScoreRow]:
-        """Return the scores on these records and traces, newest first."""
-        return self._store.for_targets(project, request_ids, trace_ids)
+    ) -> list[ScoreValue]:
+        """Return the scores on these records and traces as means read them, newest first."""
+        return self._store.values_on_targets(project, request_ids, trace_ids)
 
     def summaries(
-        self, project: str, records: Sequence[tuple[str, str]]
-    ) -> dict[str, dict[str, bool | int | float | str]]:
-        """Per record id (of ``(id, trace_id)`` pairs), its scores by name as a list shows them.
-
-        A record's scores are its own and its trace's: per name, the mean of the numeric and
-        boolean ones (true = 1), or the newest value when the newest is categorical.
-        """
-        scores = self._store.for_targets(
+        self, project: str, records: Sequence[tuple[str, str | None]]
+    ) -> dict[str, Scores]:
+        """Per record id (of ``(id, trace_id)`` pairs), its scores by name as a list shows them:
+        its own and its trace's, by :func:`score_means` (records with none left out)."""
+        scores = self._store.values_on_targets(
             project, [r for r, _ in records], sorted({t for _, t in records if t})
         )
-        if not scores:
-            return {}
-        summaries: dict[str, dict[str, bool | int | float | str]] = {}
-        for record, trace in records:
-            mine = [s for s in scores if s.request_id == record or (trace and s.trace_id == trace)]
-            by_name: dict[str, list[ScoreRow]] = {}
-            for score in mine:  # newest first
-                by_name.setdefault(score.name, []).append(score)
-            summary: dict[str, bool | int | float | str] = {}
-            for name, named in by_name.items():
-                numbers = [n for n in (s.value_number for s in named) if n is not None]
-                if named[0].data_type == "categorical" or not numbers:
-                    summary[name] = named[0].value
-                else:
-                    summary[name] = sum(numbers) / len(numbers)
-            if summary:
-                summaries[record] = summary
-        return summaries
+        return means_per_record(records, scores) if scores else {}
 
     def delete_on_records(self, project: str, request_ids: Sequence[str]) -> int:
         """Delete the scores of deleted records; return how many."""
@@ -319,3 +302,32 @@ def _check_config(row: ScoreRow, config: ScoreConfigRow | None) -> None:
         problem = f"the value must be one of {config.categories}"
     if problem is not None:
         raise ValidationFailed("value", problem, name=row.name)
+
+
+def score_means(scores: Sequence[ScoreValue]) -> Scores:
+    """Per score name: the mean of the numeric and boolean values (true = 1), or the newest
+    value when the newest is categorical (``scores`` newest first), as list items show."""
+    by_name: dict[str, list[ScoreValue]] = {}
+    for score in scores:
+        by_name.setdefault(score.name, []).append(score)
+    means: Scores = {}
+    for name, named in by_name.items():
+        numbers = [n for n in (s.value_number for s in named) if n is not None]
+        if named[0].data_type == "categorical" or not numbers:
+            means[name] = named[0].value
+        else:
+            means[name] = sum(numbers) / len(numbers)
+    return means
+
+
+def means_per_record(
+    records: Sequence[tuple[str, str | None]], scores: Sequence[ScoreValue]
+) -> dict[str, Scores]:
+    """Per record id of ``(id, trace_id)`` pairs: the :func:`score_means` of its own scores
+    and its trace's (``scores`` newest first); records with none left out."""
+    found: dict[str, Scores] = {}
+    for record, trace in records:
+        mine = [s for s in scores if s.request_id == record or (trace and s.trace_id == trace)]
+        if mine:
+            found[record] = score_means(mine)
+    return found

@@ -9,18 +9,16 @@ from typing import Generic, TypeVar
 
 from ..errors import SessionNotFound, TraceNotFound, ValidationFailed
 from ..store.request_rows import RequestRow
-from ..store.scores import ScoreRow
+from ..store.scores import ScoreValue
 from ..store.traces import SessionSummary, TraceFilter, TraceStore, TraceSummary, UserSummary
 from .cursors import CursorCodec
 from .dates import parse_date, utc_now_ms
 from .pending_writes import PendingWrites
 from .requests import cursor_position, kinds_of
-from .scores import ScoreService
+from .scores import Scores, ScoreService, means_per_record, score_means
 
 # The period the session and user lists cover when not given one (CONTRACT 10).
 DEFAULT_PERIOD = timedelta(days=30)
-
-Scores = dict[str, bool | int | float | str]
 
 
 S = TypeVar("S")
@@ -45,22 +43,6 @@ class Detail(Generic[S]):
     rows: list[RequestRow]
     row_scores: dict[str, Scores]
     next_cursor: str | None
-
-
-def score_means(scores: Sequence[ScoreRow]) -> Scores:
-    """Per score name: the mean of the numeric and boolean values (true = 1), or the newest
-    value when the newest is categorical (``scores`` newest first), as list items show."""
-    by_name: dict[str, list[ScoreRow]] = {}
-    for score in scores:
-        by_name.setdefault(score.name, []).append(score)
-    means: Scores = {}
-    for name, named in by_name.items():
-        numbers = [n for n in (s.value_number for s in named) if n is not None]
-        if named[0].data_type == "categorical" or not numbers:
-            means[name] = named[0].value
-        else:
-            means[name] = sum(numbers) / len(numbers)
-    return means
 
 
 class TraceService:
@@ -134,7 +116,7 @@ class TraceService:
         scores = self._scores.on_targets(project, list(trace_of), [t.trace_id for t in traces])
         if not scores:
             return {}
-        grouped: dict[str, list[ScoreRow]] = {}
+        grouped: dict[str, list[ScoreValue]] = {}
         for score in scores:
             trace = score.trace_id or trace_of.get(score.request_id or "")
             if trace:
@@ -246,27 +228,18 @@ class TraceService:
         return page, _encode(codec, page[-1].created_at, page[-1].id)
 
 
-def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreRow]) -> dict[str, Scores]:
+def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreValue]) -> dict[str, Scores]:
     """Per record: the means of its scores and its trace's, as list items show them."""
-    found: dict[str, Scores] = {}
-    for row in rows:
-        mine = [
-            s
-            for s in scores
-            if s.request_id == row.id or (row.trace_id and s.trace_id == row.trace_id)
-        ]
-        if mine:
-            found[row.id] = score_means(mine)
-    return found
+    return means_per_record([(row.id, row.trace_id) for row in rows], scores)
 
 
 def _scores_by_session(
-    ids: Sequence[tuple[str, str, str]], scores: Sequence[ScoreRow]
+    ids: Sequence[tuple[str, str, str]], scores: Sequence[ScoreValue]
 ) -> dict[str, Scores]:
     """Per session of (session id, record id, trace id): the means of the scores on its
     records and their traces."""
     # By score id: a trace's score counts once however many of its records the session has.
-    grouped: dict[str, dict[str, ScoreRow]] = {}
+    grouped: dict[str, dict[str, ScoreValue]] = {}
     for session, record, trace in ids:
         mine = grouped.setdefault(session, {})
         for s in scores:
@@ -278,7 +251,7 @@ def _scores_by_session(
     }
 
 
-def _newest_first(scores: list[ScoreRow]) -> list[ScoreRow]:
+def _newest_first(scores: list[ScoreValue]) -> list[ScoreValue]:
     return sorted(scores, key=lambda s: (s.created_at, s.id), reverse=True)
 
 

@@ -247,9 +247,7 @@ class ScoreRow:
     @property
     def value_number(self) -> float | None:
         """The value as a mean counts it: a number, true = 1, false = 0; None for text."""
-        if isinstance(self.value, bool | int | float):
-            return float(self.value)
-        return None
+        return number_of(self.value)
 
     @property
     def value_text(self) -> str:
@@ -257,6 +255,33 @@ class ScoreRow:
         if isinstance(self.value, bool):
             return "true" if self.value else "false"
         return self.value if isinstance(self.value, str) else json.dumps(self.value)
+
+
+def number_of(value: Any) -> float | None:
+    """A score value as a mean counts it: a number, true = 1, false = 0; None for text."""
+    if isinstance(value, bool | int | float):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreValue:
+    """A live score as a mean reads it (:meth:`ScoreStore.values_on_targets`): which score,
+    on what, its name, type and value, and when; not its comment, correction, source or
+    metadata, which no list shows."""
+
+    id: str
+    request_id: str | None
+    trace_id: str | None
+    name: str
+    data_type: str
+    value: Any
+    created_at: datetime
+
+    @property
+    def value_number(self) -> float | None:
+        """The value as a mean counts it (:func:`number_of`)."""
+        return number_of(self.value)
 
 
 @dataclass(frozen=True)
@@ -482,6 +507,36 @@ class ScoreStore:
         ).result_rows
         return live_on_targets(project, versions, request_ids, trace_ids)
 
+    def values_on_targets(
+        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+    ) -> list[ScoreValue]:
+        """The live scores on any of these records or traces as means read them, newest
+        first: :meth:`for_targets` without the four columns no list shows (each column
+        read costs chDB a fixed ~0.4 ms a part)."""
+        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
+        if not targets:
+            return []
+        versions = self._client.query(
+            f"SELECT {VALUE_VERSION_COLUMNS} FROM {self._by_target} "
+            "WHERE project = {p:String} AND target IN {targets:Array(String)}",
+            parameters={"p": project, "targets": targets},
+            settings=self._read_settings,
+        ).result_rows
+        values = [
+            ScoreValue(
+                id=str(v[1]),
+                request_id=str(v[4]) or None,
+                trace_id=str(v[5]) or None,
+                name=str(v[6]),
+                data_type=str(v[7]),
+                value=json.loads(v[8]),
+                created_at=_utc(v[9]),
+            )
+            for v in _live_at_targets(versions, request_ids, trace_ids)
+        ]
+        values.sort(key=lambda s: (s.created_at, s.id), reverse=True)
+        return values
+
     # -- configs ---------------------------------------------------------------------------
 
     def put_config(self, project: str, config: ScoreConfigRow) -> None:
@@ -537,6 +592,10 @@ class ScoreStore:
 # when it was written, whether it ends the score, then what a read returns (ScoreRow's order).
 _VERSION = ("target", "id", "written_at", "is_deleted", *_READ)
 VERSION_COLUMNS = ", ".join(_VERSION)
+# The same for a mean (ScoreValue): the fields up to ``value``, then ``created_at``.
+VALUE_VERSION_COLUMNS = (
+    "target, id, written_at, is_deleted, request_id, trace_id, name, data_type, value, created_at"
+)
 
 
 def score_versions(by_target: str, project_param: str, targets: str) -> str:
@@ -562,6 +621,19 @@ def live_on_targets(
     the target the score leaves (ScoreStore.insert). Resolving the few versions of a detail or
     a page here costs less than ClickHouse grouping them (``argMax`` of a wide tuple).
     """
+    live = [
+        _row(project, (v[1], *v[4:])) for v in _live_at_targets(versions, request_ids, trace_ids)
+    ]
+    live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
+    return live
+
+
+def _live_at_targets(
+    versions: Iterable[Sequence[Any]], request_ids: Iterable[str], trace_ids: Iterable[str]
+) -> list[Sequence[Any]]:
+    """Of the versions read at some targets (target, id, written_at, is_deleted, request_id,
+    trace_id, ...), each (target, score id)'s newest when it is live and on one of the
+    records or traces asked for."""
     newest: dict[tuple[str, str], Sequence[Any]] = {}
     for version in versions:
         key = (version[0], version[1])
@@ -570,13 +642,7 @@ def live_on_targets(
             newest[key] = version
     rs = {r for r in request_ids if r}
     ts = {t for t in trace_ids if t}
-    live = [
-        _row(project, (v[1], *v[4:]))
-        for v in newest.values()
-        if not v[3] and (v[4] in rs or v[5] in ts)
-    ]
-    live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
-    return live
+    return [v for v in newest.values() if not v[3] and (v[4] in rs or v[5] in ts)]
 
 
 def _ids_of(condition: str, table: str) -> str:

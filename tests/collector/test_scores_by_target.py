@@ -87,6 +87,18 @@ def test_random_changes_show_each_record_exactly_its_live_scores(scores_api: Tes
             assert {shown(s) for s in detail["scores"]} == expected, (step, record)
         listing = scores_api.get("/v1/scores", params={"trace_id": trace}).json()["data"]
         assert {shown(s) for s in listing} == truth[trace]
+        # The narrow read behind list items' means (ScoreValue) finds the same scores, in the
+        # same order, as the full one behind the detail.
+        store = scores_api.app.state.services.store.scores
+        full = store.for_targets("default", records, [trace])
+        narrow = store.values_on_targets("default", records, [trace])
+        assert [
+            (s.id, s.request_id, s.trace_id, s.name, s.data_type, s.value, s.created_at)
+            for s in full
+        ] == [
+            (s.id, s.request_id, s.trace_id, s.name, s.data_type, s.value, s.created_at)
+            for s in narrow
+        ], step
 
 
 @pytest.fixture
