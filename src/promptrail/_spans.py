@@ -45,6 +45,19 @@ _Span = trace.Span
 _LOW_64 = (1 << 64) - 1
 
 
+def new_trace_id(start_ns: int) -> int:
+    """The id of a trace promptrail starts at ``start_ns``: its start in Unix milliseconds
+    (48 bits), then 80 random bits.
+
+    A record's id is ``req_<trace id><span id>``, so records then sort by their trace's start,
+    as the collector's own ids sort by time: its reads by record id (a list page's scores, a
+    score filter's sums) stay within a few granules instead of one per record. AWS X-Ray's
+    ids lead with the time the same way; the low 64 bits, which sampling reads
+    (``_sampling_and_fork.Sampler``), are as random as before.
+    """
+    return (start_ns // 1_000_000) << 80 | _getrandbits(80)
+
+
 def _context_getter() -> Callable[[], Context]:
     """The cheapest way to read the current OpenTelemetry context.
 
@@ -275,16 +288,19 @@ class CaptureTracer(trace.Tracer):
             trace_id: int = parent.trace_id
             parent_id: int | None = parent.span_id
             span_id = _getrandbits(64) or 1
-        elif parent is None:  # a new trace: both ids from one draw of random bits
-            bits = _getrandbits(192)
-            trace_id, span_id, parent_id = (bits >> 64) or 1, (bits & _LOW_64) or 1, None
+        elif parent is None:  # a new trace: both ids' random bits from one draw
+            start_time = start_time or _time_ns()
+            bits = _getrandbits(144)
+            trace_id = (start_time // 1_000_000) << 80 | bits >> 64
+            span_id, parent_id = (bits & _LOW_64) or 1, None
         else:
             # What trace.get_current_span() gives: anything but a span is no parent.
             parent_context = parent.get_span_context() if isinstance(parent, _Span) else None
             if parent_context is not None and parent_context.is_valid:
                 trace_id, parent_id = parent_context.trace_id, parent_context.span_id
             else:
-                trace_id, parent_id = _getrandbits(128) or 1, None
+                start_time = start_time or _time_ns()
+                trace_id, parent_id = new_trace_id(start_time), None
             span_id = _getrandbits(64) or 1
         return CaptureSpan(
             name,

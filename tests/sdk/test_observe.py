@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -159,3 +160,28 @@ def test_the_consumer_of_a_generator_is_not_inside_its_span(records: Records) ->
     steps = [r for r in spans if r["span_name"] == "consumer_step"]
     assert len(steps) == 2
     assert all(r["parent_span_id"] != producer_span["span_id"] for r in steps)
+
+
+def test_a_new_trace_s_id_leads_with_its_start_so_record_ids_sort_by_time(
+    records: Records,
+) -> None:
+    @promptrail.observe
+    def step(n: int) -> int:
+        return n
+
+    window: list[tuple[int, int]] = []
+    for n in range(3):
+        before = time.time_ns() // 1_000_000
+        step(n)
+        window.append((before, time.time_ns() // 1_000_000))
+        time.sleep(0.003)
+
+    found = sorted(records(3), key=lambda r: r["input_variables"]["n"])
+    for record, (before, after) in zip(found, window, strict=True):
+        trace_id = int(record["trace_id"], 16)
+        assert before <= trace_id >> 80 <= after  # its start in Unix ms
+        assert record["id"] == f"req_{record['trace_id']}{record['span_id']}"
+    ids = [record["id"] for record in found]
+    assert ids == sorted(ids)  # later traces, later ids: the log's reads by id stay local
+    # The low 64 bits (what sampling reads) stay random: three traces, three values.
+    assert len({int(r["trace_id"], 16) & (1 << 64) - 1 for r in found}) == 3
