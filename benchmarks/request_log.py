@@ -23,6 +23,7 @@ for the rollup's sealing or a quiet machine.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -147,6 +148,29 @@ def make_pool(
     return pool
 
 
+def record_id(number: int, ids: str = "bench") -> str:
+    """The id of the benchmark's record ``number``, by ``ids``:
+
+    - ``bench``: ``req_bench<number>``, in the records' time order (as the collector's own
+      ids, ``req_<ms><random>``, are);
+    - ``sdk``: as the SDK makes them, ``req_<trace id><span id>`` with a trace id that leads
+      with its start in ms (``promptrail._spans.new_trace_id``): in time order, random below;
+    - ``random``: ``req_<32 hex><16 hex>`` all random, as from another OpenTelemetry SDK's
+      ids (a provider without promptrail's id generator): in no order.
+
+    The same number always gives the same id.
+    """
+    if ids == "bench":
+        return f"req_bench{number:010d}"
+    digest = int.from_bytes(
+        hashlib.blake2b(number.to_bytes(8, "little"), digest_size=24).digest(), "big"
+    )
+    if ids == "sdk":  # 30 days over a million records, as the bodies spread them
+        start_ms = 1_790_000_000_000 + number * 2_592
+        digest = (start_ms << 80 | digest >> 112) << 64 | digest & (1 << 64) - 1
+    return f"req_{digest:048x}"
+
+
 class Bodies:
     """Gzip batch bodies made from pre-compressed record templates, cheaply and on demand.
 
@@ -158,8 +182,16 @@ class Bodies:
     making one is joins and a CRC, and only one batch per client thread is ever in memory.
     """
 
-    def __init__(self, total: int, size: int, pool: list[dict[str, Any]], start: datetime):
+    def __init__(
+        self,
+        total: int,
+        size: int,
+        pool: list[dict[str, Any]],
+        start: datetime,
+        ids: str = "bench",
+    ):
         self.total = total
+        self.ids = ids
         self.size = size
         self.pool = pool
         span = 30 * 86_400_000
@@ -176,9 +208,9 @@ class Bodies:
         packed: list[bytes] = []
         first = number * self.size
         for i in range(first, min(first + self.size, self.total)):
-            head = b'%s{"id":"req_bench%010d","created_at":"%s",' % (
+            head = b'%s{"id":"%s","created_at":"%s",' % (
                 b"," if i > first else b"",
-                i,
+                record_id(i, self.ids).encode(),
                 self._time(int(self.first_ms + i * self.step_ms)),
             )
             tail, packed_tail = self._tail(i, rng.getrandbits(2))
@@ -305,10 +337,16 @@ def cpu_seconds(pid: int) -> float:
 
 
 def ingest(
-    base: str, total: int, size: int, workers: int, collector_pid: int, client_cost: bool = True
+    base: str,
+    total: int,
+    size: int,
+    workers: int,
+    collector_pid: int,
+    client_cost: bool = True,
+    ids: str = "bench",
 ) -> IngestResult:
     pool = make_pool(random.Random(1), client_cost=client_cost)
-    bodies = Bodies(total, size, pool, datetime.now(UTC))
+    bodies = Bodies(total, size, pool, datetime.now(UTC), ids)
     bodies.prepare()
     numbers = iter(range(bodies.count))
     lock = threading.Lock()

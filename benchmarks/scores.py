@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scores.py [--records 1000000] [--write-docs]
     .venv/bin/python benchmarks/scores.py --records 100000           # a quick try
     .venv/bin/python benchmarks/scores.py --reuse --data-dir DIR     # reads of an earlier load
+    .venv/bin/python benchmarks/scores.py --ids sdk                  # ids as the SDK makes them
 
 Starts ``promptrail serve`` on a fresh data dir and loads, everything through the real HTTP
 batch routes (no store inserts): ``--records`` records through ``POST /v1/requests/batch``
@@ -40,7 +41,15 @@ from typing import Any
 import httpx
 from _harness import collector
 from _report import Machine, wait_quiet, write_section
-from request_log import KEY, PROMPTS, IngestResult, MemoryWatch, cpu_seconds, ingest
+from request_log import (
+    KEY,
+    PROMPTS,
+    IngestResult,
+    MemoryWatch,
+    cpu_seconds,
+    ingest,
+    record_id,
+)
 
 SECTION = "## Scores at scale (`benchmarks/scores.py`)"
 NAMES = (("helpfulness", 0.6), ("thumbs", 0.9), ("topic", 1.0))
@@ -48,7 +57,7 @@ TOPICS = ["billing", "shipping", "account", "other"]
 SCORE_BATCH = 1000  # the route's maximum (MAX_BATCH_SCORES)
 
 
-def score_body(number: int, records: int, total: int) -> bytes:
+def score_body(number: int, records: int, total: int, ids: str = "bench") -> bytes:
     """The JSON body of score batch ``number``: scores ``number*1000`` onwards."""
     rng = random.Random(10_000 + number)
     items = []
@@ -58,7 +67,7 @@ def score_body(number: int, records: int, total: int) -> bytes:
         sid = i if i < total // 50 or rng.random() >= 0.02 else rng.randrange(i)
         item: dict[str, Any] = {
             "id": f"sc_bench{sid:010d}",
-            "request_id": f"req_bench{random.Random(sid).randrange(records):010d}",
+            "request_id": record_id(random.Random(sid).randrange(records), ids),
             "source": "eval",
         }
         if draw < NAMES[0][1]:
@@ -71,7 +80,9 @@ def score_body(number: int, records: int, total: int) -> bytes:
     return json.dumps({"scores": items}).encode()
 
 
-def ingest_scores(base: str, records: int, total: int, workers: int, pid: int) -> IngestResult:
+def ingest_scores(
+    base: str, records: int, total: int, workers: int, pid: int, ids: str = "bench"
+) -> IngestResult:
     """Post ``total`` scores in batches of 1,000 from ``workers`` threads; time it."""
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
     local = threading.local()  # one keep-alive connection per thread
@@ -79,7 +90,7 @@ def ingest_scores(base: str, records: int, total: int, workers: int, pid: int) -
     def post(number: int) -> int:
         if not hasattr(local, "client"):
             local.client = httpx.Client(base_url=base, headers=headers, timeout=300)
-        body = score_body(number, records, total)
+        body = score_body(number, records, total, ids)
         response = local.client.post("/v1/scores/batch", content=body)
         while response.status_code == 503:  # the store is behind: as the SDK does
             time.sleep(float(response.headers.get("retry-after", "1")))
@@ -134,7 +145,12 @@ def measure(
 
 
 def reads(
-    base: str, records: int, samples: int, only: str = "", timeout: float = 120
+    base: str,
+    records: int,
+    samples: int,
+    only: str = "",
+    timeout: float = 120,
+    ids: str = "bench",
 ) -> list[dict[str, Any]]:
     """p50/p95 of the score reads of the log."""
     rng = random.Random(5)
@@ -170,7 +186,7 @@ def reads(
         ),
         (
             "detail with scores",
-            lambda i: (f"/v1/requests/req_bench{rng.randrange(records):010d}", {}),
+            lambda i: (f"/v1/requests/{record_id(rng.randrange(records), ids)}", {}),
             samples,
         ),
     ]
@@ -265,10 +281,18 @@ def main() -> None:
     parser.add_argument(
         "--quiet-wait", type=float, default=120, help="at most this long for a quiet machine (s)"
     )
+    parser.add_argument(
+        "--ids",
+        choices=("bench", "sdk", "random"),
+        default="bench",
+        help="record ids: req_bench<n> (time order), the SDK's (time first), or all random",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     if args.reuse and not args.data_dir:
         parser.error("--reuse needs the --data-dir of an earlier run")
+    if args.ids != "bench" and args.write_docs:
+        parser.error("--write-docs writes the req_bench ids' run; note other --ids by hand")
     total_scores = args.scores or args.records
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-scores-"))
     saved = data_dir / "scores-ingest.json"
@@ -279,16 +303,23 @@ def main() -> None:
             loaded = json.loads(saved.read_text())
             records, scores = IngestResult(**loaded["records"]), IngestResult(**loaded["scores"])
             args.records = loaded["total"]
+            args.ids = loaded.get("ids", "bench")
         else:
-            records = ingest(served.url, args.records, 5000, args.workers, served.process.pid)
+            pid = served.process.pid
+            records = ingest(served.url, args.records, 5000, args.workers, pid, ids=args.ids)
             print(f"records: {rate(records, 'records')}", flush=True)
             scores = ingest_scores(
-                served.url, args.records, total_scores, args.workers, served.process.pid
+                served.url, args.records, total_scores, args.workers, pid, args.ids
             )
             print(f"scores: {rate(scores, 'scores')}", flush=True)
             saved.write_text(
                 json.dumps(
-                    {"records": asdict(records), "scores": asdict(scores), "total": args.records}
+                    {
+                        "records": asdict(records),
+                        "scores": asdict(scores),
+                        "total": args.records,
+                        "ids": args.ids,
+                    }
                 )
             )
         results: list[dict[str, Any]] = []
@@ -297,7 +328,9 @@ def main() -> None:
             # be quiet, so the wait is bounded and the busy share printed.
             settled, busy = wait_quiet(max_seconds=args.quiet_wait)
             print(f"measuring after {settled:.0f} s ({busy:.0%} busy)", flush=True)
-            results = reads(served.url, args.records, args.samples, args.only, args.timeout)
+            results = reads(
+                served.url, args.records, args.samples, args.only, args.timeout, args.ids
+            )
         peak = watch.stop()
     print(f"collector peak RSS {peak:.0f} MiB")
     ratio = (scores.accepted / scores.elapsed) / (records.accepted / records.elapsed)
