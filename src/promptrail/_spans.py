@@ -288,7 +288,7 @@ class CaptureTracer(trace.Tracer):
             trace_id: int = parent.trace_id
             parent_id: int | None = parent.span_id
             span_id = _getrandbits(64) or 1
-        elif parent is None:  # a new trace: both ids' random bits from one draw
+        elif parent is None:  # a new trace: new_trace_id's ids, their random bits in one draw
             start_time = start_time or _time_ns()
             bits = _getrandbits(144)
             trace_id = (start_time // 1_000_000) << 80 | bits >> 64

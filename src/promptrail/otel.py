@@ -5,9 +5,9 @@ promptrail::
 
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from promptrail.otel import PromptrailSpanExporter
+    from promptrail.otel import PromptrailSpanExporter, TimeOrderedIdGenerator
 
-    provider = TracerProvider(id_generator=TimeOrderedIdGenerator())  # optional, see below
+    provider = TracerProvider(id_generator=TimeOrderedIdGenerator())  # optional: faster reads
     provider.add_span_processor(BatchSpanProcessor(PromptrailSpanExporter()))
 
 Spans that describe a model call (GenAI or OpenInference attributes) or a function observed by
