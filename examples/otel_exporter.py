@@ -25,9 +25,10 @@ from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from promptrail.otel import PromptrailSpanExporter
+from promptrail.otel import PromptrailSpanExporter, TimeOrderedIdGenerator
 
-provider = TracerProvider()
+# Trace ids that lead with their start time: record ids then sort by time (faster reads).
+provider = TracerProvider(id_generator=TimeOrderedIdGenerator())
 provider.add_span_processor(BatchSpanProcessor(PromptrailSpanExporter()))
 trace.set_tracer_provider(provider)
 OpenAIInstrumentor().instrument(tracer_provider=provider)
