@@ -222,11 +222,38 @@ def reach(
     window, not the next fixed one (at 1M records a pass costs ~15 ms even over minutes, and
     more with its span). The fixed windows left below it follow, then none.
     """
-    fixed = [lower for lower in lowers[1:] if lower is not None]
     if read[1] <= read[0]:
         return lowers[1:]  # a window of no time (a cursor at its bound) says nothing
     span = (read[1] - read[0]) * (needed * _REACH_MARGIN / max(found, 1))
-    target = read[0] - span
+    return _reaching(read[0] - span, lowers[1:], start)
+
+
+def widened(
+    lowers: list[datetime | None],
+    top: datetime,
+    density: float | None,
+    needed: int,
+    start: datetime | None = None,
+) -> list[datetime | None]:
+    """A score-filtered page's windows (``lowers``, counting back from ``top``), the first
+    one wider when ``density`` (records per second passing the same filter, as the last
+    page of it found them) says the page needs more than it spans: as :func:`reach` sizes
+    a window after a thin one, before the first pass instead of after it. A bound few
+    records pass then reads one window, not two or three, on every page after the first.
+    """
+    fixed = [lower for lower in lowers if lower is not None]
+    if density is None or not fixed:
+        return lowers
+    target = top - timedelta(seconds=needed * _REACH_MARGIN / max(density, 1e-9))
+    return lowers if target >= fixed[0] else _reaching(target, lowers, start)
+
+
+def _reaching(
+    target: datetime, lowers: list[datetime | None], start: datetime | None
+) -> list[datetime | None]:
+    """A window down to ``target``, then the fixed ones of ``lowers`` below it, then none;
+    only none when ``target`` is past the last fixed window (or the filter's start)."""
+    fixed = [lower for lower in lowers if lower is not None]
     if not fixed or target < fixed[-1] or (start is not None and target <= start):
         return [None]
     return [target, *[lower for lower in fixed if lower < target], None]

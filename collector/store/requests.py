@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -35,6 +36,7 @@ from .request_filters import (
     keyset,
     like_escape,
     reach,
+    widened,
     windows,
 )
 from .request_rows import (
@@ -149,6 +151,44 @@ class NewestHint:
 _NEWEST: dict[str, NewestHint] = {}
 
 
+class DensityHints:
+    """Per score filter, how densely the records passing it lay in the last page of it:
+    records per second between the page's anchor and its last row (see
+    ``request_filters.widened``). A hint only sizes a page's first window; any is exact."""
+
+    _MAX = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._density: OrderedDict[Hashable, float] = OrderedDict()
+
+    def get(self, key: Hashable) -> float | None:
+        """The density last seen for ``key``, if any."""
+        with self._lock:
+            return self._density.get(key)
+
+    def put(self, key: Hashable, density: float) -> None:
+        """Keep what a page of ``key`` saw (the least recently set go past _MAX)."""
+        with self._lock:
+            self._density[key] = density
+            self._density.move_to_end(key)
+            while len(self._density) > self._MAX:
+                self._density.popitem(last=False)
+
+
+def _density_key(project: str, filters: RequestFilter) -> Hashable:
+    """What a density hint is kept by: every part of the filter but its dates."""
+    return (
+        project,
+        filters.prompt_name,
+        filters.status,
+        filters.model,
+        filters.trace_id,
+        filters.kinds,
+        filters.scores,
+    )
+
+
 def _newest_of(table: str) -> NewestHint:
     with _UNDER_WAY_LOCK:
         return _NEWEST.setdefault(table, NewestHint())
@@ -195,6 +235,7 @@ class RequestStore:
         self._under_way = _inserts_into(self.table)
         # The newest record's time, shared the same way: see NewestHint.
         self._newest_hint = _newest_of(self.items_table)
+        self._densities = DensityHints()
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -381,6 +422,8 @@ class RequestStore:
         where, params = filter_where(project, filters)
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
+        # A score filter's page sizes its first window from the last page of it: DensityHints.
+        density_key = _density_key(project, filters) if filters.scores else None
         looked = True  # for the log's newest record: see below
         top: datetime | None = None  # of the span the next pass reads: see reach
         if search is not None:
@@ -396,6 +439,11 @@ class RequestStore:
             newest, looked = self._newest_known()  # when read now, not again below
             lowers = windows(filters, after, newest)
             top = anchor_of(filters, after, newest)
+            if density_key is not None:
+                lowers = widened(
+                    lowers, top, self._densities.get(density_key), limit, filters.start
+                )
+        anchor = top
         found: list[RequestRow] = []
         position = after
         # The bound above the next pass once a pass read everything down to its lower bound
@@ -446,6 +494,11 @@ class RequestStore:
                     self._newest_hint.read(newest)
                     if newest is not None and newest < lower:
                         lowers, top = windows(filters, position, newest), newest
+        if density_key is not None and anchor is not None and found:
+            page = found[:limit]
+            span = (anchor - page[-1].created_at).total_seconds()
+            if span > 0:
+                self._densities.put(density_key, len(page) / span)
         return found[:limit]
 
     def _trace_scored(self, project: str, filters: RequestFilter) -> RequestFilter:

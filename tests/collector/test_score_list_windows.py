@@ -126,9 +126,11 @@ def test_every_page_of_a_bound_is_exact_across_windows(
 def test_the_window_after_a_thin_one_reaches_as_far_as_its_density_says(
     scores_api: TestClient, score_log: Log
 ) -> None:
-    params = {f"score.{score_log.name}.min": 0.9}
+    # A filter no other page asked for (every record succeeded): the first page of a filter
+    # has no density hint to start from (see the next test).
+    params = {f"score.{score_log.name}.min": 0.9, "status": "success"}
     expected = score_log.passing("min", 0.9)
-    walk(scores_api, 5, **params)  # the newest record's time is read (once)
+    walk(scores_api, 5, **{f"score.{score_log.name}.min": 0.95})  # the newest time is read
     with counted_queries(scores_api) as seen:
         first = next(pages(scores_api, 5, **params))
     assert first == expected[:5]
@@ -143,3 +145,27 @@ def test_the_window_after_a_thin_one_reaches_as_far_as_its_density_says(
     # trace halves) has an upper one.
     lower, upper = "created_at >= {lower:", "created_at < {upper:"
     assert passes[1].count(upper) == passes[1].count(lower) == 3, passes[1]
+
+
+def test_the_next_page_of_a_thin_filter_starts_as_wide_as_the_last_one_needed(
+    scores_api: TestClient, score_log: Log
+) -> None:
+    # 0.99 passes a few records over weeks: a first page reads window after window.
+    params = {f"score.{score_log.name}.min": 0.99, "model": "gpt-4o-mini"}
+    expected = score_log.passing("min", 0.99)
+    walk(scores_api, 5, **{f"score.{score_log.name}.min": 0.95})  # the newest time is read
+    with counted_queries(scores_api) as seen:
+        first = next(pages(scores_api, 2, **params))
+    assert first == expected[:2]
+    cold = [sql for sql in seen if _WINDOW_READ in sql]
+    assert len(cold) >= 2, cold
+    # The same page again (a reload, a reviewer coming back): the density the last page saw
+    # sizes its first window, which holds the page.
+    with counted_queries(scores_api) as seen:
+        again = next(pages(scores_api, 2, **params))
+    assert again == first
+    hinted = [sql for sql in seen if _WINDOW_READ in sql]
+    assert len(hinted) < len(cold), (hinted, cold)
+    # And every page through the cursors stays exact with the hint.
+    walked = list(pages(scores_api, 2, **params))
+    assert [rid for page in walked for rid in page] == expected
