@@ -496,15 +496,7 @@ class ScoreStore:
         Read from SCORES_BY_TARGET: every stored version at these targets (a handful of key
         lookups), resolved here by :func:`live_on_targets`.
         """
-        # '' is no target: a record's score has no trace id and the reverse.
-        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
-        if not targets:
-            return []
-        versions = self._client.query(
-            score_versions(self._by_target, "p", "{targets:Array(String)}"),
-            parameters={"p": project, "targets": targets},
-            settings=self._read_settings,
-        ).result_rows
+        versions = self._versions_at(project, request_ids, trace_ids, VERSION_COLUMNS)
         return live_on_targets(project, versions, request_ids, trace_ids)
 
     def values_on_targets(
@@ -513,15 +505,7 @@ class ScoreStore:
         """The live scores on any of these records or traces as means read them, newest
         first: :meth:`for_targets` without the four columns no list shows (each column
         read costs chDB a fixed ~0.4 ms a part)."""
-        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
-        if not targets:
-            return []
-        versions = self._client.query(
-            f"SELECT {VALUE_VERSION_COLUMNS} FROM {self._by_target} "
-            "WHERE project = {p:String} AND target IN {targets:Array(String)}",
-            parameters={"p": project, "targets": targets},
-            settings=self._read_settings,
-        ).result_rows
+        versions = self._versions_at(project, request_ids, trace_ids, VALUE_VERSION_COLUMNS)
         values = [
             ScoreValue(
                 id=str(v[1]),
@@ -536,6 +520,20 @@ class ScoreStore:
         ]
         values.sort(key=lambda s: (s.created_at, s.id), reverse=True)
         return values
+
+    def _versions_at(
+        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str], columns: str
+    ) -> Sequence[Sequence[Any]]:
+        """``columns`` of every version stored at these records and traces (none for none)."""
+        # '' is no target: a record's score has no trace id and the reverse.
+        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
+        if not targets:
+            return []
+        return self._client.query(
+            score_versions(self._by_target, "p", "{targets:Array(String)}", columns),
+            parameters={"p": project, "targets": targets},
+            settings=self._read_settings,
+        ).result_rows
 
     # -- configs ---------------------------------------------------------------------------
 
@@ -598,12 +596,14 @@ VALUE_VERSION_COLUMNS = (
 )
 
 
-def score_versions(by_target: str, project_param: str, targets: str) -> str:
+def score_versions(
+    by_target: str, project_param: str, targets: str, columns: str = VERSION_COLUMNS
+) -> str:
     """SQL: every version stored in SCORES_BY_TARGET (the quoted ``by_target``) at the targets
     ``targets`` (SQL of an Array(String) or a subquery) of the project ``{<project_param>}``,
-    as :func:`live_on_targets` reads them."""
+    as :func:`live_on_targets` reads them (``columns``: VALUE_VERSION_COLUMNS for means)."""
     return (
-        f"SELECT {VERSION_COLUMNS} FROM {by_target} "
+        f"SELECT {columns} FROM {by_target} "
         f"WHERE project = {{{project_param}:String}} AND target IN {targets}"
     )
 
