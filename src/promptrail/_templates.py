@@ -58,6 +58,10 @@ class PromptTemplate(TemplatePayload):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
+    # True only on a copy read back from disk because the collector could not be reached when
+    # the process first asked for it (docs/sdk.md, "Outages"); every fetched template has it.
+    stale: bool = False
+
     @property
     def variable_names(self) -> list[str]:
         """Return the template's variable names in order of first use."""

@@ -53,6 +53,18 @@ def test_template_by_latest_version_and_label(client: promptrail.Client) -> None
     assert len(production.prompt_id) == 36
 
 
+def test_every_template_says_whether_it_is_stale(client: promptrail.Client) -> None:
+    # Code that checks ``tpl.stale`` before trusting a template must not need a try/except.
+    greet(client)
+
+    fetched = client.prompts.template("greet")
+    with promptrail.Client(DEFAULT_KEY, "http://127.0.0.1:9", max_retries=0) as offline:
+        fallback = offline.prompts.template("nowhere", fallback="Hello {{name}}!")
+
+    assert fetched.stale is False
+    assert fallback.stale is False
+
+
 def test_render_fills_variables_and_keeps_literal_braces(client: promptrail.Client) -> None:
     greet(client, template='Reply in JSON like {{"name": "{name}"}} for {n} items: {tags}')
 
