@@ -43,9 +43,18 @@ demo: $(STAMP)
 	ANTHROPIC_BASE_URL=$(STUB_URL) ANTHROPIC_API_KEY=sk-ant-stub \
 	$(VENV)/bin/promptrail serve
 
+# The console's JavaScript: ESLint, pinned by tools/console-lint/package-lock.json and installed
+# there once (npm's cache first); promptrail itself runs without Node.
+CONSOLE_LINT := tools/console-lint
+ESLINT := $(CONSOLE_LINT)/node_modules/.bin/eslint -c $(CONSOLE_LINT)/eslint.config.js
+ESLINT_INSTALL := test -d $(CONSOLE_LINT)/node_modules || \
+	npm ci --prefer-offline --no-audit --no-fund --loglevel=error --prefix $(CONSOLE_LINT)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
+	$(ESLINT_INSTALL)
+	$(ESLINT) collector/console/static
 	$(MYPY)
 
 # Every script of examples/ against the provider stub and a live collector; each one's records
@@ -76,6 +85,8 @@ test: $(STAMP) chromium
 	$(PY) -m compileall -q src/promptrail collector integrations tests > /dev/null
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
+	$(ESLINT_INSTALL)
+	$(ESLINT) collector/console/static
 	@$(MYPY) > .mypy-report 2>&1 & typing=$$!; \
 	$(VENV)/bin/pytest -n 3 --dist worksteal --durations=25; suite=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat .mypy-report; rm -f .mypy-report; \

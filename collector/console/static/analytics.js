@@ -59,7 +59,13 @@ const METRICS = [
     scale: (value) => (value >= 1000 ? `${fmt.count(value / 1000)} s` : fmt.duration(value)),
     plot: (group) => ({ value: group.p95 ?? 0, inner: group.p50 ?? 0 }),
     // Colour keys: over time a p95 column holds its p50; grouped, the bars are the p95.
-    legend: (overTime) => (overTime ? [["p95", ""], ["p50", "inner"]] : [["p95", ""]]),
+    legend: (overTime) =>
+      overTime
+        ? [
+            ["p95", ""],
+            ["p50", "inner"],
+          ]
+        : [["p95", ""]],
   },
   {
     metric: "errors",
@@ -81,7 +87,9 @@ function costTotal(result) {
   const records = result.groups.reduce((sum, group) => sum + group.count, 0);
   const noun = unknown === 1 ? "record" : "records";
   return [
-    records > unknown ? fmt.cost(result.total) : h("span", { title: `Cost unknown: ${fmt.NO_PRICE}` }, "—"),
+    records > unknown
+      ? fmt.cost(result.total)
+      : h("span", { title: `Cost unknown: ${fmt.NO_PRICE}` }, "—"),
     h(
       "span",
       { class: "unpriced", title: `${fmt.NO_PRICE}: not counted in the total` },
@@ -111,7 +119,8 @@ export async function showAnalytics(view, chosen) {
   const key = chosen.get("meta_key") || "";
   const groupBy = grouping === "metadata" ? `metadata.${key}` : grouping;
   const filters = {};
-  for (const name of ["prompt_name", "model"]) if (chosen.get(name)) filters[name] = chosen.get(name);
+  for (const name of ["prompt_name", "model"])
+    if (chosen.get(name)) filters[name] = chosen.get(name);
   const query = {
     group_by: groupBy,
     start_date: asked.start_date,
@@ -138,8 +147,14 @@ export async function showAnalytics(view, chosen) {
     ),
   );
   const { start, end } = results[0].data.period;
-  replace(summary, `${fmt.time(start)} → ${fmt.time(end)} (UTC), grouped by ${groupName(grouping, key)}.`);
-  replace(cards, specs.map((spec, index) => metricCard(spec, results[index].data, grouping)));
+  replace(
+    summary,
+    `${fmt.time(start)} → ${fmt.time(end)} (UTC), grouped by ${groupName(grouping, key)}.`,
+  );
+  replace(
+    cards,
+    specs.map((spec, index) => metricCard(spec, results[index].data, grouping)),
+  );
 }
 
 /** A score's mean to three decimals at most ("0.75"). */
@@ -154,7 +169,10 @@ function scoreSpec(name) {
       const scores = result.score_count ?? result.groups.reduce((sum, g) => sum + g.count, 0);
       if (!scores) return "no scores";
       const noun = scores === 1 ? "score" : "scores";
-      return [`mean ${mean(result.total)}`, h("span", { class: "score-count" }, `${fmt.count(scores)} ${noun}`)];
+      return [
+        `mean ${mean(result.total)}`,
+        h("span", { class: "score-count" }, `${fmt.count(scores)} ${noun}`),
+      ];
     },
     text: (group) => (group.count ? mean(group.value) : "no scores"),
     scale: mean,
@@ -192,7 +210,13 @@ function groupName(grouping, key) {
 
 function controls(chosen, grouping) {
   const input = (name, type = "text", placeholder = "") =>
-    h("input", { id: `analytics-${name}`, name, type, value: chosen.get(name) || "", placeholder });
+    h("input", {
+      id: `analytics-${name}`,
+      name,
+      type,
+      value: chosen.get(name) || "",
+      placeholder,
+    });
   // The quick range travels with the form (dates typed in win over it).
   const range = h("input", { type: "hidden", name: "range", value: chosen.get("range") || "" });
   const group = h(
@@ -281,11 +305,17 @@ function timeChart(spec, result, grouping) {
     }
     return {
       label,
-      title: `${bucket}: ${spec.text(group)} (${fmt.count(group.count)} ${spec.noun ?? "requests"})`,
+      title: `${bucket}: ${spec.text(group)} (${fmt.count(group.count)} ${
+        spec.noun ?? "requests"
+      })`,
       ...plotted(spec, group),
     };
   });
-  return columnChart(points, { label: `${spec.title} by ${grouping}`, scale: spec.scale, whole: spec.whole });
+  return columnChart(points, {
+    label: `${spec.title} by ${grouping}`,
+    scale: spec.scale,
+    whole: spec.whole,
+  });
 }
 
 /** Every day (YYYY-MM-DD) or hour (YYYY-MM-DDTHH:00:00Z) of the period, as the API names them. */

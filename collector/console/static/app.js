@@ -1,4 +1,5 @@
-// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…, #/analytics).
+// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…,
+// #/analytics).
 // Hash routes keep the collector's own paths free for the API and need no server routes.
 
 import { showAnalytics } from "./analytics.js";
@@ -44,7 +45,10 @@ const ROUTES = [
   // "+new" is no prompt name: names start with a letter, a digit or "_".
   [/^#\/prompts\/\+new$/, () => showNewPrompt(view)],
   [/^#\/prompts\/([^/?]+)\/edit$/, (encoded) => showEditPrompt(view, name(encoded))],
-  [/^#\/prompts\/([^/?]+)\/diff(?:\?(.*))?$/, (encoded, q) => showDiff(view, name(encoded), params(q))],
+  [
+    /^#\/prompts\/([^/?]+)\/diff(?:\?(.*))?$/,
+    (encoded, q) => showDiff(view, name(encoded), params(q)),
+  ],
   [/^#\/prompts\/([^/?]+)$/, (encoded) => showPrompt(view, name(encoded))],
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
   [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],

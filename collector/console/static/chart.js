@@ -84,7 +84,11 @@ export function columnChart(points, { label, scale = String, whole = false }) {
       svg("title", {}, point.title),
       line ? svg("text", { x: x + slot / 2, y: base + 21, "text-anchor": "middle" }, line) : null,
       date
-        ? svg("text", { x: x + slot / 2, y: base + 35, "text-anchor": "middle", class: "date" }, date)
+        ? svg(
+            "text",
+            { x: x + slot / 2, y: base + 35, "text-anchor": "middle", class: "date" },
+            date,
+          )
         : null,
     );
   });
@@ -112,7 +116,12 @@ export function barChart(rows, { label }) {
           { class: "bar-track" },
           svg(
             "svg",
-            { viewBox: "0 0 100 10", preserveAspectRatio: "none", class: "bar", "aria-hidden": "true" },
+            {
+              viewBox: "0 0 100 10",
+              preserveAspectRatio: "none",
+              class: "bar",
+              "aria-hidden": "true",
+            },
             svg("rect", { x: 0, y: 0, height: 10, width: Math.max((row.value / top) * 100, 0.5) }),
           ),
         ),

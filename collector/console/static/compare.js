@@ -67,20 +67,35 @@ function scoreRows(scores) {
     return h(
       "tr",
       {},
-      cells.map((cell, i) => h("td", { class: i === 0 ? "lead" : SCORE_COLUMNS[i][1], "data-label": SCORE_COLUMNS[i][0] }, cell)),
+      cells.map((cell, i) =>
+        h(
+          "td",
+          { class: i === 0 ? "lead" : SCORE_COLUMNS[i][1], "data-label": SCORE_COLUMNS[i][0] },
+          cell,
+        ),
+      ),
     );
   });
 }
 
 function costLatency(data) {
   const money = (value) => (value === null || value === undefined ? "—" : fmt.cost(value));
-  const ms = (value) => (value === null || value === undefined ? "—" : fmt.duration(Math.round(value)));
+  const ms = (value) =>
+    value === null || value === undefined ? "—" : fmt.duration(Math.round(value));
   const signedMoney = (value) => signed(value, (v) => fmt.cost(v));
   const signedMs = (value) => signed(value, (v) => fmt.duration(Math.round(v)));
   return h(
     "table",
     { class: "kv totals" },
-    h("thead", {}, h("tr", {}, ["", "Base", "Candidate", "Delta"].map((t) => h("th", { scope: "col" }, t)))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["", "Base", "Candidate", "Delta"].map((t) => h("th", { scope: "col" }, t)),
+      ),
+    ),
     h(
       "tbody",
       {},
@@ -127,12 +142,19 @@ export async function showCompare(view, query) {
     api("/experiments/compare", { query: { ...compare, limit: PAGE_SIZE } }),
   ]);
   const data = first.data;
-  const list = h("ol", { class: "items compare-items", "aria-label": "Items, largest regression first" });
+  const list = h("ol", {
+    class: "items compare-items",
+    "aria-label": "Items, largest regression first",
+  });
   const results = h("div", { class: "results" });
   const scoreBody = h("tbody", {}, scoreRows(data.scores));
   replace(
     view,
-    h("a", { class: "back", href: `#/experiments?${new URLSearchParams({ dataset: left.dataset })}` }, "← Experiments"),
+    h(
+      "a",
+      { class: "back", href: `#/experiments?${new URLSearchParams({ dataset: left.dataset })}` },
+      "← Experiments",
+    ),
     h(
       "div",
       { class: "page-head" },
@@ -148,8 +170,9 @@ export async function showCompare(view, query) {
             h(
               "p",
               { class: "hint" },
-              "Delta: the mean of candidate − base over the items both ran. The interval is a 95% " +
-                "interval of that mean: when it holds 0 the data cannot tell the two apart.",
+              "Delta: the mean of candidate − base over the items both ran. The interval is " +
+                "a 95% interval of that mean: when it holds 0 the data cannot tell the two " +
+                "apart.",
             ),
           ]
         : h("p", { class: "muted" }, "Neither experiment has scores."),
@@ -160,7 +183,10 @@ export async function showCompare(view, query) {
       ? h(
           "p",
           { class: "note" },
-          `${fmt.count(data.unmatched)} ${data.unmatched === 1 ? "result has" : "results have"} no pair in the other experiment and ${data.unmatched === 1 ? "is" : "are"} left out.`,
+          data.unmatched === 1
+            ? "1 result has no pair in the other experiment and is left out."
+            : `${fmt.count(data.unmatched)} results have no pair in the other experiment ` +
+                "and are left out.",
         )
       : null,
     h("h2", { class: "results-title" }, "Items, largest regression first"),
@@ -170,12 +196,15 @@ export async function showCompare(view, query) {
   await paged(results, list, {
     loading: "Loading items…",
     fetchPage: async (cursor) => {
-      const page = cursor === undefined ? first : await api("/experiments/compare", { query: { ...compare, limit: PAGE_SIZE, cursor } });
+      const page =
+        cursor === undefined
+          ? first
+          : await api("/experiments/compare", { query: { ...compare, limit: PAGE_SIZE, cursor } });
       return { data: page.data.items, pagination: page.pagination };
     },
     add: (items) => list.append(...items.map((item) => itemCard(item, left, right))),
     describe: (shown, more) =>
-      shown === 0 ? "No items in common." : `${fmt.count(shown)} ${shown === 1 ? "item" : "items"} shown${more ? ", more to load" : ""}.`,
+      shown === 0 ? "No items in common." : fmt.shown(shown, "item", "items", more),
   });
 }
 
@@ -199,7 +228,12 @@ function itemCard(item, left, right) {
   return h(
     "li",
     { class: `card item compared${regressed ? " regressed" : ""}`, "data-item-id": item.item_id },
-    h("p", { class: "item-head" }, h("span", { class: "mono item-id" }, item.item_id), deltaBadges(item.delta)),
+    h(
+      "p",
+      { class: "item-head" },
+      h("span", { class: "mono item-id" }, item.item_id),
+      deltaBadges(item.delta),
+    ),
     h(
       "div",
       { class: "pair" },
@@ -208,7 +242,9 @@ function itemCard(item, left, right) {
         "div",
         {},
         h("h3", {}, "Expected"),
-        item.expected_output === null ? h("p", { class: "muted" }, "none") : longText(item.expected_output),
+        item.expected_output === null
+          ? h("p", { class: "muted" }, "none")
+          : longText(item.expected_output),
       ),
     ),
     outputs(asText(item.base.output), asText(item.candidate.output), [

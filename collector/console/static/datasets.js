@@ -57,13 +57,23 @@ export async function showDatasets(view) {
     describe: (shown, more) =>
       shown === 0
         ? "No datasets yet: create one here, or add records to one from the request log."
-        : `${fmt.count(shown)} ${shown === 1 ? "dataset" : "datasets"} shown${more ? ", more to load" : ""}.`,
+        : fmt.shown(shown, "dataset", "datasets", more),
   });
 }
 
 function createForm() {
-  const name = h("input", { id: "dataset-name", name: "name", required: true, placeholder: "e.g. support-hard-cases", autocomplete: "off" });
-  const description = h("input", { id: "dataset-description", name: "description", placeholder: "optional" });
+  const name = h("input", {
+    id: "dataset-name",
+    name: "name",
+    required: true,
+    placeholder: "e.g. support-hard-cases",
+    autocomplete: "off",
+  });
+  const description = h("input", {
+    id: "dataset-description",
+    name: "description",
+    placeholder: "optional",
+  });
   const note = h("p", { class: "action-note", role: "status" });
   const form = h(
     "form",
@@ -106,7 +116,10 @@ export async function showDataset(view, name) {
         { class: "export" },
         h(
           "a",
-          { class: "button quiet", href: `#/experiments?${new URLSearchParams({ dataset: dataset.name })}` },
+          {
+            class: "button quiet",
+            href: `#/experiments?${new URLSearchParams({ dataset: dataset.name })}`,
+          },
           "Experiments on it",
         ),
         deleteDatasetButton(path, dataset.name, note),
@@ -128,7 +141,7 @@ export async function showDataset(view, name) {
     describe: (shown, more) =>
       shown === 0
         ? "No items yet. Add records from the request log (its “Add to dataset” button)."
-        : `${fmt.count(shown)} ${shown === 1 ? "item" : "items"} shown${more ? ", more to load" : ""}.`,
+        : fmt.shown(shown, "item", "items", more),
   });
 }
 
@@ -171,7 +184,9 @@ function itemCard(path, item, note) {
         "div",
         {},
         h("h3", {}, "Expected output"),
-        item.expected_output === null ? h("p", { class: "muted" }, "none") : longText(item.expected_output, "output"),
+        item.expected_output === null
+          ? h("p", { class: "muted" }, "none")
+          : longText(item.expected_output, "output"),
       ),
     ),
   );
@@ -203,7 +218,11 @@ async function datasetNames() {
  */
 async function datasetInput(id) {
   const names = await datasetNames();
-  const list = h("datalist", { id: `${id}-names` }, names.map((name) => h("option", { value: name })));
+  const list = h(
+    "datalist",
+    { id: `${id}-names` },
+    names.map((name) => h("option", { value: name })),
+  );
   const input = h("input", {
     id,
     list: list.id,
@@ -230,7 +249,10 @@ async function ensureDataset(name, known) {
 
 function outputCheckbox(id) {
   const box = h("input", { id, type: "checkbox", checked: true });
-  return [box, h("label", { for: id, class: "check-label" }, box, " Its output as the expected answer")];
+  return [
+    box,
+    h("label", { for: id, class: "check-label" }, box, " Its output as the expected answer"),
+  ];
 }
 
 function done(note, text, name) {
@@ -248,7 +270,14 @@ function failed(note, error) {
  */
 export async function addFromLogForm(filters) {
   const [name, names] = await datasetInput("log-dataset");
-  const limit = h("input", { id: "log-limit", type: "number", min: 1, max: 10000, value: 1000, required: true });
+  const limit = h("input", {
+    id: "log-limit",
+    type: "number",
+    min: 1,
+    max: 10000,
+    value: 1000,
+    required: true,
+  });
   const [asExpected, asExpectedLabel] = outputCheckbox("log-as-expected");
   const note = h("p", { class: "action-note", role: "status" });
   const form = h(

@@ -59,7 +59,7 @@ function wordDiff(before, after) {
 // A run of removed lines followed by added ones reads best side by side, as changed lines.
 function pairChanges(rows) {
   const paired = [];
-  for (let k = 0; k < rows.length; ) {
+  for (let k = 0; k < rows.length;) {
     if (rows[k].kind !== "del") {
       paired.push(rows[k++]);
       continue;
@@ -90,18 +90,29 @@ export function diffTable(before, after, leftTitle, rightTitle) {
     "table",
     { class: "diff" },
     // A fixed layout takes its widths from the columns, not from the first (spanning) row.
-    h("colgroup", {}, ["line-no", "text", "line-no", "text"].map((kind) => h("col", { class: kind }))),
+    h(
+      "colgroup",
+      {},
+      ["line-no", "text", "line-no", "text"].map((kind) => h("col", { class: kind })),
+    ),
     h(
       "thead",
       {},
-      h("tr", {}, h("th", { colspan: 2, scope: "col" }, leftTitle), h("th", { colspan: 2, scope: "col" }, rightTitle)),
+      h(
+        "tr",
+        {},
+        h("th", { colspan: 2, scope: "col" }, leftTitle),
+        h("th", { colspan: 2, scope: "col" }, rightTitle),
+      ),
     ),
     h(
       "tbody",
       {},
       rows.map((row) => {
         const [left, right] =
-          row.kind === "change" ? wordDiff(row.left, row.right) : [row.left ?? "", row.right ?? ""];
+          row.kind === "change"
+            ? wordDiff(row.left, row.right)
+            : [row.left ?? "", row.right ?? ""];
         return h(
           "tr",
           { class: row.kind },

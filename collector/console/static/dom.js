@@ -61,7 +61,12 @@ export function statusBadge(status) {
 
 /** A card headed `title` holding `content` (`className` adds classes, e.g. "wide"). */
 export function section(title, content, className = "") {
-  return h("section", { class: className ? `card ${className}` : "card" }, h("h2", {}, title), content);
+  return h(
+    "section",
+    { class: className ? `card ${className}` : "card" },
+    h("h2", {}, title),
+    content,
+  );
 }
 
 /** A form field: `control` (which has its id) under its label, with an optional hint below. */
@@ -144,7 +149,10 @@ export function facts(pairs) {
   return dl;
 }
 
-/** Go to route `target` (reloading it when it is the one shown); `from`'s view is busy till then. */
+/**
+ * Go to route `target` (reloading it when it is the one shown); `from`'s view is busy till
+ * then.
+ */
 export function goTo(target, from = null) {
   from?.closest("main")?.setAttribute("aria-busy", "true");
   if (window.location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));

@@ -30,13 +30,19 @@ export function experimentStatus(status) {
 /** What an experiment ran: "prompt v3", "prompt @production" or "client task". */
 export function whatRan(experiment) {
   if (experiment.task === "client") return "task in the client's code";
-  const which = experiment.version ? `v${experiment.version}` : experiment.label ? `@${experiment.label}` : "";
+  const which = experiment.version
+    ? `v${experiment.version}`
+    : experiment.label
+      ? `@${experiment.label}`
+      : "";
   return `${experiment.prompt_name} ${which}`.trim();
 }
 
 /** "12 / 40 runs, 1 error" */
 function progressText(counts) {
-  const errors = counts.errors ? `, ${fmt.count(counts.errors)} ${counts.errors === 1 ? "error" : "errors"}` : "";
+  const errors = counts.errors
+    ? `, ${fmt.count(counts.errors)} ${counts.errors === 1 ? "error" : "errors"}`
+    : "";
   return `${fmt.count(counts.done)} / ${fmt.count(counts.runs)} runs${errors}`;
 }
 
@@ -86,7 +92,10 @@ export async function showExperiments(view, filters) {
     filterForm(
       "#/experiments",
       "Filter experiments",
-      [field("Dataset", input("dataset", "any dataset")), field("Prompt", input("prompt_name", "any prompt"))],
+      [
+        field("Dataset", input("dataset", "any dataset")),
+        field("Prompt", input("prompt_name", "any prompt")),
+      ],
       "filters short",
     ),
     picked.form,
@@ -96,7 +105,12 @@ export async function showExperiments(view, filters) {
     loading: "Loading…",
     fetchPage: (cursor) =>
       api("/experiments", {
-        query: { limit: PAGE_SIZE, cursor, dataset: value("dataset"), prompt_name: value("prompt_name") },
+        query: {
+          limit: PAGE_SIZE,
+          cursor,
+          dataset: value("dataset"),
+          prompt_name: value("prompt_name"),
+        },
       }),
     add: (experiments) => {
       picked.add(experiments);
@@ -105,7 +119,7 @@ export async function showExperiments(view, filters) {
     describe: (shown, more) =>
       shown === 0
         ? "No experiments yet: run a prompt's version over a dataset from the prompt's page."
-        : `${fmt.count(shown)} ${shown === 1 ? "experiment" : "experiments"} shown${more ? ", more to load" : ""}.`,
+        : fmt.shown(shown, "experiment", "experiments", more),
   });
 }
 
@@ -153,7 +167,8 @@ function comparePicker() {
   let listed = 0;
   const add = (experiments) => {
     for (const experiment of experiments) {
-      const label = `${experiment.name} (${whatRan(experiment)}, ${fmt.time(experiment.created_at)})`;
+      const when = fmt.time(experiment.created_at);
+      const label = `${experiment.name} (${whatRan(experiment)}, ${when})`;
       base.append(h("option", { value: experiment.id }, label));
       candidate.append(h("option", { value: experiment.id }, label));
     }
@@ -226,7 +241,10 @@ function experimentHead(path, experiment, note) {
   });
   const compare = h(
     "a",
-    { class: "button quiet", href: `#/experiments?${new URLSearchParams({ dataset: experiment.dataset })}` },
+    {
+      class: "button quiet",
+      href: `#/experiments?${new URLSearchParams({ dataset: experiment.dataset })}`,
+    },
     "Compare with another",
   );
   const progress = h("progress", {
@@ -259,7 +277,10 @@ function experimentHead(path, experiment, note) {
           ["Evaluators", experiment.evaluators.map((e) => e.name || e.type).join(", ")],
           ["Repetitions", String(experiment.repetitions)],
           ["Items", fmt.count(counts.items)],
-          ["Progress", h("span", { class: "progress" }, running ? progress : null, progressText(counts))],
+          [
+            "Progress",
+            h("span", { class: "progress" }, running ? progress : null, progressText(counts)),
+          ],
           ["Error", experiment.error ?? ""],
           ["Created (UTC)", fmt.time(experiment.created_at)],
           ["Completed (UTC)", experiment.completed_at ? fmt.time(experiment.completed_at) : ""],
@@ -280,13 +301,23 @@ function summaryFacts(summary) {
           h(
             "thead",
             {},
-            h("tr", {}, ["Score", "Mean [95% interval]", "Results"].map((t) => h("th", { scope: "col" }, t))),
+            h(
+              "tr",
+              {},
+              ["Score", "Mean [95% interval]", "Results"].map((t) => h("th", { scope: "col" }, t)),
+            ),
           ),
           h(
             "tbody",
             {},
             scores.map(([name, score]) =>
-              h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, meanText(score)), h("td", {}, fmt.count(score.count))),
+              h(
+                "tr",
+                {},
+                h("th", { scope: "row" }, name),
+                h("td", {}, meanText(score)),
+                h("td", {}, fmt.count(score.count)),
+              ),
             ),
           ),
         )
@@ -312,9 +343,7 @@ async function showResults(container, path) {
     fetchPage: (cursor) => api(`${path}/results`, { query: { limit: PAGE_SIZE, cursor } }),
     add: (results) => list.append(...results.map(resultCard)),
     describe: (shown, more) =>
-      shown === 0
-        ? "No results yet."
-        : `${fmt.count(shown)} ${shown === 1 ? "result" : "results"} shown${more ? ", more to load" : ""}.`,
+      shown === 0 ? "No results yet." : fmt.shown(shown, "result", "results", more),
   });
 }
 
@@ -327,12 +356,16 @@ function resultCard(result) {
       "p",
       { class: "item-head" },
       h("span", { class: "mono item-id" }, result.item_id),
-      result.repetition > 1 ? h("span", { class: "muted" }, `repetition ${result.repetition}`) : null,
+      result.repetition > 1
+        ? h("span", { class: "muted" }, `repetition ${result.repetition}`)
+        : null,
       h("span", { class: `badge ${bad ? "bad" : "good"}` }, result.status),
       scoreBadges(result.scores),
       h("span", { class: "muted" }, fmt.duration(rounded(result.latency_ms))),
       h("span", { class: "muted" }, costText(result.estimated_cost_usd)),
-      result.request_id ? h("a", { href: `#/requests/${encodeURIComponent(result.request_id)}` }, "its record") : null,
+      result.request_id
+        ? h("a", { href: `#/requests/${encodeURIComponent(result.request_id)}` }, "its record")
+        : null,
     ),
     bad && result.error ? longText(result.error, "error") : null,
     h(
@@ -343,7 +376,9 @@ function resultCard(result) {
         "div",
         {},
         h("h3", {}, "Expected"),
-        result.expected_output === null ? h("p", { class: "muted" }, "none") : longText(result.expected_output),
+        result.expected_output === null
+          ? h("p", { class: "muted" }, "none")
+          : longText(result.expected_output),
       ),
       h("div", {}, h("h3", {}, "Output"), longText(result.output, "output")),
     ),
@@ -364,7 +399,9 @@ const EVALUATORS = [
 export async function experimentForm(promptName, version) {
   let names = [];
   try {
-    names = (await api("/datasets", { query: { limit: 100 } })).data.map((dataset) => dataset.name);
+    names = (await api("/datasets", { query: { limit: 100 } })).data.map(
+      (dataset) => dataset.name,
+    );
   } catch {
     // No list: the form still takes a typed name.
   }
@@ -373,15 +410,48 @@ export async function experimentForm(promptName, version) {
     { id: "experiment-dataset", required: true },
     names.map((name) => h("option", { value: name }, name)),
   );
-  const versionInput = h("input", { id: "experiment-version", type: "number", min: 1, value: version, required: true });
-  const repetitions = h("input", { id: "experiment-repetitions", type: "number", min: 1, max: 10, value: 1, required: true });
-  const concurrency = h("input", { id: "experiment-concurrency", type: "number", min: 1, max: 32, value: 4, required: true });
+  const versionInput = h("input", {
+    id: "experiment-version",
+    type: "number",
+    min: 1,
+    value: version,
+    required: true,
+  });
+  const repetitions = h("input", {
+    id: "experiment-repetitions",
+    type: "number",
+    min: 1,
+    max: 10,
+    value: 1,
+    required: true,
+  });
+  const concurrency = h("input", {
+    id: "experiment-concurrency",
+    type: "number",
+    min: 1,
+    max: 32,
+    value: 4,
+    required: true,
+  });
   const checks = EVALUATORS.map(([type, label, on]) => {
-    const box = h("input", { type: "checkbox", id: `evaluator-${type}`, value: type, checked: on });
+    const box = h("input", {
+      type: "checkbox",
+      id: `evaluator-${type}`,
+      value: type,
+      checked: on,
+    });
     return [box, h("label", { for: box.id, class: "check-label" }, box, ` ${label}`)];
   });
-  const pattern = h("input", { id: "evaluator-regex", placeholder: "optional, e.g. ^Hello", autocomplete: "off" });
-  const judge = h("input", { id: "evaluator-judge", placeholder: "optional: a judge prompt's name", autocomplete: "off" });
+  const pattern = h("input", {
+    id: "evaluator-regex",
+    placeholder: "optional, e.g. ^Hello",
+    autocomplete: "off",
+  });
+  const judge = h("input", {
+    id: "evaluator-judge",
+    placeholder: "optional: a judge prompt's name",
+    autocomplete: "off",
+  });
   const note = h("p", { class: "action-note", role: "status" });
   if (names.length === 0) {
     return h(
@@ -403,7 +473,12 @@ export async function experimentForm(promptName, version) {
       field("Repetitions", repetitions, "1 to 10"),
       field("Concurrency", concurrency, "1 to 32"),
     ),
-    h("fieldset", { class: "evaluators" }, h("legend", {}, "Evaluators"), checks.map(([, label]) => label)),
+    h(
+      "fieldset",
+      { class: "evaluators" },
+      h("legend", {}, "Evaluators"),
+      checks.map(([, label]) => label),
+    ),
     h("div", { class: "run-fields" }, field("Regex", pattern), field("LLM judge", judge)),
     h("button", { type: "submit" }, "Run over the dataset"),
     note,
@@ -436,7 +511,11 @@ export async function experimentForm(promptName, version) {
     h(
       "p",
       { class: "hint" },
-      h("a", { href: `#/experiments?${new URLSearchParams({ prompt_name: promptName })}` }, "This prompt's experiments"),
+      h(
+        "a",
+        { href: `#/experiments?${new URLSearchParams({ prompt_name: promptName })}` },
+        "This prompt's experiments",
+      ),
     ),
   ];
 }

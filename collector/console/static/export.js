@@ -42,7 +42,9 @@ async function runExport(format, filters, status) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     ({ data: job } = await api(`/requests/exports/${encodeURIComponent(job.export_id)}`));
   }
-  const response = await request(`/requests/exports/${encodeURIComponent(job.export_id)}/download`);
+  const response = await request(
+    `/requests/exports/${encodeURIComponent(job.export_id)}/download`,
+  );
   const url = URL.createObjectURL(await response.blob());
   const extension = format === "csv" ? "csv" : "jsonl";
   const link = h("a", { href: url, download: `${job.export_id}.${extension}` }, "download");

@@ -31,3 +31,8 @@ export function duration(ms) {
   if (ms === null || ms === undefined) return "";
   return `${integer.format(ms)} ms`;
 }
+
+/** "1 item shown." / "3 items shown, more to load." for a paged list's status line. */
+export function shown(number, noun, plural, more) {
+  return `${count(number)} ${number === 1 ? noun : plural} shown${more ? ", more to load" : ""}.`;
+}

@@ -27,7 +27,9 @@ export async function paged(container, content, { loading, fetchPage, add, descr
     more.classList.toggle("hidden", next === null);
     more.disabled = false;
     more.onclick = () =>
-      load(next).catch((error) => replace(summary, h("span", { class: "error" }, messageOf(error))));
+      load(next).catch((error) =>
+        replace(summary, h("span", { class: "error" }, messageOf(error))),
+      );
   };
   await load(undefined);
 }

@@ -51,7 +51,10 @@ export async function showPrompt(view, name) {
         // Its records still to score, oldest first (the queue asks which score name).
         h(
           "a",
-          { class: "button quiet", href: `#/review?${new URLSearchParams({ prompt_name: name })}` },
+          {
+            class: "button quiet",
+            href: `#/review?${new URLSearchParams({ prompt_name: name })}`,
+          },
           "Review records",
         ),
       ),
@@ -120,11 +123,15 @@ function labelTable(path, labels, versions, note) {
   const version = versionSelect("new-label-version", versions, versions[0]?.version);
   const attach = h(
     "form",
-    { class: "attach", onsubmit: action(note, () =>
-      api(`${path}/labels/${encodeURIComponent(name.value.trim())}`, {
-        method: "PUT",
-        body: { version: Number(version.value) },
-      })) },
+    {
+      class: "attach",
+      onsubmit: action(note, () =>
+        api(`${path}/labels/${encodeURIComponent(name.value.trim())}`, {
+          method: "PUT",
+          body: { version: Number(version.value) },
+        }),
+      ),
+    },
     h("label", { for: name.id }, "Label"),
     name,
     h("label", { for: version.id }, "on"),
@@ -132,7 +139,9 @@ function labelTable(path, labels, versions, note) {
     h("button", { type: "submit" }, "Attach"),
   );
   return [
-    rows.length ? h("table", { class: "kv labels" }, h("tbody", {}, rows)) : h("p", { class: "muted" }, "No labels yet."),
+    rows.length
+      ? h("table", { class: "kv labels" }, h("tbody", {}, rows))
+      : h("p", { class: "muted" }, "No labels yet."),
     attach,
   ];
 }
@@ -170,7 +179,13 @@ async function history(path, firstPage, note) {
       h(
         "thead",
         {},
-        h("tr", {}, ["Version", "Created (UTC)", "Model", "Labels", "Note", ""].map((l) => h("th", { scope: "col" }, l))),
+        h(
+          "tr",
+          {},
+          ["Version", "Created (UTC)", "Model", "Labels", "Note", ""].map((l) =>
+            h("th", { scope: "col" }, l),
+          ),
+        ),
       ),
       body,
     ),
@@ -197,7 +212,11 @@ function historyRows(path, versions, newest, note) {
       h("td", {}, `v${v.version}`),
       h("td", { class: "mono" }, fmt.time(v.created_at)),
       h("td", {}, v.model),
-      h("td", {}, v.labels.map((label) => h("span", { class: "badge label" }, label))),
+      h(
+        "td",
+        {},
+        v.labels.map((label) => h("span", { class: "badge label" }, label)),
+      ),
       h("td", { class: "muted" }, v.note ?? ""),
       h(
         "td",

@@ -59,7 +59,8 @@ export async function showPrompts(view, filters) {
     add: (prompts) => body.append(...prompts.map(promptRow)),
     describe: (shown) => {
       if (shown === 0) return "No prompts match.";
-      return `${fmt.count(shown)} of ${fmt.count(total)} ${total === 1 ? "prompt" : "prompts"} shown.`;
+      const noun = total === 1 ? "prompt" : "prompts";
+      return `${fmt.count(shown)} of ${fmt.count(total)} ${noun} shown.`;
     },
   });
 }
@@ -77,7 +78,12 @@ function promptRow(prompt) {
 
 function promptFilters(filters) {
   const fields = FILTERS.map(([name, label, placeholder]) => {
-    const input = h("input", { id: `prompt-${name}`, name, value: filters.get(name) || "", placeholder });
+    const input = h("input", {
+      id: `prompt-${name}`,
+      name,
+      value: filters.get(name) || "",
+      placeholder,
+    });
     return field(label, input);
   });
   return filterForm("#/prompts", "Filter prompts", fields, "filters prompt-filters");
@@ -93,12 +99,32 @@ function promptFields(values, creating) {
   };
   return [
     creating ? ["name", "Name", text("name", { required: true }), "letters, digits, _ . -"] : null,
-    ["template", "Template", area("template", 8), "{variable} fills in a value; {{ and }} are literal braces"],
-    ["model", "Model", text("model", { required: true }), "e.g. gpt-4o-mini, claude-3-5-haiku, openai/…"],
-    ["parameters", "Parameters (JSON)", area("parameters", 3), "e.g. {\"temperature\": 0.2, \"max_tokens\": 200}"],
+    [
+      "template",
+      "Template",
+      area("template", 8),
+      "{variable} fills in a value; {{ and }} are literal braces",
+    ],
+    [
+      "model",
+      "Model",
+      text("model", { required: true }),
+      "e.g. gpt-4o-mini, claude-3-5-haiku, openai/…",
+    ],
+    [
+      "parameters",
+      "Parameters (JSON)",
+      area("parameters", 3),
+      'e.g. {"temperature": 0.2, "max_tokens": 200}',
+    ],
     ["description", "Description", text("description"), ""],
     ["tags", "Tags", text("tags"), "comma-separated"],
-    ["folder", "Folder", text("folder"), creating ? "e.g. /support" : "e.g. /support; left empty: none"],
+    [
+      "folder",
+      "Folder",
+      text("folder"),
+      creating ? "e.g. /support" : "e.g. /support; left empty: none",
+    ],
     ["labels", "Labels for this version", text("labels"), "comma-separated, e.g. production"],
   ].filter(Boolean);
 }
@@ -111,7 +137,10 @@ function readForm(form, keep) {
     if (!value && keep.includes(control.name)) continue;
     if (control.name === "parameters") body.parameters = value ? JSON.parse(value) : {};
     else if (control.name === "tags" || control.name === "labels") {
-      body[control.name] = value.split(",").map((part) => part.trim()).filter(Boolean);
+      body[control.name] = value
+        .split(",")
+        .map((part) => part.trim())
+        .filter(Boolean);
     } else body[control.name] = control.name === "template" ? control.value : value;
   }
   return body;
@@ -134,7 +163,10 @@ function promptForm(title, values, creating, submit) {
     try {
       await submit(form);
     } catch (error) {
-      const message = error instanceof SyntaxError ? `Parameters are not JSON: ${error.message}` : messageOf(error);
+      const message =
+        error instanceof SyntaxError
+          ? `Parameters are not JSON: ${error.message}`
+          : messageOf(error);
       replace(note, h("span", { class: "error" }, message));
       note.setAttribute("role", "alert");
     }

@@ -74,7 +74,9 @@ export async function showRequests(view, filters) {
       query ? null : exportButtons(exportFilters(filters)),
     ),
     searchForm(query),
-    query ? h("a", { class: "back", href: "#/requests" }, "← All requests") : requestFilters(filters),
+    query
+      ? h("a", { class: "back", href: "#/requests" }, "← All requests")
+      : requestFilters(filters),
     query ? null : addFromLogPanel(exportFilters(filters)),
     results,
   );
@@ -96,7 +98,8 @@ async function showTable(container, filters) {
 function summaryText(shown, hasMore, filters) {
   const filtered = FILTERS.some((name) => filters.get(name));
   const noun = shown === 1 ? "request" : "requests";
-  if (shown === 0) return filtered ? "No requests match these filters." : "No requests logged yet.";
+  if (shown === 0)
+    return filtered ? "No requests match these filters." : "No requests logged yet.";
   return `${fmt.count(shown)} ${noun} shown${hasMore ? ", more to load" : ""}.`;
 }
 
@@ -146,7 +149,15 @@ function recordTable(body) {
   return h(
     "table",
     { class: "records log" },
-    h("thead", {}, h("tr", {}, COLUMNS.map(([label, kind]) => h("th", { class: kind, scope: "col" }, label)))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        COLUMNS.map(([label, kind]) => h("th", { class: kind, scope: "col" }, label)),
+      ),
+    ),
     body,
   );
 }
@@ -226,7 +237,11 @@ function relatedLinks(record) {
     user ? h("a", { href: userHref(user), title: user }, `User ${user}`) : null,
   ].filter(Boolean);
   if (!links.length) return null;
-  return h("nav", { class: "related", "aria-label": "This record's trace, session and user" }, links);
+  return h(
+    "nav",
+    { class: "related", "aria-label": "This record's trace, session and user" },
+    links,
+  );
 }
 
 /** The cards of one record's detail, from its summary to its integration. */
@@ -298,7 +313,10 @@ function summaryFacts(record) {
     ["Span", record.span_name],
     ["Trace id", record.trace_id && h("span", { class: "mono" }, record.trace_id)],
     ["Span id", record.span_id && h("span", { class: "mono" }, record.span_id)],
-    ["Parent span id", record.parent_span_id && h("span", { class: "mono" }, record.parent_span_id)],
+    [
+      "Parent span id",
+      record.parent_span_id && h("span", { class: "mono" }, record.parent_span_id),
+    ],
   ]);
 }
 

@@ -74,10 +74,19 @@ export async function showReview(view, chosen) {
     );
     replace(
       nav,
-      h("button", { type: "button", class: "quiet", disabled: index === 0, onclick: () => go(index - 1) }, "← Previous"),
       h(
         "button",
-        { type: "button", class: "quiet", disabled: index === ids.length - 1, onclick: () => go(index + 1) },
+        { type: "button", class: "quiet", disabled: index === 0, onclick: () => go(index - 1) },
+        "← Previous",
+      ),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "quiet",
+          disabled: index === ids.length - 1,
+          onclick: () => go(index + 1),
+        },
         "Next →",
       ),
       h("a", { href: `#/requests/${encodeURIComponent(record.id)}` }, "Open the record"),
@@ -87,12 +96,23 @@ export async function showReview(view, chosen) {
       onSaved: () => {
         scored.add(record.id);
         if (index < ids.length - 1) go(index + 1);
-        else replace(status, `Record ${fmt.count(index + 1)} of ${fmt.count(ids.length)}: queue done.`);
+        else
+          replace(
+            status,
+            `Record ${fmt.count(index + 1)} of ${fmt.count(ids.length)}: queue done.`,
+          );
       },
     });
     replace(
       holder,
-      h("h2", { class: "review-title" }, record.prompt_name || "Unnamed call", ` v${record.version ?? "?"}`, " · ", fmt.time(record.created_at)),
+      h(
+        "h2",
+        { class: "review-title" },
+        record.prompt_name || "Unnamed call",
+        ` v${record.version ?? "?"}`,
+        " · ",
+        fmt.time(record.created_at),
+      ),
       h(
         "div",
         { class: "review-layout" },
@@ -102,7 +122,9 @@ export async function showReview(view, chosen) {
     );
     // The value is where a reviewer starts: the first control of the form that takes one. No
     // scrolling to it: on a phone the output, above the form, is read first.
-    holder.querySelector(".score-value input, .score-value select")?.focus({ preventScroll: true });
+    holder
+      .querySelector(".score-value input, .score-value select")
+      ?.focus({ preventScroll: true });
   };
   shortcuts = (event) => {
     if (!document.body.contains(stage)) {
@@ -114,7 +136,8 @@ export async function showReview(view, chosen) {
     const typing =
       target instanceof HTMLTextAreaElement ||
       target instanceof HTMLSelectElement ||
-      (target instanceof HTMLInputElement && !["radio", "checkbox", "number"].includes(target.type));
+      (target instanceof HTMLInputElement &&
+        !["radio", "checkbox", "number"].includes(target.type));
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "j" || event.key === "n") go(index + 1);
     else if (event.key === "k" || event.key === "p") go(index - 1);
@@ -150,10 +173,26 @@ function queueForm(prompt, name, configs) {
     [...configs.keys()].map((config) => h("option", { value: config })),
   );
   return filterForm("#/review", "Choose the queue", [
-    field("Prompt", h("input", { id: "queue-prompt", name: "prompt_name", type: "text", value: prompt, placeholder: "any prompt" })),
+    field(
+      "Prompt",
+      h("input", {
+        id: "queue-prompt",
+        name: "prompt_name",
+        type: "text",
+        value: prompt,
+        placeholder: "any prompt",
+      }),
+    ),
     field(
       "Score name",
-      h("input", { id: "queue-name", name: "name", type: "text", value: name, list: "queue-names", placeholder: "e.g. helpfulness" }),
+      h("input", {
+        id: "queue-name",
+        name: "name",
+        type: "text",
+        value: name,
+        list: "queue-names",
+        placeholder: "e.g. helpfulness",
+      }),
     ),
     names,
   ]);

@@ -58,13 +58,17 @@ export async function runPanel(name, version) {
         h(
           "span",
           { class: "error", role: "alert" },
-          `Fill in ${names}, or tick its “send empty” box to send an empty value. Nothing was run.`,
+          `Fill in ${names}, or tick its “send empty” box to send an empty value. ` +
+            "Nothing was run.",
         ),
       );
     }
     const body = {
       variables: Object.fromEntries(
-        variables.map((v) => [v.variable, v.empty.checked && !v.input.value.trim() ? "" : v.input.value]),
+        variables.map((v) => [
+          v.variable,
+          v.empty.checked && !v.input.value.trim() ? "" : v.input.value,
+        ]),
       ),
       stream: true,
     };

@@ -30,7 +30,11 @@ export function scoreBadges(means) {
     "span",
     { class: "score-badges" },
     entries.map(([name, value]) =>
-      h("span", { class: badgeClass(value), title: `${name}: ${scoreText(value)}` }, `${name} ${scoreText(value)}`),
+      h(
+        "span",
+        { class: badgeClass(value), title: `${name}: ${scoreText(value)}` },
+        `${name} ${scoreText(value)}`,
+      ),
     ),
   );
 }

@@ -1,7 +1,7 @@
 // Full-text search of the request log: hits with the API's highlight runs, built as text nodes.
 
 import { api } from "./api.js";
-import { goTo, h, replace } from "./dom.js";
+import { goTo, h } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
 
@@ -44,8 +44,7 @@ export async function showHits(container, query) {
   const back = new URLSearchParams({ q: query }).toString();
   await paged(container, list, {
     loading: "Searching…",
-    fetchPage: (cursor) =>
-      api("/requests/search", { query: { query, limit: PAGE_SIZE, cursor } }),
+    fetchPage: (cursor) => api("/requests/search", { query: { query, limit: PAGE_SIZE, cursor } }),
     add: (hits) => list.append(...hits.map((hit) => hitItem(hit, back))),
     describe: (shown, hasMore) => hitSummary(shown, hasMore, query),
   });

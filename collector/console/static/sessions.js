@@ -3,7 +3,17 @@
 // latency, cost and scores, linked to its record and its trace.
 
 import { api } from "./api.js";
-import { asText, costText, facts, field, h, longText, replace, section, statusBadge } from "./dom.js";
+import {
+  asText,
+  costText,
+  facts,
+  field,
+  h,
+  longText,
+  replace,
+  section,
+  statusBadge,
+} from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges } from "./scores.js";
@@ -49,7 +59,11 @@ export async function sessionList(container, filters) {
     loading: "Loading…",
     fetchPage: (cursor) => api("/sessions", { query: { ...query, cursor } }),
     add: (sessions) => body.append(...sessions.map(sessionRow)),
-    describe: describeList("session", "sessions", FILTERS.some((name) => filters.get(name))),
+    describe: describeList(
+      "session",
+      "sessions",
+      FILTERS.some((name) => filters.get(name)),
+    ),
   });
 }
 
@@ -74,7 +88,10 @@ function sessionRow(session) {
     COLUMNS,
     [
       h("a", { href }, fmt.time(session.last_at)),
-      [h("span", { class: "cut", title: session.session_id }, session.session_id), scoreBadges(session.scores)],
+      [
+        h("span", { class: "cut", title: session.session_id }, session.session_id),
+        scoreBadges(session.scores),
+      ],
       userLinks(session.user_ids),
       fmt.time(session.first_at),
       fmt.count(session.records),
@@ -105,7 +122,13 @@ export async function showSession(view, sessionId) {
   replace(
     view,
     h("a", { class: "back", href: "#/sessions" }, "← Sessions"),
-    h("h1", {}, h("span", { class: "muted" }, "Session"), " ", h("span", { class: "cut", title: sessionId }, sessionId)),
+    h(
+      "h1",
+      {},
+      h("span", { class: "muted" }, "Session"),
+      " ",
+      h("span", { class: "cut", title: sessionId }, sessionId),
+    ),
     h(
       "div",
       { class: "detail" },
@@ -128,7 +151,8 @@ export async function showSession(view, sessionId) {
       fillFromDetails(added);
     },
     describe: (shown, hasMore) =>
-      `${fmt.count(shown)} of ${fmt.count(session.records)} turns shown${hasMore ? ", more to load" : ""}.`,
+      `${fmt.count(shown)} of ${fmt.count(session.records)} turns shown` +
+      `${hasMore ? ", more to load" : ""}.`,
   });
 }
 
@@ -192,7 +216,11 @@ function outputOf(record) {
   const output = record.output || {};
   if (typeof output.content === "string") return longText(output.content, "output");
   if (Object.keys(output).length) return longText(output);
-  return h("p", { class: "muted" }, record.status === "error" ? "No output (the call failed)." : "none");
+  return h(
+    "p",
+    { class: "muted" },
+    record.status === "error" ? "No output (the call failed)." : "none",
+  );
 }
 
 // Details read at once for a page's turns: a page of 50 turns must not open 50 connections.
@@ -214,7 +242,8 @@ async function fillFromDetails(turns) {
         if (t.needsInput) replace(t.input, lastUserMessage(data.input));
         if (t.failed && data.error) t.output.append(longText(data.error, "error"));
       } catch {
-        if (t.needsInput) replace(t.input, h("p", { class: "muted" }, "Could not read this turn's input."));
+        if (t.needsInput)
+          replace(t.input, h("p", { class: "muted" }, "Could not read this turn's input."));
       }
     }
   };

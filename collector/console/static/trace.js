@@ -76,7 +76,9 @@ export function traceTree({ trace, items, complete }, currentId = null) {
       "p",
       { class: "muted" },
       `${fmt.count(items.length)} ${noun} over ${fmt.duration(end - start)}`,
-      complete ? "" : ` (the first ${fmt.count(items.length)} of ${fmt.count(trace.records)} shown)`,
+      complete
+        ? ""
+        : ` (the first ${fmt.count(items.length)} of ${fmt.count(trace.records)} shown)`,
     ),
     timeAxis(end - start),
     h(

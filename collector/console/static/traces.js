@@ -30,7 +30,11 @@ export function listTable(columns, body, label) {
       h(
         "thead",
         {},
-        h("tr", {}, columns.map(([name, kind]) => h("th", { class: kind, scope: "col" }, name))),
+        h(
+          "tr",
+          {},
+          columns.map(([name, kind]) => h("th", { class: kind, scope: "col" }, name)),
+        ),
       ),
       body,
     ),
@@ -105,7 +109,11 @@ export async function showTraces(view, filters) {
     loading: "Loading…",
     fetchPage: (cursor) => api("/traces", { query: { ...query, cursor } }),
     add: (traces) => body.append(...traces.map(traceRow)),
-    describe: describeList("trace", "traces", FILTERS.some((name) => filters.get(name))),
+    describe: describeList(
+      "trace",
+      "traces",
+      FILTERS.some((name) => filters.get(name)),
+    ),
   });
 }
 
@@ -185,6 +193,9 @@ function traceFacts(trace) {
     ["Tokens", fmt.count(trace.total_tokens)],
     ["Estimated cost", fmt.cost(trace.estimated_cost_usd)],
     ["User", trace.user_id && h("a", { href: userHref(trace.user_id) }, trace.user_id)],
-    ["Session", trace.session_id && h("a", { href: sessionHref(trace.session_id) }, trace.session_id)],
+    [
+      "Session",
+      trace.session_id && h("a", { href: sessionHref(trace.session_id) }, trace.session_id),
+    ],
   ]);
 }

@@ -7,7 +7,15 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges } from "./scores.js";
 import { periodNote, sessionList } from "./sessions.js";
-import { describeList, errorCount, inputs, listRow, listTable, recordHref, userHref } from "./traces.js";
+import {
+  describeList,
+  errorCount,
+  inputs,
+  listRow,
+  listTable,
+  recordHref,
+  userHref,
+} from "./traces.js";
 
 const FILTERS = ["start_date", "end_date"];
 
@@ -38,7 +46,11 @@ export async function showUsers(view, filters) {
     loading: "Loading…",
     fetchPage: (cursor) => api("/users", { query: { ...query, cursor } }),
     add: (users) => body.append(...users.map(userRow)),
-    describe: describeList("user", "users", FILTERS.some((name) => filters.get(name))),
+    describe: describeList(
+      "user",
+      "users",
+      FILTERS.some((name) => filters.get(name)),
+    ),
   });
 }
 
@@ -77,7 +89,13 @@ export async function showUser(view, userId) {
   replace(
     view,
     h("a", { class: "back", href: "#/users" }, "← Users"),
-    h("h1", {}, h("span", { class: "muted" }, "User"), " ", h("span", { class: "cut", title: userId }, userId)),
+    h(
+      "h1",
+      {},
+      h("span", { class: "muted" }, "User"),
+      " ",
+      h("span", { class: "cut", title: userId }, userId),
+    ),
     h(
       "div",
       { class: "detail" },
