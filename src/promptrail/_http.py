@@ -9,7 +9,6 @@ error whose ``retry_after`` says when to send it again.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -20,11 +19,11 @@ import httpx
 from ._api_call import Call, Page
 from ._errors import APIConnectionError, APITimeoutError, PromptrailError, error_class_for
 from ._retry import RetryPolicy, retry_after
+from ._settings import base_url_or_environment, current
 from ._version import __version__
 
 T = TypeVar("T")
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # Runs wait on a model: allow a long read, but find a dead collector quickly.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 DEFAULT_MAX_RETRIES = 2
@@ -54,7 +53,7 @@ def resolve_settings(
     max_retries: int,
 ) -> HTTPSettings:
     """Fill what the caller left out from ``PROMPTRAIL_API_KEY`` / ``PROMPTRAIL_BASE_URL``."""
-    url = base_url or os.environ.get("PROMPTRAIL_BASE_URL") or DEFAULT_BASE_URL
+    url = base_url_or_environment(base_url)
     url = url.rstrip("/")
     # Paths start with /v1; a base URL given with it (".../v1") would double it.
     url = url.removesuffix("/v1")
@@ -66,7 +65,7 @@ def resolve_settings(
         raise ValueError("max_retries must be 0 or more")
     return HTTPSettings(
         base_url=url,
-        api_key=api_key or os.environ.get("PROMPTRAIL_API_KEY") or None,
+        api_key=api_key or current().api_key or None,
         timeout=timeout,
         max_retries=max_retries,
     )

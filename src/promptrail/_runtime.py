@@ -26,19 +26,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
 
+from ._disk import remember_cache_dir, resolve_cache_dir
 from ._genai import is_recordable
 from ._sampling_and_fork import Sampler
 from ._score_shipping import ScoreExporter, ScoreShipper
 from ._send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, Mask, RecordSender
+from ._settings import api_key_or_environment, byte_setting, current
 from ._shipping import SpanShipper
 from ._spans import CaptureTracer, last_record
-from ._spool import (
-    DEFAULT_SPOOL_MAX_AGE,
-    byte_setting,
-    remember_cache_dir,
-    resolve_cache_dir,
-    spool_bound,
-)
+from ._spool import DEFAULT_SPOOL_MAX_AGE, spool_bound
 from ._stats import CaptureStats
 from ._version import __version__
 from .otel import PromptrailSpanExporter
@@ -203,7 +199,7 @@ def init(
             max_bytes=budget,
             flush_interval=flush_interval,
         )
-        key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
+        key = api_key_or_environment(api_key)
         options: dict[str, Any] = {
             "export_deadline": export_timeout,
             "max_pending_bytes": budget,
@@ -254,7 +250,7 @@ def _ensure() -> _Pipeline:
     with _lock:
         if _pipeline is None:
             # First capture without init(): configure from the environment.
-            init(enabled=os.environ.get("PROMPTRAIL_ENABLED", "true").lower() != "false")
+            init(enabled=current().enabled)
         assert _pipeline is not None
         return _pipeline
 
@@ -284,7 +280,7 @@ def configured_api_key() -> str:
     pipeline = _pipeline
     if pipeline is not None and pipeline.api_key:
         return pipeline.api_key
-    return os.environ.get("PROMPTRAIL_API_KEY", "").strip()
+    return current().api_key.strip()
 
 
 def flush(timeout: float = 5.0) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import itertools
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -26,16 +25,18 @@ import httpx
 import msgspec
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
+from ._disk import say_unusable
 from ._reachability import Reachability, describe_error, describe_status, seconds, unsent_line
 from ._retry import RetryPolicy, retry_after
 from ._sampling_and_fork import restart_after_fork
+from ._settings import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # otel.py re-exports it
+from ._settings import api_key_or_environment, base_url_or_environment
 from ._spool import (
     DEFAULT_SPOOL_MAX_AGE,
     DEFAULT_SPOOL_MAX_BYTES,
     Spool,
     SpoolFile,
     SpoolLoss,
-    say_unusable,
 )
 from ._stats import CaptureStats
 
@@ -53,7 +54,6 @@ _RETRY = RetryPolicy(base=1.0, ceiling=30.0, retry_after_max=30.0)
 # collector's limits (PROMPTRAIL_MAX_BATCH_RECORDS, PROMPTRAIL_MAX_BODY_BYTES).
 _BATCH = 4096
 _BATCH_BYTES = 4 * 1024 * 1024
-DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # One compiled encoder call per record (msgspec, a fraction of orjson's per-call cost:
 # docs/benchmarks.md): the record's size is then known exactly and a waiting record keeps only
@@ -116,15 +116,13 @@ class RecordSender:
         (the default for this adapter; ``promptrail.init`` passes its cache directory) keeps
         records in memory only.
         """
-        self._api_key = (api_key or os.environ.get("PROMPTRAIL_API_KEY") or "").strip()
+        self._api_key = api_key_or_environment(api_key)
         if not self._api_key and self._warn_without_key:
             logger.warning(
                 "promptrail: no API key: set PROMPTRAIL_API_KEY (or pass api_key=); captured "
                 "records are dropped and counted in promptrail.stats() as 'no_api_key'"
             )
-        self._base_url = (
-            base_url or os.environ.get("PROMPTRAIL_BASE_URL") or DEFAULT_BASE_URL
-        ).rstrip("/")
+        self._base_url = base_url_or_environment(base_url).rstrip("/")
         self._deadline = export_deadline
         # One post never outlasts the export it belongs to.
         self._timeout = max(0.001, min(timeout, export_deadline))

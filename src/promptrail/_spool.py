@@ -1,10 +1,9 @@
 """The disk side of an outage: records the collector could not take, kept in files until it can.
 
-Where (docs/sdk.md, "Outages"): ``PROMPTRAIL_CACHE_DIR`` (or ``init(cache_dir=...)``), by
-default the user's cache directory + ``/promptrail``, created 0700; ``PROMPTRAIL_DISK_CACHE=0``
-keeps everything in memory. Under it, ``spool/<scope>/<kind>/`` holds the files of one
-collector URL and API key (``scope`` is a hash of both, so no key is written to disk and a
-process with another key or URL never even lists them) and one kind of item (records, scores).
+Where (docs/sdk.md, "Outages"): under the cache directory (``_disk.py``),
+``spool/<scope>/<kind>/`` holds the files of one collector URL and API key (``scope`` is a
+hash of both, so no key is written to disk and a process with another key or URL never even
+lists them) and one kind of item (records, scores).
 
 How the files stay whole and bounded (learnt from Vector's and Fluent Bit's disk buffers and
 Azure Monitor's exporter, which write whole files and checksum what they read back):
@@ -26,18 +25,18 @@ Azure Monitor's exporter, which write whole files and checksum what they read ba
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import logging
 import os
 import struct
-import sys
-import threading
 import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._disk import private_dir, scope_of, write_whole
+from ._settings import byte_setting
 
 logger = logging.getLogger("promptrail")
 
@@ -52,63 +51,6 @@ _HEADER = struct.Struct("<4sIII")  # magic, record count, payload length, CRC-32
 _SUFFIX = ".spool"
 # A temporary file this old was left by a process killed mid-write: nobody will rename it.
 _STALE_TEMP_SECONDS = 600.0
-_OFF = {"0", "false", "no", "off"}
-
-
-def disk_cache_enabled() -> bool:
-    """Whether ``PROMPTRAIL_DISK_CACHE`` lets the SDK keep anything on disk (default: yes)."""
-    return os.environ.get("PROMPTRAIL_DISK_CACHE", "").strip().lower() not in _OFF
-
-
-def default_cache_dir() -> Path:
-    """The user's cache directory + ``/promptrail`` (XDG, macOS's Caches, LocalAppData)."""
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = str(Path.home() / "Library" / "Caches")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "promptrail"
-
-
-_configured: list[str | os.PathLike[str] | None] = [None]
-
-
-def remember_cache_dir(cache_dir: str | os.PathLike[str] | None) -> None:
-    """``init(cache_dir=...)``: the directory clients made later keep templates in too."""
-    _configured[0] = cache_dir
-
-
-def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path | None:
-    """The directory the SDK keeps things in, or None when the disk cache is turned off.
-
-    ``cache_dir`` beats ``init(cache_dir=...)``, which beats ``PROMPTRAIL_CACHE_DIR``, which
-    beats the default; ``PROMPTRAIL_DISK_CACHE=0`` turns it off whatever the directory.
-    """
-    if not disk_cache_enabled():
-        return None
-    if cache_dir is None:
-        cache_dir = _configured[0]
-    if cache_dir is None:
-        cache_dir = os.environ.get("PROMPTRAIL_CACHE_DIR", "").strip() or default_cache_dir()
-    return Path(cache_dir).expanduser()
-
-
-def byte_setting(value: int | None, variable: str, default: int, name: str) -> int:
-    """A size bound: ``value``, else the environment ``variable``, else ``default``.
-
-    Refused (ValueError) when it is not a number of bytes or not more than 0; ``name`` is the
-    ``init`` argument the message names.
-    """
-    if value is None:
-        text = os.environ.get(variable, "").strip()
-        try:
-            value = int(text) if text else default
-        except ValueError:
-            raise ValueError(f"{variable} must be a number of bytes, not {text!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be more than 0")
-    return value
 
 
 def spool_bound(value: int | None) -> int:
@@ -116,69 +58,6 @@ def spool_bound(value: int | None) -> int:
     return byte_setting(
         value, "PROMPTRAIL_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES, "spool_max_bytes"
     )
-
-
-_unusable: set[tuple[str, str]] = set()
-
-
-def say_unusable(cache_dir: Path, error: OSError, what: str, instead: str) -> None:
-    """Warn, once per process and directory, that ``what`` cannot be kept on disk there."""
-    key = (what, str(cache_dir))
-    if key in _unusable:
-        return
-    _unusable.add(key)
-    logger.warning(
-        "promptrail: cannot keep %s on disk at %s (%s); %s",
-        what,
-        cache_dir,
-        error.strerror or error,
-        instead,
-    )
-
-
-def scope_of(base_url: str, api_key: str) -> str:
-    """The name of one collector URL and key's part of the cache (the key is not on disk)."""
-    return hashlib.sha256(f"{base_url.rstrip('/')}\n{api_key}".encode()).hexdigest()[:32]
-
-
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) readable by this user only; raise OSError if it
-    cannot be created or written.
-
-    Only directories made here are set to 0700: an existing one (``cache_dir="/tmp"``, say)
-    keeps its mode, while everything made inside it is private. Also proves the directory
-    writable (a read-only mount must fail here, not at the first spill, so the fallback to
-    memory is decided once, at start).
-    """
-    missing: list[Path] = []
-    parent = path
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        # One by one: mkdir(parents=True) gives parents the umask's mode, not 0700.
-        directory.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(directory, 0o700)
-    probe = path / f".probe-{os.getpid()}-{threading.get_ident()}"
-    probe.write_bytes(b"")
-    probe.unlink()
-    return path
-
-
-def write_whole(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` all at once: a hidden temporary file renamed into place."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
 
 
 def encode_blocks(records: list[bytes]) -> bytes:

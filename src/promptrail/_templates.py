@@ -26,8 +26,8 @@ from pydantic import ConfigDict
 
 from ._api_call import Call, prompt_path, unwrapped
 from ._context import remember_rendering
+from ._disk import private_dir, resolve_cache_dir, say_unusable, scope_of, write_whole
 from ._errors import APIConnectionError, MissingVariablesError, PromptrailError
-from ._spool import private_dir, resolve_cache_dir, say_unusable, scope_of, write_whole
 from ._types import TemplatePayload
 
 logger = logging.getLogger("promptrail")
