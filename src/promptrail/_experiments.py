@@ -31,7 +31,7 @@ from ._evaluators import BUILT_IN, evaluate_simple
 from ._observe import observe
 from ._resources.datasets import Dataset
 from ._resources.experiments import Experiment, ExperimentSummary
-from ._scores import current_trace_id, last_request_id
+from ._scores import current_trace_id, last_record_id
 
 logger = logging.getLogger("promptrail")
 
@@ -161,7 +161,7 @@ def _run_one(
             "output": _text(output),
             "latency_ms": (time.perf_counter() - started) * 1000,
             "trace_id": trace_id,
-            "request_id": last_request_id() if trace_id else None,
+            "request_id": last_record_id() if trace_id else None,
         }
     scores: dict[str, Any] = {}
     for scorer in scorers:

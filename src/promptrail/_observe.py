@@ -26,11 +26,32 @@ from ._context import current as _context_current
 from ._context import nested as _nested
 from ._context import reset_current as _reset_current
 from ._context import set_current as _set_current
+from ._spans import last_record as _last_record
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _MAX_ITEMS = 1000
+
+# ``promptrail.last_request_id()`` names the last *model call*, and an observed function's
+# record is a span around the calls, hidden from the request log and its score views. Ending
+# its span still sets the last record (every record's end does, for the trace tree); this keeps
+# (that span's ids, the model call it followed), so the call's id is what the function leaves
+# behind. Per thread and task, like the last record itself.
+_Ids = tuple[int, int]
+_after_observed: contextvars.ContextVar[tuple[_Ids, _Ids | None] | None] = contextvars.ContextVar(
+    "promptrail_after_observed", default=None
+)
+_MODEL_CALL_KINDS = frozenset(("llm", "embedding"))
+
+
+def last_model_call() -> _Ids | None:
+    """The (trace id, span id) of the last model call captured in this thread or task."""
+    last = _last_record.get()
+    if last is None:
+        return None
+    after = _after_observed.get()
+    return after[1] if after is not None and after[0] == last else last
 
 
 @overload
@@ -263,15 +284,22 @@ class _Scope:
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
     def end(self) -> None:
-        """End the span (it goes to the exporter)."""
+        """End the span (it goes to the exporter); the last model call stays the last one."""
+        if self.options.kind in _MODEL_CALL_KINDS:  # the function says it is a model call
+            self.span.end()
+            return
+        last, before = _last_record.get(), last_model_call()
         self.span.end()
+        ended = _last_record.get()
+        if ended is not last and ended is not None:  # this span's end set it: look past it
+            _after_observed.set((ended, before))
 
     def close(self, tokens: _Tokens, exc: BaseException | None = None) -> None:
         """After a call: leave the context, record ``exc`` if it failed, end the span."""
         self.exit(tokens)
         if exc is not None:
             self.fail(exc)
-        self.span.end()
+        self.end()
 
 
 def _collected(items: list[Any]) -> Any:

@@ -22,6 +22,7 @@ from opentelemetry import trace
 from . import _runtime
 from ._feedback import DATA_TYPES, DEFAULT_TTL_SECONDS, mint, name_problem, target_problem
 from ._genai import record_id
+from ._observe import last_model_call
 from ._spans import CaptureSpan, last_record
 
 logger = logging.getLogger("promptrail")
@@ -59,17 +60,28 @@ def _trace_id_here() -> int | None:
 
 
 def last_request_id() -> str | None:
-    """The id of the last record captured in this thread or asyncio task, else None.
+    """The id of the last model call captured in this thread or asyncio task, else None.
 
-    That is the id the collector stores the record under (``req_<trace><span>``), known at
-    once, before the record is shipped: score it, or mint a feedback token for it, right
-    after the call. Each thread and each asyncio task has its own (a task started after a
-    capture inherits the id until it captures one itself). A record dropped by
-    ``init(sample_rate=...)`` still has an id here, but is never stored.
+    That is the id the collector stores the call's record under (``req_<trace><span>``),
+    known at once, before the record is shipped: score it, or mint a feedback token for it,
+    right after the call. The span of an ``@promptrail.observe`` function is not a model
+    call: after such a function returns, this is still the last model call made in it (or
+    before it), so a thumbs on it lands on a record the request log shows. Each thread and
+    each asyncio task has its own (a task started after a capture inherits the id until it
+    captures one itself). A record dropped by ``init(sample_rate=...)`` still has an id
+    here, but is never stored.
 
-    >>> reply = openai_client.chat.completions.create(...)   # captured by instrument()
+    >>> @promptrail.observe
+    ... def answer(question: str) -> str: ...   # calls openai, captured by instrument()
+    >>> answer("capital of France?")
     >>> promptrail.score("helpful", True, request_id=promptrail.last_request_id())
     """
+    last = last_model_call()
+    return None if last is None else record_id(*last)
+
+
+def last_record_id() -> str | None:
+    """The id of the last record of any kind (a model call or a span) ended here, else None."""
     last = last_record.get()
     return None if last is None else record_id(*last)
 

@@ -185,3 +185,63 @@ def test_a_new_trace_s_id_leads_with_its_start_so_record_ids_sort_by_time(
     assert ids == sorted(ids)  # later traces, later ids: the log's reads by id stay local
     # The low 64 bits (what sampling reads) stay random: three traces, three values.
     assert len({int(r["trace_id"], 16) & (1 << 64) - 1 for r in found}) == 3
+
+
+def test_last_request_id_after_an_observed_function_is_its_model_call(
+    openai_stub: OpenAIStub, records: Records
+) -> None:
+    # The README's feedback pattern: call an observed function, then score its model call.
+    api = openai.OpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
+
+    @promptrail.observe(name="answer")
+    def answer(question: str) -> str:
+        reply = api.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": question}]
+        )
+        return reply.choices[0].message.content or ""
+
+    @promptrail.observe(name="handler", kind="chain")
+    def handler() -> str:
+        return answer("hi?")
+
+    @promptrail.observe(name="after")
+    def after() -> None:  # makes no model call: the last one stays the last one
+        pass
+
+    answer("capital of France?")
+    single = promptrail.last_request_id()
+    handler()
+    nested = promptrail.last_request_id()
+    after()
+    unchanged = promptrail.last_request_id()
+    api.close()
+
+    found = records(expected=6)
+    calls = sorted((r for r in found if r["kind"] == "llm"), key=lambda r: r["created_at"])
+    assert [single, nested, unchanged] == [calls[0]["id"], calls[1]["id"], calls[1]["id"]]
+    spans = by_name(found)
+    assert calls[0]["parent_span_id"] in {r["span_id"] for r in found if r["span_name"] == "answer"}
+    assert nested not in {spans["handler"]["id"], spans["after"]["id"]}
+
+
+def test_last_request_id_after_an_observed_coroutine_is_its_model_call(
+    openai_stub: OpenAIStub, records: Records
+) -> None:
+    @promptrail.observe(name="answer")
+    async def answer(question: str) -> tuple[str, str | None]:
+        async with openai.AsyncOpenAI(
+            api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0
+        ) as api:
+            await api.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": question}]
+            )
+        return "done", promptrail.last_request_id()
+
+    async def handle() -> tuple[str | None, str | None]:
+        _, inside = await answer("hi?")
+        return inside, promptrail.last_request_id()
+
+    inside, after = asyncio.run(handle())
+
+    (call,) = [r for r in records(expected=2) if r["kind"] == "llm"]
+    assert inside == after == call["id"]

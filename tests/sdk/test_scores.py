@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -22,7 +23,7 @@ import promptrail
 from promptrail import _runtime
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.testing import free_port, serve
+from promptrail.testing import OpenAIStub, free_port, serve
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 
@@ -57,8 +58,23 @@ def capture() -> Iterator[None]:
     assert_balanced(promptrail.stats()["scores"])
 
 
-@promptrail.observe(name="answer")
-def answer(question: str) -> str | None:
+@pytest.fixture
+def model_api(openai_stub: OpenAIStub) -> Iterator[openai.OpenAI]:
+    """An OpenAI client of the stub whose calls promptrail captures (``instrument()``)."""
+    promptrail.instrument()
+    api = openai.OpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
+    try:
+        yield api
+    finally:
+        api.close()
+        promptrail.uninstrument()
+
+
+@promptrail.observe(name="answer", exclude=["api"])
+def answer(api: openai.OpenAI, question: str) -> str | None:
+    api.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+    )
     promptrail.score("on_topic", True)  # no target: the current trace
     return promptrail.current_trace_id()
 
@@ -80,12 +96,12 @@ def test_outside_any_trace_there_is_no_trace_and_no_record(capture: None) -> Non
 
 
 def test_scores_reach_the_collector_on_the_right_record_and_trace(
-    live_url: str, capture: None
+    live_url: str, capture: None, model_api: openai.OpenAI
 ) -> None:
     promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
 
-    trace_id = answer("capital of France?")
-    request_id = promptrail.last_request_id()
+    trace_id = answer(model_api, "capital of France?")
+    request_id = promptrail.last_request_id()  # the model call made inside answer()
     promptrail.score(
         "helpfulness",
         0.8,
@@ -99,6 +115,7 @@ def test_scores_reach_the_collector_on_the_right_record_and_trace(
     record = httpx.get(f"{live_url}/v1/requests/{request_id}", headers=DEFAULT_AUTH)
     assert record.status_code == 200, record.text
     assert record.json()["data"]["trace_id"] == trace_id  # the ids are the collector's
+    assert record.json()["data"]["kind"] == "llm"  # the call, not answer()'s own span
     on_record = stored_scores(live_url, request_id=str(request_id))
     on_trace = stored_scores(live_url, trace_id=str(trace_id))
     assert [(s["name"], s["value"], s["source"]) for s in on_record] == [
@@ -194,7 +211,7 @@ def test_disabled_capture_scores_nothing(capture: None) -> None:
 def test_last_request_id_is_per_thread_and_per_task(capture: None) -> None:
     promptrail.init(api_key=DEFAULT_KEY, base_url=f"http://127.0.0.1:{free_port()}")
 
-    @promptrail.observe(name="step")
+    @promptrail.observe(name="step", kind="llm")  # its record is a model call
     def step() -> str | None:
         return promptrail.current_trace_id()
 
@@ -298,14 +315,14 @@ def test_scores_waiting_are_bounded_by_the_capture_budget(
 
 
 def test_with_your_own_tracer_provider_the_ids_are_the_collectors_too(
-    live_url: str, capture: None
+    live_url: str, capture: None, model_api: openai.OpenAI
 ) -> None:
     provider = TracerProvider()
     promptrail.init(
         api_key=DEFAULT_KEY, base_url=live_url, tracer_provider=provider, flush_interval=0.05
     )
 
-    trace_id = answer("capital of Italy?")
+    trace_id = answer(model_api, "capital of Italy?")
     request_id = promptrail.last_request_id()
     assert promptrail.flush(timeout=10)
     provider.shutdown()
@@ -313,4 +330,5 @@ def test_with_your_own_tracer_provider_the_ids_are_the_collectors_too(
     record = httpx.get(f"{live_url}/v1/requests/{request_id}", headers=DEFAULT_AUTH)
     assert record.status_code == 200, record.text
     assert record.json()["data"]["trace_id"] == trace_id
+    assert record.json()["data"]["kind"] == "llm"
     assert [s["name"] for s in stored_scores(live_url, trace_id=str(trace_id))] == ["on_topic"]
