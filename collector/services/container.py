@@ -140,7 +140,7 @@ class Services:
             ),
             datasets=datasets,
             experiments=ExperimentService(
-                store.experiments, datasets, prompts, runs, store.scores, settings.cursor_secret
+                store.experiments, datasets, prompts, runs, scores, settings.cursor_secret
             ),
         )
 
