@@ -12,8 +12,8 @@ from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
+from ..store.writes import PendingWrites
 from .dates import parse_date, utc_now_ms
-from .pending_writes import PendingWrites
 from .requests import kinds_of
 from .rollups import RollupService
 

@@ -18,16 +18,17 @@ from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..store.database import Store
 from ..store.traces import TraceStore
+from ..store.writes import GroupCommitLimits, PendingWrites, RowWriter
+from ..store.writes.plan import REQUEST_LOG
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .datasets import DatasetService
 from .experiments import ExperimentService
 from .exports import ExportService
 from .faults import FaultService
-from .ingest import Backpressure, IngestService
+from .ingest import IngestService
 from .keys import KeyCache, KeyService
 from .otlp import OtlpService
-from .pending_writes import PendingWrites
 from .pricing import GenaiPriceBook
 from .prompts import PromptService
 from .prompts.live_ids import LiveIdIndex
@@ -49,6 +50,7 @@ class Services:
     keys: KeyService
     prompts: PromptService
     ingest: IngestService
+    records: RowWriter
     requests: RequestService
     analytics: AnalyticsService
     rollups: RollupService
@@ -78,19 +80,27 @@ class Services:
             LiveIdIndex(enabled=store.is_embedded or polled, polled=polled),
         )
         prices = GenaiPriceBook()  # one price book: runs and every ingest path price alike
-        ingest = IngestService(
-            store.requests,
-            buffered=store.is_embedded,
-            max_batch_records=settings.max_batch_records,
-            prices=prices,
-            writer=store.request_writes,
-            backpressure=Backpressure(
-                buffer_bytes=settings.ingest_buffer_bytes,
+        retry_after = settings.store_retry_after_seconds
+        # The request log's one writer (docs/architecture.md, "The write path"): ingest's
+        # records and the runs' go through it alike.
+        records = RowWriter.for_group(
+            REQUEST_LOG,
+            store.request_writes,
+            store.is_embedded,
+            GroupCommitLimits(
+                pending_bytes=settings.ingest_buffer_bytes,
                 wait_seconds=settings.ingest_wait_seconds,
-                retry_after_seconds=settings.store_retry_after_seconds,
+                probe_seconds=min(1.0, retry_after),
             ),
         )
-        pending = PendingWrites()
+        ingest = IngestService(
+            store.requests,
+            records,
+            max_batch_records=settings.max_batch_records,
+            prices=prices,
+            retry_after_seconds=retry_after,
+        )
+        pending = PendingWrites(retry_after=retry_after)
         rollups = RollupService(
             store.rollups,
             settle=timedelta(seconds=settings.rollup_settle_seconds),
@@ -106,7 +116,7 @@ class Services:
         scores = ScoreService(
             store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
         )
-        runs = RunService(prompts, ingest, _providers(settings), prices, pending)
+        runs = RunService(prompts, records, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret)
         return cls(
             settings=settings,
@@ -114,6 +124,7 @@ class Services:
             keys=keys,
             prompts=prompts,
             ingest=ingest,
+            records=records,
             requests=requests,
             analytics=AnalyticsService(store.analytics, rollups, pending),
             rollups=rollups,
@@ -160,7 +171,7 @@ class Services:
         self.experiments.close()
         self.runs.close()
         self.pending.close()
-        self.ingest.close()
+        self.records.close()
         self.exports.close()
         self.rollups.close()
         self.keys.close()

@@ -14,8 +14,8 @@ from ..errors import ExportNotFound
 from ..models.requests import ExportCreate
 from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
+from ..store.writes import PendingWrites
 from .dates import utc_now_ms
-from .pending_writes import PendingWrites
 from .requests import kinds_of, request_filter, score_tests
 
 logger = logging.getLogger("promptrail.exports")

@@ -1,4 +1,5 @@
-"""Logging records: validate, give ids, keep retries idempotent, store in group commits."""
+"""Logging records: validate, give ids, keep retries idempotent, store them through the
+request log's writer (the store's write path, :mod:`..store.writes`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ import json
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,11 +25,10 @@ from ..errors import (
 )
 from ..models.json_values import MAX_DEPTH, json_problem
 from ..models.requests import RequestBatchIn, RequestRecordIn, ValidRequestBatch
-from ..store.connection import error_summary, is_store_outage
 from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
+from ..store.writes import Refused, RowWriter, Stored
 from .dates import to_ms, utc_now_ms
-from .insert_buffer import BufferClosed, BufferFull, InsertBuffer, WritesFailing
 from .pricing import GenaiPriceBook, PriceBook
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
@@ -44,7 +43,6 @@ _JSON_FIELDS = ("input_variables", "input", "output", "metadata", "integration")
 # A JSON string or one structural character: enough to find the records of a batch body
 # without parsing it (see _split_records).
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
-_ACK_TIMEOUT = 60.0
 # How far back a retry of an unstamped, client-identified record is recognised.
 RETRY_LOOKBACK = timedelta(days=1)
 
@@ -171,70 +169,40 @@ def _rejection(errors: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Backpressure:
-    """How ingest holds back when the store is slower than what arrives (docs/deploy.md).
-
-    ``buffer_bytes`` bounds the records waiting for the embedded store; a request waits up
-    to ``wait_seconds`` for room; refusals ask the client to come back in
-    ``retry_after_seconds``.
-    """
-
-    buffer_bytes: int = 96 << 20
-    wait_seconds: float = 5.0
-    retry_after_seconds: int = 2
+def refused_error(refused: Refused, retry_after: int, details: bool = False) -> StoreUnavailable:
+    """The 503 a refused write answers: ``STORE_BUSY`` when the store is only slower than
+    what arrives, else ``STORE_UNAVAILABLE``; with ``Retry-After`` and, asked, the writer's
+    ``details``."""
+    error = StoreBusy if refused.busy else StoreWriteFailed
+    return error(refused.message, refused.details if details else None, retry_after)
 
 
 class IngestService:
-    """Turn logged records into stored rows, in group-committed inserts."""
+    """Turn logged records into stored rows, written by the request log's writer."""
 
     def __init__(
         self,
         store: RequestStore,
-        buffered: bool,
+        records: RowWriter,
         max_batch_records: int,
         prices: PriceBook | None = None,
-        writer: RequestStore | None = None,
-        backpressure: Backpressure | None = None,
+        retry_after_seconds: int = 2,
     ) -> None:
-        """Read through ``store``, insert through ``writer`` (default: ``store``)."""
+        """Read through ``store``, write through ``records``; refusals ask the client to
+        come back in ``retry_after_seconds`` (docs/deploy.md)."""
         self._store = store
-        self._writer = writer or store
+        self._records = records
         self._prices = prices or GenaiPriceBook()
         self._max_batch = max_batch_records
-        self._backpressure = backpressure or Backpressure()
+        self._retry_after = retry_after_seconds
         # Batches are prepared one at a time: preparing is Python work under the GIL, so more
         # at once would not go faster, and a batch in preparation holds several times its body.
         self._preparing = threading.Lock()
-        self._buffer = (
-            InsertBuffer(
-                self._writer.insert,
-                max_pending_bytes=self._backpressure.buffer_bytes,
-                wait=self._backpressure.wait_seconds,
-                probe=self._writer.probe_insert,
-                probe_interval=min(1.0, self._backpressure.retry_after_seconds),
-            )
-            if buffered
-            else None
-        )
-
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes of records waiting in the insert buffer (0 without one)."""
-        return self._buffer.held_bytes if self._buffer is not None else 0
 
     def refusal(self) -> StoreUnavailable | None:
         """The 503 new records get right now, or None while ingest takes them."""
-        state = self._buffer.refusal() if self._buffer is not None else None
-        if state is None:
-            return None
-        error = StoreBusy if state.full else StoreWriteFailed
-        return error(state.message, state.details, self._backpressure.retry_after_seconds)
-
-    def close(self) -> None:
-        """Flush and stop the insert buffer."""
-        if self._buffer is not None:
-            self._buffer.close()
+        refused = self._records.refusal()
+        return None if refused is None else refused_error(refused, self._retry_after, True)
 
     def log_one(self, project: str, record: RequestRecordIn) -> RequestRow:
         """Store one record and return it as stored (400 naming a value it cannot store)."""
@@ -243,7 +211,7 @@ class IngestService:
             field, message = problem
             raise ValidationFailed(field, f"{field}: {message}")
         values = self._prepare(project, [record], utc_now_ms())
-        self._write(project, values)
+        self._store_encoded(encode_rows(project, values), len(values))
         return RequestRow(**values[0])
 
     def log_batch_body(self, project: str, body: bytes) -> BatchOutcome:
@@ -340,10 +308,6 @@ class IngestService:
         self._store_encoded(encoded, len(ids))
         return BatchOutcome(rows=ids, rejected=rejected)
 
-    def store_rows(self, project: str, rows: Sequence[RequestRow]) -> None:
-        """Insert rows and return once they are stored."""
-        self._write(project, [{f.name: getattr(row, f.name) for f in fields(row)} for row in rows])
-
     def _check_size(self, count: int) -> None:
         if count > self._max_batch:
             raise PayloadTooLarge(self._max_batch) from None
@@ -389,59 +353,13 @@ class IngestService:
             rejected.sort(key=lambda item: item[0])
         return encoded, [row["id"] for row in values]
 
-    def _write(self, project: str, values: list[dict[str, Any]]) -> None:
-        self._store_encoded(encode_rows(project, values), len(values))
-
     def _store_encoded(self, encoded: bytes, count: int) -> None:
-        """Insert rows encoded by encode_rows and return once they are stored.
-
-        Raises a 503 (with ``Retry-After``) when they are not: then none of them was stored,
-        but for the rare insert still under way when the wait ends (said in the message).
-        """
-        if not count:
-            return
-        retry_after = self._backpressure.retry_after_seconds
-        if self._buffer is None:
-            # A ClickHouse server batches for us: async inserts, acknowledged once flushed.
-            try:
-                self._writer.insert([encoded], {"async_insert": 1, "wait_for_async_insert": 1})
-            except Exception as exc:
-                if not is_store_outage(exc):
-                    raise
-                raise StoreWriteFailed(
-                    f"records not stored: {error_summary(exc)}", retry_after=retry_after
-                ) from exc
-            return
-        started = time.monotonic()
-        try:
-            waiter = self._buffer.submit(encoded)
-        except BufferFull as exc:
-            raise StoreBusy(f"records not stored: {exc}", retry_after=retry_after) from exc
-        except (WritesFailing, BufferClosed) as exc:
-            raise StoreWriteFailed(f"records not stored: {exc}", retry_after=retry_after) from exc
-        try:
-            waiter.result(timeout=_ACK_TIMEOUT)
-            return
-        except TimeoutError:
-            if self._buffer.withdraw(waiter):
-                raise StoreBusy(
-                    f"records not stored: the store took none for {_ACK_TIMEOUT:.0f}s",
-                    retry_after=retry_after,
-                ) from None
-        except Exception as exc:
-            raise StoreWriteFailed(
-                f"records not stored: {error_summary(exc)}", retry_after=retry_after
-            ) from exc
-        # Their insert is under way: its outcome decides (ClickHouse bounds its own delays).
-        try:
-            waiter.result(timeout=_ACK_TIMEOUT)
-        except Exception as exc:
-            waited = time.monotonic() - started
-            raise StoreWriteFailed(
-                f"records not confirmed stored after {waited:.1f}s (retry with the same ids "
-                f"and created_at: a copy stored meanwhile is collapsed): {error_summary(exc)}",
-                retry_after=retry_after,
-            ) from exc
+        """Store rows encoded by encode_rows; a refusal is a 503 with ``Retry-After``."""
+        match self._records.insert(encoded, count):
+            case Stored():
+                return
+            case Refused() as refused:
+                raise refused_error(refused, self._retry_after)
 
     def _prepare(
         self, project: str, records: Sequence[RequestRecordIn], now: datetime
@@ -462,7 +380,7 @@ class IngestService:
                 if first is not None:
                     row["created_at"] = first
         # List pages count back from the log's newest record (store/requests.py NewestHint).
-        self._writer.note_stored(max((row["created_at"] for row in values), default=None))
+        self._store.note_stored(max((row["created_at"] for row in values), default=None))
         return values
 
 

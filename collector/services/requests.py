@@ -14,11 +14,11 @@ from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
 from ..store.scores import ScoreRow, ScoreTest
+from ..store.writes import PendingWrites
 from .cursors import CursorCodec
 from .dates import parse_date, utc_now_ms
 from .highlights import TextRun, matched_fields
 from .ingest import time_of_id
-from .pending_writes import PendingWrites
 
 _Found = TypeVar("_Found")
 

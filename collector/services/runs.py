@@ -9,7 +9,7 @@ A run has three steps, and only the first can fail with a plain client error:
 2. :meth:`RunService.complete` (whole) or :meth:`RunService.stream` (server-sent events) calls
    the provider.
 3. The run is logged as one request record, success or failure, in a single insert made
-   right after the answer is ready (write-behind, :mod:`.pending_writes`): the caller does
+   right after the answer is ready (write-behind, :mod:`..store.writes`): the caller does
    not wait for the insert, and every read of the request log on this collector waits for
    it, so the record is readable by the time the answer (or the stream's ``end`` /
    ``error`` event) reaches the client.
@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,14 +40,15 @@ from ..providers import (
     TextDelta,
     TokenUsage,
 )
+from ..providers.routing import provider_for
 from ..store.prompts import PromptVersionRow
-from ..store.request_rows import RequestRow
+from ..store.request_rows import RequestRow, encode_rows
+from ..store.writes import PendingWrites, Refused, RowWriter, WriteOutcome
 from .dates import utc_now_ms
-from .ingest import IngestService, new_request_id
-from .pending_writes import PendingWrites
+from .ingest import new_request_id
 from .pricing import PriceBook
 from .prompts import PromptService
-from .templates import provider_for, render_template, template_variables
+from .templates import render_template, template_variables
 
 logger = logging.getLogger("promptrail.runs")
 
@@ -129,13 +130,15 @@ class RunService:
     def __init__(
         self,
         prompts: PromptService,
-        ingest: IngestService,
+        records: RowWriter,
         providers: Mapping[str, Provider],
         prices: PriceBook,
         pending: PendingWrites,
     ) -> None:
+        """Write run records through ``records`` (the request log's writer), behind their
+        answers on ``pending``."""
         self._prompts = prompts
-        self._ingest = ingest
+        self._records = records
         self._pending = pending
         self._providers = dict(providers)
         self._prices = prices
@@ -363,16 +366,25 @@ class RunService:
         if not rows:
             return
         try:
-            self._ingest.store_rows(project, rows)
+            outcome = self.write_records(project, rows)
         except Exception as exc:
-            logger.warning("%d run records not stored at once, retrying: %s", len(rows), exc)
+            outcome = Refused(busy=False, message=str(exc))
+        if isinstance(outcome, Refused):
+            logger.warning(
+                "%d run records not stored at once, retrying: %s", len(rows), outcome.message
+            )
             self.store_later(project, rows)
 
     def store_later(self, project: str, rows: Sequence[RequestRow]) -> None:
         """Hand records to the write-behind pool (every read of the log waits for them)."""
         what = f"record of run {rows[0].id}" if len(rows) == 1 else f"{len(rows)} run records"
         kept = list(rows)
-        self._pending.submit(project, what, lambda: self._ingest.store_rows(project, kept))
+        self._pending.submit(project, what, lambda: self.write_records(project, kept))
+
+    def write_records(self, project: str, rows: Sequence[RequestRow]) -> WriteOutcome:
+        """One write of run records through the request log's writer."""
+        values = [{f.name: getattr(row, f.name) for f in fields(row)} for row in rows]
+        return self._records.insert(encode_rows(project, values), len(values))
 
     # -- lifecycle -------------------------------------------------------------------------
 

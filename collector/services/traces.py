@@ -11,9 +11,9 @@ from ..errors import SessionNotFound, TraceNotFound, ValidationFailed
 from ..store.request_rows import RequestRow
 from ..store.scores import ScoreValue
 from ..store.traces import SessionSummary, TraceFilter, TraceStore, TraceSummary, UserSummary
+from ..store.writes import PendingWrites
 from .cursors import CursorCodec
 from .dates import parse_date, utc_now_ms
-from .pending_writes import PendingWrites
 from .requests import cursor_position, kinds_of
 from .scores import Scores, ScoreService, means_per_record, score_means
 

@@ -22,6 +22,8 @@ from promptrail.collector.models.requests import RequestRecordIn
 from promptrail.collector.services.ingest import IngestService
 from promptrail.collector.store.connection import is_store_outage, open_client
 from promptrail.collector.store.database import Store
+from promptrail.collector.store.writes import RowWriter
+from promptrail.collector.store.writes.plan import REQUEST_LOG
 from promptrail.testing import OpenAIStub, free_port
 from tests.collector.test_runs import create_prompt, run
 from tests.keys import DEFAULT_AUTH
@@ -105,7 +107,7 @@ def test_a_stalled_store_fills_the_buffer_then_ingest_is_refused_and_memory_stay
     with ThreadPoolExecutor(max_workers=24) as pool:
         futures = [pool.submit(post, i) for i in range(24)]
         while not refused():
-            peak = max(peak, live.services.ingest.buffered_bytes)
+            peak = max(peak, live.services.records.held_bytes)
             assert not all(f.done() for f in futures), "the buffer never filled"
             time.sleep(0.005)
         assert_refused(refused()[0], "STORE_BUSY")
@@ -115,10 +117,10 @@ def test_a_stalled_store_fills_the_buffer_then_ingest_is_refused_and_memory_stay
         assert "ingest buffer full" in health.json()["error"]["message"]
         # Reads do not wait behind the stalled insert: it is still under way after this one.
         assert live.get("/v1/requests/req_first").status_code == 200
-        assert live.services.ingest.buffered_bytes > 0
+        assert live.services.records.held_bytes > 0
         live.resume()
         while not all(f.done() for f in futures):
-            peak = max(peak, live.services.ingest.buffered_bytes)
+            peak = max(peak, live.services.records.held_bytes)
             time.sleep(0.005)
         for future in futures:
             future.result()
@@ -214,7 +216,8 @@ def test_without_a_buffer_a_failed_insert_is_a_503_with_retry_after(
     # The path of a ClickHouse server (no buffer: the server batches), on the same real engine.
     assert live.post(record("req_seed")).status_code == 201
     store = Store.open(settings.store_url, settings.database)
-    ingest = IngestService(store.requests, buffered=False, max_batch_records=10)
+    records = RowWriter.for_group(REQUEST_LOG, store.requests, embedded=False)
+    ingest = IngestService(store.requests, records, max_batch_records=10)
     live.stall("fail")
     try:
         with pytest.raises(StoreWriteFailed) as refused:

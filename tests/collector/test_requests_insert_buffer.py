@@ -8,12 +8,12 @@ from concurrent.futures import Future
 import pytest
 
 from promptrail.collector.config import Settings
-from promptrail.collector.services.insert_buffer import (
+from promptrail.collector.store.database import Store
+from promptrail.collector.store.writes.group_commit import (
     BufferClosed,
     BufferFull,
     InsertBuffer,
 )
-from promptrail.collector.store.database import Store
 from tests.collector.upgrades import assert_stored_whole, encoded, wide_rows
 
 

@@ -1,6 +1,7 @@
 """A run's record is stored behind its answer, and every read still sees it (write-behind).
 
-The store's insert is held back by a gate around the real ingest service, so the tests see
+The store's insert is held back by a gate around the run service's one write of its records
+(through the request log's real writer), so the tests see
 the order of events without timing anything: the run answers while its record is not yet
 stored, and reads of the request log wait for it.
 """
@@ -18,36 +19,38 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.container import Services
-from promptrail.collector.services.ingest import IngestService
+from promptrail.collector.services.runs import RunService
 from promptrail.collector.store.request_rows import RequestRow
+from promptrail.collector.store.writes import WriteOutcome
 from tests.collector.test_runs import create_prompt, run
 from tests.keys import DEFAULT_AUTH
 
 
 class GatedStore:
-    """Wraps the ingest service's store_rows: waits for ``gate``, may fail some attempts."""
+    """Wraps the run service's write_records: waits for ``gate``, may fail some attempts."""
 
-    def __init__(self, ingest: IngestService, failures: int = 0) -> None:
+    def __init__(self, runs: RunService, failures: int = 0) -> None:
         self.gate = threading.Event()
         self.stored = threading.Event()
         self.attempts = 0
         self._failures = failures
-        self._store_rows: Callable[[str, Sequence[RequestRow]], None] = ingest.store_rows
+        self._write: Callable[[str, Sequence[RequestRow]], WriteOutcome] = runs.write_records
 
-    def __call__(self, project: str, rows: Sequence[RequestRow]) -> None:
+    def __call__(self, project: str, rows: Sequence[RequestRow]) -> WriteOutcome:
         assert self.gate.wait(timeout=30)
         self.attempts += 1
         if self.attempts <= self._failures:
             raise RuntimeError("store unavailable")
-        self._store_rows(project, rows)
+        outcome = self._write(project, rows)
         self.stored.set()
+        return outcome
 
 
 @pytest.fixture
 def gated(runs_api: TestClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[GatedStore]:
     services: Services = runs_api.app.state.services  # type: ignore[attr-defined]
-    gate = GatedStore(services.ingest)
-    monkeypatch.setattr(services.ingest, "store_rows", gate)
+    gate = GatedStore(services.runs)
+    monkeypatch.setattr(services.runs, "write_records", gate)
     yield gate
     gate.gate.set()
 
@@ -95,9 +98,9 @@ def test_a_failed_insert_is_retried_until_the_record_is_stored(
     runs_api: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     services: Services = runs_api.app.state.services  # type: ignore[attr-defined]
-    gate = GatedStore(services.ingest, failures=1)
+    gate = GatedStore(services.runs, failures=1)
     gate.gate.set()
-    monkeypatch.setattr(services.ingest, "store_rows", gate)
+    monkeypatch.setattr(services.runs, "write_records", gate)
     create_prompt(runs_api)
 
     result = run(runs_api, variables={"name": "Ada"})
@@ -111,8 +114,8 @@ def test_a_graceful_stop_stores_the_records_still_pending(run_settings: Settings
     headers = DEFAULT_AUTH
     with TestClient(create_app(run_settings), headers=headers) as api:
         services: Services = api.app.state.services  # type: ignore[attr-defined]
-        gate = GatedStore(services.ingest)
-        services.ingest.store_rows = gate  # type: ignore[method-assign]
+        gate = GatedStore(services.runs)
+        services.runs.write_records = gate  # type: ignore[method-assign]
         create_prompt(api)
         result = run(api, variables={"name": "Ada"})
         assert not gate.stored.is_set()

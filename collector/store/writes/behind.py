@@ -1,4 +1,4 @@
-"""Write-behind for run records, with read-your-writes for every read of this collector.
+"""Write-behind (the run records), with read-your-writes for every read of this collector.
 
 A run answers its caller as soon as the provider's answer is priced; its record is stored
 right after, on a small worker pool, instead of the caller waiting for the insert (most of a
@@ -6,6 +6,9 @@ run's own cost on the embedded store). Reads of the request log first wait for t
 records still being stored, so anything a client saw finish is in every list, detail, search,
 export, analytics and delete that follows it on this collector. Shutdown drains the pool
 before the store closes, so a graceful stop loses nothing.
+
+A write that is :class:`.Refused` (the store stalled, failing, its group commit full) is
+tried again at the store's ``retry_after`` for a while; one that raises, a few times quickly.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
-from ..errors import StoreUnavailable
+from .outcomes import Refused, WriteOutcome
 
 logger = logging.getLogger("promptrail.runs")
 
@@ -27,24 +30,26 @@ logger = logging.getLogger("promptrail.runs")
 _READ_WAIT = 10.0
 # Retries of a failed store, so a brief store hiccup does not lose a record.
 _RETRY_DELAYS = (0.1, 0.5, 2.0)
-# A store that refuses writes for now (a 503: stalled, failing, its buffer full) is retried at
-# its Retry-After for this long before the record is given up (docs/deploy.md): runs are
-# refused while ingest is, so only the records of runs under way when it stalled wait here.
+# A store that refuses writes for now (stalled, failing, its buffer full) is tried again every
+# ``retry_after`` seconds (the Retry-After ingest answers with) for this long before the record
+# is given up (docs/deploy.md): runs are refused while ingest is, so only the records of runs
+# under way when it stalled wait here.
 _STORE_PATIENCE = 600.0
 
 
 class PendingWrites:
     """Records acknowledged to their writer and still being stored, per project."""
 
-    def __init__(self, workers: int = 8) -> None:
+    def __init__(self, workers: int = 8, retry_after: float = 2.0) -> None:
+        self._retry_after = retry_after
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promptrail-wb")
         self._pending: defaultdict[str, set[Future[None]]] = defaultdict(set)
         self._lock = threading.Lock()
         self._closing = threading.Event()
 
-    def submit(self, project: str, what: str, store: Callable[[], None]) -> Future[None]:
-        """Run ``store`` in the background, retrying; ``what`` names it in log lines."""
-        future = self._pool.submit(_with_retries, what, store, self._closing)
+    def submit(self, project: str, what: str, write: Callable[[], WriteOutcome]) -> Future[None]:
+        """Run ``write`` in the background until it stores; ``what`` names it in log lines."""
+        future = self._pool.submit(_with_retries, what, write, self._retry_after, self._closing)
         with self._lock:
             self._pending[project].add(future)
         future.add_done_callback(lambda done: self._forget(project, done))
@@ -71,27 +76,35 @@ class PendingWrites:
                     del self._pending[project]
 
 
-def _with_retries(what: str, store: Callable[[], None], closing: threading.Event) -> None:
+def _with_retries(
+    what: str, write: Callable[[], WriteOutcome], retry_after: float, closing: threading.Event
+) -> None:
     began = time.monotonic()
     delays = iter(_RETRY_DELAYS)
     for attempt in itertools.count(1):
+        failure: Exception | Refused
         try:
-            store()
-            if attempt > 1:
-                logger.info("%s stored (attempt %d)", what, attempt)
-            return
+            outcome = write()
         except Exception as exc:
             failure = exc
+        else:
+            if not isinstance(outcome, Refused):
+                if attempt > 1:
+                    logger.info("%s stored (attempt %d)", what, attempt)
+                return
+            failure = outcome
         delay: float | None
-        if isinstance(failure, StoreUnavailable):
-            delay = float(failure.headers.get("Retry-After", "1"))
+        refused = isinstance(failure, Refused)
+        if refused:
+            delay = retry_after
             if closing.is_set() or time.monotonic() - began > _STORE_PATIENCE:
                 delay = None
         else:
             delay = next(delays, None)
+        reason = failure.message if isinstance(failure, Refused) else failure
         if delay is None:
-            logger.error("%s not stored after %d attempts: %s", what, attempt, failure)
+            logger.error("%s not stored after %d attempts: %s", what, attempt, reason)
             return
-        if attempt == 1 or not isinstance(failure, StoreUnavailable):
-            logger.warning("%s not stored (attempt %d), retrying: %s", what, attempt, failure)
+        if attempt == 1 or not refused:
+            logger.warning("%s not stored (attempt %d), retrying: %s", what, attempt, reason)
         closing.wait(delay)

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..store.connection import error_summary
+from ..connection import error_summary
 
 logger = logging.getLogger("promptrail.ingest")
 

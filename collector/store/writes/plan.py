@@ -1,0 +1,124 @@
+"""How each table group is written: one declaration per group, read by the writers.
+
+A table a materialized view fills is written by the insert into its source and needs no
+declaration of its own (``request_items`` by ``requests``, ``prompt_heads`` by
+``prompt_versions``, the score sums by ``scores``). Every other table is in exactly one group
+below (the run records share the request log's table and its writer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class WriteMode(Enum):
+    """The ways rows reach the store (see :mod:`collector.store.writes`)."""
+
+    GROUP_COMMIT = "group commit"
+    """Callers' rows gather in a bounded buffer; one thread inserts them all as one block and
+    then answers each caller (:mod:`.group_commit`)."""
+    ASYNC_INSERT = "async insert"
+    """The ClickHouse server's own group commit (``async_insert``, ``wait_for_async_insert``):
+    the caller's insert returns once the server flushed it."""
+    JOURNALED = "journaled"
+    """Kept by an append to a file, answered, and applied to chDB right behind; every read of
+    the group first waits for what was journaled before it (:mod:`.journal`)."""
+    WRITE_BEHIND = "write-behind"
+    """Answered before the insert, which a worker pool makes and retries; every read of the
+    table first waits for the project's rows still being stored (:mod:`.behind`)."""
+    DIRECT = "direct"
+    """One insert per call, the caller waits for it."""
+
+
+@dataclass(frozen=True)
+class TableGroup:
+    """A group of tables written together, and how on each kind of store."""
+
+    name: str
+    tables: tuple[str, ...]
+    embedded: WriteMode
+    server: WriteMode
+    why: str
+
+    def mode(self, embedded: bool) -> WriteMode:
+        """How the group is written on the embedded store (chDB) or on a ClickHouse server."""
+        return self.embedded if embedded else self.server
+
+
+REQUEST_LOG = TableGroup(
+    "request log",
+    ("requests",),
+    WriteMode.GROUP_COMMIT,
+    WriteMode.ASYNC_INSERT,
+    "every insert writes a part: one per HTTP request would cap ingest at a few hundred "
+    "requests/s and flood the table with tiny parts; bounded, so a stalled store is a 503",
+)
+RUN_RECORDS = TableGroup(
+    "run records",
+    ("requests",),
+    WriteMode.WRITE_BEHIND,
+    WriteMode.WRITE_BEHIND,
+    "a run's caller waits for its provider, not for the bookkeeping insert after it; the "
+    "insert then goes through the request log's writer like any record",
+)
+REGISTRY = TableGroup(
+    "registry",
+    ("prompts", "prompt_versions", "prompt_labels"),
+    WriteMode.JOURNALED,
+    WriteMode.DIRECT,
+    "a registry write is one small insert per table, and each chDB insert writes a part "
+    "(~5 ms): a file append (~20 us) keeps it across a kill -9 and chDB gets it right "
+    "behind; on a server each write is a compare-and-set by deduplication token, read back",
+)
+SCORES = TableGroup(
+    "scores",
+    ("scores", "score_configs"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "a score write reads the id's live version and ends it in the same insert block, under "
+    "the store's write lock: batching would have to hold that lock across callers",
+)
+EXPERIMENTS = TableGroup(
+    "experiments",
+    ("experiments", "experiment_results"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "an experiment's state and its results are few rows per run of many, each read back by "
+    "the console as soon as written",
+)
+DATASETS = TableGroup(
+    "datasets",
+    ("datasets", "dataset_items"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "written by people and scripts at a human pace, read back at once",
+)
+KEYS = TableGroup(
+    "keys",
+    ("api_keys", "api_key_revocations", "api_key_usage"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "rare writes; a key's last use is already gathered in memory and written in the "
+    "background by the key service",
+)
+UPKEEP = TableGroup(
+    "upkeep",
+    ("exports", "request_rollup", "request_rollup_metadata", "request_seals", "schema_migrations"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "written by the collector's own background work (exports, the rollup's sealer, "
+    "migrations), one statement at a time",
+)
+
+WRITE_PLAN: tuple[TableGroup, ...] = (
+    REQUEST_LOG,
+    RUN_RECORDS,
+    REGISTRY,
+    SCORES,
+    EXPERIMENTS,
+    DATASETS,
+    KEYS,
+    UPKEEP,
+)
+"""Every table group of the store, as :mod:`collector.store.writes` describes them."""
