@@ -45,7 +45,7 @@ from ..store.experiments import ExperimentRow, ResultRow
 from ..store.exports import ExportJob
 from ..store.prompts import PromptHeadRow, PromptVersionRow
 from ..store.request_rows import RequestRow
-from ..store.scores import ScoreConfigRow, ScoreRow
+from ..store.score_rows import ScoreConfigRow, ScoreRow
 from ..store.traces import TraceSummary
 from .analytics import AnalyticsOutcome
 from .experiments import Computed

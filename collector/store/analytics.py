@@ -18,7 +18,8 @@ from clickhouse_connect.driver.client import Client
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
-from .scores import SCORE_SUMS, sibling
+from .score_sql import sibling
+from .score_tables import SCORE_SUMS
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
 METRICS = {

@@ -14,7 +14,7 @@ from .connection import utc
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .schema import Table, quote
-from .scores import record_scores_json
+from .score_sql import record_scores_json
 
 # Job state survives restarts; the newest row of an export wins (FINAL).
 EXPORTS = Table(

@@ -45,7 +45,7 @@ from .schema import (
     render,
     render_database,
 )
-from .scores import (
+from .score_tables import (
     SCORE_CONFIGS,
     SCORE_SUMS,
     SCORE_SUMS_MV,

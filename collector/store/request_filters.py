@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .scores import ScoreTest, score_clauses
+from .score_sql import ScoreTest, score_clauses
 
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 SLACK = 8

@@ -53,16 +53,15 @@ from .request_rows import (
 )
 from .request_tables import COLUMNS, REQUEST_IDS, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
 from .schema import quote
-from .scores import (
-    SCORES,
-    SCORES_BY_TARGET,
-    ScoreRow,
+from .score_rows import ScoreRow
+from .score_sql import (
     live_on_targets,
     read_traced_names,
     score_versions,
     sibling,
     tombstones_for_records,
 )
+from .score_tables import SCORES, SCORES_BY_TARGET
 from .traced_score_names import TracedScoreNames
 
 

@@ -24,7 +24,7 @@ from promptrail.collector.models.scores import ScoreIn
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.schema import Migration
-from promptrail.collector.store.scores import SCORE_SUMS_SEED
+from promptrail.collector.store.score_tables import SCORE_SUMS_SEED
 from tests.collector.test_scores import created, scores_api
 from tests.collector.test_scores_on_log import listed, log
 from tests.collector.upgrades import store_before

@@ -23,7 +23,8 @@ from fastapi.testclient import TestClient
 from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.schema import Migration
-from promptrail.collector.store.scores import SCORES_BY_TARGET_SEED, ScoreStore
+from promptrail.collector.store.score_tables import SCORES_BY_TARGET_SEED
+from promptrail.collector.store.scores import ScoreStore
 from tests.collector.test_scores import created, scores_api
 from tests.collector.test_scores_aggregate import scores_upgraded
 from tests.collector.test_scores_on_log import log

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from promptrail.collector.store.request_filters import RequestFilter, windows
-from promptrail.collector.store.scores import ScoreTest
+from promptrail.collector.store.score_sql import ScoreTest
 from tests.collector.test_scores import created, scores_api
 from tests.collector.test_scores_detail_read import counted_queries
 from tests.collector.test_scores_on_log import listed, log

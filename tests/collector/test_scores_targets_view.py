@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.scores import ScoreQuery, ScoreRow, ScoreStore
+from promptrail.collector.store.score_rows import ScoreQuery, ScoreRow
+from promptrail.collector.store.scores import ScoreStore
 from tests.collector.test_scores_aggregate import insert_old_scores
 from tests.collector.upgrades import store_before
 

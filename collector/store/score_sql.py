@@ -1,0 +1,250 @@
+"""The score SQL other stores borrow: the request, trace, analytics and export reads.
+
+The request log filters and sums records by their scores (:func:`score_clauses` over the
+sums table), reads a record's scores by target (:func:`score_versions`, resolved by
+:func:`live_on_targets`), ends the scores of deleted records (:func:`tombstones_for_records`)
+and exports each record's scores (:func:`record_scores_json`). Apart from the score store
+(:mod:`.scores`) so those stores depend on the rules of the score tables, not on the store
+that serves ``/v1/scores``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from .schema import quote
+from .score_rows import ScoreRow, score_row
+from .score_tables import FIELD_REF, READ_FIELDS, SCORE_FIELDS, SCORE_SUMS, SCORES_BY_TARGET
+
+# A stored version at a target as :func:`score_versions` reads it: where it is, which score and
+# when it was written, whether it ends the score, then what a read returns (ScoreRow's order).
+_VERSION = ("target", "id", "written_at", "is_deleted", *READ_FIELDS)
+VERSION_COLUMNS = ", ".join(_VERSION)
+# The same for a mean (ScoreValue): the fields up to ``value``, then ``created_at``.
+VALUE_VERSION_COLUMNS = (
+    "target, id, written_at, is_deleted, request_id, trace_id, name, data_type, value, created_at"
+)
+
+
+def score_versions(
+    by_target: str, project_param: str, targets: str, columns: str = VERSION_COLUMNS
+) -> str:
+    """SQL: every version stored in SCORES_BY_TARGET (the quoted ``by_target``) at the targets
+    ``targets`` (SQL of an Array(String) or a subquery) of the project ``{<project_param>}``,
+    as :func:`live_on_targets` reads them (``columns``: VALUE_VERSION_COLUMNS for means)."""
+    return (
+        f"SELECT {columns} FROM {by_target} "
+        f"WHERE project = {{{project_param}:String}} AND target IN {targets}"
+    )
+
+
+def live_on_targets(
+    project: str,
+    versions: Iterable[Sequence[Any]],
+    request_ids: Iterable[str],
+    trace_ids: Iterable[str] = (),
+) -> list[ScoreRow]:
+    """The live scores on these records or traces, newest first, from :func:`score_versions`.
+
+    The newest version of each (target, score id) says whether that score is live there: a
+    replacement that moves a score, a delete and a record's delete all write a tombstone at
+    the target the score leaves (ScoreStore.insert). Resolving the few versions of a detail or
+    a page here costs less than ClickHouse grouping them (``argMax`` of a wide tuple).
+    """
+    live = [
+        score_row(project, (v[1], *v[4:]))
+        for v in live_at_targets(versions, request_ids, trace_ids)
+    ]
+    live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
+    return live
+
+
+def live_at_targets(
+    versions: Iterable[Sequence[Any]], request_ids: Iterable[str], trace_ids: Iterable[str]
+) -> list[Sequence[Any]]:
+    """Of the versions read at some targets (target, id, written_at, is_deleted, request_id,
+    trace_id, ...), each (target, score id)'s newest when it is live and on one of the
+    records or traces asked for."""
+    newest: dict[tuple[str, str], Sequence[Any]] = {}
+    for version in versions:
+        key = (version[0], version[1])
+        kept = newest.get(key)
+        if kept is None or version[2] > kept[2]:
+            newest[key] = version
+    rs = {r for r in request_ids if r}
+    ts = {t for t in trace_ids if t}
+    return [v for v in newest.values() if not v[3] and (v[4] in rs or v[5] in ts)]
+
+
+@dataclass(frozen=True)
+class ScoreTest:
+    """One score filter of a list or export: ``score.<name>.min/.max``, ``=``, ``unscored``."""
+
+    name: str
+    kind: str  # "min", "max", "eq" or "unscored"
+    value: float | str | None = None
+
+
+def live_scores_of_name(table: str, name: str) -> str:
+    """SQL: the project's live scores named ``{<name>:String}``: (sid, rq, tr, num, txt)."""
+    fields = ", ".join(SCORE_FIELDS)
+    sql = (
+        "SELECT id AS sid, s.request_id AS rq, s.trace_id AS tr, s.value_number AS num, "
+        f"s.value_text AS txt FROM (SELECT id, argMax(tuple({fields}), written_at) AS s "
+        f"FROM {table} WHERE project = {{project:String}} AND id IN (SELECT id FROM {table} "
+        f"WHERE project = {{project:String}} AND name = {{{name}:String}}) GROUP BY id) "
+        f"WHERE s.is_deleted = 0 AND s.name = {{{name}:String}}"
+    )
+    return FIELD_REF.sub(lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})", sql)
+
+
+def sibling(table: str, name: str) -> str:
+    """The table ``name`` in the database of ``table`` (a quoted ``db.table``)."""
+    return f"{table.rsplit('.', 1)[0]}.{quote(name)}"
+
+
+def traced_names(table: str, names: Sequence[str]) -> str:
+    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) have a sum on a trace in the
+    project ``{project:String}``: one key range read to its first row per name."""
+    return " UNION ALL ".join(
+        f"(SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
+        f"AND name = {{tn{i}:String}} AND on_trace = 1 LIMIT 1)"
+        for i in range(len(names))
+    )
+
+
+def read_traced_names(client: Client, table: str, project: str, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` have a score on a trace in ``project``, as the store says
+    (``table``: the quoted scores table, whose sums are read)."""
+    if not names:
+        return []
+    rows = client.query(
+        traced_names(table, names),
+        parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
+    ).result_rows
+    return [str(r[0]) for r in rows]
+
+
+def score_clauses(
+    tests: Sequence[ScoreTest],
+    table: str,
+    records: str | None = None,
+    on_traces: frozenset[str] | None = None,
+) -> tuple[list[str], dict[str, Any]]:
+    """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
+
+    ``table`` is the scores table; the clauses read its sums (SCORE_SUMS), never the scores
+    themselves. A record's scores are its own and its trace's. ``eq`` keeps a record with
+    any such score of that value; ``unscored`` one with none of that name; ``min``/``max``
+    bound the mean of its numeric and boolean ones: the set of records that pass is one
+    aggregation of the name's sums by record (a trace's sums counted on each record of the
+    trace, found by the trace index of ``request_items``).
+
+    ``records``: a condition over ``request_items`` that every record the read can return
+    meets (the rest of its filter, a list page's window): only those records' sums are then
+    read, e.g. the newest hour's thousand instead of every record the name ever scored.
+
+    ``on_traces``: the names that may have scores on traces (:func:`traced_names`), when the
+    caller asked; a test of any other name reads its records' sums only (the trace half of
+    the clause, even when it finds nothing, costs as much as the record half).
+    """
+    sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
+    among = records or "project = {project:String}"
+    own_window = f" AND target IN (SELECT id FROM {items} WHERE {records})" if records else ""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for i, test in enumerate(tests):
+        params[f"sn{i}"] = test.name
+        named = f"FROM {sums} WHERE project = {{project:String}} AND name = {{sn{i}:String}}"
+        if test.kind in ("eq", "unscored"):
+            value = ""
+            if test.kind == "eq":
+                value = f" AND value_text = {{sv{i}:String}}"
+                params[f"sv{i}"] = str(test.value)
+            having = "GROUP BY target HAVING sum(scores) > 0"
+            of_records = f"SELECT target {named}{value} AND on_trace = 0{own_window} {having}"
+            of_traces = f"SELECT target {named}{value} AND on_trace = 1 {having}"
+            scored = f"(id IN ({of_records}) OR (trace_id != '' AND trace_id IN ({of_traces})))"
+            if on_traces is not None and test.name not in on_traces:
+                scored = f"id IN ({of_records})"
+            clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
+            continue
+        own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
+        traced = (
+            "SELECT r.id AS rid, s.total AS total, s.numbers AS numbers FROM (SELECT DISTINCT "
+            f"id, trace_id FROM {items} WHERE {among} AND trace_id IN "
+            f"(SELECT target {named} AND on_trace = 1)) AS r INNER JOIN (SELECT target, total, "
+            f"numbers {named} AND on_trace = 1) AS s ON r.trace_id = s.target"
+        )
+        op = ">=" if test.kind == "min" else "<="
+        params[f"sv{i}"] = float(test.value or 0)
+        if on_traces is None or test.name in on_traces:
+            own = f"{own} UNION ALL {traced}"
+        clauses.append(
+            f"id IN (SELECT rid FROM ({own}) GROUP BY rid "
+            f"HAVING sum(numbers) > 0 AND sum(total) / sum(numbers) {op} {{sv{i}:Float64}})"
+        )
+    return clauses, params
+
+
+def tombstones_for_records(table: str, record_ids: str) -> str:
+    """SQL: insert a tombstone of every live score on the records ``record_ids`` selects.
+
+    ``record_ids`` is a subquery (parameters ``{project:String}`` and its own); the tombstones
+    are built inside ClickHouse, as the records' are (store/requests.py ``delete_matching``).
+    """
+    fields = ", ".join(SCORE_FIELDS)
+    kept = ", ".join("toUInt8(1)" if f == "is_deleted" else f"s.{f}" for f in SCORE_FIELDS)
+    sql = (
+        f"INSERT INTO {table} (project, id, {fields}, written_at) "
+        f"SELECT {{project:String}}, id, {kept}, now64(6) FROM ("
+        f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
+        f"WHERE project = {{project:String}} AND id IN (SELECT id FROM "
+        f"{sibling(table, SCORES_BY_TARGET.name)} WHERE project = {{project:String}} AND target IN "
+        f"({record_ids})) GROUP BY id) WHERE s.is_deleted = 0 AND s.request_id IN ({record_ids})"
+    )
+    return FIELD_REF.sub(lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})", sql)
+
+
+def record_scores_json(table: str) -> str:
+    """SQL expression: the JSON array of a log row's scores (its own and its trace's), newest
+    first, as score objects; over a table with ``id`` and ``trace_id``.
+
+    The project's live scores are read once per query into a map, target -> [(time, JSON)]
+    (a scalar subquery), which every exported row looks its record and trace up in.
+    """
+    fields = ", ".join(SCORE_FIELDS)
+    obj = (
+        "concat('{\"id\":', toJSONString(id), ',\"request_id\":', "
+        "if(s.request_id = '', 'null', toJSONString(s.request_id)), ',\"trace_id\":', "
+        "if(s.trace_id = '', 'null', toJSONString(s.trace_id)), ',\"name\":', "
+        "toJSONString(s.name), ',\"data_type\":', toJSONString(toString(s.data_type)), "
+        "',\"value\":', s.value, ',\"comment\":', "
+        "if(isNull(s.comment), 'null', toJSONString(assumeNotNull(s.comment))), "
+        "',\"correction\":', "
+        "if(isNull(s.correction), 'null', toJSONString(assumeNotNull(s.correction))), "
+        "',\"source\":', toJSONString(toString(s.source)), ',\"metadata\":', s.metadata, "
+        "',\"created_at\":', "
+        "toJSONString(formatDateTime(s.created_at, '%Y-%m-%dT%H:%i:%S.%fZ')), '}')"
+    )
+    live = (
+        f"SELECT if(s.request_id != '', concat('r:', s.request_id), "
+        f"concat('t:', s.trace_id)) AS k, (s.created_at, {obj}) AS o FROM ("
+        f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
+        "WHERE project = {project:String} GROUP BY id) WHERE s.is_deleted = 0"
+    )
+    by_target = FIELD_REF.sub(
+        lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})",
+        "(SELECT CAST(mapFromArrays(groupArray(k), groupArray(os)), "
+        "'Map(String, Array(Tuple(DateTime64(3, \\'UTC\\'), String)))') "
+        f"FROM (SELECT k, groupArray(o) AS os FROM ({live}) GROUP BY k))",
+    )
+    return (
+        "concat('[', arrayStringConcat(arrayMap(x -> x.2, arrayReverseSort(x -> x.1, "
+        f"arrayConcat({by_target}[concat('r:', id)], if(trace_id != '', "
+        f"{by_target}[concat('t:', trace_id)], [])))), ','), ']')"
+    )

@@ -1,0 +1,214 @@
+"""The score tables: their DDL, and the field lists the score SQL is built from.
+
+Apart from the queries so the migrations import only what they create, and so the score
+store (:mod:`.scores`) and the score SQL other stores borrow (:mod:`.score_sql`) build on one
+definition of a score's fields.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .schema import Backfill, Table, View
+
+SCORES = Table(
+    name="scores",
+    columns=(
+        "project String",
+        "id String",
+        "request_id String",  # '' on a trace's score
+        "trace_id String",  # '' on a record's score
+        "name String",
+        "data_type LowCardinality(String)",
+        "value String",  # the value's JSON text, returned as given
+        "value_number Nullable(Float64)",  # numeric, or boolean as 1/0: what means average
+        "value_text String",  # categorical, or boolean as true/false: what filters match
+        "comment Nullable(String)",
+        "correction Nullable(String)",
+        "source LowCardinality(String)",
+        "metadata String",
+        "created_at DateTime64(3, 'UTC')",
+        "written_at DateTime64(6, 'UTC')",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("written_at", "is_deleted"),
+    order_by="(project, id)",
+    indexes=(
+        "INDEX idx_request request_id TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_name name TYPE bloom_filter GRANULARITY 4",
+    ),
+)
+
+# One row per (project, name); the newest write wins.
+SCORE_CONFIGS = Table(
+    name="score_configs",
+    columns=(
+        "project String",
+        "name String",
+        "data_type LowCardinality(String)",
+        "min Nullable(Float64)",
+        "max Nullable(Float64)",
+        "categories Array(String)",
+        "has_categories UInt8",
+        "description Nullable(String)",
+        "updated_at DateTime64(6, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at",),
+    order_by="(project, name)",
+)
+
+# Per (project, name, target, value): the sums of the live scores (migration 16). The view
+# below adds every score row as it is inserted: a live version with sign +1, a tombstone with
+# sign -1. A tombstone always carries the fields of the live version it ends (a delete copies
+# them; a replacement is preceded, in the same insert block, by a tombstone of the version it
+# replaces: ScoreStore.insert), so the sums count exactly the live scores whatever the merge
+# order. The value is in the key: a version and its tombstone cancel exactly (same key, same
+# number), and a key whose sums all reach 0 is dropped by the next merge.
+SCORE_SUMS = Table(
+    name="score_sums",
+    columns=(
+        "project String",
+        "name String",
+        "on_trace UInt8",  # 1: target is a trace id, 0: a record id
+        "target String",
+        "value_text String",
+        "total Float64",  # sum of value_number (numeric, boolean as 1/0)
+        "numbers Int64",  # how many of them have a value_number
+        "scores Int64",  # how many scores
+    ),
+    engine="SummingMergeTree",
+    engine_args=("(total, numbers, scores)",),
+    order_by="(project, name, on_trace, target, value_text)",
+)
+
+SCORE_SUMS_MV = View(
+    name="score_sums_mv",
+    to_table="score_sums",
+    select=(
+        "SELECT project, name, toUInt8(trace_id != '') AS on_trace, "
+        "if(trace_id != '', trace_id, request_id) AS target, value_text, "
+        "if(is_deleted = 1, -1., 1.) * ifNull(value_number, 0.) AS total, "
+        "toInt64(if(is_deleted = 1, -1, 1) * isNotNull(value_number)) AS numbers, "
+        "toInt64(if(is_deleted = 1, -1, 1)) AS scores FROM {db}.scores"
+    ),
+)
+
+# The sums of the scores stored before migration 16: each id's newest version, when live.
+# Written only into an empty table, so that a migration run twice (two collectors starting
+# at once, a start that stopped before recording it) never counts a score twice.
+_SCORE_SUMS_SEED = View(
+    name="score_sums_seed",
+    to_table="score_sums",
+    select=(
+        "SELECT project, s.3 AS name, toUInt8(s.2 != '') AS on_trace, "
+        "if(s.2 != '', s.2, s.1) AS target, s.4 AS value_text, "
+        "ifNull(s.5, 0.) AS total, toInt64(isNotNull(s.5)) AS numbers, toInt64(1) AS scores "
+        "FROM (SELECT project, id, argMax(tuple(request_id, trace_id, name, value_text, "
+        "value_number, is_deleted), written_at) AS s FROM {db}.scores GROUP BY project, id) "
+        "WHERE s.6 = 0 AND (SELECT count() FROM {db}.score_sums) = 0"
+    ),
+)
+SCORE_SUMS_SEED = Backfill(_SCORE_SUMS_SEED, SCORE_SUMS)
+
+# Which score ids ever pointed at a record or trace (migration 16): a detail's or a list
+# page's candidates are a range of this key instead of a bloom filter test of every granule
+# of ``scores``. Only ever widens the candidates (an id stays after it moved), and a repeat
+# is harmless, so a plain MergeTree and a plain backfill. No longer read or written: its
+# view is dropped by migration 26 (every read takes its candidates from SCORES_BY_TARGET,
+# and the view cost each score write a third insert); the table stays, as a dropped view's.
+SCORE_TARGETS = Table(
+    name="score_targets",
+    columns=("project String", "target String", "id String"),
+    order_by="(project, target, id)",
+)
+
+SCORE_TARGETS_MV = View(
+    name="score_targets_mv",
+    to_table="score_targets",
+    select=(
+        "SELECT project, if(trace_id != '', trace_id, request_id) AS target, id "
+        "FROM {db}.scores WHERE is_deleted = 0"
+    ),
+)
+
+# Every version of every score, by target (migration 22): what a record's detail and a list
+# page read. A replacement that moves a score is preceded by a tombstone of the version it
+# replaces, at the old target (ScoreStore.insert), so the newest row of each (target, id)
+# says exactly whether that score is live on that target; no read of ``scores`` by id, whose
+# sort key scatters a page's few ids over every granule, is needed. Fine granules: each read is
+# a handful of key lookups. A row written twice (the view and the backfill) changes no newest
+# version.
+SCORES_BY_TARGET = Table(
+    name="scores_by_target",
+    columns=(
+        "project String",
+        "target String",
+        "id String",
+        *(c for c in SCORES.columns if c.split()[0] not in ("project", "id")),
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("written_at",),
+    order_by="(project, target, id)",
+    settings=("index_granularity = 256",),
+)
+
+SCORES_BY_TARGET_MV = View(
+    name="scores_by_target_mv",
+    to_table="scores_by_target",
+    select=(
+        "SELECT project, if(trace_id != '', trace_id, request_id) AS target, id, "
+        + ", ".join(c.split()[0] for c in SCORES.columns if c.split()[0] not in ("project", "id"))
+        + " FROM {db}.scores"
+    ),
+)
+
+SCORE_FIELDS = (
+    "request_id",
+    "trace_id",
+    "name",
+    "data_type",
+    "value",
+    "value_number",
+    "value_text",
+    "comment",
+    "correction",
+    "source",
+    "metadata",
+    "created_at",
+    "is_deleted",
+)
+
+# What a read returns after the id, in ScoreRow's order.
+READ_FIELDS = (
+    "request_id",
+    "trace_id",
+    "name",
+    "data_type",
+    "value",
+    "comment",
+    "correction",
+    "source",
+    "metadata",
+    "created_at",
+)
+FIELD_REF = re.compile(r"\bs\.(" + "|".join(SCORE_FIELDS) + r")\b")
+
+# The scores stored before migration 22, each id's newest version at its target (a moved
+# score's older targets then hold nothing of it: correct, whether or not the move was stored
+# with a tombstone, as it was not before migration 16).
+_SCORES_BY_TARGET_SEED = View(
+    name="scores_by_target_seed",
+    to_table="scores_by_target",
+    select=FIELD_REF.sub(
+        lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})",
+        "SELECT project, if(s.trace_id != '', s.trace_id, s.request_id) AS target, id, "
+        + ", ".join(f"s.{f}" for f in SCORE_FIELDS if f != "is_deleted")
+        + ", w, s.is_deleted FROM (SELECT project, id, argMax(tuple("
+        + ", ".join(SCORE_FIELDS)
+        + "), written_at) AS s, max(written_at) AS w FROM {db}.scores GROUP BY project, id)",
+    ),
+)
+SCORES_BY_TARGET_SEED = Backfill(_SCORES_BY_TARGET_SEED, SCORES_BY_TARGET)
