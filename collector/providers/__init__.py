@@ -1,7 +1,7 @@
 """Model providers behind one small interface: a completion, whole or streamed.
 
 A run renders a prompt version into a :class:`CompletionRequest` and hands it to the
-:class:`Provider` its model routes to (``services.model_routing``)::
+:class:`Provider` its model routes to (``providers.routing``)::
 
     provider = OpenAIProvider(ProviderEndpoint("https://api.openai.com/v1", key), HttpPolicy())
     request = CompletionRequest(model="gpt-4o-mini", messages=(ChatMessage("user", "Hi"),))

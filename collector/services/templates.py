@@ -1,10 +1,10 @@
-"""Templates: parse, list variables, render, the double-brace payload, model routing.
+"""Templates: parse, list variables, render, and the double-brace payload.
 
 A stored template writes variables as ``{name}`` and literal braces as ``{{`` and ``}}``
 (Python ``str.format`` rules, restricted to identifier names, any script included). A
 lone brace is an error, so a template that parses today renders the same way on the service
 and on every client. The payload a client renders itself (spec 2.3, CONTRACT 4) names the
-provider that serves the version's model (CONTRACT 5), as runs choose it.
+provider that serves the version's model, as runs choose it (``providers.routing``).
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from ..errors import InvalidTemplate
 from ..models.prompts import TemplateOut, VariableSpec
+from ..providers.routing import provider_for
 from ..store.prompts import PromptVersionRow
-
-Provider = Literal["openai", "anthropic"]
-
-_OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _EXCERPT = 200
@@ -99,24 +95,6 @@ def to_double_brace(template: str) -> str:
 
 def _excerpt(template: str) -> str:
     return template if len(template) <= _EXCERPT else template[:_EXCERPT] + "…"
-
-
-def provider_for(model: str) -> tuple[Provider, str] | None:
-    """Return (provider, provider's model name) for ``model``, or None when unknown.
-
-    >>> provider_for("anthropic/claude-sonnet-4")
-    ('anthropic', 'claude-sonnet-4')
-    """
-    prefix, _, rest = model.partition("/")
-    if rest and prefix == "openai":
-        return "openai", rest
-    if rest and prefix == "anthropic":
-        return "anthropic", rest
-    if model.startswith(_OPENAI_PREFIXES):
-        return "openai", model
-    if model.startswith("claude-"):
-        return "anthropic", model
-    return None
 
 
 def template_payload(row: PromptVersionRow) -> TemplateOut:

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ...errors import ExperimentNotFound, ValidationFailed
 from ...models.experiments import ExperimentIn, ResultIn
+from ...providers.routing import provider_for
 from ...store.datasets import ItemRow
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
 from ..cursors import CursorCodec
@@ -27,7 +28,6 @@ from ..ingest import rejection_of
 from ..prompts import PromptService
 from ..runs import RunService
 from ..scores import ScoreService
-from ..templates import provider_for
 from .comparison import ComparePage, Comparison
 from .results import ResultWriter, now_ms
 from .runner import ExperimentRunner
