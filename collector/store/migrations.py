@@ -57,7 +57,7 @@ from .score_tables import (
     SCORES_BY_TARGET_MV,
     SCORES_BY_TARGET_SEED,
 )
-from .traces import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, THREAD_ITEMS, THREAD_ITEMS_MV
+from .thread_tables import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, THREAD_ITEMS, THREAD_ITEMS_MV
 
 logger = logging.getLogger("promptrail.store")
 

@@ -1,0 +1,119 @@
+"""The tables the trace, session and user reads have of their own: the activity rollup and
+the thread items, with the views that fill them from the request log.
+
+Apart from the reads so the migrations import only what they create.
+"""
+
+from __future__ import annotations
+
+from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
+from .schema import Table, View
+
+# Where a list item's tokens and cost sit in its packed ``item`` (1-based JSON positions).
+_TOKENS = ITEM_NAMES.index("total_tokens") + 1
+_COST = ITEM_NAMES.index("estimated_cost_usd") + 1
+
+# The rollup the session and user lists take their candidates from: per (project, session or
+# user, day, kind), the latest record's time, the number of tombstones and (for a session) its
+# users. Kept by a view from every insert into the log, copies and tombstones too: a retried
+# copy changes no maximum, a late record raises its own day's, and a tombstone is counted (not
+# subtracted), which marks that key's latest time as an upper bound only. So the rollup never
+# gives a total: it orders candidates by a time that is exact or too late, and each candidate
+# is then summed exactly from its live records (see ThreadReads._rolled_page).
+ACTIVITY_ROLLUP = Table(
+    name="activity_rollup",
+    columns=(
+        "project LowCardinality(String)",
+        "key LowCardinality(String)",
+        "value String",
+        "day Date",
+        "kind LowCardinality(String)",
+        "last_at SimpleAggregateFunction(max, DateTime64(3, 'UTC'))",
+        "tombstones SimpleAggregateFunction(sum, UInt64)",
+        "user_ids SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
+    ),
+    engine="AggregatingMergeTree",
+    order_by="(project, key, day, value, kind)",
+    sharded=True,
+    sharding_key="cityHash64(project, value)",
+)
+
+ACTIVITY_ROLLUP_MV = View(
+    name="activity_rollup_mv",
+    to_table=ACTIVITY_ROLLUP.name,
+    select=(
+        "SELECT project, key, metadata_map[key] AS value, toDate(created_at) AS day, kind, "
+        "max(created_at) AS last_at, toUInt64(sum(is_deleted)) AS tombstones, "
+        "groupUniqArrayArrayIf([metadata_map['user_id']], "
+        "key = 'session_id' AND metadata_map['user_id'] != '') AS user_ids "
+        f"FROM {{db}}.{REQUESTS.name}{{local}} "
+        "ARRAY JOIN ['session_id', 'user_id'] AS key "
+        "WHERE metadata_map[key] != '' GROUP BY project, key, value, day, kind"
+    ),
+    sharded=True,
+)
+
+
+# The records of each trace, session and user, in the order their pages and sums read them:
+# one row per (record, key) for the record's trace (key 'trace_id'), its session ('session_id')
+# and its user ('user_id'). A trace's or a session's row carries what a list item shows; a
+# user's, which no page lists, only what the user list sums (its ``item`` and ``trace`` are
+# empty). A page of a trace or a session is one primary-key range read here, where it was keys
+# from an index and then those keys looked up in ``request_items`` (sorted by time, so each key
+# a seek of its own); a session's or a user's sums over a period are one range read each,
+# where a user's were its keys from the metadata index looked up in ``request_items``, granules
+# all over the month. One table for the three keys, so an insert writes one part more, not
+# three. Filled by a view over ``request_items`` (the list copy the log's view writes: its
+# packed ``item`` is reused, not packed again; tokens and cost read from it once a record),
+# copies and tombstones too (reads resolve them as pages do), and for the records stored
+# before migration 23 by its backfill. Granules of 128 rows, as ``request_items``: a page of
+# 100 decompresses one or two granules of each part holding it.
+THREAD_ITEMS = Table(
+    name="thread_items",
+    columns=(
+        # The metadata index's key and the filter columns it copies (its versions come last).
+        *(
+            c
+            for c in REQUEST_METADATA.columns
+            if c.split(" ", 1)[0] not in ("row_version", "is_deleted")
+        ),
+        "item String",
+        "trace String",
+        "cost_known Bool",
+        "kind LowCardinality(String)",
+        "trace_id String",
+        "session_id String",
+        "user_id String",
+        "total_tokens UInt32",
+        "estimated_cost_usd Float64",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine=REQUEST_ITEMS.engine,
+    engine_args=REQUEST_ITEMS.engine_args,
+    partition_by=REQUEST_ITEMS.partition_by,
+    order_by="(project, key, value, created_at, id)",
+    sharded=True,
+    # As the log: a record's rows live on the record's shard.
+    sharding_key=REQUEST_ITEMS.sharding_key,
+    settings=REQUEST_ITEMS.settings,
+)
+
+THREAD_ITEMS_MV = View(
+    name="thread_items_mv",
+    to_table=THREAD_ITEMS.name,
+    select=(
+        "SELECT project, key, value, created_at, id, prompt_name, model, status, "
+        "if(key = 'user_id', '', item) AS item, if(key = 'user_id', '', trace) AS trace, "
+        "cost_known, kind, trace_id, session_id, user_id, total_tokens, estimated_cost_usd, "
+        "row_version, is_deleted FROM ("
+        "SELECT project, created_at, id, prompt_name, model, status, item, trace, cost_known, "
+        "kind, trace_id, metadata_map['session_id'] AS session_id, "
+        f"metadata_map['user_id'] AS user_id, JSONExtractUInt(item, {_TOKENS}) AS total_tokens, "
+        f"JSONExtractFloat(item, {_COST}) AS estimated_cost_usd, row_version, is_deleted "
+        f"FROM {{db}}.{REQUEST_ITEMS.name}{{local}}) "
+        "ARRAY JOIN ['trace_id', 'session_id', 'user_id'] AS key, "
+        "[trace_id, session_id, user_id] AS value WHERE value != ''"
+    ),
+    sharded=True,
+)
