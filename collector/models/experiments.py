@@ -110,7 +110,10 @@ class ExperimentOut(BaseModel):
     label: str | None
     model: str | None
     status: Literal["running", "completed", "cancelled", "failed"]
-    error: str | None = Field(description="Why a failed experiment failed.")
+    error: str | None = Field(
+        description="Why a failed experiment failed; on a completed one, what went wrong in "
+        "some results (a judge that could not give its verdict)."
+    )
     evaluators: list[dict[str, Any]]
     repetitions: int
     concurrency: int

@@ -16,7 +16,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -35,6 +35,9 @@ from .results import ResultWriter, now_ms
 logger = logging.getLogger("promptrail.experiments")
 
 STOPPED = "the collector stopped while the experiment ran"
+# What a judge prompt is rendered with: a template using any other variable is refused when
+# the experiment is created (see docs/api-notes.md, "Datasets and experiments").
+JUDGE_VARIABLES = ("input", "output", "expected_output")
 # Experiments running in this process, by any collector of it (several collectors of one
 # process may share an embedded store: a start-up must not fail what another one runs).
 _RUNNING_HERE: set[str] = set()
@@ -49,6 +52,8 @@ class ExperimentRunner:
         self._runs = runs
         self._writer = writer
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        # Per running experiment, the results whose judge failed (the note its end carries).
+        self._judge_failures: dict[str, list[str]] = {}
 
     def start(self, project: str, experiment: ExperimentRow, items: Sequence[ItemRow]) -> None:
         """Run a service experiment in the background, on the running event loop."""
@@ -60,6 +65,7 @@ class ExperimentRunner:
 
         def forget(_: asyncio.Task[None]) -> None:
             self._tasks.pop(experiment.id, None)
+            self._judge_failures.pop(experiment.id, None)
             _RUNNING_HERE.discard(experiment.id)
 
         task.add_done_callback(forget)
@@ -153,7 +159,18 @@ class ExperimentRunner:
                 self._writer.finish, project, experiment, "failed", "internal error; see the log"
             )
             return
-        await anyio.to_thread.run_sync(self._writer.finish, project, experiment, "completed", None)
+        note = self._judge_note(experiment.id)
+        await anyio.to_thread.run_sync(self._writer.finish, project, experiment, "completed", note)
+
+    def _judge_note(self, experiment_id: str) -> str | None:
+        """What a completed experiment's ``error`` says when judges failed on its results."""
+        failures = self._judge_failures.pop(experiment_id, [])
+        if not failures:
+            return None
+        return (
+            f"a judge failed {len(failures)} time(s): those results are errors (counted in "
+            f"counts.errors); the first: {failures[0]}"
+        )
 
     async def _run_one(
         self,
@@ -202,21 +219,27 @@ class ExperimentRunner:
             )
         scores: dict[str, Any] = {}
         judge_cost = 0.0
+        failed: list[str] = []
         for evaluator in evaluators:
             if evaluator.type == "llm_judge":
-                value, cost = await self._judge(project, experiment, evaluator, item, answer)
-                judge_cost += cost
+                verdict = await self._judge(project, experiment, evaluator, item, answer)
+                value, judge_cost = verdict.value, judge_cost + verdict.cost_usd
+                if verdict.error is not None:
+                    failed.append(verdict.error)
             else:
                 value = evaluate_simple(
                     evaluator.type, answer.output, item.expected_output, evaluator.pattern
                 )
             if value is not None:
                 scores[evaluator.name] = value
+        # A judge that could not give its verdict makes the result an error (counted in
+        # counts.errors): the output and the other verdicts stay.
         return replace(
             base,
             request_id=answer.id,
             output=answer.output,
-            status="success",
+            status="error" if failed else "success",
+            error="; ".join(failed),
             scores=scores,
             latency_ms=float(answer.latency_ms),
             estimated_cost_usd=answer.usage.estimated_cost_usd,
@@ -231,8 +254,9 @@ class ExperimentRunner:
         evaluator: Evaluator,
         item: ItemRow,
         answer: Any,
-    ) -> tuple[float | None, float]:
-        """Run the judge prompt on one output; return its score (None: no verdict) and cost."""
+    ) -> JudgeVerdict:
+        """Run the judge prompt on one output; return its score (None: no verdict), its cost,
+        or why the judge could not run."""
         body = RunRequest(
             variables={
                 "input": json.dumps(item.input_variables, ensure_ascii=False),
@@ -248,13 +272,40 @@ class ExperimentRunner:
         target = RunTarget(evaluator.prompt or "", evaluator.version, evaluator.label)
         try:
             run = await self._runs.prepare(project, target, body)
-            verdict = await self._runs.complete(run)
-        except UpstreamProviderFailed:
-            return None, 0.0  # the judge's record says why
+            reply = await self._runs.complete(run)
         except ContractError as exc:
-            logger.warning("judge %s of %s: %s", evaluator.name, experiment.id, exc.message)
-            return None, 0.0
-        return judge_value(verdict.output, evaluator.categories), verdict.usage.estimated_cost_usd
+            # Its prompt is gone or changed since the experiment was created (a template
+            # using other variables is refused then), or its provider failed (the judge's
+            # record says more).
+            problem = _judge_error(exc)
+        except Exception as exc:
+            logger.exception("judge %s of experiment %s failed", evaluator.name, experiment.id)
+            problem = f"internal error: {type(exc).__name__}"
+        else:
+            value = judge_value(reply.output, evaluator.categories)
+            return JudgeVerdict(value, reply.usage.estimated_cost_usd)
+        error = f"judge '{evaluator.name}' failed: {problem}"
+        self._judge_failures.setdefault(experiment.id, []).append(error)
+        return JudgeVerdict(None, 0.0, error)
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """What one judge said of one output."""
+
+    value: float | None
+    cost_usd: float
+    error: str | None = None
+
+
+def _judge_error(exc: ContractError) -> str:
+    missing = exc.details.get("missing_variables")
+    if missing:
+        return (
+            f"its prompt uses {', '.join(missing)}, but a judge is given only "
+            f"{', '.join(JUDGE_VARIABLES)}"
+        )
+    return exc.message
 
 
 def _error_text(exc: ContractError) -> str:

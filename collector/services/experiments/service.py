@@ -28,9 +28,10 @@ from ..ingest import rejection_of
 from ..prompts import PromptService
 from ..runs import RunService
 from ..scores import ScoreService
+from ..templates import template_variables
 from .comparison import ComparePage, Comparison
 from .results import ResultWriter, now_ms
-from .runner import ExperimentRunner
+from .runner import JUDGE_VARIABLES, ExperimentRunner
 from .summaries import Computed, ScoreScales, summary_of
 
 _RESULT_IN: TypeAdapter[ResultIn] = TypeAdapter(ResultIn)
@@ -118,14 +119,24 @@ class ExperimentService:
         return experiment, items
 
     def _check_judges(self, project: str, evaluators: Sequence[Evaluator]) -> None:
-        """Refuse a judge whose prompt (version or label) does not exist."""
-        for evaluator in evaluators:
-            if evaluator.type == "llm_judge":
-                self._prompts.resolve_version(
-                    project,
-                    evaluator.prompt or "",
-                    number=evaluator.version,
-                    label=evaluator.label,
+        """Refuse a judge whose prompt (version or label) does not exist (404), or whose
+        template uses a variable a judge is not given (400 naming ``evaluators``)."""
+        for index, evaluator in enumerate(evaluators):
+            if evaluator.type != "llm_judge":
+                continue
+            row = self._prompts.resolve_version(
+                project, evaluator.prompt or "", number=evaluator.version, label=evaluator.label
+            )
+            unknown = [v for v in template_variables(row.template) if v not in JUDGE_VARIABLES]
+            if unknown:
+                raise ValidationFailed(
+                    "evaluators",
+                    f"the judge '{evaluator.name}' (prompt '{row.name}' version {row.version}) "
+                    f"uses the variable '{unknown[0]}': a judge prompt can use only "
+                    f"{', '.join(JUDGE_VARIABLES)}",
+                    index=index,
+                    evaluator=evaluator.name,
+                    variables=unknown,
                 )
 
     def start(self, project: str, experiment: ExperimentRow, items: Sequence[ItemRow]) -> None:
