@@ -7,17 +7,15 @@ A delete inserts a tombstone (row_version 2, is_deleted 1) over the same key, wh
 record at once; a late retry of the original (row_version 1) can never bring it back.
 
 The tables are defined in :mod:`.request_tables`, rows encoded and decoded in
-:mod:`.request_rows`, filters written as SQL in :mod:`.request_filters`, and metadata-filtered
-pages planned in :mod:`.metadata_index`.
+:mod:`.request_rows`, filters written as SQL in :mod:`.request_filters`, metadata-filtered
+pages planned in :mod:`.metadata_index`, and what the store keeps per process beside the log
+(inserts under way, the newest record, score filters' density) in :mod:`.request_hints`.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -39,6 +37,7 @@ from .request_filters import (
     widened,
     windows,
 )
+from .request_hints import DensityHints, density_key_of, inserts_into, newest_of
 from .request_rows import (
     DETAIL_COLUMNS,
     JSON_INPUT,
@@ -63,134 +62,6 @@ from .score_sql import (
 )
 from .score_tables import SCORES, SCORES_BY_TARGET
 from .traced_score_names import TracedScoreNames
-
-
-class InsertsUnderWay:
-    """The inserts into one table running now in this process, by ticket."""
-
-    def __init__(self) -> None:
-        self._running: set[int] = set()
-        self._tickets = itertools.count()
-        self._changed = threading.Condition()
-
-    def begin(self) -> int:
-        """Note an insert starting; return its ticket for :meth:`end`."""
-        with self._changed:
-            ticket = next(self._tickets)
-            self._running.add(ticket)
-        return ticket
-
-    def end(self, ticket: int) -> None:
-        """Note an insert ended (stored or failed)."""
-        with self._changed:
-            self._running.discard(ticket)
-            self._changed.notify_all()
-
-    def running(self) -> frozenset[int]:
-        """The tickets of the inserts running now."""
-        with self._changed:
-            return frozenset(self._running)
-
-    def wait(self, tickets: frozenset[int], timeout: float = 30.0) -> None:
-        """Wait for the inserts of ``tickets`` to end."""
-        with self._changed:
-            self._changed.wait_for(lambda: not tickets & self._running, timeout)
-
-
-_UNDER_WAY: dict[str, InsertsUnderWay] = {}
-_UNDER_WAY_LOCK = threading.Lock()
-
-
-def _inserts_into(table: str) -> InsertsUnderWay:
-    with _UNDER_WAY_LOCK:
-        return _UNDER_WAY.setdefault(table, InsertsUnderWay())
-
-
-# How long a read of the log's newest time is trusted before a list page reads it again: the
-# records other processes store meanwhile are not noted here (a hint older than the log costs
-# reading, never records: see NewestHint).
-_NEWEST_TRUSTED_FOR = 10.0
-
-
-class NewestHint:
-    """The created_at of the newest record of one log table, as far as this process knows.
-
-    Read from the store (at most every _NEWEST_TRUSTED_FOR seconds, when a list page needs
-    it) and raised by the ingest path as it stores records. A list page counts its windows
-    back from it (request_filters.windows): windows are lower bounds only, so any hint keeps
-    a page exact. One older than the log makes the first window read more; one newer (records
-    gone) leaves it empty, and the page then reads the log's newest time itself.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._at: datetime | None = None
-        self._read_at: float | None = None  # time.monotonic() of the last read
-
-    def current(self) -> tuple[datetime | None, bool]:
-        """The hint and whether it is still trusted (False: read the store again)."""
-        with self._lock:
-            read_at = self._read_at
-            trusted = read_at is not None and time.monotonic() - read_at < _NEWEST_TRUSTED_FOR
-            return self._at, trusted
-
-    def read(self, at: datetime | None) -> None:
-        """Set the hint to what the store just said (None: the log is empty)."""
-        with self._lock:
-            self._at, self._read_at = at, time.monotonic()
-
-    def note(self, at: datetime | None) -> None:
-        """Raise the hint to ``at``, a stored record's time, once it was read at all (before
-        that a record of the past would say less than the log holds)."""
-        with self._lock:
-            if at is not None and self._read_at is not None and (self._at is None or at > self._at):
-                self._at = at
-
-
-_NEWEST: dict[str, NewestHint] = {}
-
-
-class DensityHints:
-    """Per score filter, how densely the records passing it lay in the last page of it:
-    records per second between the page's anchor and its last row (see
-    ``request_filters.widened``). A hint only sizes a page's first window; any is exact."""
-
-    _MAX = 256
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._density: OrderedDict[Hashable, float] = OrderedDict()
-
-    def get(self, key: Hashable) -> float | None:
-        """The density last seen for ``key``, if any."""
-        with self._lock:
-            return self._density.get(key)
-
-    def put(self, key: Hashable, density: float) -> None:
-        """Keep what a page of ``key`` saw (the least recently set go past _MAX)."""
-        with self._lock:
-            self._density[key] = density
-            self._density.move_to_end(key)
-            while len(self._density) > self._MAX:
-                self._density.popitem(last=False)
-
-
-def _density_key(project: str, filters: RequestFilter) -> Hashable:
-    """What a density hint is kept by: every part of the filter but its dates."""
-    return (
-        project,
-        filters.prompt_name,
-        filters.status,
-        filters.model,
-        filters.trace_id,
-        filters.kinds,
-        filters.scores,
-    )
-
-
-def _newest_of(table: str) -> NewestHint:
-    with _UNDER_WAY_LOCK:
-        return _NEWEST.setdefault(table, NewestHint())
 
 
 class RequestStore:
@@ -231,9 +102,9 @@ class RequestStore:
         )
         # The inserts under way into this table, shared by every store of it in the process
         # (the embedded store inserts through a client of its own): see :meth:`get`.
-        self._under_way = _inserts_into(self.table)
-        # The newest record's time, shared the same way: see NewestHint.
-        self._newest_hint = _newest_of(self.items_table)
+        self._under_way = inserts_into(self.table)
+        # The newest record's time, shared the same way: see request_hints.NewestHint.
+        self._newest_hint = newest_of(self.items_table)
         self._densities = DensityHints()
 
     # -- writes ----------------------------------------------------------------------------
@@ -260,7 +131,7 @@ class RequestStore:
 
     def note_stored(self, newest: datetime | None) -> None:
         """Note records stored up to ``newest`` (their latest created_at): list pages count
-        their windows back from the log's newest record (see :class:`NewestHint`)."""
+        their windows back from the log's newest record (see :class:`.request_hints.NewestHint`)."""
         self._newest_hint.note(newest)
 
     def probe_insert(self) -> None:
@@ -422,7 +293,7 @@ class RequestStore:
         table, columns = self.items_table, LIST_COLUMNS
         build: Callable[[Sequence[Any]], RequestRow] = item_row
         # A score filter's page sizes its first window from the last page of it: DensityHints.
-        density_key = _density_key(project, filters) if filters.scores else None
+        density_key = density_key_of(project, filters) if filters.scores else None
         looked = True  # for the log's newest record: see below
         top: datetime | None = None  # of the span the next pass reads: see reach
         if search is not None:
