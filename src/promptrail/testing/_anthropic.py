@@ -49,8 +49,9 @@ class AnthropicStub(StubProvider):
     def answer(self, body: dict[str, Any]) -> Response:
         """A message, or its events when the request streams."""
         input_tokens = self.count_words(body["messages"], body.get("system") or "")
+        reply = self.reply_to(body)
         if body.get("stream"):
-            events = self._events(body["model"], input_tokens)
+            events = self._events(body["model"], reply, input_tokens)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
         return JSONResponse(
             {
@@ -58,14 +59,14 @@ class AnthropicStub(StubProvider):
                 "type": "message",
                 "role": "assistant",
                 "model": body["model"],
-                "content": [{"type": "text", "text": self.script.reply}],
+                "content": [{"type": "text", "text": reply}],
                 "stop_reason": "end_turn",
                 "stop_sequence": None,
-                "usage": self._usage(input_tokens),
+                "usage": self._usage(input_tokens, reply),
             }
         )
 
-    def _usage(self, input_tokens: int, started: bool = False) -> dict[str, Any]:
+    def _usage(self, input_tokens: int, reply: str, started: bool = False) -> dict[str, Any]:
         """The usage object as the Messages API counts: ``input_tokens`` leave out the
         cache's reads and writes; the output tokens include the thinking. ``started``: the
         one in message_start, before any output (1 token, as the API says)."""
@@ -78,12 +79,12 @@ class AnthropicStub(StubProvider):
                 "ephemeral_5m_input_tokens": script.cache_write_tokens,
                 "ephemeral_1h_input_tokens": 0,
             },
-            **({"output_tokens": 1} if started else self._output_usage()),
+            **({"output_tokens": 1} if started else self._output_usage(reply)),
         }
 
-    def _output_usage(self) -> dict[str, Any]:
+    def _output_usage(self, reply: str) -> dict[str, Any]:
         thinking = self.script.reasoning_tokens
-        usage: dict[str, Any] = {"output_tokens": len(self.pieces()) + thinking}
+        usage: dict[str, Any] = {"output_tokens": len(self.pieces(reply)) + thinking}
         if thinking:
             usage["output_tokens_details"] = {"thinking_tokens": thinking}
         return usage
@@ -98,7 +99,7 @@ class AnthropicStub(StubProvider):
             {"type": "error", "error": error}, status_code=status, headers=self.retry_headers()
         )
 
-    async def _events(self, model: str, input_tokens: int) -> AsyncIterator[bytes]:
+    async def _events(self, model: str, reply: str, input_tokens: int) -> AsyncIterator[bytes]:
         message: dict[str, Any] = {
             "id": "msg_stub1",
             "type": "message",
@@ -107,14 +108,14 @@ class AnthropicStub(StubProvider):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": self._usage(input_tokens, started=True),
+            "usage": self._usage(input_tokens, reply, started=True),
         }
         yield _event("message_start", {"type": "message_start", "message": message})
         block = {"type": "text", "text": ""}
         start = {"type": "content_block_start", "index": 0, "content_block": block}
         yield _event("content_block_start", start)
         yield _event("ping", {"type": "ping"})
-        for number, piece in enumerate(self.pieces()):
+        for number, piece in enumerate(self.pieces(reply)):
             if number == self.script.break_after_chunks:
                 if self.script.break_with == "drop":
                     raise StreamBroken("the stub drops the connection mid-stream")
@@ -132,7 +133,7 @@ class AnthropicStub(StubProvider):
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": self._output_usage(),
+                "usage": self._output_usage(reply),
             },
         )
         yield _event("message_stop", {"type": "message_stop"})

@@ -40,12 +40,13 @@ class OpenAIStub(StubProvider):
 
     def answer(self, body: dict[str, Any]) -> Response:
         """A chat completion, or its chunks when the request streams."""
-        usage = self._usage(body)
+        reply = self.reply_to(body)
+        usage = self._usage(body, reply)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            events = self._chunks(body["model"], usage if include_usage else None)
+            events = self._chunks(body["model"], reply, usage if include_usage else None)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
-        return JSONResponse(self._completion(body["model"], usage))
+        return JSONResponse(self._completion(body["model"], reply, usage))
 
     def error(self, status: int, message: str | None = None) -> Response:
         """OpenAI's error body."""
@@ -57,11 +58,11 @@ class OpenAIStub(StubProvider):
         }
         return JSONResponse({"error": error}, status_code=status, headers=self.retry_headers())
 
-    def _usage(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _usage(self, body: dict[str, Any], reply: str) -> dict[str, Any]:
         script = self.script
         # Cached and reasoning tokens are counted inside prompt and completion, as OpenAI does.
         prompt = self.count_words(body["messages"]) + script.cached_tokens
-        completion = len(self.pieces()) + script.reasoning_tokens
+        completion = len(self.pieces(reply)) + script.reasoning_tokens
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -75,7 +76,7 @@ class OpenAIStub(StubProvider):
             },
         }
 
-    def _completion(self, model: str, usage: dict[str, Any]) -> dict[str, Any]:
+    def _completion(self, model: str, reply: str, usage: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": "chatcmpl-stub1",
             "object": "chat.completion",
@@ -86,7 +87,7 @@ class OpenAIStub(StubProvider):
                     "index": 0,
                     "message": {
                         "role": "assistant",
-                        "content": self.script.reply,
+                        "content": reply,
                         "refusal": None,
                         "annotations": [],
                     },
@@ -98,7 +99,9 @@ class OpenAIStub(StubProvider):
             "system_fingerprint": "fp_stub",
         }
 
-    async def _chunks(self, model: str, usage: dict[str, Any] | None) -> AsyncIterator[bytes]:
+    async def _chunks(
+        self, model: str, reply: str, usage: dict[str, Any] | None
+    ) -> AsyncIterator[bytes]:
         def envelope(choices: list[dict[str, Any]]) -> dict[str, Any]:
             return {
                 "id": "chatcmpl-stub1",
@@ -118,7 +121,7 @@ class OpenAIStub(StubProvider):
             return _data(payload)
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for number, piece in enumerate(self.pieces()):
+        for number, piece in enumerate(self.pieces(reply)):
             if number == self.script.break_after_chunks:
                 if self.script.break_with == "drop":
                     raise StreamBroken("the stub drops the connection mid-stream")

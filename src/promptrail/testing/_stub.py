@@ -15,15 +15,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ._replies import Replies, last_user_text
+
 # A demo stub runs for days: it keeps the newest calls only.
 KEPT_CALLS = 10_000
+FIXED_REPLY = "Hello from the stub provider."
 
 
 @dataclass
 class Script:
     """What the stub does with the next requests; a test sets it before acting."""
 
-    reply: str = "Hello from the stub provider."
+    reply: str = FIXED_REPLY
+    """The answer to every request (unless ``replies`` derives it from the request)."""
+    replies: Replies | None = None
+    """Answer from the request instead (:class:`Replies`: rules on the last user message,
+    else an echo of it; ``reply`` for what no rule matches when its echo is off)."""
     failures: list[int] = field(default_factory=list)
     """Statuses answered, one per request, before the stub succeeds."""
     retry_after: str | None = None
@@ -109,9 +116,20 @@ class StubProvider:
         self.streams_cancelled = threading.Event()
         self._generation = getattr(self, "_generation", 0) + 1
 
-    def pieces(self) -> list[str]:
-        """Return the reply split the way it is streamed: one word (and its space) a piece."""
-        return re.findall(r"\S+\s*", self.script.reply) or [self.script.reply]
+    def reply_to(self, body: dict[str, Any]) -> str:
+        """The answer to a request: the script's ``reply``, or what its ``replies`` derive
+        from the request's last user message."""
+        script = self.script
+        if script.replies is None:
+            return script.reply
+        return script.replies.reply(last_user_text(body.get("messages")), script.reply)
+
+    def pieces(self, reply: str | None = None) -> list[str]:
+        """Return a reply (the script's by default) split the way it is streamed: one word
+        (and its space) a piece."""
+        text = self.script.reply if reply is None else reply
+        # Leading whitespace rides on the first word: the pieces join back to the reply.
+        return re.findall(r"(?:^\s+)?\S+\s*", text) or [text]
 
     @staticmethod
     def count_words(messages: list[dict[str, Any]], system: str = "") -> int:
