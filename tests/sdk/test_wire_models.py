@@ -16,6 +16,8 @@ collector describes each answer exactly. So nothing but this test keeps them in 
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 import types
@@ -37,7 +39,15 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from promptrail import _types as sdk
-from promptrail.collector.models import prompts, requests, runs, scores, traces
+from promptrail.collector.models import (
+    datasets,
+    experiments,
+    prompts,
+    requests,
+    runs,
+    scores,
+    traces,
+)
 
 # (the models of what the collector answers, the SDK model that reads all of them)
 ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
@@ -73,7 +83,21 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((traces.TraceDetail, traces.TraceListItem), sdk.Trace),
     ((traces.SessionDetail, traces.SessionListItem), sdk.Session),
     ((traces.UserListItem,), sdk.User),
+    ((datasets.DatasetOut,), sdk.Dataset),
+    ((datasets.ItemOut,), sdk.DatasetItem),
+    ((datasets.AcceptedOut,), sdk.ItemsAccepted),
+    ((experiments.ExperimentOut,), sdk.Experiment),
+    ((experiments.Counts,), sdk.ExperimentCounts),
+    ((experiments.Summary,), sdk.ExperimentSummary),
+    ((experiments.ScoreSummary,), sdk.ScoreSummary),
+    ((experiments.ResultOut,), sdk.ExperimentResult),
+    ((experiments.CompareOut,), sdk.Comparison),
 ]
+
+# Fields an SDK model holds that are not in the collector's model, and where they come from.
+SDK_ONLY: dict[type[BaseModel], set[str]] = {
+    sdk.Comparison: {"next_cursor"},  # the answer's pagination, beside its data
+}
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its
 # ISO 8601 text.
@@ -147,6 +171,8 @@ def default_of(field: FieldInfo) -> Any:
 def answer_differences(sent: tuple[type[BaseModel], ...], read: type[BaseModel]) -> list[str]:
     """Return every way ``read`` (the SDK's) disagrees with what the collector sends."""
     collector, client = model_fields(*sent), model_fields(read)
+    for name in SDK_ONLY.get(read, set()):
+        client.pop(name)
     found = name_differences(collector, client)
     for name in sorted(collector.keys() & client.keys()):
         (sent_type, sent_field), (read_type, read_field) = collector[name], client[name]
@@ -198,6 +224,83 @@ def test_every_answer_model_the_sdk_exports_is_compared() -> None:
     }
 
     assert readers - compared == set()
+
+
+# What the collector's routes answer that no SDK model above reads, and why.
+NOT_READ_AS_MODELS: dict[type[BaseModel], str] = {
+    experiments.Percentiles: "the SDK reads an experiment's latency as a dict (p50, p95)",
+    experiments.CompareScore: "Comparison.scores holds each as a dict",
+    experiments.Triple: "Comparison's cost and latency are dicts (base, candidate, delta)",
+    experiments.CompareItem: "Comparison.items holds each as a dict",
+    experiments.Side: "inside a comparison item's dict",
+}
+# Routes no SDK client calls: the operator's, and the health probe.
+NO_SDK_CLIENT = ("/admin/", "/health")
+
+
+def models_in(annotation: Any, found: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    """Add to ``found`` every model ``annotation`` names, and the models of their fields."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation not in found:
+            found.add(annotation)
+            for field in annotation.model_fields.values():
+                models_in(field.annotation, found)
+        return found
+    for arm in get_args(annotation):
+        models_in(arm, found)
+    return found
+
+
+def answered_models() -> dict[type[BaseModel], str]:
+    """Every model in the data of a route's answer (envelopes and pagination left out), and
+    one route that answers with it: the routes of every module of the collector's routes."""
+    from fastapi.routing import APIRoute
+
+    from promptrail.collector.api import routes
+
+    answered: dict[type[BaseModel], str] = {}
+    for module in pkgutil.iter_modules(routes.__path__):
+        router = importlib.import_module(f"{routes.__name__}.{module.name}").router
+        for route in router.routes:
+            if not isinstance(route, APIRoute) or route.response_model is None:
+                continue
+            if any(part in route.path for part in NO_SDK_CLIENT):
+                continue
+            answer, fields = route.response_model, route.response_model.model_fields
+            # Most answers wrap their data ({"data": ...}); a template is its own answer.
+            data = fields["data"].annotation if "data" in fields else answer
+            for model in models_in(data, set()):
+                answered.setdefault(model, f"{sorted(route.methods)[0]} {route.path}")
+    return answered
+
+
+def test_every_model_the_collectors_routes_answer_with_is_compared() -> None:
+    # A route or a field the collector adds with a model of its own, which the SDK does not
+    # read yet, fails here rather than going unnoticed (datasets and experiments once did).
+    compared = {model for sent, _ in ANSWERS for model in sent}
+
+    unread = {
+        f"{model.__module__}.{model.__qualname__} ({route})"
+        for model, route in answered_models().items()
+        if model not in compared and model not in NOT_READ_AS_MODELS
+    }
+
+    assert unread == set()
+
+
+def test_a_field_the_collector_adds_to_a_dataset_or_an_experiment_is_caught() -> None:
+    class DatasetWithTags(datasets.DatasetOut):
+        tags: list[str]
+
+    class ResultWithCost(experiments.ResultOut):
+        estimated_cost_usd: str  # type: ignore[assignment]  # the drift under test
+
+    assert answer_differences((DatasetWithTags,), sdk.Dataset) == [
+        "tags: only the collector has it"
+    ]
+    assert answer_differences((ResultWithCost,), sdk.ExperimentResult) == [
+        "estimated_cost_usd: the SDK's <class 'float'> refuses ['string']"
+    ]
 
 
 def test_the_sdk_loads_without_the_collector() -> None:

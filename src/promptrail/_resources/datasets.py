@@ -8,41 +8,16 @@ or its id.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from datetime import datetime
 from typing import Any
-
-from pydantic import Field
 
 from .._api_call import Call, Page, body_of, data_of, page_of, params, segment
 from .._http import AsyncHTTP, SyncHTTP
-from .._types import BatchResult, _Shape
+from .._types import BatchResult, Dataset, DatasetItem, ItemsAccepted
+from .requests import score_filter_value
 
-
-class Dataset(_Shape):
-    """Hold a dataset (CONTRACT 11)."""
-
-    id: str
-    name: str
-    description: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    item_count: int = 0
-    created_at: datetime | None = None
-
-
-class DatasetItem(_Shape):
-    """Hold one item of a dataset: the variables a run renders, and what it should answer."""
-
-    id: str
-    input_variables: dict[str, Any] = Field(default_factory=dict)
-    expected_output: str | dict[str, Any] | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    source_request_id: str | None = None
-    created_at: datetime | None = None
-
-
-class _Accepted(_Shape):
-    accepted: int
-
+# The wire models live in promptrail._types (beside the rest, compared with the collector's by
+# tests/sdk/test_wire_models.py); importers that name them from here keep working.
+__all__ = ["AsyncDatasets", "Dataset", "DatasetItem", "Datasets"]
 
 # -- the calls ---------------------------------------------------------------------------------
 
@@ -77,9 +52,13 @@ def _add_items(name: str, items: Iterable[Mapping[str, Any]]) -> Call[BatchResul
 
 def _from_requests(
     name: str, filters: Mapping[str, Any] | None, limit: int | None, output_as_expected: bool
-) -> Call[_Accepted]:
-    body = body_of(filters=dict(filters or {}), limit=limit, output_as_expected=output_as_expected)
-    return Call("POST", _path(name, "items", "from-requests"), data_of(_Accepted), body=body)
+) -> Call[ItemsAccepted]:
+    given = {
+        key: score_filter_value(key, value) if key.startswith("score.") else value
+        for key, value in (filters or {}).items()
+    }
+    body = body_of(filters=given, limit=limit, output_as_expected=output_as_expected)
+    return Call("POST", _path(name, "items", "from-requests"), data_of(ItemsAccepted), body=body)
 
 
 # -- sync --------------------------------------------------------------------------------------
@@ -136,8 +115,10 @@ class Datasets:
         """Add the records the request list's filters select (``prompt_name``, ``status``,
         dates, ``metadata``, ``score.<name>[.min|.max]``, ``unscored``); return how many.
 
+        ``score.<name>`` matches a category, or True/False for a boolean score (a thumbs).
+
         >>> client.datasets.add_from_requests(
-        ...     "fix-these", filters={"prompt_name": "support-reply", "score.thumbs": "down"},
+        ...     "fix-these", filters={"prompt_name": "support-reply", "score.thumbs": False},
         ...     output_as_expected=True)
         """
         return self._http.call(_from_requests(name, filters, limit, output_as_expected)).accepted

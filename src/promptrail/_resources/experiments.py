@@ -9,90 +9,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Literal
-
-from pydantic import Field
 
 from .._api_call import Call, Page, body_of, data_of, page_of, params, read_json, segment
 from .._http import AsyncHTTP, SyncHTTP
-from .._types import BatchResult, _Shape
+from .._types import BatchResult, Comparison, Experiment, ExperimentResult, ExperimentSummary
 
-
-class ExperimentCounts(_Shape):
-    """How far an experiment is: ``done`` counts finished results, errors included."""
-
-    items: int = 0
-    runs: int = 0
-    done: int = 0
-    errors: int = 0
-
-
-class ScoreSummary(_Shape):
-    """A score's mean over the results and its 95% confidence interval."""
-
-    mean: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    count: int = 0
-
-
-class ExperimentSummary(_Shape):
-    """An experiment's scores, cost (the judges' apart), tokens and latency p50/p95."""
-
-    scores: dict[str, ScoreSummary] = Field(default_factory=dict)
-    estimated_cost_usd: float = 0.0
-    judge_cost_usd: float = 0.0
-    total_tokens: int = 0
-    latency_ms: dict[str, float | None] = Field(default_factory=dict)
-
-
-class Experiment(_Shape):
-    """Hold an experiment (CONTRACT 11)."""
-
-    id: str
-    name: str
-    dataset: str
-    status: str
-    task: str = "service"
-    prompt_name: str | None = None
-    version: int | None = None
-    model: str | None = None
-    error: str | None = None
-    counts: ExperimentCounts = Field(default_factory=ExperimentCounts)
-    summary: ExperimentSummary = Field(default_factory=ExperimentSummary)
-    created_at: datetime | None = None
-    completed_at: datetime | None = None
-
-
-class ExperimentResult(_Shape):
-    """One result: an item's run (one repetition), its output and scores."""
-
-    item_id: str
-    repetition: int = 1
-    request_id: str | None = None
-    trace_id: str | None = None
-    input_variables: dict[str, Any] = Field(default_factory=dict)
-    expected_output: str | dict[str, Any] | None = None
-    output: str = ""
-    status: str = "success"
-    error: str | None = None
-    scores: dict[str, Any] = Field(default_factory=dict)
-    latency_ms: float | None = None
-    estimated_cost_usd: float = 0.0
-
-
-class Comparison(_Shape):
-    """Two experiments paired by item: ``scores[name]`` has base, candidate, delta, ci_low,
-    ci_high, improved, regressed, unchanged; ``items`` the largest regression first."""
-
-    scores: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    estimated_cost_usd: dict[str, float | None] = Field(default_factory=dict)
-    latency_ms: dict[str, float | None] = Field(default_factory=dict)
-    unmatched: int = 0
-    items: list[dict[str, Any]] = Field(default_factory=list)
-    next_cursor: str | None = None
-
+# The wire models live in promptrail._types (beside the rest, compared with the collector's by
+# tests/sdk/test_wire_models.py); importers that name them from here keep working.
+__all__ = [
+    "AsyncExperiments",
+    "Comparison",
+    "Experiment",
+    "ExperimentResult",
+    "ExperimentSummary",
+    "Experiments",
+]
 
 # -- the calls ---------------------------------------------------------------------------------
 

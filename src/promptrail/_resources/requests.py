@@ -40,6 +40,18 @@ from .._types import (
 ExportFormat = Literal["csv", "json"]
 Metric = Literal["cost", "usage", "latency", "errors", "score"]
 
+
+def score_filter_value(key: str, value: Any) -> Any:
+    """A score filter's value as the collector reads it: True/False as a boolean score's text
+    (``"true"``/``"false"``, what ``score.<name>`` matches), or as 1/0 for a ``.min``/``.max``
+    bound (a boolean score's mean counts true as 1); any other value as it is."""
+    if not isinstance(value, bool):
+        return value
+    if key.endswith((".min", ".max")):
+        return int(value)
+    return "true" if value else "false"
+
+
 # -- the calls ---------------------------------------------------------------------------------
 
 
@@ -81,7 +93,9 @@ def _list_page(
             kind=kind,
         )
         query += metadata_params(metadata)
-        query += params(**{f"score.{key}": value for key, value in (scores or {}).items()})
+        query += params(
+            **{f"score.{key}": score_filter_value(key, v) for key, v in (scores or {}).items()}
+        )
         return Call("GET", "/v1/requests", page_of(RequestRecord), params=query)
 
     return page
