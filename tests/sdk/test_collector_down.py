@@ -14,8 +14,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -72,17 +73,46 @@ def dropped_while_refused(count: int, url: str) -> str:
     )
 
 
+class PatientTransport(httpx.HTTPTransport):
+    """Real HTTP whose every request may wait 60 s for its answer, whatever the export's
+    deadline: a loaded machine's collector can take longer than a short deadline to answer a
+    post (that ran out in a loaded ``make test``), while the deadline still decides the retries.
+    """
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.extensions["timeout"] = httpx.Timeout(60.0).as_dict()
+        return super().handle_request(request)
+
+
+def wait_for(condition: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
+    """Poll ``condition`` until it holds (a generous bound only against a hang)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.02)
+
+
 def test_an_outage_is_one_warning_with_url_and_reason_and_its_end_one_line(
     settings: Settings, capture: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    # An export gives up within 0.2 s: each flush below makes its own failed attempts.
-    promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05, export_timeout=0.2)
+    # An export's deadline (0.4 s) is shorter than the first retry's pause (0.5-1 s): each
+    # export below is one failed post, then deferred. Refused connections fail at once; a post
+    # that reaches the collector later waits for its answer (PatientTransport).
+    promptrail.init(
+        api_key=DEFAULT_KEY,
+        base_url=url,
+        flush_interval=0.05,
+        export_timeout=0.4,
+        transport=PatientTransport(),
+    )
     for i in range(5):
         work(i)
         assert promptrail.flush(timeout=0.3) is False
-    assert promptrail.stats()["export_retries_deferred"] >= 5  # many failed posts...
+    # Each flush's own attempt may still be under way on a loaded machine: wait for them.
+    wait_for(lambda: promptrail.stats()["export_retries_deferred"] >= 5, "5 deferred exports")
+    # many failed posts...
 
     down = lines(caplog, "unreachable")  # ...one line
     assert down == [
