@@ -1,6 +1,6 @@
 """The embedded store's registry journal: a write is acknowledged once it is in the file and
 reaches chDB right behind; reads of the tables wait for it; a killed process's writes are
-applied by the next one, once, and a torn last entry is dropped (store/registry_journal.py).
+applied by the next one, once, and a torn last entry is dropped (store/writes/journal.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from promptrail.collector.services.container import Services
 from promptrail.collector.store.connection import close_client, is_store_outage, open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import journal_path
-from promptrail.collector.store.registry_journal import RegistryJournal, encode_entry, read_entries
+from promptrail.collector.store.writes.journal import RegistryJournal, encode_entry, read_entries
 from tests.collector.processes import collector
 
 PROJECT = "default"
@@ -59,7 +59,7 @@ def test_a_killed_process_s_entries_are_applied_once_and_a_torn_tail_is_dropped(
     )
     torn = encode_entry(insert(table, 4, "d"))[:-3]  # the process died mid-append
     path.write_bytes(whole + torn)
-    caplog.set_level(logging.INFO, logger="promptrail.collector.store.registry_journal")
+    caplog.set_level(logging.INFO, logger="promptrail.collector.store.writes.journal")
 
     RegistryJournal(path, client.command).close()
 

@@ -3,9 +3,10 @@
 On the embedded store this process is the only writer (chDB locks the data directory), so a
 version number's or a name's slot is decided in memory (:class:`_EmbeddedWrites`, shared by
 every store client of one database in the process) and the writes of every thread waiting are
-stored together, one insert per table: no deduplication token, no read-back. A group commit is
-kept by an append to the database's registry journal and applied to chDB right behind it (see
-:mod:`..registry_journal`): every read of the registry's tables waits for what was journaled
+stored together, one insert per table (the write path's :class:`..writes.group_commit.
+LeaderCommit`): no deduplication token, no read-back. A group commit is kept by an append to
+the database's registry journal and applied to chDB right behind it (see
+:mod:`..writes.journal`): every read of the registry's tables waits for what was journaled
 before it (:class:`_Settling`).
 
 Apart from the queries because it is write machinery, not SQL: it knows rows only as lists by
@@ -24,7 +25,8 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.client import Client
 
 from ..connection import close_client, open_client
-from ..registry_journal import RegistryJournal
+from ..writes.group_commit import LeaderCommit, Queued
+from ..writes.journal import RegistryJournal
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -34,14 +36,12 @@ _MAX_SLOTS = 500_000
 
 
 @dataclass
-class _Pending:
+class _Pending(Queued):
     """Rows of one writer waiting for the group commit, by table name."""
 
     rows: dict[str, list[list[Any]]]
     # The name claim the rows make (project, name), dropped from the slots if they fail.
     claim: tuple[str, str] | None = None
-    done: bool = False
-    error: BaseException | None = None
 
 
 class _EmbeddedWrites:
@@ -62,9 +62,7 @@ class _EmbeddedWrites:
         self.versions: dict[tuple[str, str], int] = {}
         # (project, name) -> (highest generation claimed, whether that claim is live).
         self.names: dict[tuple[str, str], tuple[int, bool]] = {}
-        self._queue: list[_Pending] = []
-        self._busy = False
-        self._in_flight = 0
+        self._group = LeaderCommit[_Pending](self.cond)
         # Store clients using the table. With one (the collector), a key it does not hold has
         # had no write since the table was made or trimmed, and that client's writers of a
         # name or prompt take turns and decide from what the store and its own writes say:
@@ -79,9 +77,7 @@ class _EmbeddedWrites:
 
     def enqueue(self, pending: _Pending) -> _Pending:
         """Queue rows (holding :attr:`cond`, right after taking their slots)."""
-        self._queue.append(pending)
-        self._in_flight += 1
-        return pending
+        return self._group.enqueue(pending)
 
     def known(self, slots: dict[_K, _V], key: _K, assumed: _V, load: Callable[[], _V]) -> _V:
         """A slot's state (holding :attr:`cond`): as held, else what the sole store client
@@ -90,7 +86,7 @@ class _EmbeddedWrites:
         Past its bound the table is emptied first when no write is in flight: what it forgets
         is then read from the store, which holds it all.
         """
-        if len(self.versions) + len(self.names) > _MAX_SLOTS and self._in_flight == 0:
+        if len(self.versions) + len(self.names) > _MAX_SLOTS and self._group.in_flight == 0:
             self.versions.clear()
             self.names.clear()
         state = slots.get(key)
@@ -98,43 +94,24 @@ class _EmbeddedWrites:
             state = assumed if self.users == 1 else load()
         return state
 
-    def commit(self, pending: _Pending, run: Any) -> None:
-        """Return once ``pending`` is stored; raise what storing it raised.
+    def commit(self, pending: _Pending, run: Callable[[list[_Pending]], None]) -> None:
+        """Return once ``pending`` is stored (with every writer queued with it, one insert
+        per table: ``run(batch)``); raise what storing it raised."""
+        self._group.commit(pending, run, self._settled)
 
-        The first waiter finding no commit under way stores everything queued, one insert per
-        table (``run(batch)``); the others wait for it, and the next leader takes whatever
-        queued meanwhile.
-        """
-        with self.cond:
-            while not pending.done and self._busy:
-                self.cond.wait()
-            leader = not pending.done
-            if leader:
-                self._busy = True
-                batch, self._queue = self._queue, []
-        if leader:
-            error: BaseException | None = None
-            try:
-                run(batch)
-            except BaseException as exc:
-                error = exc
-            with self.cond:
-                stored = [item for item in batch if item.rows]
-                if stored and error is None:
-                    self.commits += 1
-                    self.committed += len(stored)
-                for item in batch:
-                    item.done, item.error = True, error
-                    if error is not None and item.claim is not None:
-                        # Not live after all (or unknown): the store decides on the next use.
-                        self.names.pop(item.claim, None)
-                self._in_flight -= len(batch)
-                self._busy = False
-                self.cond.notify_all()
-        if pending.error is not None:
-            raise pending.error
+    def _settled(self, batch: list[_Pending], error: BaseException | None) -> None:
+        """Count a commit that stored rows; forget the name claims of one that failed."""
+        stored = [item for item in batch if item.rows]
+        if stored and error is None:
+            self.commits += 1
+            self.committed += len(stored)
+        if error is not None:
+            for item in batch:
+                if item.claim is not None:
+                    # Not live after all (or unknown): the store decides on the next use.
+                    self.names.pop(item.claim, None)
 
-    def barrier(self, run: Any) -> None:
+    def barrier(self, run: Callable[[list[_Pending]], None]) -> None:
         """Return once every write queued before the call is stored."""
         with self.cond:
             pending = self.enqueue(_Pending({}))

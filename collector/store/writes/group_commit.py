@@ -1,4 +1,17 @@
-"""Group commit for the embedded store: many requests' records, one ClickHouse insert.
+"""Group commits for the embedded store: many writers' rows, one ClickHouse insert.
+
+Two shapes, for two kinds of writer:
+
+- :class:`InsertBuffer` (the request log): rows arrive already encoded, from any number of
+  requests at once, and a flusher thread of its own inserts what is pending. It is bounded
+  and refuses rows when the store does not keep up (below).
+- :class:`LeaderCommit` (the registry): each writer's rows come from a decision taken under a
+  lock of its caller (a version number, a name's claim), and the statements are built from the
+  whole batch; the first writer finding no commit under way stores every queued writer's rows
+  in one call (the leader), the others wait for it. No thread of its own, no bound: a writer
+  waits for the commit before it, and the registry's journal bounds what waits behind it.
+
+The request log's buffer:
 
 Each insert into a MergeTree writes a part, so one insert per HTTP request would cap ingest at
 a few hundred requests per second and flood the table with tiny parts. Callers hand their
@@ -24,8 +37,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Generic, TypeVar
 
 from ..connection import error_summary
 
@@ -249,3 +263,71 @@ class InsertBuffer:
             self._last_error = ""
             self._cond.notify_all()
         return None
+
+
+@dataclass
+class Queued:
+    """One writer's part of a :class:`LeaderCommit`: ``done`` once committed, with the
+    commit's ``error`` if it failed."""
+
+    done: bool = field(default=False, init=False)
+    error: BaseException | None = field(default=None, init=False)
+
+
+_Q = TypeVar("_Q", bound=Queued)
+
+
+class LeaderCommit(Generic[_Q]):
+    """Writers' rows stored together by whichever writer finds no commit under way.
+
+    ``cond`` is the caller's lock: a writer enqueues holding it, right after the decision its
+    rows record, so rows reach the store in the order those decisions were taken.
+    """
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self.cond = cond
+        self._queue: list[_Q] = []
+        self._busy = False
+        self.in_flight = 0  # writers queued or being committed
+
+    def enqueue(self, item: _Q) -> _Q:
+        """Queue a writer's rows (holding :attr:`cond`)."""
+        self._queue.append(item)
+        self.in_flight += 1
+        return item
+
+    def commit(
+        self,
+        item: _Q,
+        run: Callable[[list[_Q]], None],
+        settled: Callable[[list[_Q], BaseException | None], None] | None = None,
+    ) -> None:
+        """Return once ``item`` is stored; raise what storing it raised.
+
+        The first waiter finding no commit under way stores everything queued in one
+        ``run(batch)``, then calls ``settled(batch, error)`` holding :attr:`cond`; the others
+        wait for it, and the next leader takes whatever queued meanwhile.
+        """
+        with self.cond:
+            while not item.done and self._busy:
+                self.cond.wait()
+            leader = not item.done
+            if leader:
+                self._busy = True
+                batch, self._queue = self._queue, []
+        if leader:
+            error: BaseException | None = None
+            try:
+                run(batch)
+            except BaseException as exc:
+                error = exc
+            with self.cond:
+                for queued in batch:
+                    queued.done, queued.error = True, error
+                if settled is not None:
+                    settled(batch, error)
+                self.in_flight -= len(batch)
+                self._busy = False
+                self.cond.notify_all()
+        if item.error is not None:
+            raise item.error

@@ -1,9 +1,9 @@
 """How each table group is written: one declaration per group, read by the writers.
 
 A table a materialized view fills is written by the insert into its source and needs no
-declaration of its own (``request_items`` by ``requests``, ``prompt_heads`` by
-``prompt_versions``, the score sums by ``scores``). Every other table is in exactly one group
-below (the run records share the request log's table and its writer).
+declaration of its own (``request_items`` by ``requests``, the score sums by ``scores``), and
+:data:`NOT_WRITTEN` names the tables no write reaches any more. Every other table is in
+exactly one group below (the run records share the request log's table and its writer).
 """
 
 from __future__ import annotations
@@ -110,6 +110,14 @@ UPKEEP = TableGroup(
     "written by the collector's own background work (exports, the rollup's sealer, "
     "migrations), one statement at a time",
 )
+
+NOT_WRITTEN: dict[str, str] = {
+    "prompt_heads": "filled by a view of prompt_versions on a server; the embedded store "
+    "dropped that view (migration 24) and reads each prompt's newest version instead",
+    "score_targets": "its view was dropped (it cost each score write a third insert); the "
+    "table stays, as a dropped view's does",
+}
+"""Tables of the store no write of the collector reaches any more (or only a server's view)."""
 
 WRITE_PLAN: tuple[TableGroup, ...] = (
     REQUEST_LOG,
