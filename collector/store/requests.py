@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .connection import close_client, open_client, utc
+from .connection import utc
 from .metadata_index import MetadataIndex
+from .request_details import RecordDetails
 from .request_filters import (
     PAGE_READ,
     SLACK,
@@ -39,12 +40,10 @@ from .request_filters import (
 )
 from .request_hints import DensityHints, density_key_of, inserts_into, newest_of
 from .request_rows import (
-    DETAIL_COLUMNS,
     JSON_INPUT,
     LIST_COLUMNS,
     READ_COLUMNS,
     RequestRow,
-    group_copies,
     item_row,
     joined_rows,
     stored_row,
@@ -52,11 +51,8 @@ from .request_rows import (
 )
 from .request_tables import COLUMNS, REQUEST_IDS, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
 from .schema import quote
-from .score_rows import ScoreRow
 from .score_sql import (
-    live_on_targets,
     read_traced_names,
-    score_versions,
     sibling,
     tombstones_for_records,
 )
@@ -64,7 +60,7 @@ from .score_tables import SCORES, SCORES_BY_TARGET
 from .traced_score_names import TracedScoreNames
 
 
-class RequestStore:
+class RequestStore(RecordDetails):
     """Every query of the request log and export tables."""
 
     def __init__(
@@ -158,111 +154,7 @@ class RequestStore:
         ).result_rows
         return {str(r[0]): utc(r[1]) for r in rows}
 
-    # -- reads -----------------------------------------------------------------------------
-
-    def get(self, project: str, request_id: str, at: datetime | None = None) -> RequestRow | None:
-        """Return one live record.
-
-        ``at`` is its created_at when the id tells it (service-made ids); otherwise the id
-        index says where the record sits, and ``request_items`` is read on the full key.
-
-        One insert into ``requests`` fills ``request_items`` (what lists read) and
-        ``request_ids`` through two views, and ClickHouse makes each view's part visible on
-        its own, in no set order: for a moment a listed record can be missing from the id
-        index. So a miss by id waits for the inserts of this collector that were under way
-        when the read began to end (all of an insert's parts are visible once it returns)
-        and looks once more. Those, not the ones running at the miss: the insert of a record
-        listed before the read either ran then or had ended, and an insert ending between
-        the miss and a look at what runs would otherwise leave its record unread (a 404 in
-        ~20,000 reads did just that).
-        """
-        running = self._under_way.running() if at is None else frozenset()
-        found = self._get(project, request_id, at)
-        if found is None and running:
-            self._under_way.wait(running)
-            found = self._get(project, request_id, at)
-        return found
-
-    def get_with_scores(
-        self, project: str, request_id: str, at: datetime | None = None
-    ) -> tuple[RequestRow, list[ScoreRow]] | None:
-        """Return one live record, as :meth:`get` does, and its live scores (its own and its
-        trace's, newest first).
-
-        The record's own scores are read beside the record, on a handle of their own, at the
-        same time (a detail paid the two reads one after the other); its trace's, when it has
-        a trace, once the record names it.
-        """
-        own = self._beside(
-            score_versions(self.scores_by_target, "project", "[{id:String}]"),
-            {"project": project, "id": request_id},
-        )
-        row = self.get(project, request_id, at)
-        versions = list(own.result())
-        if row is None:
-            return None
-        if row.trace_id:
-            versions += self._client.query(
-                score_versions(self.scores_by_target, "project", "[{trace:String}]"),
-                parameters={"project": project, "trace": row.trace_id},
-                settings=self._score_read,
-            ).result_rows
-        return row, live_on_targets(project, versions, [row.id], [row.trace_id or ""])
-
-    def _beside(self, sql: str, params: dict[str, Any]) -> Future[Sequence[Sequence[Any]]]:
-        """Run a read on the side handle, in a thread of the store's pool; its rows.
-
-        A chDB handle runs one call at a time: the embedded store's side reads get a handle
-        of their own, opened on first use. A server's client runs calls concurrently.
-        """
-        with self._side_lock:
-            if self._side is None:
-                embedded = type(self._client).__name__ == "ChdbClient"
-                self._side = open_client(self._client.uri) if embedded else self._client
-                self._side_pool = ThreadPoolExecutor(2, thread_name_prefix="detail-scores")
-            side, pool = self._side, self._side_pool
-        assert pool is not None
-        return pool.submit(
-            lambda: side.query(sql, parameters=params, settings=self._score_read).result_rows
-        )
-
-    def close(self) -> None:
-        """Close the side handle and its threads, if a detail opened them."""
-        with self._side_lock:
-            side, pool, self._side, self._side_pool = self._side, self._side_pool, None, None
-        if pool is not None:
-            pool.shutdown()
-        if side is not None and side is not self._client:
-            close_client(side)
-
-    def _get(self, project: str, request_id: str, at: datetime | None) -> RequestRow | None:
-        params: dict[str, Any] = {"project": project, "id": request_id}
-        settings: dict[str, Any] = {}
-        if at is not None:
-            at_clause = "created_at = {at:DateTime64(3, 'UTC')}"
-            params["at"] = at
-        else:
-            # ClickHouse builds the subquery's set first and prunes partitions and granules of
-            # ``request_items`` by it. On a cluster a record's id entry lives on its shard.
-            at_clause = (
-                f"created_at IN (SELECT created_at FROM {self.ids_table} "
-                "WHERE project = {project:String} AND id = {id:String})"
-            )
-            settings["distributed_product_mode"] = "local"
-        rows = [
-            tuple(r)
-            for r in self._client.query(
-                f"SELECT {DETAIL_COLUMNS}, is_deleted FROM {self.items_table} "
-                f"WHERE project = {{project:String}} AND {at_clause} AND id = {{id:String}} "
-                "ORDER BY created_at DESC",
-                parameters=params,
-                settings=settings,
-            ).result_rows
-        ]
-        # Copies of the record (and its tombstone) share a created_at; an id a client logged
-        # at two times names two records, of which the newest live one is shown.
-        live = [run[0] for run in group_copies(rows) if not any(row[-1] for row in run)]
-        return item_row(live[0], detail=True) if live else None
+    # -- reads (a record's detail: RecordDetails) ------------------------------------------
 
     def page(
         self,
