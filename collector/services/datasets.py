@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import ContractError, DatasetAlreadyExists, DatasetNotFound, ValidationFailed
 from ..models.datasets import DatasetIn, FromRequestsIn, ItemIn
 from ..store.datasets import DatasetRow, DatasetStore, ItemRow
-from .cursors import CursorCodec
+from .cursors import CursorCodec, time_key
 from .ingest import rejection_of
 from .requests import RequestService, is_score_param, request_filter, score_tests
 
@@ -79,20 +79,9 @@ class DatasetService:
         self, project: str, limit: int, cursor: str | None
     ) -> tuple[list[DatasetRow], str | None]:
         """Return a page of datasets, newest first, and the next page's cursor."""
-        after = None
-        if cursor:
-            position = self._cursors.decode(cursor)
-            try:
-                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
-            except (KeyError, TypeError, ValueError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._cursors.after_time(cursor)
         rows = self._store.page(project, after, limit + 1)
-        if len(rows) <= limit:
-            return rows, None
-        last = rows[limit - 1]
-        return rows[:limit], self._cursors.encode(
-            {"at": last.created_at.isoformat(), "id": last.id}
-        )
+        return self._cursors.next_page(rows, limit, lambda r: time_key(r.created_at, r.id))
 
     def delete(self, project: str, ref: str) -> DatasetRow:
         """Delete a dataset; return what it was."""
@@ -138,18 +127,9 @@ class DatasetService:
     ) -> tuple[list[ItemRow], str | None]:
         """Return a page of a dataset's items in the order added, and the next cursor."""
         dataset = self.get(project, ref)
-        after = None
-        if cursor:
-            position = self._item_cursors.decode(cursor)
-            try:
-                after = (int(position["pos"]), str(position["id"]))
-            except (KeyError, TypeError, ValueError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._item_cursors.after(cursor, lambda p: (int(p["pos"]), str(p["id"])))
         rows = self._store.items(project, dataset.id, after, limit + 1)
-        if len(rows) <= limit:
-            return rows, None
-        last = rows[limit - 1]
-        return rows[:limit], self._item_cursors.encode({"pos": last.position, "id": last.id})
+        return self._item_cursors.next_page(rows, limit, lambda r: {"pos": r.position, "id": r.id})
 
     def all_items(self, project: str, dataset_id: str) -> list[ItemRow]:
         """Return every live item of a dataset, in order."""

@@ -13,9 +13,10 @@ from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
-from ..store.scores import ScoreRow, ScoreTest
+from ..store.score_rows import ScoreRow
+from ..store.score_sql import ScoreTest
 from ..store.writes import PendingWrites
-from .cursors import CursorCodec
+from .cursors import CursorCodec, Position, time_key
 from .dates import parse_date, utc_now_ms
 from .highlights import TextRun, matched_fields
 from .ingest import time_of_id
@@ -117,10 +118,10 @@ class RequestService:
         )
         if filters.start and filters.end and filters.start > filters.end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
-        after = cursor_position(self._list_cursors, cursor)
+        after = self._list_cursors.after_time(cursor)
         self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1)
-        return RecordPage(rows[:limit], self._next(self._list_cursors, rows, limit))
+        return RecordPage(*self._list_cursors.next_page(rows, limit, _position))
 
     def search(
         self, project: str, query: str, limit: int, cursor: str | None, kind: str | None = None
@@ -130,12 +131,12 @@ class RequestService:
         Model calls only, unless ``kind`` (as :func:`kinds_of` reads it) asks for others.
         """
         filters = RequestFilter(kinds=kinds_of(kind))
-        after = cursor_position(self._search_cursors, cursor)
+        after = self._search_cursors.after_time(cursor)
         self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1, search=query)
-        next_cursor = self._next(self._search_cursors, rows, limit)
+        page, next_cursor = self._search_cursors.next_page(rows, limit, _position)
         hits = []
-        for row in rows[:limit]:
+        for row in page:
             found = matched_fields(row, query)
             # The store matched the concatenated text; a match that spans two values is not
             # a match of any one field, so it is not a hit.
@@ -158,13 +159,6 @@ class RequestService:
         """Wait for records this collector acknowledged but is still storing."""
         if self._pending is not None:
             self._pending.wait(project)
-
-    @staticmethod
-    def _next(codec: CursorCodec, rows: list[RequestRow], limit: int) -> str | None:
-        if len(rows) <= limit:
-            return None
-        last = rows[limit - 1]
-        return codec.encode({"at": last.created_at.isoformat(), "id": last.id})
 
 
 def kinds_of(kind: str | None, every: bool = False, field: str = "kind") -> tuple[str, ...] | None:
@@ -258,12 +252,6 @@ def score_tests(params: Sequence[tuple[str, str]], field_prefix: str = "") -> tu
     return tuple(tests)
 
 
-def cursor_position(codec: CursorCodec, cursor: str | None) -> tuple[datetime, str] | None:
-    """Return the (time, key) position a cursor of ``codec`` names (None for no cursor)."""
-    if not cursor:
-        return None
-    position = codec.decode(cursor)
-    try:
-        return datetime.fromisoformat(position["at"]), str(position["id"])
-    except (KeyError, TypeError, ValueError):
-        raise ValidationFailed("cursor", "Invalid cursor") from None
+def _position(row: RequestRow) -> Position:
+    """A record's place in the log's order, newest first: what its list's cursor holds."""
+    return time_key(row.created_at, row.id)

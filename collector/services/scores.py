@@ -29,9 +29,10 @@ from ..models.scores import (
     infer_data_type,
     value_problem,
 )
-from ..store.scores import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreStore, ScoreValue
+from ..store.score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue
+from ..store.scores import ScoreStore
 from . import feedback_tokens
-from .cursors import CursorCodec
+from .cursors import CursorCodec, time_key
 from .feedback_tokens import KeyIds, TokenScope
 from .ingest import rejection_of
 from .keys import hash_key, key_id
@@ -118,13 +119,7 @@ class ScoreService:
 
         ``filters``: request_id, trace_id, name, source (None: any).
         """
-        after = None
-        if cursor:
-            position = self._cursors.decode(cursor)
-            try:
-                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
-            except (KeyError, TypeError, ValueError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._cursors.after_time(cursor)
         query = ScoreQuery(
             request_id=filters.get("request_id"),
             trace_id=filters.get("trace_id"),
@@ -133,12 +128,7 @@ class ScoreService:
             after=after,
         )
         rows = self._store.page(project, query, limit + 1)
-        if len(rows) <= limit:
-            return rows, None
-        last = rows[limit - 1]
-        return rows[:limit], self._cursors.encode(
-            {"at": last.created_at.isoformat(), "id": last.id}
-        )
+        return self._cursors.next_page(rows, limit, lambda r: time_key(r.created_at, r.id))
 
     def on_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()

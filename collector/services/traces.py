@@ -9,12 +9,14 @@ from typing import Generic, TypeVar
 
 from ..errors import SessionNotFound, TraceNotFound, ValidationFailed
 from ..store.request_rows import RequestRow
-from ..store.scores import ScoreValue
-from ..store.traces import SessionSummary, TraceFilter, TraceStore, TraceSummary, UserSummary
+from ..store.score_rows import ScoreValue
+from ..store.sessions import SessionSummary
+from ..store.traces import TraceFilter, TraceStore, TraceSummary
+from ..store.users import UserSummary
 from ..store.writes import PendingWrites
-from .cursors import CursorCodec
+from .cursors import CursorCodec, time_key
 from .dates import parse_date, utc_now_ms
-from .requests import cursor_position, kinds_of
+from .requests import kinds_of
 from .scores import Scores, ScoreService, means_per_record, score_means
 
 # The period the session and user lists cover when not given one (CONTRACT 10).
@@ -81,14 +83,12 @@ class TraceService:
         """Return traces newest first (by their first record), keyset-paginated."""
         start, end = _dates(start_date, end_date)
         filters = TraceFilter(start, end, user_id, session_id, name)
-        after = cursor_position(self._trace_cursors, cursor)
+        after = self._trace_cursors.after_time(cursor)
         self._settle(project)
         found = self._store.trace_page(project, filters, after, limit + 1)
-        page = found[:limit]
-        next_cursor = None
-        if len(found) > limit:
-            last = page[-1]
-            next_cursor = _encode(self._trace_cursors, last.started_at, last.trace_id)
+        page, next_cursor = self._trace_cursors.next_page(
+            found, limit, lambda t: time_key(t.started_at, t.trace_id)
+        )
         scores = self._trace_scores(project, page)
         return SummaryPage([(t, scores.get(t.trace_id, {})) for t in page], next_cursor)
 
@@ -96,7 +96,7 @@ class TraceService:
         self, project: str, trace_id: str, limit: int, cursor: str | None
     ) -> Detail[TraceSummary]:
         """Return one trace and a page of its records, oldest first; 404 TRACE_NOT_FOUND."""
-        after = cursor_position(self._record_cursors, cursor)
+        after = self._record_cursors.after_time(cursor)
         self._settle(project)
         summary, rows = self._store.trace(project, trace_id, after, limit + 1)
         if summary is None:
@@ -138,14 +138,12 @@ class TraceService:
     ) -> SummaryPage[tuple[SessionSummary, Scores]]:
         """Return the period's sessions, latest activity first (model calls unless ``kind``)."""
         period = _period(start_date, end_date)
-        after = cursor_position(self._session_cursors, cursor)
+        after = self._session_cursors.after_time(cursor)
         self._settle(project)
         found = self._store.session_page(project, period, kinds_of(kind), user_id, after, limit + 1)
-        page = found[:limit]
-        next_cursor = None
-        if len(found) > limit:
-            last = page[-1][0]
-            next_cursor = _encode(self._session_cursors, last.last_at, last.session_id)
+        page, next_cursor = self._session_cursors.next_page(
+            found, limit, lambda s: time_key(s[0].last_at, s[0].session_id)
+        )
         scores = self._session_scores(
             project, [(s.session_id, r, t) for s, records in page for r, t in records]
         )
@@ -171,7 +169,7 @@ class TraceService:
     ) -> Detail[SessionSummary]:
         """Return one session and a page of its records, oldest first; 404 if it has none."""
         kinds = kinds_of(kind)
-        after = cursor_position(self._session_record_cursors, cursor)
+        after = self._session_record_cursors.after_time(cursor)
         self._settle(project)
         found = self._store.session(project, session_id, kinds, after, limit + 1)
         if found is None:
@@ -201,14 +199,12 @@ class TraceService:
     ) -> SummaryPage[UserSummary]:
         """Return the period's users, latest activity first (model calls unless ``kind``)."""
         period = _period(start_date, end_date)
-        after = cursor_position(self._user_cursors, cursor)
+        after = self._user_cursors.after_time(cursor)
         self._settle(project)
         found = self._store.user_page(project, period, kinds_of(kind), after, limit + 1)
-        page = found[:limit]
-        next_cursor = None
-        if len(found) > limit:
-            last = page[-1]
-            next_cursor = _encode(self._user_cursors, last.last_at, last.user_id)
+        page, next_cursor = self._user_cursors.next_page(
+            found, limit, lambda u: time_key(u.last_at, u.user_id)
+        )
         return SummaryPage(page, next_cursor)
 
     # -- shared ----------------------------------------------------------------------------
@@ -222,10 +218,7 @@ class TraceService:
     def _records_page(
         codec: CursorCodec, rows: list[RequestRow], limit: int
     ) -> tuple[list[RequestRow], str | None]:
-        page = rows[:limit]
-        if len(rows) <= limit:
-            return page, None
-        return page, _encode(codec, page[-1].created_at, page[-1].id)
+        return codec.next_page(rows, limit, lambda r: time_key(r.created_at, r.id))
 
 
 def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreValue]) -> dict[str, Scores]:
@@ -271,7 +264,3 @@ def _period(start_date: str | None, end_date: str | None) -> tuple[datetime, dat
     if start > end:
         raise ValidationFailed("start_date", "start_date must not be after end_date")
     return start, end
-
-
-def _encode(codec: CursorCodec, at: datetime, key: str) -> str:
-    return codec.encode({"at": at.isoformat(), "id": key})
