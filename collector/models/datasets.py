@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .json_values import check_json
 from .requests import Metadata, MetadataFilter
+from .rows import RowModel
 
 DATASET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 ITEM_ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
@@ -32,7 +33,7 @@ class DatasetIn(BaseModel):
     metadata: Metadata = Field(default_factory=dict)
 
 
-class DatasetOut(BaseModel):
+class DatasetOut(RowModel):
     """A dataset."""
 
     id: str = Field(description="dataset_<32 hex>")
@@ -62,7 +63,7 @@ class ItemsIn(BaseModel):
     items: Annotated[list[Any], Field(max_length=MAX_ITEMS_PER_POST)]
 
 
-class ItemOut(BaseModel):
+class ItemOut(RowModel):
     """A dataset item."""
 
     id: str

@@ -22,6 +22,11 @@ class Pagination(BaseModel):
     next_cursor: str | None = None
     total: int | None = Field(default=None, description="Prompt list only.")
 
+    @classmethod
+    def of(cls, next_cursor: str | None, total: int | None = None) -> Pagination:
+        """A page's pagination: more pages exactly when there is a next cursor."""
+        return cls(has_more=next_cursor is not None, next_cursor=next_cursor, total=total)
+
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # next_cursor is present only when there is a next page; total on prompt lists only.

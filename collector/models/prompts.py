@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, field_validator
 
 from .json_values import check_json
+from .rows import NoneIfEmpty, RowModel
+
+if TYPE_CHECKING:  # the rows these answers are read from (for the type checker only)
+    from ..store.prompts import PromptHeadRow, PromptVersionRow
 
 MAX_TEMPLATE_CHARS = 1024 * 1024
 
@@ -83,6 +87,11 @@ def _check_parameters(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def public_id(prompt_id: str) -> str:
+    """Return the ``prompt_<hex>`` form of a stored prompt id (the answers' ``id``)."""
+    return f"prompt_{prompt_id}"
+
+
 PromptName = Annotated[str, AfterValidator(_check_name)]
 LabelName = Annotated[str, AfterValidator(_check_settable_label)]
 Template = Annotated[str, Field(min_length=1, max_length=MAX_TEMPLATE_CHARS)]
@@ -149,7 +158,26 @@ class LabelMove(_Input):
     version: Annotated[int, Strict()] = Field(ge=1, le=2**31)
 
 
-class PromptOut(BaseModel):
+class _PromptAnswer(RowModel):
+    """A prompt answer read from a version's row: each answer keeps its own subset."""
+
+    @classmethod
+    def of_version(cls, row: PromptVersionRow) -> Self:
+        """The answer of a prompt at ``row``: ``created_at`` is the prompt's creation,
+        ``updated_at`` its newest version's."""
+        return cls.of(
+            row,
+            id=public_id(row.prompt_id),
+            created_at=row.prompt_created_at,
+            updated_at=row.created_at,
+        )
+
+
+# A row keeps "no folder" as "": the answers say null.
+FolderOut = Annotated[str | None, NoneIfEmpty]
+
+
+class PromptOut(_PromptAnswer):
     """Create: every field of spec 2.1."""
 
     id: str
@@ -160,12 +188,12 @@ class PromptOut(BaseModel):
     parameters: dict[str, Any]
     version: int
     tags: list[str]
-    folder: str | None
+    folder: FolderOut
     created_at: datetime
     updated_at: datetime
 
 
-class PromptGetOut(BaseModel):
+class PromptGetOut(_PromptAnswer):
     """Get: the subset of spec 2.1, with the newest version's description, tags and folder."""
 
     id: str
@@ -176,10 +204,10 @@ class PromptGetOut(BaseModel):
     created_at: datetime
     description: str
     tags: list[str]
-    folder: str | None
+    folder: FolderOut
 
 
-class PromptListItem(BaseModel):
+class PromptListItem(RowModel):
     """List item of spec 2.1, with the newest version's tags and folder."""
 
     id: str
@@ -188,10 +216,15 @@ class PromptListItem(BaseModel):
     version: int
     created_at: datetime
     tags: list[str]
-    folder: str | None
+    folder: FolderOut
+
+    @classmethod
+    def of_head(cls, head: PromptHeadRow) -> PromptListItem:
+        """A prompt in the list, from its head (its newest version's list fields)."""
+        return cls.of(head, id=public_id(head.prompt_id), created_at=head.prompt_created_at)
 
 
-class PromptUpdateOut(BaseModel):
+class PromptUpdateOut(_PromptAnswer):
     """Update: the subset of spec 2.1."""
 
     id: str
@@ -209,14 +242,14 @@ class PromptDeleted(BaseModel):
     id: str
 
 
-class VersionOut(BaseModel):
+class VersionOut(RowModel):
     """An item of the version history (spec 2.2), with its labels."""
 
     version: int
     template: str
     model: str
     labels: list[str]
-    note: str | None = None
+    note: Annotated[str | None, NoneIfEmpty] = None
     created_at: datetime
 
 
@@ -226,7 +259,7 @@ class VersionDetailOut(VersionOut):
     parameters: dict[str, Any]
 
 
-class RollbackOut(BaseModel):
+class RollbackOut(RowModel):
     """Rollback result (spec 4.4)."""
 
     version: int

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from .json_values import check_json
+from .rows import NoneIfEmpty, RowModel
 from .scores import ScoreOut
+
+if TYPE_CHECKING:  # the rows these answers are read from (for the type checker only)
+    from ..store.exports import ExportJob
+    from ..store.request_rows import RequestRow
+    from ..store.score_rows import ScoreRow
 
 # Filters by metadata: any JSON values, compared as text (checked: they become query parameters).
 MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
@@ -140,7 +155,7 @@ class BatchResult(BaseModel):
     rejected: list[RejectedRecord]
 
 
-class UsageOut(BaseModel):
+class UsageOut(RowModel):
     """Usage in list items."""
 
     total_tokens: int
@@ -158,13 +173,18 @@ class UsageDetailOut(UsageOut):
     reasoning_tokens: int = 0
 
 
-class TimingOut(BaseModel):
+class TimingOut(RowModel):
     """Timing breakdown."""
 
     total_latency_ms: int
     pre_process_ms: int
     llm_call_ms: int
     post_process_ms: int
+
+    @classmethod
+    def of_record(cls, row: RequestRow) -> TimingOut:
+        """A record's timing: its ``latency_ms`` is the total."""
+        return cls.of(row, total_latency_ms=row.latency_ms)
 
 
 class IntegrationOut(BaseModel):
@@ -174,13 +194,22 @@ class IntegrationOut(BaseModel):
     post_process_executed: bool
     errors: list[Any]
 
+    @classmethod
+    def of_record(cls, integration: Mapping[str, Any]) -> IntegrationOut:
+        """A record's integration block as stored (a JSON object; absent keys are false/[])."""
+        return cls(
+            pre_process_executed=bool(integration.get("pre_process_executed", False)),
+            post_process_executed=bool(integration.get("post_process_executed", False)),
+            errors=list(integration.get("errors", [])),
+        )
 
-class RequestListItem(BaseModel):
+
+class RequestListItem(RowModel):
     """A record in lists (spec 2.5)."""
 
     id: str
     prompt_name: str
-    version: int | None
+    version: Annotated[int | None, NoneIfEmpty]
     model: str
     status: str
     input_variables: dict[str, Any]
@@ -192,10 +221,12 @@ class RequestListItem(BaseModel):
     cost_known: bool = Field(
         description="False when the model has no known price (estimated_cost_usd is then 0)."
     )
-    trace_id: str | None = Field(default=None, description="Trace of the call, if any.")
-    span_id: str | None = None
-    parent_span_id: str | None = None
-    span_name: str | None = None
+    trace_id: Annotated[str | None, NoneIfEmpty] = Field(
+        default=None, description="Trace of the call, if any."
+    )
+    span_id: Annotated[str | None, NoneIfEmpty] = None
+    parent_span_id: Annotated[str | None, NoneIfEmpty] = None
+    span_name: Annotated[str | None, NoneIfEmpty] = None
     kind: str = Field(
         default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
     )
@@ -205,13 +236,20 @@ class RequestListItem(BaseModel):
         "numeric and boolean ones (true = 1), the newest value of a categorical one.",
     )
 
+    @classmethod
+    def of_record(
+        cls, row: RequestRow, scores: dict[str, bool | int | float | str] | None = None
+    ) -> RequestListItem:
+        """A record as lists show it, with its score summary (``ScoreService.summaries``)."""
+        return cls.of(row, scores=scores or {}, usage=UsageOut.of(row))
 
-class RequestDetail(BaseModel):
+
+class RequestDetail(RowModel):
     """One record (spec 2.5 detail), with what captured calls add."""
 
     id: str
     prompt_name: str
-    version: int | None
+    version: Annotated[int | None, NoneIfEmpty]
     status: str
     input_variables: dict[str, Any]
     output: dict[str, Any]
@@ -221,15 +259,15 @@ class RequestDetail(BaseModel):
     model: str
     timing: TimingOut
     integration: IntegrationOut
-    provider: str | None = None
+    provider: Annotated[str | None, NoneIfEmpty] = None
     input: Any = None
-    error: str | None = None
+    error: Annotated[str | None, NoneIfEmpty] = None
     time_to_first_token_ms: int | None = None
     cost_known: bool
-    trace_id: str | None = None
-    span_id: str | None = None
-    parent_span_id: str | None = None
-    span_name: str | None = None
+    trace_id: Annotated[str | None, NoneIfEmpty] = None
+    span_id: Annotated[str | None, NoneIfEmpty] = None
+    parent_span_id: Annotated[str | None, NoneIfEmpty] = None
+    span_name: Annotated[str | None, NoneIfEmpty] = None
     kind: str = Field(
         default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
     )
@@ -237,6 +275,17 @@ class RequestDetail(BaseModel):
         default_factory=list,
         description="The scores on the record and on its trace, newest first.",
     )
+
+    @classmethod
+    def of_record(cls, row: RequestRow, scores: Sequence[ScoreRow] = ()) -> RequestDetail:
+        """A record as its detail (and the answer of a log) shows it, with its scores."""
+        return cls.of(
+            row,
+            scores=[ScoreOut.of(s) for s in scores],
+            usage=UsageDetailOut.of(row),
+            timing=TimingOut.of_record(row),
+            integration=IntegrationOut.of_record(row.integration),
+        )
 
 
 class HighlightRun(BaseModel):
@@ -246,7 +295,11 @@ class HighlightRun(BaseModel):
     match: bool
 
 
-class SearchHit(BaseModel):
+# A matched field's text runs, as the search service gives them (``{"text", "match"}`` each).
+_Runs = TypeVar("_Runs", bound=Sequence[Mapping[str, Any]])
+
+
+class SearchHit(RowModel):
     """Spec 2.6, plus each highlight as text runs (for building text nodes, not HTML)."""
 
     id: str
@@ -258,6 +311,19 @@ class SearchHit(BaseModel):
         "give the snippet; a run with match true is what ``highlights`` puts in <em>."
     )
     created_at: datetime
+
+    @classmethod
+    def of_runs(
+        cls, row: RequestRow, runs: Mapping[str, _Runs], html: Callable[[_Runs], str]
+    ) -> SearchHit:
+        """A hit on ``row``: each matched field's snippet as text runs, and as the HTML
+        ``html`` makes of them (the spec's ``highlights``)."""
+        return cls.of(
+            row,
+            matched_fields=list(runs),
+            highlights={path: html(field_runs) for path, field_runs in runs.items()},
+            highlight_runs=runs,
+        )
 
 
 class ExportFilters(_Input):
@@ -300,7 +366,7 @@ class ExportCreate(_Input):
     include_metadata: bool = True
 
 
-class ExportOut(BaseModel):
+class ExportOut(RowModel):
     """Spec 2.7, plus what a client wants to know of a finished or failed job."""
 
     export_id: str
@@ -309,7 +375,18 @@ class ExportOut(BaseModel):
     created_at: datetime
     format: str
     row_count: int | None = None
-    error: str | None = None
+    error: Annotated[str | None, NoneIfEmpty] = None
+
+    @classmethod
+    def of_job(cls, job: ExportJob, download_url: Callable[[str], str]) -> ExportOut:
+        """An export job; its ``download_url`` (built by the route) and ``row_count`` only
+        once the file is ready."""
+        completed = job.status == "completed"
+        return cls.of(
+            job,
+            download_url=download_url(job.export_id) if completed else None,
+            row_count=job.row_count if completed else None,
+        )
 
 
 class DeleteRequestsIn(BaseModel):
@@ -325,25 +402,30 @@ class DeleteResult(BaseModel):
     deleted_at: datetime
 
 
-class AnalyticsGroup(BaseModel):
+def _level(name: str, index: int) -> Any:
+    # A group row keeps its percentiles as one (p50, p95, p99) triple, absent but for latency.
+    return Field(default=None, validation_alias=AliasChoices(name, AliasPath("percentiles", index)))
+
+
+class AnalyticsGroup(RowModel):
     """One group of an analytics result (latency adds percentiles)."""
 
     name: str
     value: float
     count: int
-    p50: float | None = None
-    p95: float | None = None
-    p99: float | None = None
+    p50: float | None = _level("p50", 0)
+    p95: float | None = _level("p95", 1)
+    p99: float | None = _level("p99", 2)
 
 
-class Period(BaseModel):
+class Period(RowModel):
     """Resolved period of an analytics query."""
 
     start: datetime
     end: datetime
 
 
-class AnalyticsResult(BaseModel):
+class AnalyticsResult(RowModel):
     """Spec 2.8, plus for ``cost`` how many records of the period had no known price."""
 
     metric: Literal["cost", "usage", "latency", "errors", "score"]

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from .json_values import check_json
+from .rows import RowModel
 
 ScoreDataType = Literal["numeric", "boolean", "categorical"]
 ScoreSource = Literal["api", "sdk", "annotation", "eval", "end_user"]
@@ -81,7 +82,7 @@ class ScoreBatchIn(BaseModel):
     scores: list[Any]
 
 
-class ScoreOut(BaseModel):
+class ScoreOut(RowModel):
     """A stored score."""
 
     id: str
@@ -123,7 +124,7 @@ class ScoreConfigIn(BaseModel):
         return self
 
 
-class ScoreConfigOut(ScoreConfigIn):
+class ScoreConfigOut(ScoreConfigIn, RowModel):
     """A stored score config."""
 
     name: str

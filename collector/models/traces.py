@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from .envelopes import Pagination
 from .requests import RequestListItem
+from .rows import NoneIfEmpty, RowModel
 
 ScoreMeans = dict[str, bool | int | float | str]
 _SCORES = (
@@ -16,7 +18,7 @@ _SCORES = (
 )
 
 
-class TraceListItem(BaseModel):
+class TraceListItem(RowModel):
     """A trace in the list: its root record's name, and sums over all its records."""
 
     trace_id: str
@@ -28,8 +30,12 @@ class TraceListItem(BaseModel):
     errors: int
     total_tokens: int
     estimated_cost_usd: float
-    user_id: str | None = Field(description="metadata.user_id of its root (else first) record.")
-    session_id: str | None = Field(description="metadata.session_id, likewise.")
+    user_id: Annotated[str | None, NoneIfEmpty] = Field(
+        description="metadata.user_id of its root (else first) record."
+    )
+    session_id: Annotated[str | None, NoneIfEmpty] = Field(
+        description="metadata.session_id, likewise."
+    )
     scores: ScoreMeans = Field(
         default_factory=dict, description=f"Of the trace's and its records' scores. {_SCORES}"
     )
@@ -48,7 +54,7 @@ class TracePage(BaseModel):
     pagination: Pagination
 
 
-class SessionListItem(BaseModel):
+class SessionListItem(RowModel):
     """A session: the records whose metadata.session_id it is (model calls unless asked)."""
 
     session_id: str
@@ -78,7 +84,7 @@ class SessionPage(BaseModel):
     pagination: Pagination
 
 
-class UserListItem(BaseModel):
+class UserListItem(RowModel):
     """A user: the records whose metadata.user_id it is (model calls unless asked)."""
 
     user_id: str

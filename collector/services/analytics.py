@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import ValidationFailed
-from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
+from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS, Period
 from ..store.analytics import GROUPS, METRICS, AnalyticsStore, GroupRow, Plan
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
@@ -19,6 +19,22 @@ from .rollups import RollupService
 
 DEFAULT_PERIOD = timedelta(days=30)
 _FILTER_KEYS = {"prompt_name", "model", "status", "metadata", "kind"}
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The request list's filter parameters, given to analytics as query parameters.
+
+    They narrow the query as the same keys of ``filters`` do; a key given both ways must
+    agree (docs/api-notes.md, "Analytics").
+    """
+
+    prompt_name: str | None = None
+    model: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    trace_id: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -34,6 +50,11 @@ class AnalyticsOutcome:
     cost_unknown_records: int | None = None
     # metric=score only: how many scores the total is the mean of.
     score_count: int | None = None
+
+    @property
+    def period(self) -> Period:
+        """The resolved period, as the answer shows it."""
+        return Period(start=self.start, end=self.end)
 
 
 class AnalyticsService:
@@ -58,8 +79,11 @@ class AnalyticsService:
         end_date: str | None,
         filters_json: str | None,
         score_name: str | None = None,
+        params: ListFilters | None = None,
     ) -> AnalyticsOutcome:
         """Return the metric's total over the period and its value per group.
+
+        ``params``: the list's filters given as query parameters, ANDed with ``filters``.
 
         ``metric=score`` is the mean of the scores named ``score_name`` on the records
         created in the period (CONTRACT 9); each group's count is its number of scores.
@@ -80,7 +104,9 @@ class AnalyticsService:
         start = parse_date(start_date, "start_date") if start_date else end - DEFAULT_PERIOD
         if start > end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
-        filters = _filters(filters_json, start, end, every_kind=metric == "score")
+        filters = _filters(
+            filters_json, params or ListFilters(), start, end, every_kind=metric == "score"
+        )
         if self._pending is not None:
             self._pending.wait(project)
         if metric == "score":
@@ -112,7 +138,9 @@ class AnalyticsService:
         # The rollup sums the model calls alone: a query naming other kinds reads the log (a
         # filter without kinds stands for the service's default, the model calls).
         other_kinds = filters.kinds is not None and filters.kinds != MODEL_CALL_KINDS
-        if filters.metadata or (by_metadata and other_filters) or other_kinds:
+        # Neither does it keep traces: one trace's records are read from the log.
+        one_trace = filters.trace_id is not None
+        if filters.metadata or (by_metadata and other_filters) or other_kinds or one_trace:
             return self._rollups.plan(project, start, end, days=False, hours=False)
         if by_metadata:
             return self._rollups.plan(project, start, end, hours=False)
@@ -127,14 +155,47 @@ def _valid_group(group_by: str) -> bool:
 
 
 def _filters(
-    text: str | None, start: datetime, end: datetime, every_kind: bool = False
+    text: str | None,
+    params: ListFilters,
+    start: datetime,
+    end: datetime,
+    every_kind: bool = False,
 ) -> RequestFilter:
     """The filter of a query: model calls unless ``filters.kind`` names kinds (CONTRACT 10).
 
     ``every_kind``: without ``kind``, every kind (``metric=score``: a score may be on a span).
     """
+    raw = _merged(_filters_object(text), params)
+    for key in ("prompt_name", "model", "status"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ValidationFailed(f"filters.{key}", f"filters.{key} must be a string")
+    if raw.get("status") not in (None, "success", "error"):
+        raise ValidationFailed("filters.status", "filters.status must be success or error")
+    metadata = raw.get("metadata", {})
+    kind = raw.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise ValidationFailed("filters.kind", "filters.kind must be a string")
+    return RequestFilter(
+        prompt_name=raw.get("prompt_name"),
+        model=raw.get("model"),
+        status=raw.get("status"),
+        start=start,
+        end=end,
+        metadata={str(k): metadata_text(v) for k, v in metadata.items()},
+        trace_id=params.trace_id,
+        # As on the list, one trace's records are of every kind unless ``kind`` narrows them.
+        kinds=_kinds(
+            kind,
+            every_kind or params.trace_id is not None,
+            "kind" if params.kind is not None else "filters.kind",
+        ),
+    )
+
+
+def _filters_object(text: str | None) -> dict[str, Any]:
+    """The ``filters`` JSON object (empty when not given), its keys and metadata checked."""
     if not text:
-        return RequestFilter(start=start, end=end, kinds=None if every_kind else MODEL_CALL_KINDS)
+        return {}
     try:
         raw: Any = json.loads(text)
     except ValueError:
@@ -148,30 +209,38 @@ def _filters(
             f"unknown filter keys: {', '.join(sorted(unknown))}",
             allowed=sorted(_FILTER_KEYS),
         )
-    for key in ("prompt_name", "model", "status"):
-        if key in raw and not isinstance(raw[key], str):
-            raise ValidationFailed(f"filters.{key}", f"filters.{key} must be a string")
-    if raw.get("status") not in (None, "success", "error"):
-        raise ValidationFailed("filters.status", "filters.status must be success or error")
-    metadata = raw.get("metadata", {})
-    if not isinstance(metadata, dict):
+    if not isinstance(raw.get("metadata", {}), dict):
         raise ValidationFailed("filters.metadata", "filters.metadata must be an object")
-    kind = raw.get("kind")
-    if kind is not None and not isinstance(kind, str):
-        raise ValidationFailed("filters.kind", "filters.kind must be a string")
-    return RequestFilter(
-        prompt_name=raw.get("prompt_name"),
-        model=raw.get("model"),
-        status=raw.get("status"),
-        start=start,
-        end=end,
-        metadata={str(k): metadata_text(v) for k, v in metadata.items()},
-        kinds=_kinds(kind, every_kind),
-    )
+    return raw
 
 
-def _kinds(kind: str | None, every_kind: bool) -> tuple[str, ...] | None:
+def _merged(raw: dict[str, Any], params: ListFilters) -> dict[str, Any]:
+    """``filters`` with the query parameters added; a key given both ways must agree."""
+    merged = dict(raw)
+    for key in ("prompt_name", "model", "status", "kind"):
+        value = getattr(params, key)
+        if value is None:
+            continue
+        if key in raw and raw[key] != value:
+            raise ValidationFailed(
+                key, f"{key} is given as a parameter and in filters, with different values"
+            )
+        merged[key] = value
+    if params.metadata:
+        metadata = {str(k): v for k, v in raw.get("metadata", {}).items()}
+        for key, value in params.metadata.items():
+            if key in metadata and metadata_text(metadata[key]) != value:
+                raise ValidationFailed(
+                    f"metadata.{key}",
+                    f"metadata.{key} is given as a parameter and in filters, with different values",
+                )
+            metadata[key] = value
+        merged["metadata"] = metadata
+    return merged
+
+
+def _kinds(kind: str | None, every_kind: bool, field: str) -> tuple[str, ...] | None:
     """The kinds of ``filters.kind``; ``all`` named one by one (the planner's None is the
     model calls)."""
-    kinds = kinds_of(kind, every=every_kind, field="filters.kind")
+    kinds = kinds_of(kind, every=every_kind, field=field)
     return RECORD_KINDS if kinds is None and not every_kind else kinds

@@ -16,7 +16,6 @@ from promptrail.collector.api.routes import templates as template_routes
 from promptrail.collector.models.envelopes import Data
 from promptrail.collector.models.prompts import PromptGetOut, TemplateOut
 from promptrail.collector.services.container import Services
-from promptrail.collector.services.mappers import prompt_get_out
 from promptrail.collector.services.templates import template_payload
 from tests.keys import DEFAULT_AUTH
 
@@ -49,7 +48,7 @@ def test_read_bodies_are_the_response_models_json(api: TestClient) -> None:
     make(api, "r", parameters={"temperature": 0.25, "max_tokens": 7}, tags=["a"], folder="/f")
     assert api.put("/v1/prompts/r/labels/production", json={"version": 1}).status_code == 200
     row = services_of(api).prompts.resolve_version(PROJECT, "r")
-    get_body = TypeAdapter(Data[PromptGetOut]).dump_json(Data(data=prompt_get_out(row)))
+    get_body = TypeAdapter(Data[PromptGetOut]).dump_json(Data(data=PromptGetOut.of_version(row)))
     template_body = TypeAdapter(TemplateOut).dump_json(template_payload(row))
 
     for _ in range(2):  # encoded the first time, kept the second

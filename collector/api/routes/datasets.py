@@ -14,9 +14,8 @@ from ...models.datasets import (
     ItemOut,
     ItemsIn,
 )
-from ...models.envelopes import Data, Page
+from ...models.envelopes import Data, Page, Pagination
 from ...models.requests import BatchResult, RejectedRecord
-from ...services.mappers import dataset_out, item_out, pagination
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -30,7 +29,7 @@ ItemRef = Annotated[str, Path(min_length=1, max_length=200)]
 @router.post("", status_code=201, response_model=Data[DatasetOut])
 def create_dataset(body: DatasetIn, project: Project, services: ServicesDep) -> Data[DatasetOut]:
     """Create a dataset (names are unique per project: 409 DATASET_ALREADY_EXISTS)."""
-    return Data(data=dataset_out(services.datasets.create(project, body)))
+    return Data(data=DatasetOut.of(services.datasets.create(project, body)))
 
 
 @router.get("", response_model=Page[DatasetOut])
@@ -39,19 +38,19 @@ def list_datasets(
 ) -> Page[DatasetOut]:
     """List datasets, newest first."""
     rows, next_cursor = services.datasets.page(project, limit, cursor)
-    return Page(data=[dataset_out(r) for r in rows], pagination=pagination(next_cursor))
+    return Page(data=[DatasetOut.of(r) for r in rows], pagination=Pagination.of(next_cursor))
 
 
 @router.get("/{name}", response_model=Data[DatasetOut])
 def get_dataset(name: DatasetRef, project: Project, services: ServicesDep) -> Data[DatasetOut]:
     """Return one dataset, by name or id."""
-    return Data(data=dataset_out(services.datasets.get(project, name)))
+    return Data(data=DatasetOut.of(services.datasets.get(project, name)))
 
 
 @router.delete("/{name}", response_model=Data[DatasetOut])
 def delete_dataset(name: DatasetRef, project: Project, services: ServicesDep) -> Data[DatasetOut]:
     """Delete a dataset; answers what it was."""
-    return Data(data=dataset_out(services.datasets.delete(project, name)))
+    return Data(data=DatasetOut.of(services.datasets.delete(project, name)))
 
 
 @router.post("/{name}/items", status_code=201, response_model=Data[BatchResult])
@@ -85,7 +84,7 @@ def list_items(
 ) -> Page[ItemOut]:
     """List a dataset's items in the order added."""
     rows, next_cursor = services.datasets.items_page(project, name, limit, cursor)
-    return Page(data=[item_out(r) for r in rows], pagination=pagination(next_cursor))
+    return Page(data=[ItemOut.of(r) for r in rows], pagination=Pagination.of(next_cursor))
 
 
 @router.delete("/{name}/items/{item_id}", response_model=Data[ItemOut])
@@ -93,4 +92,4 @@ def delete_item(
     name: DatasetRef, item_id: ItemRef, project: Project, services: ServicesDep
 ) -> Data[ItemOut]:
     """Delete one item; answers what it was."""
-    return Data(data=item_out(services.datasets.delete_item(project, name, item_id)))
+    return Data(data=ItemOut.of(services.datasets.delete_item(project, name, item_id)))

@@ -9,7 +9,6 @@ from fastapi.responses import FileResponse
 
 from ...models.envelopes import Data
 from ...models.requests import ExportCreate, ExportOut
-from ...services.mappers import export_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/requests", tags=["exports"])
@@ -28,7 +27,7 @@ def create_export(
 ) -> Data[ExportOut]:
     """Start exporting matching records as CSV or JSON lines."""
     job = services.exports.create(project, body)
-    return Data(data=export_out(job, _download_url(request)))
+    return Data(data=ExportOut.of_job(job, _download_url(request)))
 
 
 @router.get("/exports/{export_id}", response_model=Data[ExportOut])
@@ -37,7 +36,7 @@ def get_export(
 ) -> Data[ExportOut]:
     """Return an export's status (``download_url`` is set once completed)."""
     job = services.exports.get(project, export_id)
-    return Data(data=export_out(job, _download_url(request)))
+    return Data(data=ExportOut.of_job(job, _download_url(request)))
 
 
 @router.get(

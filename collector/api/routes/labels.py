@@ -6,7 +6,6 @@ from fastapi import APIRouter
 
 from ...models.envelopes import Data
 from ...models.prompts import LabelMove, LabelOut, LabelRemoved
-from ...services.mappers import label_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts/{name}/labels", tags=["labels"])
@@ -17,7 +16,7 @@ def list_labels(name: str, project: Project, services: ServicesDep) -> Data[list
     """List the prompt's labels and the versions they point at."""
     return Data(
         data=[
-            label_out(label, version, at)
+            LabelOut(label=label, version=version, updated_at=at)
             for label, version, at in services.prompts.labels(project, name)
         ]
     )
@@ -29,7 +28,7 @@ def move_label(
 ) -> Data[LabelOut]:
     """Attach a label to a version, moving it off any other."""
     _, version, at = services.prompts.move_label(project, name, label, body.version)
-    return Data(data=label_out(label, version, at))
+    return Data(data=LabelOut(label=label, version=version, updated_at=at))
 
 
 @router.delete("/{label}", response_model=Data[LabelRemoved])

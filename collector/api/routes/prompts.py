@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel
 
-from ...models.envelopes import Data, ErrorBody, Page
+from ...models.envelopes import Data, ErrorBody, Page, Pagination
 from ...models.prompts import (
     PromptCreate,
     PromptDeleted,
@@ -20,29 +18,10 @@ from ...models.prompts import (
     PromptUpdateOut,
 )
 from ...services.container import Services
-from ...services.mappers import (
-    pagination,
-    prompt_get_out,
-    prompt_list_item,
-    prompt_out,
-    prompt_update_out,
-)
 from ...services.prompts.encoded import Shape
-from ...services.templates import template_payload
-from ...store.prompts import PromptVersionRow
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts", tags=["prompts"])
-
-
-def _get_body(row: PromptVersionRow) -> Data[PromptGetOut]:
-    return Data(data=prompt_get_out(row))
-
-
-_BUILD: dict[Shape, Callable[[PromptVersionRow], BaseModel]] = {
-    "get": _get_body,
-    "template": template_payload,
-}
 
 
 async def read_version(
@@ -63,7 +42,7 @@ async def read_version(
     row = prompts.cached_version(project, ref, number, label)
     if row is None:
         row = await run_in_threadpool(prompts.resolve_version, project, ref, number, label)
-    return Response(prompts.encoded.body(row, shape, _BUILD[shape]), media_type="application/json")
+    return Response(prompts.encoded.body(row, shape), media_type="application/json")
 
 
 @router.post(
@@ -74,7 +53,7 @@ async def read_version(
 )
 def create_prompt(body: PromptCreate, project: Project, services: ServicesDep) -> Data[PromptOut]:
     """Create a prompt at version 1."""
-    return Data(data=prompt_out(services.prompts.create(project, body)))
+    return Data(data=PromptOut.of_version(services.prompts.create(project, body)))
 
 
 @router.get("", response_model=Page[PromptListItem])
@@ -94,8 +73,8 @@ def list_prompts(
         project, limit, cursor, tags=tags, folder=folder, search=search
     )
     return Page(
-        data=[prompt_list_item(h) for h in page.items],
-        pagination=pagination(page.next_cursor, total=page.total),
+        data=[PromptListItem.of_head(h) for h in page.items],
+        pagination=Pagination.of(page.next_cursor, total=page.total),
     )
 
 
@@ -110,7 +89,7 @@ def update_prompt(
     name: str, body: PromptUpdate, project: Project, services: ServicesDep
 ) -> Data[PromptUpdateOut]:
     """Make a new version with the given fields changed."""
-    return Data(data=prompt_update_out(services.prompts.update(project, name, body)))
+    return Data(data=PromptUpdateOut.of_version(services.prompts.update(project, name, body)))
 
 
 @router.delete("/{name}", response_model=Data[PromptDeleted])

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import ValidationFailed
-from ...models.envelopes import Data, ErrorBody, Page
+from ...models.envelopes import Data, ErrorBody, Page, Pagination
 from ...models.requests import (
     AnalyticsResult,
     BatchResult,
@@ -25,13 +25,8 @@ from ...models.requests import (
     RequestRecordIn,
     SearchHit,
 )
-from ...services.mappers import (
-    analytics_result,
-    pagination,
-    request_detail,
-    request_list_item,
-    search_hit,
-)
+from ...services.analytics import ListFilters
+from ...services.highlights import as_html
 from ...services.requests import is_score_param
 from ..deps import IngestProject, Project, ServicesDep
 
@@ -57,7 +52,7 @@ async def log_request(
     row = await run_in_threadpool(services.ingest.log_one, project, body)
     # The body was read (and kept) by the framework to parse it: this reads no more.
     services.rate_limits.charge_ingest(project, 1, len(await request.body()))
-    return Data(data=request_detail(row))
+    return Data(data=RequestDetail.of_record(row))
 
 
 _BATCH_BODY: dict[str, Any] = {
@@ -189,8 +184,8 @@ def list_requests(
     )
     scores = services.scores.summaries(project, [(r.id, r.trace_id) for r in page.rows])
     return Page(
-        data=[request_list_item(r, scores.get(r.id)) for r in page.rows],
-        pagination=pagination(page.next_cursor),
+        data=[RequestListItem.of_record(r, scores.get(r.id)) for r in page.rows],
+        pagination=Pagination.of(page.next_cursor),
     )
 
 
@@ -220,12 +215,31 @@ def search_requests(
     """
     page = services.requests.search(project, query, limit, cursor, kind)
     return Page(
-        data=[search_hit(hit) for hit in page.hits], pagination=pagination(page.next_cursor)
+        data=[SearchHit.of_runs(hit.row, hit.runs, as_html) for hit in page.hits],
+        pagination=Pagination.of(page.next_cursor),
     )
+
+
+# The parameters analytics take; any other (``limit``, ``score.<name>.min``…) is refused, not
+# ignored: an answer "as if unfiltered" would read as the filtered one.
+_ANALYTICS_PARAMS = (
+    "metric",
+    "group_by",
+    "start_date",
+    "end_date",
+    "filters",
+    "score_name",
+    "prompt_name",
+    "model",
+    "status",
+    "kind",
+    "trace_id",
+)
 
 
 @router.get("/analytics", response_model=Data[AnalyticsResult], response_model_exclude_none=True)
 def analytics(
+    request: Request,
     project: Project,
     services: ServicesDep,
     metric: Annotated[str, Query(max_length=20)],
@@ -236,12 +250,44 @@ def analytics(
     score_name: Annotated[
         str | None, Query(min_length=1, max_length=100, description="With metric=score.")
     ] = None,
+    prompt_name: Annotated[str | None, Query(max_length=128)] = None,
+    model: Annotated[str | None, Query(max_length=200)] = None,
+    status: Literal["success", "error"] | None = None,
+    kind: Kind = None,
+    trace_id: Annotated[
+        str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
+    ] = None,
 ) -> Data[AnalyticsResult]:
-    """Aggregate cost, usage, latency, errors or a score's mean over a period, grouped."""
-    outcome = services.analytics.run(
-        project, metric, group_by, start_date, end_date, filters, score_name
+    """Aggregate cost, usage, latency, errors or a score's mean over a period, grouped.
+
+    The request list's filters (``prompt_name``, ``model``, ``status``, ``kind``,
+    ``trace_id``, ``metadata.<key>=<value>``) narrow it as ``filters`` does; an unknown
+    parameter is a 400 naming it.
+    """
+    unknown = [
+        key
+        for key in dict.fromkeys(request.query_params.keys())
+        if key not in _ANALYTICS_PARAMS and not key.startswith("metadata.")
+    ]
+    if unknown:
+        raise ValidationFailed(
+            unknown[0],
+            f"analytics take no parameter {', '.join(unknown)}",
+            unknown=unknown,
+            allowed=[*_ANALYTICS_PARAMS, "metadata.<key>"],
+        )
+    params = ListFilters(
+        prompt_name=prompt_name,
+        model=model,
+        status=status,
+        kind=kind,
+        trace_id=trace_id,
+        metadata=_metadata_params(request),
     )
-    return Data(data=analytics_result(outcome))
+    outcome = services.analytics.run(
+        project, metric, group_by, start_date, end_date, filters, score_name, params
+    )
+    return Data(data=AnalyticsResult.of(outcome))
 
 
 @router.delete("", response_model=Data[DeleteResult])
@@ -261,4 +307,4 @@ def get_request(
 ) -> Data[RequestDetail]:
     """Return one record with its model, timing and integration."""
     row, scores = services.requests.detail(project, request_id)
-    return Data(data=request_detail(row, scores))
+    return Data(data=RequestDetail.of_record(row, scores))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from ...models.envelopes import Data, Page
+from ...models.envelopes import Data, Page, Pagination
 from ...models.requests import BatchResult, RejectedRecord
 from ...models.scores import (
     FeedbackIn,
@@ -19,7 +19,6 @@ from ...models.scores import (
     ScoreOut,
     ScoreSource,
 )
-from ...services.mappers import pagination, score_config_out, score_out
 from ..deps import Project, ServicesDep, key_from_headers
 
 router = APIRouter(tags=["scores"])
@@ -33,7 +32,7 @@ ScoreId = Annotated[str, Path(min_length=1, max_length=128)]
 @router.post("/scores", status_code=201, response_model=Data[ScoreOut])
 def create_score(body: ScoreIn, project: Project, services: ServicesDep) -> Data[ScoreOut]:
     """Store a score on a record or a trace; the same id again replaces it."""
-    return Data(data=score_out(services.scores.create(project, body)))
+    return Data(data=ScoreOut.of(services.scores.create(project, body)))
 
 
 @router.post("/scores/batch", status_code=201, response_model=Data[BatchResult])
@@ -77,19 +76,19 @@ def list_scores(
         limit,
         cursor,
     )
-    return Page(data=[score_out(r) for r in rows], pagination=pagination(next_cursor))
+    return Page(data=[ScoreOut.of(r) for r in rows], pagination=Pagination.of(next_cursor))
 
 
 @router.get("/scores/{score_id}", response_model=Data[ScoreOut])
 def get_score(score_id: ScoreId, project: Project, services: ServicesDep) -> Data[ScoreOut]:
     """Return one score."""
-    return Data(data=score_out(services.scores.get(project, score_id)))
+    return Data(data=ScoreOut.of(services.scores.get(project, score_id)))
 
 
 @router.delete("/scores/{score_id}", response_model=Data[ScoreOut])
 def delete_score(score_id: ScoreId, project: Project, services: ServicesDep) -> Data[ScoreOut]:
     """Delete one score; answers what it was."""
-    return Data(data=score_out(services.scores.delete(project, score_id)))
+    return Data(data=ScoreOut.of(services.scores.delete(project, score_id)))
 
 
 @router.put("/score-configs/{name}", response_model=Data[ScoreConfigOut])
@@ -100,13 +99,13 @@ def put_score_config(
     services: ServicesDep,
 ) -> Data[ScoreConfigOut]:
     """Set what scores of ``name`` must be (type, range, categories)."""
-    return Data(data=score_config_out(services.scores.put_config(project, name, body)))
+    return Data(data=ScoreConfigOut.of(services.scores.put_config(project, name, body)))
 
 
 @router.get("/score-configs", response_model=Data[list[ScoreConfigOut]])
 def list_score_configs(project: Project, services: ServicesDep) -> Data[list[ScoreConfigOut]]:
     """Return the project's score configs by name."""
-    return Data(data=[score_config_out(c) for c in services.scores.configs(project)])
+    return Data(data=[ScoreConfigOut.of(c) for c in services.scores.configs(project)])
 
 
 @feedback_router.post("/feedback/{token}", status_code=201, response_model=Data[ScoreOut])
@@ -116,4 +115,4 @@ def post_feedback(
     services: ServicesDep,
 ) -> Data[ScoreOut]:
     """An end user's vote, with no key: the token is the credential (CORS: any origin)."""
-    return Data(data=score_out(services.scores.feedback(token, body)))
+    return Data(data=ScoreOut.of(services.scores.feedback(token, body)))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from ...models.envelopes import Page
+from ...models.envelopes import Page, Pagination
+from ...models.requests import RequestListItem
 from ...models.traces import SessionDetail, SessionListItem, SessionPage
-from ...services.mappers import pagination, request_list_item
 from ..deps import Project, ServicesDep
 from .requests import Cursor, Kind, Limit
 
@@ -43,8 +42,8 @@ def list_sessions(
         kind=kind,
     )
     return Page(
-        data=[SessionListItem(**asdict(s), scores=scores) for s, scores in page.items],
-        pagination=pagination(page.next_cursor),
+        data=[SessionListItem.of(s, scores=scores) for s, scores in page.items],
+        pagination=Pagination.of(page.next_cursor),
     )
 
 
@@ -60,10 +59,10 @@ def get_session(
     """One session with its records oldest first (its model calls unless ``kind``)."""
     found = services.traces.session(project, session_id, limit, cursor, kind)
     return SessionPage(
-        data=SessionDetail(
-            **asdict(found.summary),
+        data=SessionDetail.of(
+            found.summary,
             scores=found.scores,
-            items=[request_list_item(r, found.row_scores.get(r.id)) for r in found.rows],
+            items=[RequestListItem.of_record(r, found.row_scores.get(r.id)) for r in found.rows],
         ),
-        pagination=pagination(found.next_cursor),
+        pagination=Pagination.of(found.next_cursor),
     )

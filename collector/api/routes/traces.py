@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from ...models.envelopes import ErrorBody, Page
+from ...models.envelopes import ErrorBody, Page, Pagination
+from ...models.requests import RequestListItem
 from ...models.traces import TraceDetail, TraceListItem, TracePage
-from ...services.mappers import pagination, request_list_item, trace_item
 from ...services.otlp import JSON, PROTOBUF, encoding_of
 from ..deps import IngestProject, Project, ServicesDep
 
@@ -139,8 +139,8 @@ def list_traces(
         name=name,
     )
     return Page(
-        data=[trace_item(summary, scores) for summary, scores in page.items],
-        pagination=pagination(page.next_cursor),
+        data=[TraceListItem.of(summary, scores=scores) for summary, scores in page.items],
+        pagination=Pagination.of(page.next_cursor),
     )
 
 
@@ -154,11 +154,11 @@ def get_trace(
 ) -> TracePage:
     """One trace with its records of every kind, oldest first: page on through ``cursor``."""
     found = services.traces.trace(project, trace_id, limit, cursor)
-    item = trace_item(found.summary, found.scores)
     return TracePage(
-        data=TraceDetail(
-            **item.model_dump(),
-            items=[request_list_item(r, found.row_scores.get(r.id)) for r in found.rows],
+        data=TraceDetail.of(
+            found.summary,
+            scores=found.scores,
+            items=[RequestListItem.of_record(r, found.row_scores.get(r.id)) for r in found.rows],
         ),
-        pagination=pagination(found.next_cursor),
+        pagination=Pagination.of(found.next_cursor),
     )

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from fastapi import APIRouter
 
-from ...models.envelopes import Page
+from ...models.envelopes import Page, Pagination
 from ...models.traces import UserListItem
-from ...services.mappers import pagination
 from ..deps import Project, ServicesDep
 from .requests import Cursor, Kind, Limit
 from .sessions import Date
@@ -31,6 +28,6 @@ def list_users(
         project, limit, cursor, start_date=start_date, end_date=end_date, kind=kind
     )
     return Page(
-        data=[UserListItem(**asdict(u)) for u in page.items],
-        pagination=pagination(page.next_cursor),
+        data=[UserListItem.of(u) for u in page.items],
+        pagination=Pagination.of(page.next_cursor),
     )

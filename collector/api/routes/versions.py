@@ -6,9 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from ...models.envelopes import Data, Page
+from ...models.envelopes import Data, Page, Pagination
 from ...models.prompts import RollbackOut, RollbackRequest, VersionDetailOut, VersionOut
-from ...services.mappers import pagination, rollback_out, version_detail_out, version_out
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/prompts/{name}", tags=["versions"])
@@ -26,7 +25,10 @@ def list_versions(
 ) -> Page[VersionOut]:
     """List a prompt's versions, newest first, a page at a time."""
     page = services.prompts.versions_page(project, name, limit, cursor)
-    return Page(data=[version_out(v) for v in page.items], pagination=pagination(page.next_cursor))
+    return Page(
+        data=[VersionOut.of(v.row, labels=v.labels) for v in page.items],
+        pagination=Pagination.of(page.next_cursor),
+    )
 
 
 @router.get("/versions/{version}", response_model=Data[VersionDetailOut])
@@ -34,7 +36,8 @@ def get_version(
     name: str, version: VersionNumber, project: Project, services: ServicesDep
 ) -> Data[VersionDetailOut]:
     """Return one version, with its parameters."""
-    return Data(data=version_detail_out(services.prompts.version(project, name, version)))
+    found = services.prompts.version(project, name, version)
+    return Data(data=VersionDetailOut.of(found.row, labels=found.labels))
 
 
 @router.post("/rollback", response_model=Data[RollbackOut])
@@ -43,4 +46,4 @@ def rollback(
 ) -> Data[RollbackOut]:
     """Make a new version with an earlier version's template, model and parameters."""
     row = services.prompts.rollback(project, name, body.version, body.labels)
-    return Data(data=rollback_out(row))
+    return Data(data=RollbackOut.of(row))

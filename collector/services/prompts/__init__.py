@@ -4,6 +4,7 @@
 ``live_ids.py`` answer hot lookups without a query on the embedded store.
 """
 
-from .service import PromptService, public_id
+from ...models.prompts import public_id
+from .service import PromptService
 
 __all__ = ["PromptService", "public_id"]

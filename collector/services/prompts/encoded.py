@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ...models.envelopes import Data
+from ...models.prompts import PromptGetOut
 from ...store.prompts import PromptVersionRow
+from ..templates import template_payload
 
 Shape = Literal["get", "template"]
 # Bodies kept at most; past it the oldest half goes (a read only re-encodes what it needs).
@@ -26,6 +29,18 @@ def encode_body(model: BaseModel) -> bytes:
     return model.model_dump_json(by_alias=True).encode()
 
 
+def _get_body(row: PromptVersionRow) -> Data[PromptGetOut]:
+    return Data(data=PromptGetOut.of_version(row))
+
+
+# The answer of each read route, as its response model: get a prompt (its newest version's
+# subset, in ``data``) and the template payload (unwrapped).
+_BUILD: dict[Shape, Callable[[PromptVersionRow], BaseModel]] = {
+    "get": _get_body,
+    "template": template_payload,
+}
+
+
 class EncodedBodies:
     """JSON bodies of read routes by (version id, shape); thread-safe, bounded."""
 
@@ -34,15 +49,13 @@ class EncodedBodies:
         self._bodies: dict[tuple[str, Shape], bytes] = {}
         self._lock = threading.Lock()
 
-    def body(
-        self, row: PromptVersionRow, shape: Shape, build: Callable[[PromptVersionRow], BaseModel]
-    ) -> bytes:
-        """Return the body of ``row`` in ``shape``, encoding ``build(row)`` the first time."""
+    def body(self, row: PromptVersionRow, shape: Shape) -> bytes:
+        """Return the body of ``row`` in ``shape``, encoding its answer the first time."""
         key = (row.version_id, shape)
         found = self._bodies.get(key)
         if found is not None:
             return found
-        encoded = encode_body(build(row))
+        encoded = encode_body(_BUILD[shape](row))
         with self._lock:
             if len(self._bodies) >= self._limit:
                 # dicts keep insertion order: drop the older half.

@@ -21,9 +21,9 @@ from ...errors import (
     VersionContention,
     VersionNotFound,
 )
-from ...models.prompts import PromptCreate, PromptUpdate, check_label
+from ...models.prompts import PromptCreate, PromptUpdate, check_label, public_id
 from ...store.prompts import ListFilter, PromptHeadRow, PromptRef, PromptStore, PromptVersionRow
-from ..cursors import CursorCodec
+from ..cursors import CursorCodec, Position, time_key
 from ..dates import utc_now_ms
 from ..templates import parse_template
 from .encoded import EncodedBodies
@@ -51,11 +51,6 @@ def prompt_ref(value: str) -> PromptRef:
     """Interpret a path segment as a prompt id or a prompt name."""
     match = _ID.match(value)
     return PromptRef(match.group(1), by_id=True) if match else PromptRef(value, by_id=False)
-
-
-def public_id(prompt_id: str) -> str:
-    """Return the ``prompt_<hex>`` form of a stored prompt id."""
-    return f"prompt_{prompt_id}"
 
 
 @dataclass(frozen=True)
@@ -330,13 +325,7 @@ class PromptService:
         wanted = [t.strip() for value in tags or [] for t in value.split(",") if t.strip()]
         folder_path = "/" + "/".join(p for p in folder.split("/") if p) if folder else None
         filters = ListFilter(tags=wanted, folder=folder_path, search=search or None)
-        after = None
-        if cursor:
-            position = self._cursors.decode(cursor)
-            try:
-                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
-            except (KeyError, ValueError, TypeError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._cursors.after_time(cursor)
         held = self._ids.newest_rows(project, self._store.live_prompts)
         if held is not None:
             rows, total = _heads_page(held, filters, after, limit + 1)
@@ -345,14 +334,10 @@ class PromptService:
             total = (
                 page_total if page_total is not None else self._store.count_heads(project, filters)
             )
-        next_cursor = None
-        if len(rows) > limit:
-            rows = rows[:limit]
-            last = rows[-1]
-            next_cursor = self._cursors.encode(
-                {"at": last.prompt_created_at.isoformat(), "id": last.prompt_id}
-            )
-        return PromptPage(items=rows, total=total, next_cursor=next_cursor)
+        page, next_cursor = self._cursors.next_page(
+            rows, limit, lambda head: time_key(head.prompt_created_at, head.prompt_id)
+        )
+        return PromptPage(items=page, total=total, next_cursor=next_cursor)
 
     # -- new versions ----------------------------------------------------------------------
 
@@ -473,18 +458,12 @@ class PromptService:
     ) -> VersionPage:
         """Return up to ``limit`` versions newest first, after ``cursor`` (a page's last
         version: versions are immutable, so a page never shifts under its cursor)."""
-        before = None
-        if cursor:
-            position = self._version_cursors.decode(cursor)
-            before = position.get("before")
-            if not isinstance(before, int) or isinstance(before, bool) or before < 1:
-                raise ValidationFailed("cursor", "Invalid cursor")
+        before = self._version_cursors.after(cursor, _version_before)
         prompt_id = self._live_id(project, ref_text)
-        rows = self._store.versions(project, prompt_id, before=before, limit=limit + 1)
-        next_cursor = None
-        if len(rows) > limit:
-            rows = rows[:limit]
-            next_cursor = self._version_cursors.encode({"before": rows[-1].version})
+        found = self._store.versions(project, prompt_id, before=before, limit=limit + 1)
+        rows, next_cursor = self._version_cursors.next_page(
+            found, limit, lambda row: {"before": row.version}
+        )
         by_version = self._labels_by_version(project, prompt_id)
         return VersionPage(
             [LabeledVersion(row, by_version.get(row.version, [])) for row in rows], next_cursor
@@ -643,3 +622,11 @@ def _heads_page(
         for row in matching[:limit]
     ]
     return page, total
+
+
+def _version_before(position: Position) -> int:
+    """The version a versions cursor names: the page's last, a positive integer."""
+    before = position["before"]
+    if not isinstance(before, int) or isinstance(before, bool) or before < 1:
+        raise ValueError("not a version number")
+    return before
