@@ -1,54 +1,30 @@
 """Feedback tokens made in the process, with no round trip to the collector.
 
 A token lets an end user's browser post one score on one record or trace, without an API key
-(``POST /v1/feedback/{token}``). The collector checks it with what it stores of the key (its
-SHA-256), so the SDK, holding the raw key, signs it the same way (the format is shared with
-``collector/services``; docs/security.md says how it is checked)::
-
-    secret  = HMAC-SHA256(bytes.fromhex(sha256(key)), b"promptrail feedback token v1")
-    payload = {"v":1,"k":"key_"+sha256(key)[:12],"r":..,"t":..,"n":..,"d":..,"c":..,"e":..,"i":..}
-    token   = "pft_" + b64url(payload) + "." + b64url(HMAC-SHA256(secret, "pft_" + b64url(payload)))
-
-(base64url without padding; the payload is compact JSON in that key order.)
+(``POST /v1/feedback/{token}``). The SDK holds the raw key and signs the token with the same
+codec the collector checks it with (:mod:`._feedback_token`; docs/security.md says how).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import re
-import secrets
 import time
 from collections.abc import Sequence
 
-PREFIX = "pft_"
-_CONTEXT = b"promptrail feedback token v1"
-DEFAULT_TTL_SECONDS = 86_400
-MAX_TTL_SECONDS = 2_592_000
+from ._feedback_token import (
+    DEFAULT_TTL_SECONDS,
+    MAX_TTL_SECONDS,
+    TokenScope,
+    encode,
+    key_hash,
+    key_id,
+    new_score_id,
+)
+
+__all__ = ["DATA_TYPES", "DEFAULT_TTL_SECONDS", "mint", "name_problem", "target_problem"]
+
 DATA_TYPES = ("numeric", "boolean", "categorical")
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def b64url(data: bytes) -> str:
-    """base64url without the ``=`` padding."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def key_hash(api_key: str) -> str:
-    """The SHA-256 of a key, in hex: what the collector stores instead of the key."""
-    return hashlib.sha256(api_key.encode()).hexdigest()
-
-
-def signing_secret(api_key: str) -> bytes:
-    """The key's token secret, derived from its hash (so the collector can derive it too)."""
-    return hmac.new(bytes.fromhex(key_hash(api_key)), _CONTEXT, hashlib.sha256).digest()
-
-
-def new_score_id() -> str:
-    """A fresh ``score_<32 hex>`` id."""
-    return "score_" + secrets.token_hex(16)
 
 
 def target_problem(request_id: str | None, trace_id: str | None) -> str | None:
@@ -94,22 +70,18 @@ def mint(
             "promptrail.feedback_token: no API key (pass init(api_key=...) or set "
             "PROMPTRAIL_API_KEY): a token is signed with it"
         )
-    expires = int(time.time() if now is None else now) + ttl_seconds
-    payload = {
-        "v": 1,
-        "k": "key_" + key_hash(api_key)[:12],
-        "r": request_id,
-        "t": trace_id,
-        "n": name,
-        "d": data_type,
-        "c": list(categories) if categories is not None else None,
-        "e": expires,
-        "i": new_score_id(),
-    }
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    signed = PREFIX + b64url(text.encode())
-    mac = hmac.new(signing_secret(api_key), signed.encode(), hashlib.sha256).digest()
-    return signed + "." + b64url(mac)
+    digest = key_hash(api_key)
+    scope = TokenScope(
+        key_id=key_id(digest),
+        request_id=request_id,
+        trace_id=trace_id,
+        name=name,
+        data_type=data_type,
+        categories=list(categories) if categories is not None else None,
+        expires=int(time.time() if now is None else now) + ttl_seconds,
+        score_id=new_score_id(),
+    )
+    return encode(scope, digest)
 
 
 def _ttl_problem(ttl_seconds: object) -> str | None:

@@ -12,6 +12,8 @@ import hashlib
 import hmac
 import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -190,3 +192,48 @@ def test_a_live_collector_refuses_an_altered_or_expired_sdk_token(
         answer = httpx.post(f"{live_url}/v1/feedback/{bad}", json={"value": True})
         assert answer.status_code == 401, answer.text
         assert answer.json()["error"]["code"] == "INVALID_FEEDBACK_TOKEN"
+
+
+def test_the_collector_reads_every_field_the_sdk_signs_with_one_codec(keyed: None) -> None:
+    # One codec (promptrail._feedback_token) for both sides: the collector's check takes the
+    # scope the SDK signed, field for field, and a change to the format changes both at once.
+    from promptrail import _feedback_token
+    from promptrail.collector.services import feedback_tokens
+    from promptrail.collector.services.keys import hash_key, key_id
+
+    token = promptrail.feedback_token(
+        "mood", trace_id="cd" * 16, data_type="categorical", categories=["happy", "sad"]
+    )
+    payload = parts(token)[2]
+
+    digest, scope = feedback_tokens.verify(
+        token, {key_id(hash_key(KEY)): hash_key(KEY)}.get, now=payload["e"] - 1
+    )
+
+    assert digest == hash_key(KEY)
+    assert scope == _feedback_token.TokenScope(
+        key_id=key_id(hash_key(KEY)),
+        request_id=None,
+        trace_id="cd" * 16,
+        name="mood",
+        data_type="categorical",
+        categories=["happy", "sad"],
+        expires=payload["e"],
+        score_id=payload["i"],
+    )
+    assert feedback_tokens.TokenScope is _feedback_token.TokenScope
+    assert feedback_tokens.mint(scope, digest) == token  # the same bytes, signed the same way
+
+
+def test_the_codec_loads_no_other_part_of_the_sdk() -> None:
+    # The collector imports it on every start: it must not pull in the capture machinery.
+    code = (
+        "import sys, promptrail._feedback_token; "
+        "print(sorted(m for m in sys.modules if m.startswith(('promptrail', 'opentelemetry', "
+        "'httpx', 'pydantic'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    assert loaded == "['promptrail', 'promptrail._feedback_token', 'promptrail._version']"
