@@ -16,6 +16,7 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from .request_tables import TRACE_RECORDS
 from .schema import Table, quote
 
 EXPERIMENTS = Table(
@@ -186,6 +187,7 @@ class ExperimentStore:
         db = quote(database)
         self._experiments = f"{db}.{quote(EXPERIMENTS.name)}"
         self._results = f"{db}.{quote(EXPERIMENT_RESULTS.name)}"
+        self._trace_records = f"{db}.{quote(TRACE_RECORDS.name)}"
         self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
         self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
 
@@ -345,11 +347,15 @@ class ExperimentStore:
         return [_result(r) for r in result.result_rows]
 
     def summary_figures(
-        self, project: str, experiment_id: str, with_scores: bool = True
+        self, project: str, experiment_id: str, with_scores: bool = True, traced: bool = False
     ) -> SummaryFigures:
         """Counts, cost, tokens, latency percentiles and per-score (mean, sd, n), computed by
         ClickHouse over the stored results (nothing read row by row); without
-        ``with_scores``, no per-score figures (what a comparison's cost and latency need)."""
+        ``with_scores``, no per-score figures (what a comparison's cost and latency need).
+
+        ``traced`` (results the client's code posted): a result with no cost of its own
+        counts the cost and tokens of the records of its trace, read now (see
+        :meth:`trace_costs`), each trace once."""
         params = {"p": project, "e": experiment_id}
         success = "status = 'success' AND latency_ms IS NOT NULL"
         totals = self._client.query(
@@ -371,17 +377,43 @@ class ExperimentStore:
                 settings=self._read,
             ).result_rows
         timed = int(totals[5])
+        trace_cost, trace_tokens = self._traced_totals(params) if traced else (0.0, 0)
         return SummaryFigures(
             done=int(totals[0]),
             errors=int(totals[1]),
-            estimated_cost_usd=float(totals[2]),
+            estimated_cost_usd=float(totals[2]) + trace_cost,
             judge_cost_usd=float(totals[3]),
-            total_tokens=int(totals[4]),
+            total_tokens=int(totals[4]) + trace_tokens,
             latency_p50=float(totals[6][0]) if timed else None,
             latency_p95=float(totals[6][1]) if timed else None,
             scores={str(r[0]): (float(r[1]), float(r[2]), int(r[3])) for r in scores},
             booleans=frozenset(str(r[0]) for r in scores if r[4]),
         )
+
+    def _traced_totals(self, params: dict[str, Any]) -> tuple[float, int]:
+        """The cost and tokens of the traces of an experiment's results that have no cost of
+        their own (``params``: p, e), each trace counted once."""
+        row = self._client.query(
+            f"SELECT sum(estimated_cost_usd), sum(total_tokens) FROM {self._trace_records} "
+            f"FINAL WHERE project = {{p:String}} AND trace_id IN "
+            f"({_unpriced_traces(self._results)})",
+            parameters=params,
+            settings=self._read,
+        ).result_rows[0]
+        return float(row[0] or 0.0), int(row[1] or 0)
+
+    def trace_costs(self, project: str, trace_ids: Sequence[str]) -> dict[str, float]:
+        """The cost of each of these traces: the sum over its live records, read when asked,
+        so that records arriving after their result (the SDK ships them on its own) count."""
+        if not trace_ids:
+            return {}
+        rows = self._client.query(
+            f"SELECT trace_id, sum(estimated_cost_usd) FROM {self._trace_records} FINAL "
+            "WHERE project = {p:String} AND trace_id IN {ids:Array(String)} GROUP BY trace_id",
+            parameters={"p": project, "ids": sorted(set(trace_ids))},
+            settings=self._read,
+        ).result_rows
+        return {str(r[0]): float(r[1]) for r in rows}
 
     def compare_figures(self, project: str, base: str, candidate: str) -> CompareFigures:
         """Pair two experiments by item inside ClickHouse: per score the paired means and the
@@ -453,6 +485,16 @@ class ExperimentStore:
             settings=self._read,
         )
         return [_result(row) for row in result.result_rows]
+
+
+def _unpriced_traces(results: str) -> str:
+    """SQL: the traces of an experiment's results (``{p}``, ``{e}``) that carry no cost of
+    their own (a result posted by the client's code: its calls are captured and priced as
+    the records of its trace)."""
+    return (
+        f"SELECT trace_id FROM {results} FINAL WHERE project = {{p:String}} "
+        "AND experiment_id = {e:String} AND trace_id != '' AND estimated_cost_usd = 0"
+    )
 
 
 _EXPERIMENT_READ = (

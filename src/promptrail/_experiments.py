@@ -2,9 +2,10 @@
 
 The task runs in this process, on ``concurrency`` worker threads, once per item and
 repetition, inside ``promptrail.context`` with ``experiment_id``, ``dataset_item_id`` and
-``repetition`` (and, when capture is on, under an ``@observe`` span): every provider call it
-makes is captured as usual, labelled with its experiment and item, and the result names its
-trace and last record. The evaluators (built-in names, or callables) score each output here;
+``repetition`` (and, when capture is on, under an ``@observe`` span starting a trace of its
+own): every provider call it makes is captured as usual, labelled with its experiment and
+item, and the result names its trace (whose records' cost the collector counts as the
+result's) and last record. The evaluators (built-in names, or callables) score each output here;
 the results are posted in batches as they finish, so ``get``, ``results`` and ``compare``
 serve the experiment while it runs and after, as they serve one run on the service.
 """
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
+
+from opentelemetry import context as otel_context
 
 from ._client import Client
 from ._context import context
@@ -131,6 +134,18 @@ def _traced(task: Callable[[dict[str, Any]], Any], item: dict[str, Any]) -> tupl
     return _call(task, item), current_trace_id()
 
 
+def _traced_apart(
+    task: Callable[[dict[str, Any]], Any], item: dict[str, Any]
+) -> tuple[Any, str | None]:
+    # A trace of its own, whatever span the caller is in: the result's trace then holds this
+    # run's calls alone, and the collector counts their cost as the result's.
+    token = otel_context.attach(otel_context.Context())
+    try:
+        return _traced(task, item)
+    finally:
+        otel_context.detach(token)
+
+
 def _run_one(
     task: Callable[[dict[str, Any]], Any],
     scorers: Sequence[_Scorer],
@@ -147,7 +162,7 @@ def _run_one(
     started = time.perf_counter()
     with context(metadata=labels):
         try:
-            output, trace_id = _traced(task, item)
+            output, trace_id = _traced_apart(task, item)
         except Exception as exc:
             result |= {
                 "status": "error",

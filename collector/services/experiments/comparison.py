@@ -72,9 +72,7 @@ class Comparison:
         """Pair two experiments' results by item; regressions first (``limit`` items from
         ``offset``)."""
         finished = base.status != "running" and candidate.status != "running"
-        figures, base_figures, candidate_figures = self._figures(
-            project, base.id, candidate.id, finished
-        )
+        figures, base_figures, candidate_figures = self._figures(project, base, candidate, finished)
         page = figures.order[offset : offset + limit]
         left, right = summary_of(base_figures), summary_of(candidate_figures)
         bounds = self._scales.of(project, [base, candidate], figures.scores, figures.booleans)
@@ -97,18 +95,20 @@ class Comparison:
         next_cursor = self._cursors.encode({"offset": offset + limit}) if more else None
         return ComparePage(data, next_cursor)
 
-    def _figures(self, project: str, base_id: str, candidate_id: str, finished: bool) -> _Figures:
+    def _figures(
+        self, project: str, base: ExperimentRow, candidate: ExperimentRow, finished: bool
+    ) -> _Figures:
         """The figures of a comparison; kept when both experiments are finished."""
-        key = (project, base_id, candidate_id)
+        key = (project, base.id, candidate.id)
         with self._lock:
             kept = self._cache.get(key)
             if kept is not None:
                 self._cache.move_to_end(key)
                 return kept
         figures = (
-            self._store.compare_figures(project, base_id, candidate_id),
-            self._store.summary_figures(project, base_id, with_scores=False),
-            self._store.summary_figures(project, candidate_id, with_scores=False),
+            self._store.compare_figures(project, base.id, candidate.id),
+            self._summary(project, base),
+            self._summary(project, candidate),
         )
         if finished:
             with self._lock:
@@ -117,6 +117,11 @@ class Comparison:
                 while kept_items > _COMPARED_ITEMS_KEPT and self._cache:
                     kept_items -= len(self._cache.popitem(last=False)[1][0].order)
         return figures
+
+    def _summary(self, project: str, experiment: ExperimentRow) -> SummaryFigures:
+        """An experiment's cost and latency (its per-score figures are the comparison's)."""
+        traced = experiment.task == "client"
+        return self._store.summary_figures(project, experiment.id, with_scores=False, traced=traced)
 
 
 def _compared(

@@ -217,7 +217,7 @@ class ExperimentService:
 
     def computed(self, project: str, row: ExperimentRow) -> Computed:
         """Counts and summary from the stored results."""
-        figures = self._store.summary_figures(project, row.id)
+        figures = self._store.summary_figures(project, row.id, traced=row.task == "client")
         bounds = self._scales.of(project, [row], figures.scores, figures.booleans)
         return Computed(figures.done, figures.errors, summary_of(figures, bounds))
 
@@ -248,8 +248,9 @@ class ExperimentService:
     def results_page(
         self, project: str, experiment_id: str, limit: int, cursor: str | None
     ) -> tuple[list[ResultRow], str | None]:
-        """Return a page of results in item order, and the next cursor."""
-        self.get_row(project, experiment_id)
+        """Return a page of results in item order, and the next cursor; a result of the
+        client's code with no cost of its own has its trace's."""
+        experiment = self.get_row(project, experiment_id)
         after = None
         if cursor:
             position = self._result_cursors.decode(cursor)
@@ -258,12 +259,27 @@ class ExperimentService:
             except (KeyError, TypeError, ValueError):
                 raise ValidationFailed("cursor", "Invalid cursor") from None
         rows = self._store.results(project, experiment_id, after, limit + 1)
+        shown = rows[:limit]
+        if experiment.task == "client":
+            shown = self._with_trace_costs(project, shown)
         if len(rows) <= limit:
-            return rows, None
+            return shown, None
         last = rows[limit - 1]
-        return rows[:limit], self._result_cursors.encode(
+        return shown, self._result_cursors.encode(
             {"pos": last.position, "item": last.item_id, "rep": last.repetition}
         )
+
+    def _with_trace_costs(self, project: str, rows: list[ResultRow]) -> list[ResultRow]:
+        """The results, each without a cost of its own given its trace's (records may reach
+        the collector after their result: read now, never copied into the result)."""
+        traced = [r.trace_id for r in rows if r.trace_id and not r.estimated_cost_usd]
+        costs = self._store.trace_costs(project, [t for t in traced if t])
+        return [
+            replace(r, estimated_cost_usd=costs[r.trace_id])
+            if r.trace_id in costs and not r.estimated_cost_usd
+            else r
+            for r in rows
+        ]
 
     def compare(
         self, project: str, base_id: str, candidate_id: str, limit: int, cursor: str | None
