@@ -4,7 +4,8 @@ One room per concern, so a change touches the module it is about:
 
 - :mod:`.tables` the DDL of the four tables and the heads' view;
 - :mod:`.rows` the row types and their encoding (a version's fields in one place);
-- :mod:`.group_commit` the embedded store's slot table, group commit and journal hookup;
+- :mod:`.group_commit` the embedded store's slot table, on the write path's group commit
+  and journal (:mod:`..writes`);
 - :mod:`.base` the shared client, table names and insert plumbing;
 - :mod:`.reads` and :mod:`.writes` the queries, which :class:`PromptStore` joins.
 """
