@@ -18,6 +18,7 @@ from promptrail.collector.services.runs import RunTarget
 from promptrail.collector.store.request_rows import RequestRow
 from promptrail.testing import OpenAIStub
 from tests.collector.contract import assert_error
+from tests.collector.experiment_steps import finished, post, results
 
 REPLY = "Score: 4. Paris"
 
@@ -25,12 +26,6 @@ REPLY = "Score: 4. Paris"
 @pytest.fixture(autouse=True)
 def _reply(openai_stub: OpenAIStub) -> None:
     openai_stub.script.reply = REPLY
-
-
-def post(api: TestClient, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = api.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
 
 
 def setup_dataset(api: TestClient, items: list[dict[str, Any]], name: str = "capitals") -> None:
@@ -41,28 +36,6 @@ def setup_dataset(api: TestClient, items: list[dict[str, Any]], name: str = "cap
 
 def prompt(api: TestClient, name: str = "capital", template: str = "Capital of {country}?") -> None:
     post(api, "/v1/prompts", {"name": name, "template": template, "model": "gpt-4o-mini"})
-
-
-def finished(api: TestClient, experiment_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        data: dict[str, Any] = api.get(f"/v1/experiments/{experiment_id}").json()["data"]
-        if data["status"] != "running":
-            return data
-        assert time.monotonic() < deadline, data
-        time.sleep(0.05)
-
-
-def results(api: TestClient, experiment_id: str, limit: int = 100) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor else {})}
-        body = api.get(f"/v1/experiments/{experiment_id}/results", params=params).json()
-        found += body["data"]
-        cursor = body["pagination"].get("next_cursor")
-        if not cursor:
-            return found
 
 
 def slow_experiment(

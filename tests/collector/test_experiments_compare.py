@@ -11,12 +11,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.services.intervals import mean_interval, t_975
 from tests.collector.contract import assert_error
-
-
-def post(api: TestClient, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = api.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
+from tests.collector.experiment_steps import post
 
 
 def client_experiment(api: TestClient, name: str, scores: dict[str, float], **extra: Any) -> str:

@@ -6,15 +6,13 @@ Anthropic wire stubs."""
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from fastapi.testclient import TestClient
 
 from promptrail.collector.models.experiments import ExperimentIn
 from promptrail.collector.services.container import Services
 from promptrail.testing import AnthropicStub, OpenAIStub
 from tests.collector.contract import assert_error
+from tests.collector.experiment_steps import finished, post, results
 
 REPLY = "Score: 4. Paris"
 ITEMS = [
@@ -23,38 +21,15 @@ ITEMS = [
 ]
 
 
-def _post(api: TestClient, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = api.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
-
-
 def _prompt(api: TestClient, name: str, template: str, model: str = "gpt-4o-mini") -> None:
-    _post(api, "/v1/prompts", {"name": name, "template": template, "model": model})
+    post(api, "/v1/prompts", {"name": name, "template": template, "model": model})
 
 
 def _setup(api: TestClient, judge_template: str, judge_model: str = "gpt-4o-mini") -> None:
     _prompt(api, "capital", "Capital of {country}?")
     _prompt(api, "judge", judge_template, judge_model)
-    _post(api, "/v1/datasets", {"name": "capitals"})
-    assert _post(api, "/v1/datasets/capitals/items", {"items": ITEMS})["rejected"] == []
-
-
-def _finished(api: TestClient, experiment_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        data: dict[str, Any] = api.get(f"/v1/experiments/{experiment_id}").json()["data"]
-        if data["status"] != "running":
-            return data
-        assert time.monotonic() < deadline, data
-        time.sleep(0.05)
-
-
-def _results(api: TestClient, experiment_id: str) -> list[dict[str, Any]]:
-    response = api.get(f"/v1/experiments/{experiment_id}/results")
-    assert response.status_code == 200, response.text
-    rows: list[dict[str, Any]] = response.json()["data"]
-    return rows
+    post(api, "/v1/datasets", {"name": "capitals"})
+    assert post(api, "/v1/datasets/capitals/items", {"items": ITEMS})["rejected"] == []
 
 
 JUDGED = {
@@ -88,10 +63,10 @@ def test_the_judge_s_three_variables_are_accepted(
 ) -> None:
     openai_stub.script.reply = REPLY
     _setup(runs_api, "Grade {output} against {expected_output} for {input} from 1-5")
-    made = _post(runs_api, "/v1/experiments", JUDGED)
-    done = _finished(runs_api, made["id"])
+    made = post(runs_api, "/v1/experiments", JUDGED)
+    done = finished(runs_api, made["id"])
     assert (done["status"], done["error"], done["counts"]["errors"]) == ("completed", None, 0)
-    assert [r["scores"]["grade"] for r in _results(runs_api, made["id"])] == [4.0, 4.0]
+    assert [r["scores"]["grade"] for r in results(runs_api, made["id"])] == [4.0, 4.0]
 
 
 def test_a_judge_whose_provider_fails_makes_its_result_an_error_counted_and_shown(
@@ -101,12 +76,12 @@ def test_a_judge_whose_provider_fails_makes_its_result_an_error_counted_and_show
     anthropic_stub.script.reply = "4"
     anthropic_stub.script.failures = [400]  # the first judge call only
     _setup(runs_api, "Grade {output} from 1-5", judge_model="claude-3-5-haiku-latest")
-    made = _post(runs_api, "/v1/experiments", JUDGED)
-    done = _finished(runs_api, made["id"])
+    made = post(runs_api, "/v1/experiments", JUDGED)
+    done = finished(runs_api, made["id"])
     assert done["status"] == "completed"
     assert done["counts"] == {"items": 2, "runs": 2, "done": 2, "errors": 1}
     assert "judge 'grade' failed" in done["error"] and "1 time(s)" in done["error"]
-    failed, judged = _results(runs_api, made["id"])
+    failed, judged = results(runs_api, made["id"])
     assert failed["status"] == "error" and failed["error"].startswith("judge 'grade' failed:")
     # The run itself succeeded: its output, record and other verdicts stay.
     assert failed["output"] == REPLY and failed["request_id"]
@@ -132,9 +107,9 @@ def test_a_judge_prompt_changed_after_create_fails_its_results_by_name(
         services.experiments.start("default", row, items)
 
     runs_api.portal.call(start)  # type: ignore[union-attr]
-    done = _finished(runs_api, row.id)
+    done = finished(runs_api, row.id)
     assert done["status"] == "completed" and done["counts"]["errors"] == 2
-    rows = _results(runs_api, row.id)
+    rows = results(runs_api, row.id)
     assert [r["status"] for r in rows] == ["error", "error"]
     for result in rows:
         assert "judge 'grade' failed" in result["error"] and "rubric" in result["error"]
@@ -153,7 +128,7 @@ def test_judge_categories_are_a_map_of_name_to_number_a_list_is_refused(
     assert_error(response, 400, "VALIDATION_ERROR", "evaluators")
     assert "categories map each category's name to a number" in response.json()["error"]["message"]
     judge["categories"] = {"good": 1, "bad": 0}
-    assert _post(runs_api, "/v1/experiments", {**JUDGED, "evaluators": [judge]})["evaluators"] == [
+    assert post(runs_api, "/v1/experiments", {**JUDGED, "evaluators": [judge]})["evaluators"] == [
         {"type": "llm_judge", "name": "llm_judge", "prompt": "judge",
          "categories": {"good": 1.0, "bad": 0.0}}
     ]  # fmt: skip

@@ -4,52 +4,34 @@ collector over HTTP, the OpenAI wire stub behind the runs."""
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from fastapi.testclient import TestClient
 
 from promptrail.testing import OpenAIStub
+from tests.collector.experiment_steps import finished, post
 
 REPLY = "Paris"
-
-
-def _post(api: TestClient, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = api.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
-
-
-def _finished(api: TestClient, experiment_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        data: dict[str, Any] = api.get(f"/v1/experiments/{experiment_id}").json()["data"]
-        if data["status"] != "running":
-            return data
-        assert time.monotonic() < deadline, data
-        time.sleep(0.05)
 
 
 def test_a_verdict_outside_its_score_config_stays_in_the_result_but_is_no_score(
     runs_api: TestClient, openai_stub: OpenAIStub
 ) -> None:
     openai_stub.script.reply = REPLY
-    _post(runs_api, "/v1/prompts", {"name": "capital", "template": "Capital of {c}?",
+    post(runs_api, "/v1/prompts", {"name": "capital", "template": "Capital of {c}?",
                                     "model": "gpt-4o-mini"})  # fmt: skip
-    _post(runs_api, "/v1/datasets", {"name": "capitals"})
+    post(runs_api, "/v1/datasets", {"name": "capitals"})
     items = [{"id": "fr", "input_variables": {"c": "France"}, "expected_output": REPLY}]
-    _post(runs_api, "/v1/datasets/capitals/items", {"items": items})
+    post(runs_api, "/v1/datasets/capitals/items", {"items": items})
     # A config the similarity verdict (1.0) lies outside of; exact_match has none.
     config = runs_api.put("/v1/score-configs/similarity",
                           json={"data_type": "numeric", "min": 0, "max": 0.5})  # fmt: skip
     assert config.status_code == 200, config.text
-    made = _post(
+    made = post(
         runs_api,
         "/v1/experiments",
         {"dataset": "capitals", "prompt": "capital",
          "evaluators": [{"type": "exact_match"}, {"type": "similarity"}]},
     )  # fmt: skip
-    assert _finished(runs_api, made["id"])["status"] == "completed"
+    assert finished(runs_api, made["id"])["status"] == "completed"
     (result,) = runs_api.get(f"/v1/experiments/{made['id']}/results").json()["data"]
     assert result["scores"] == {"exact_match": True, "similarity": 1.0}
     # The same rule as POST /v1/scores: the record gets the verdict that fits.
