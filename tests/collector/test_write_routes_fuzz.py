@@ -202,6 +202,39 @@ def test_prompt_patch(base_prompt: TestClient, body: dict[str, Any]) -> None:
     assert_answer(send(api, "PATCH", "/v1/prompts/base", body), before, lambda: registry(api))
 
 
+# The registry's inserts on the embedded store write rows as hand-escaped literals, not query
+# parameters (docs/security.md, "SQL"): any text a client sends must come back exactly as sent.
+LITERAL_TRAPS = ["'", "\\", "\\'", "\\\\'", "\x00", "\n", "\r\n", "\t", "?", "%s", "{x:String}",
+                 "') , ('", "\\0", "\\N", "é😀\u202e", "`", '"']  # fmt: skip
+REGISTRY_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(LITERAL_TRAPS),
+        st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="{}"), max_size=8),
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+@settings(FUZZ, max_examples=40)
+@given(text=REGISTRY_TEXT)
+def test_registry_text_round_trips(base_prompt: TestClient, text: str) -> None:
+    api = base_prompt
+    template = text.replace("{", "(").replace("}", ")")  # braces are the template's syntax
+    tag = text.strip()[:64].strip()
+    body = {"template": f"{template} {{name}}", "model": text[:200].strip() or "m",
+            "description": text, "tags": [tag] if tag else []}  # fmt: skip
+    response = api.patch("/v1/prompts/base", json=body)
+    assert response.status_code == 200, response.text
+    # The version list reads the table (the get is served from memory and would pass anyway).
+    versions = api.get("/v1/prompts/base/versions", params={"limit": 100}).json()["data"]
+    stored = max(versions, key=lambda version: version["version"])
+    assert stored["template"] == body["template"]
+    assert stored["model"] == body["model"]
+    assert stored["description"] == body["description"]
+    assert stored["tags"] == body["tags"]
+
+
 @FUZZ
 @given(body=body_of({"version": 1}), label=st.sampled_from(["beta", "latest", "x" * 65]))
 def test_label_put(base_prompt: TestClient, body: dict[str, Any], label: str) -> None:
