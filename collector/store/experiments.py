@@ -355,14 +355,22 @@ class ExperimentStore:
 
         ``traced`` (results the client's code posted): a result with no cost of its own
         counts the cost and tokens of the records of its trace, read now (see
-        :meth:`trace_costs`), each trace once."""
+        :meth:`trace_costs`), each trace once, in the same query (a scalar subquery: an
+        experiments page reads one summary per experiment)."""
         params = {"p": project, "e": experiment_id}
         success = "status = 'success' AND latency_ms IS NOT NULL"
+        trace_sums = (
+            f"(SELECT tuple(sum(estimated_cost_usd), sum(total_tokens)) "
+            f"FROM {self._trace_records} FINAL WHERE project = {{p:String}} "
+            f"AND trace_id IN ({_unpriced_traces(self._results)}))"
+            if traced
+            else "tuple(0., 0)"
+        )
         totals = self._client.query(
             "SELECT count(), countIf(status = 'error'), sum(estimated_cost_usd), "
             f"sum(judge_cost_usd), sum(total_tokens), countIf({success}), "
             "quantilesExactInclusiveIf(0.5, 0.95)"
-            f"(assumeNotNull(latency_ms), {success}) FROM {self._results} FINAL "
+            f"(assumeNotNull(latency_ms), {success}), {trace_sums} FROM {self._results} FINAL "
             "WHERE project = {p:String} AND experiment_id = {e:String}",
             parameters=params,
             settings=self._read,
@@ -377,30 +385,18 @@ class ExperimentStore:
                 settings=self._read,
             ).result_rows
         timed = int(totals[5])
-        trace_cost, trace_tokens = self._traced_totals(params) if traced else (0.0, 0)
+        trace_cost, trace_tokens = totals[7]
         return SummaryFigures(
             done=int(totals[0]),
             errors=int(totals[1]),
-            estimated_cost_usd=float(totals[2]) + trace_cost,
+            estimated_cost_usd=float(totals[2]) + float(trace_cost or 0.0),
             judge_cost_usd=float(totals[3]),
-            total_tokens=int(totals[4]) + trace_tokens,
+            total_tokens=int(totals[4]) + int(trace_tokens or 0),
             latency_p50=float(totals[6][0]) if timed else None,
             latency_p95=float(totals[6][1]) if timed else None,
             scores={str(r[0]): (float(r[1]), float(r[2]), int(r[3])) for r in scores},
             booleans=frozenset(str(r[0]) for r in scores if r[4]),
         )
-
-    def _traced_totals(self, params: dict[str, Any]) -> tuple[float, int]:
-        """The cost and tokens of the traces of an experiment's results that have no cost of
-        their own (``params``: p, e), each trace counted once."""
-        row = self._client.query(
-            f"SELECT sum(estimated_cost_usd), sum(total_tokens) FROM {self._trace_records} "
-            f"FINAL WHERE project = {{p:String}} AND trace_id IN "
-            f"({_unpriced_traces(self._results)})",
-            parameters=params,
-            settings=self._read,
-        ).result_rows[0]
-        return float(row[0] or 0.0), int(row[1] or 0)
 
     def trace_costs(self, project: str, trace_ids: Sequence[str]) -> dict[str, float]:
         """The cost of each of these traces: the sum over its live records, read when asked,
