@@ -2,55 +2,40 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from promptrail._feedback_token import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
+from promptrail._score_rules import (
+    NAME_MAX_CHARS,
+    REQUEST_ID_MAX_CHARS,
+    SCORE_ID_PATTERN,
+    TRACE_ID_PATTERN,
+    DataType,
+)
+from promptrail._score_rules import infer_data_type as infer_data_type
+from promptrail._score_rules import value_problem as value_problem
+
 from .json_values import check_json
 from .rows import RowModel
 
-ScoreDataType = Literal["numeric", "boolean", "categorical"]
+# A score's name, target, id and value follow the SDK's rules (promptrail._score_rules), so the
+# SDK drops before queueing what this side would refuse; infer_data_type and value_problem are
+# importable from here too.
+ScoreDataType = DataType
 ScoreSource = Literal["api", "sdk", "annotation", "eval", "end_user"]
 # What a client may write: ``end_user`` is only ever set by a feedback token.
 ClientSource = Literal["api", "sdk", "annotation", "eval"]
 
-SCORE_ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
-TRACE_ID_PATTERN = r"^[0-9a-f]{32}$"
 # A value as the contract allows it. ``StrictBool`` first so JSON true stays a boolean (and
 # never the number 1); NaN and infinities cannot be stored as JSON, so they are refused.
 ScoreValue = StrictBool | int | Annotated[float, Field(allow_inf_nan=False)] | str
-ScoreName = Annotated[str, Field(min_length=1, max_length=100)]
-RequestRef = Annotated[str, Field(min_length=1, max_length=200)]
+ScoreName = Annotated[str, Field(min_length=1, max_length=NAME_MAX_CHARS)]
+RequestRef = Annotated[str, Field(min_length=1, max_length=REQUEST_ID_MAX_CHARS)]
 TraceRef = Annotated[str, Field(pattern=TRACE_ID_PATTERN)]
 MAX_TEXT = 100_000
-
-
-def infer_data_type(value: Any) -> ScoreDataType:
-    """Return the type a value implies: boolean, numeric for a number, categorical for text."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "numeric"
-    return "categorical"
-
-
-def value_problem(value: Any, data_type: str) -> str | None:
-    """Return why ``value`` is not a value of ``data_type`` (None when it is)."""
-    if data_type == "boolean" and not isinstance(value, bool):
-        return "a boolean score's value must be true or false"
-    if data_type == "numeric":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return "a numeric score's value must be a number"
-        try:
-            if not math.isfinite(float(value)):
-                return "a numeric score's value must be a finite number"
-        except OverflowError:
-            return "a numeric score's value is too large"
-    if data_type == "categorical" and not isinstance(value, str):
-        return "a categorical score's value must be a string"
-    return None
 
 
 class _Target(BaseModel):
@@ -141,7 +126,7 @@ class FeedbackTokenIn(_Target):
     categories: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None, min_length=1, max_length=100
     )
-    ttl_seconds: Annotated[int, Field(ge=1, le=2_592_000)] = 86_400
+    ttl_seconds: Annotated[int, Field(ge=1, le=MAX_TTL_SECONDS)] = DEFAULT_TTL_SECONDS
 
     @model_validator(mode="after")
     def _categories_fit(self) -> Any:

@@ -7,7 +7,6 @@ codec the collector checks it with (:mod:`._feedback_token`; docs/security.md sa
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
@@ -20,29 +19,9 @@ from ._feedback_token import (
     key_id,
     new_score_id,
 )
+from ._score_rules import DATA_TYPES, name_problem, target_problem
 
 __all__ = ["DATA_TYPES", "DEFAULT_TTL_SECONDS", "mint", "name_problem", "target_problem"]
-
-DATA_TYPES = ("numeric", "boolean", "categorical")
-_TRACE_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def target_problem(request_id: str | None, trace_id: str | None) -> str | None:
-    """Why a (request_id, trace_id) pair names no single record or trace, or None if it does."""
-    if (request_id is None) == (trace_id is None):
-        return "give exactly one of request_id and trace_id"
-    if request_id is not None and (not isinstance(request_id, str) or not request_id):
-        return "request_id must be a non-empty string"
-    if trace_id is not None and not (isinstance(trace_id, str) and _TRACE_ID.fullmatch(trace_id)):
-        return "trace_id must be 32 lowercase hex characters"
-    return None
-
-
-def name_problem(name: object) -> str | None:
-    """Why ``name`` is no score name (1-100 characters), or None."""
-    if not isinstance(name, str) or not 1 <= len(name) <= 100:
-        return "name must be a string of 1 to 100 characters"
-    return None
 
 
 def mint(

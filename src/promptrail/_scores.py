@@ -11,24 +11,29 @@ the shipper's thread.
 from __future__ import annotations
 
 import logging
-import math
 import random
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry import trace
 
 from . import _runtime
-from ._feedback import DATA_TYPES, DEFAULT_TTL_SECONDS, mint, name_problem, target_problem
+from ._feedback import DEFAULT_TTL_SECONDS, mint
 from ._genai import record_id
 from ._observe import last_model_call
+from ._score_rules import (
+    DATA_TYPES,
+    DataType,
+    infer_data_type,
+    name_problem,
+    score_id_problem,
+    target_problem,
+    value_problem,
+)
 from ._spans import CaptureSpan, last_record
 
 logger = logging.getLogger("promptrail")
 
-DataType = Literal["numeric", "boolean", "categorical"]
-_SCORE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _getrandbits = random.getrandbits  # reseeded in a forked child, as span ids are
 _get_current_span = trace.get_current_span
 _warned: set[str] = set()
@@ -124,7 +129,7 @@ def score(
             or target_problem(request_id, trace_id)
             or _value_problem(value, data_type)
             or _text_problem(comment, correction, metadata)
-            or (None if id is None or _valid_id(id) else "id must be 1-128 of [A-Za-z0-9_.:-]")
+            or (None if id is None else score_id_problem(id))
         )
         if problem is not None:
             _refuse(problem)
@@ -186,29 +191,13 @@ def feedback_token(
     )
 
 
-def _valid_id(value: object) -> bool:
-    return isinstance(value, str) and _SCORE_ID.fullmatch(value) is not None
-
-
 def _value_problem(value: object, data_type: object) -> str | None:
-    if isinstance(value, bool):
-        kind = "boolean"
-    elif isinstance(value, int | float):
-        if not math.isfinite(value):
-            return "value must be a finite number"
-        kind = "numeric"
-    elif isinstance(value, str):
-        kind = "categorical"
-    else:
+    if not isinstance(value, bool | int | float | str):
         return "value must be a number, True/False or a string"
-    if data_type is not None and data_type != kind:
-        if data_type not in DATA_TYPES:
-            return f"data_type must be one of {', '.join(DATA_TYPES)}"
-        return f"a {data_type} score takes a {_TAKES[data_type]}, not {type(value).__name__}"
-    return None
-
-
-_TAKES = {"numeric": "number", "boolean": "True/False", "categorical": "string"}
+    if data_type is not None and data_type not in DATA_TYPES:
+        return f"data_type must be one of {', '.join(DATA_TYPES)}"
+    # The collector's own rule: what it would refuse is dropped here, before the queue.
+    return value_problem(value, str(data_type or infer_data_type(value)))
 
 
 def _text_problem(comment: object, correction: object, metadata: object) -> str | None:

@@ -200,6 +200,51 @@ def test_a_bad_score_never_raises_is_logged_once_and_counted(
     assert counts["dropped"] == {"invalid": 2} and counts["pending"] == 0
 
 
+# Scores at the edges of each rule (name, target, id, value against its type): each is
+# either dropped by the SDK or stored by the collector, never queued and then refused.
+EDGES: list[dict[str, Any]] = [
+    {"name": "n" * 100, "value": 1, "request_id": "req_1"},
+    {"name": "n" * 101, "value": 1, "request_id": "req_1"},
+    {"name": "x", "value": 1, "request_id": "r" * 200},
+    {"name": "x", "value": 1, "request_id": "r" * 201},
+    {"name": "x", "value": 1, "trace_id": "ab" * 16},
+    {"name": "x", "value": 1, "trace_id": "AB" * 16},
+    {"name": "x", "value": 1, "trace_id": "ab" * 16 + "\n"},
+    {"name": "x", "value": 1, "request_id": "req_1", "id": "a" * 128},
+    {"name": "x", "value": 1, "request_id": "req_1", "id": "a" * 129},
+    {"name": "x", "value": 1, "request_id": "req_1", "id": "with space"},
+    {"name": "x", "value": True, "request_id": "req_1", "data_type": "numeric"},
+    {"name": "x", "value": 1, "request_id": "req_1", "data_type": "boolean"},
+    {"name": "x", "value": "good", "request_id": "req_1", "data_type": "categorical"},
+    {"name": "x", "value": 0.5, "request_id": "req_1", "data_type": "categorical"},
+]
+
+
+def test_the_sdk_drops_exactly_the_scores_the_collector_refuses(
+    live_url: str, capture: None
+) -> None:
+    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
+    dropped_by_sdk: list[bool] = []
+    for n, edge in enumerate(EDGES):
+        before = promptrail.stats()["scores"]["dropped"].get("invalid", 0)
+        promptrail.score(**{"id": f"edge-{n}", **edge})
+        dropped_by_sdk.append(promptrail.stats()["scores"]["dropped"].get("invalid", 0) > before)
+    assert promptrail.flush(timeout=10)
+
+    answer = httpx.post(
+        f"{live_url}/v1/scores/batch",
+        json={"scores": [{"id": f"wire-{n}", **edge} for n, edge in enumerate(EDGES)]},
+        headers=DEFAULT_AUTH,
+    )
+    assert answer.status_code in (200, 201), answer.text
+    refused = {r["index"] for r in answer.json()["data"]["rejected"]}
+
+    assert dropped_by_sdk == [n in refused for n in range(len(EDGES))]
+    assert 0 < len(refused) < len(EDGES)
+    counts = promptrail.stats()["scores"]
+    assert counts["exported"] == len(EDGES) - len(refused)  # none queued only to be refused
+
+
 def test_disabled_capture_scores_nothing(capture: None) -> None:
     promptrail.init(enabled=False)
 
