@@ -52,8 +52,9 @@ class ExperimentRunner:
         self._runs = runs
         self._writer = writer
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
-        # Per running experiment, the results whose judge failed (the note its end carries).
-        self._judge_failures: dict[str, list[str]] = {}
+        # Per running experiment, how often a judge failed and the first reason (the note
+        # its end carries).
+        self._judge_failures: dict[str, tuple[int, str]] = {}
 
     def start(self, project: str, experiment: ExperimentRow, items: Sequence[ItemRow]) -> None:
         """Run a service experiment in the background, on the running event loop."""
@@ -164,12 +165,12 @@ class ExperimentRunner:
 
     def _judge_note(self, experiment_id: str) -> str | None:
         """What a completed experiment's ``error`` says when judges failed on its results."""
-        failures = self._judge_failures.pop(experiment_id, [])
-        if not failures:
+        failures = self._judge_failures.pop(experiment_id, None)
+        if failures is None:
             return None
         return (
-            f"a judge failed {len(failures)} time(s): those results are errors (counted in "
-            f"counts.errors); the first: {failures[0]}"
+            f"a judge failed {failures[0]} time(s): those results are errors (counted in "
+            f"counts.errors); the first: {failures[1]}"
         )
 
     async def _run_one(
@@ -285,7 +286,8 @@ class ExperimentRunner:
             value = judge_value(reply.output, evaluator.categories)
             return JudgeVerdict(value, reply.usage.estimated_cost_usd)
         error = f"judge '{evaluator.name}' failed: {problem}"
-        self._judge_failures.setdefault(experiment.id, []).append(error)
+        count, first = self._judge_failures.get(experiment.id, (0, error))
+        self._judge_failures[experiment.id] = (count + 1, first)
         return JudgeVerdict(None, 0.0, error)
 
 
