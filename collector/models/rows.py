@@ -32,18 +32,28 @@ class RowModel(BaseModel):
     @classmethod
     def of(cls, row: object, **fields: Any) -> Self:
         """Return the model of ``row``: each field its attribute, but those of ``fields``."""
-        return cls.model_validate(_Overlay(row, fields) if fields else row)
+        if not fields:
+            return cls.model_validate(row)
+        # The row's attributes as a dict, the given fields over them: validating a dict is
+        # ~10x faster than reading the attributes through a wrapper (a list page's 100 items).
+        own: dict[str, Any] = getattr(row, "__dict__", {})
+        values = dict(fields)
+        for name in _field_names(cls):
+            if name in values:
+                continue
+            if name in own:
+                values[name] = own[name]
+            elif hasattr(row, name):  # a property, or a row without __dict__
+                values[name] = getattr(row, name)
+        return cls.model_validate(values)
 
 
-class _Overlay:
-    """A row seen with some attributes given instead of (or beside) its own."""
+# Each model's field names: ``model_fields`` is a descriptor that costs microseconds a read.
+_FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {}
 
-    __slots__ = ("_fields", "_row")
 
-    def __init__(self, row: object, fields: dict[str, Any]) -> None:
-        self._row = row
-        self._fields = fields
-
-    def __getattr__(self, name: str) -> Any:
-        fields = self._fields
-        return fields[name] if name in fields else getattr(self._row, name)
+def _field_names(model: type[BaseModel]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(model)
+    if names is None:
+        names = _FIELD_NAMES[model] = tuple(model.model_fields)
+    return names
