@@ -1,4 +1,5 @@
-"""Wire models of experiments, their results and comparisons (CONTRACT 11)."""
+"""Wire models of experiments, their results and comparisons (docs/api-notes.md, "Datasets
+and experiments")."""
 
 from __future__ import annotations
 

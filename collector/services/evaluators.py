@@ -1,4 +1,5 @@
-"""Evaluators of experiments on the service (CONTRACT 11): parsed and checked at creation.
+"""Evaluators of experiments on the service, parsed and checked at creation (docs/api-notes.md,
+"Datasets and experiments").
 
 The verdicts themselves are :mod:`promptrail._evaluators` (shared with the SDK). A bad list
 is a 400 VALIDATION_ERROR naming ``evaluators`` (an unknown type, a duplicated score name,

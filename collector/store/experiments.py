@@ -1,4 +1,5 @@
-"""Experiments and their results (CONTRACT 11): every SQL statement that reads or writes them.
+"""Experiments and their results: every SQL statement that reads or writes them (see
+docs/api-notes.md, "Datasets and experiments").
 
 An experiment is one row per change (status, completion), newest ``updated_at`` wins; a result
 is one row per (item, repetition), newest ``written_at`` wins, so a result posted again

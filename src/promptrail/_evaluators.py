@@ -1,4 +1,5 @@
-"""The built-in evaluators (CONTRACT 11), one pure function each.
+"""The built-in evaluators, one pure function each (docs/api-notes.md, "Datasets and
+experiments").
 
 Shared by the collector (experiments run on the service) and the SDK (``run_experiment`` in
 the caller's process), so that a verdict means the same wherever it was made. Each takes the

@@ -1,4 +1,5 @@
-"""``promptrail.run_experiment``: an experiment run by the caller's code (CONTRACT 11).
+"""``promptrail.run_experiment``: an experiment run by the caller's code (docs/api-notes.md,
+"Datasets and experiments").
 
 The task runs in this process, on ``concurrency`` worker threads, once per item and
 repetition, inside ``promptrail.context`` with ``experiment_id``, ``dataset_item_id`` and

@@ -1,6 +1,6 @@
-"""Experiments on the service (CONTRACT 11, issue 33 points 2-3): a prompt version over a
-dataset through the runs path, against the OpenAI wire stub on a real socket; evaluators,
-errors, cancel, counts and summaries."""
+"""Experiments on the service (docs/api-notes.md, "Datasets and experiments"; issue 33 points 2-3):
+a prompt version over a dataset through the runs path, against the OpenAI wire stub on a real
+socket; evaluators, errors, cancel, counts and summaries."""
 
 from __future__ import annotations
 

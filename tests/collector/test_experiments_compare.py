@@ -1,5 +1,6 @@
-"""Experiments run by the client's code, and comparisons paired by item (CONTRACT 11,
-issue 33 point 4): deltas with 95% intervals, improved/regressed/unchanged, regressions first."""
+"""Experiments run by the client's code, and comparisons paired by item (docs/api-notes.md,
+"Datasets and experiments"; issue 33 point 4): deltas with 95% intervals,
+improved/regressed/unchanged, regressions first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A collector stopped mid-experiment (CONTRACT 11, issue 33 point 2): real ``promptrail
-serve`` processes on one data directory, the OpenAI wire stub on a real socket.
+"""A collector stopped mid-experiment (docs/api-notes.md, "Datasets and experiments"; issue 33 point
+2): real ``promptrail serve`` processes on one data directory, the OpenAI wire stub on a real
+socket.
 
 Decided behaviour (docs/architecture.md, "Experiments"): the experiment is marked ``failed``,
 on the way down when the collector stops cleanly and at the next start when it was killed;

@@ -1,6 +1,6 @@
-"""``promptrail.run_experiment`` and ``client.datasets`` / ``client.experiments`` (CONTRACT 11,
-issue 33 points 5 and 7): a live collector, the real ``openai`` SDK against the OpenAI wire
-stub, captured by promptrail as usual."""
+"""``promptrail.run_experiment`` and ``client.datasets`` / ``client.experiments``
+(docs/api-notes.md, "Datasets and experiments"; issue 33 points 5 and 7): a live collector, the real
+``openai`` SDK against the OpenAI wire stub, captured by promptrail as usual."""
 
 from __future__ import annotations
 
@@ -105,8 +105,8 @@ def test_run_experiment_runs_the_task_here_captures_its_calls_and_stores_the_exp
     assert record["metadata"]["experiment_id"] == run.id
     assert record["metadata"]["dataset_item_id"] == "fr"
     assert record["trace_id"] == fr.trace_id
-    # The result's record is the task's own span: the trace's root, a chain (CONTRACT 10),
-    # with the provider call inside it.
+    # The result's record is the task's own span: the trace's root, a chain (docs/api-notes.md,
+    # "Traces, sessions and users"), with the provider call inside it.
     deadline = time.monotonic() + 10
     while True:
         trace = sdk.traces.get(fr.trace_id)

@@ -1,4 +1,4 @@
-"""Experiments, their results and comparisons (CONTRACT 11)."""
+"""Experiments, their results and comparisons (docs/api-notes.md, "Datasets and experiments")."""
 
 from __future__ import annotations
 
