@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
+
+from tests.keys import DEFAULT_AUTH
 
 TRACE = "0123456789abcdef0123456789abcdef"
 
@@ -49,6 +52,23 @@ def usage(api: TestClient, **params: Any) -> tuple[float, dict[str, int]]:
 def test_prompt_name_counts_only_that_prompts_records(loaded: TestClient) -> None:
     assert usage(loaded, prompt_name="greet") == (30, {"greet": 2})
     assert usage(loaded) == (430, {"summarise": 1, "greet": 2})
+
+
+def test_over_a_socket_prompt_name_narrows_and_a_typo_is_refused(live_url: str) -> None:
+    with httpx.Client(base_url=live_url, headers=DEFAULT_AUTH, timeout=60) as client:
+        stored = client.post("/v1/requests/batch", json={"records": RECORDS})
+        assert stored.json()["data"]["accepted"] == len(RECORDS), stored.text
+        query = {"metric": "usage", **PERIOD}
+
+        narrowed = client.get(
+            "/api/v1/requests/analytics", params={**query, "prompt_name": "greet"}
+        )
+        typo = client.get("/v1/requests/analytics", params={**query, "promptname": "greet"})
+
+    assert narrowed.status_code == 200, narrowed.text
+    assert narrowed.json()["data"]["total"] == 30
+    assert typo.status_code == 400
+    assert typo.json()["error"]["details"]["field"] == "promptname"
 
 
 @pytest.mark.parametrize(
