@@ -23,13 +23,12 @@ from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.testing import Script, serve
+from promptrail.testing import ECHO_PREFIX, serve
 from tests.keys import DEFAULT_KEY
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLI = Path(sys.executable).parent / "promptrail"
 MODEL = "gpt-4.1-nano"  # not any example's default: proves each reads the one variable
-REPLY = Script().reply
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
     )
 
     assert done.returncode == 0, done.stderr
-    assert REPLY in done.stdout
+    assert ECHO_PREFIX in done.stdout  # the stub's answer, echoing what the example asked
     with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
         # Every kind: the examples' observed functions are spans (CONTRACT 10).
         listed = api.get("/v1/requests", params={"limit": 100, "kind": "all"}).json()["data"]
