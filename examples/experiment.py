@@ -1,11 +1,11 @@
 """Make a dataset from the log, compare two versions over it, move the label to the winner.
 
 The loop a prompt registry exists for: version 1 serves traffic (the collector runs it), a
-reviewer thumbs down the answers that do not send the customer to the help center, those
-records become a dataset, version 2 (which asks for the link) runs over it next to version 1
-on the service, and ``production`` moves to version 2 only if the comparison says "better"
-for some score (its 95% interval of the paired delta lies wholly above zero) and "worse" for
-none (wholly below)::
+reviewer reads some answers and thumbs down those that do not send the customer to the help
+center, those records become a dataset, version 2 (which asks for the link) runs over it next
+to version 1 on the service, and ``production`` moves to version 2 only if the comparison says
+"better" for some score (its 95% interval of the paired delta lies wholly above zero) and
+"worse" for none (wholly below)::
 
     OPENAI_API_KEY=sk-... make run             # a real provider (OPENAI_BASE_URL: any compatible)
     make demo                                  # or, without provider access: stub + collector
@@ -93,7 +93,7 @@ def main() -> None:
         print(f"\ndataset {DATASET!r}: {added} records from the log")
 
         candidate = client.prompts.update(PROMPT, template=V2).version  # no label moves yet
-        done = {}
+        done: dict[int, promptrail.Experiment] = {}
         for version in (production, candidate):  # each over the whole dataset, on the service
             run = client.experiments.create(
                 DATASET, PROMPT, version=version, evaluators=EVALUATORS, name=f"v{version}"
