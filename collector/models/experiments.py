@@ -4,14 +4,18 @@ and experiments")."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .datasets import ItemId
 from .json_values import check_json
 from .requests import Metadata
+from .rows import NoneIfEmpty, RowModel
 from .scores import ScoreValue
+
+if TYPE_CHECKING:  # the rows these answers are read from (for the type checker only)
+    from ..store.experiments import ExperimentRow
 
 MAX_RESULTS_PER_POST = 1000
 
@@ -124,8 +128,37 @@ class ExperimentOut(BaseModel):
     created_at: datetime
     completed_at: datetime | None
 
+    @classmethod
+    def of_row(
+        cls, row: ExperimentRow, done: int, errors: int, summary: dict[str, Any]
+    ) -> ExperimentOut:
+        """An experiment as stored, with the counts and summary a read computes: the spec's
+        fields (label, error, evaluators, repetitions, concurrency) come from its JSON."""
+        spec = row.spec
+        return cls(
+            id=row.id,
+            name=row.name,
+            dataset=row.dataset_name,
+            dataset_id=row.dataset_id,
+            task=row.task,
+            prompt_name=row.prompt_name,
+            version=row.version,
+            label=spec.get("label"),
+            model=row.model,
+            status=row.status,
+            error=spec.get("error"),
+            evaluators=spec.get("evaluators", []),
+            repetitions=spec.get("repetitions", 1),
+            concurrency=spec.get("concurrency", 1),
+            metadata=row.metadata,
+            counts=Counts(items=row.items, runs=row.runs, done=done, errors=errors),
+            summary=Summary.model_validate(summary),
+            created_at=row.created_at,
+            completed_at=row.completed_at,
+        )
 
-class ResultOut(BaseModel):
+
+class ResultOut(RowModel):
     """One result: an item's run (one repetition), its output and scores."""
 
     item_id: str
@@ -136,7 +169,7 @@ class ResultOut(BaseModel):
     expected_output: str | dict[str, Any] | None
     output: str
     status: Literal["success", "error"]
-    error: str | None
+    error: Annotated[str | None, NoneIfEmpty]
     scores: dict[str, Any]
     latency_ms: float | None
     estimated_cost_usd: float

@@ -17,8 +17,7 @@ from ...models.experiments import (
     ResultsIn,
 )
 from ...models.requests import BatchResult, RejectedRecord
-from ...services.experiments import EMPTY_SUMMARY, Computed
-from ...services.mappers import experiment_out, pagination, result_out
+from ...services.experiments import EMPTY_SUMMARY, Computed, ExperimentRow
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -27,6 +26,10 @@ Limit = Annotated[int, Query(ge=1, le=100)]
 Cursor = Annotated[str | None, Query(max_length=2000)]
 ExperimentId = Annotated[str, Path(min_length=1, max_length=200)]
 Ref = Annotated[str, Query(min_length=1, max_length=200)]
+
+
+def _experiment_out(row: ExperimentRow, computed: Computed) -> ExperimentOut:
+    return ExperimentOut.of_row(row, computed.done, computed.errors, computed.summary)
 
 
 class ComparePageOut(BaseModel):
@@ -45,7 +48,7 @@ async def create_experiment(
     experiments = services.experiments
     row, items = await anyio.to_thread.run_sync(experiments.create, project, body)
     experiments.start(project, row, items)
-    return Data(data=experiment_out(row, Computed(0, 0, EMPTY_SUMMARY)))
+    return Data(data=_experiment_out(row, Computed(0, 0, EMPTY_SUMMARY)))
 
 
 @router.get("", response_model=Page[ExperimentOut])
@@ -59,7 +62,8 @@ def list_experiments(
 ) -> Page[ExperimentOut]:
     """List experiments, newest first (``dataset`` takes a name or an id)."""
     rows, next_cursor = services.experiments.page(project, dataset, prompt_name, limit, cursor)
-    return Page(data=[experiment_out(r, c) for r, c in rows], pagination=pagination(next_cursor))
+    items = [_experiment_out(row, computed) for row, computed in rows]
+    return Page(data=items, pagination=Pagination.of(next_cursor))
 
 
 @router.get("/compare", response_model=ComparePageOut)
@@ -75,7 +79,7 @@ def compare_experiments(
     largest regression first (paged)."""
     page = services.experiments.compare(project, base, candidate, limit, cursor)
     return ComparePageOut(
-        data=CompareOut.model_validate(page.data), pagination=pagination(page.next_cursor)
+        data=CompareOut.model_validate(page.data), pagination=Pagination.of(page.next_cursor)
     )
 
 
@@ -84,7 +88,7 @@ def get_experiment(
     id: ExperimentId, project: Project, services: ServicesDep
 ) -> Data[ExperimentOut]:
     """Return one experiment with its counts and summary."""
-    return Data(data=experiment_out(*services.experiments.get(project, id)))
+    return Data(data=_experiment_out(*services.experiments.get(project, id)))
 
 
 @router.get("/{id}/results", response_model=Page[ResultOut])
@@ -97,7 +101,7 @@ def list_results(
 ) -> Page[ResultOut]:
     """List an experiment's results in item order (then repetition)."""
     rows, next_cursor = services.experiments.results_page(project, id, limit, cursor)
-    return Page(data=[result_out(r) for r in rows], pagination=pagination(next_cursor))
+    return Page(data=[ResultOut.of(r) for r in rows], pagination=Pagination.of(next_cursor))
 
 
 @router.post("/{id}/cancel", response_model=Data[ExperimentOut])
@@ -106,7 +110,7 @@ def cancel_experiment(
 ) -> Data[ExperimentOut]:
     """Stop a running experiment; the results it stored stay."""
     row = services.experiments.cancel(project, id)
-    return Data(data=experiment_out(row, services.experiments.computed(project, row)))
+    return Data(data=_experiment_out(row, services.experiments.computed(project, row)))
 
 
 @router.post("/{id}/results", status_code=201, response_model=Data[BatchResult])
@@ -128,4 +132,4 @@ def complete_experiment(
 ) -> Data[ExperimentOut]:
     """Mark an experiment run by the client completed."""
     row = services.experiments.complete(project, id)
-    return Data(data=experiment_out(row, services.experiments.computed(project, row)))
+    return Data(data=_experiment_out(row, services.experiments.computed(project, row)))

@@ -10,6 +10,7 @@ comparisons.
 - :mod:`.comparison`: two experiments paired by item, and the cache of finished pairs.
 """
 
+from ...store.experiments import ExperimentRow  # what the service's reads return
 from .comparison import ComparePage
 from .results import eval_score_id
 from .service import ExperimentService, new_experiment_id
@@ -19,6 +20,7 @@ __all__ = [
     "EMPTY_SUMMARY",
     "ComparePage",
     "Computed",
+    "ExperimentRow",
     "ExperimentService",
     "eval_score_id",
     "new_experiment_id",

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ValidationFailed
 from ...store.experiments import (
     CompareFigures,
     ExperimentRow,
@@ -54,12 +53,7 @@ class Comparison:
 
     def offset(self, cursor: str | None) -> int:
         """The position in the paired items a cursor of :meth:`page` stands for."""
-        if not cursor:
-            return 0
-        try:
-            return int(self._cursors.decode(cursor)["offset"])
-        except (KeyError, TypeError, ValueError):
-            raise ValidationFailed("cursor", "Invalid cursor") from None
+        return self._cursors.after(cursor, lambda position: int(position["offset"])) or 0
 
     def page(
         self,

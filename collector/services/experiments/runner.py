@@ -24,6 +24,7 @@ import anyio
 from promptrail._evaluators import evaluate_simple, judge_value
 
 from ...errors import ContractError, UpstreamProviderFailed
+from ...models.requests import EXPERIMENT_ENVIRONMENT
 from ...models.runs import RunRequest
 from ...store.datasets import ItemRow
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
@@ -206,6 +207,8 @@ class ExperimentRunner:
         try:
             run = await self._runs.prepare(project, target, body)
             run = self._runs.retarget(run, experiment.model, experiment.spec.get("parameters"))
+            # Experiment traffic is the service's own: hidden from the production views.
+            run = replace(run, environment=EXPERIMENT_ENVIRONMENT)
         except ContractError as exc:
             # A missing variable (INVALID_TEMPLATE names them), or the prompt gone since.
             return replace(base, error=_error_text(exc))
@@ -273,7 +276,7 @@ class ExperimentRunner:
         target = RunTarget(evaluator.prompt or "", evaluator.version, evaluator.label)
         try:
             run = await self._runs.prepare(project, target, body)
-            reply = await self._runs.complete(run)
+            reply = await self._runs.complete(replace(run, environment=EXPERIMENT_ENVIRONMENT))
         except ContractError as exc:
             # Its prompt is gone or changed since the experiment was created (a template
             # using other variables is refused then), or its provider failed (the judge's

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -21,7 +20,7 @@ from ...models.experiments import ExperimentIn, ResultIn
 from ...providers.routing import provider_for
 from ...store.datasets import ItemRow
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
-from ..cursors import CursorCodec
+from ..cursors import CursorCodec, time_key
 from ..datasets import DatasetService
 from ..evaluators import Evaluator, parse_evaluators
 from ..ingest import rejection_of
@@ -231,19 +230,12 @@ class ExperimentService:
     ) -> tuple[list[tuple[ExperimentRow, Computed]], str | None]:
         """Return a page of experiments, newest first, and the next cursor."""
         dataset_id = self._datasets.get(project, dataset).id if dataset else None
-        after = None
-        if cursor:
-            position = self._cursors.decode(cursor)
-            try:
-                after = (datetime.fromisoformat(position["at"]), str(position["id"]))
-            except (KeyError, TypeError, ValueError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._cursors.after_time(cursor)
         rows = self._store.page(project, dataset_id, prompt_name, after, limit + 1)
-        shown = [(r, self.computed(project, r)) for r in rows[:limit]]
-        if len(rows) <= limit:
-            return shown, None
-        last = rows[limit - 1]
-        return shown, self._cursors.encode({"at": last.created_at.isoformat(), "id": last.id})
+        page, next_cursor = self._cursors.next_page(
+            rows, limit, lambda row: time_key(row.created_at, row.id)
+        )
+        return [(row, self.computed(project, row)) for row in page], next_cursor
 
     def results_page(
         self, project: str, experiment_id: str, limit: int, cursor: str | None
@@ -251,23 +243,16 @@ class ExperimentService:
         """Return a page of results in item order, and the next cursor; a result of the
         client's code with no cost of its own has its trace's."""
         experiment = self.get_row(project, experiment_id)
-        after = None
-        if cursor:
-            position = self._result_cursors.decode(cursor)
-            try:
-                after = (int(position["pos"]), str(position["item"]), int(position["rep"]))
-            except (KeyError, TypeError, ValueError):
-                raise ValidationFailed("cursor", "Invalid cursor") from None
+        after = self._result_cursors.after(
+            cursor, lambda p: (int(p["pos"]), str(p["item"]), int(p["rep"]))
+        )
         rows = self._store.results(project, experiment_id, after, limit + 1)
-        shown = rows[:limit]
+        shown, next_cursor = self._result_cursors.next_page(
+            rows, limit, lambda r: {"pos": r.position, "item": r.item_id, "rep": r.repetition}
+        )
         if experiment.task == "client":
             shown = self._with_trace_costs(project, shown)
-        if len(rows) <= limit:
-            return shown, None
-        last = rows[limit - 1]
-        return shown, self._result_cursors.encode(
-            {"pos": last.position, "item": last.item_id, "rep": last.repetition}
-        )
+        return shown, next_cursor
 
     def _with_trace_costs(self, project: str, rows: list[ResultRow]) -> list[ResultRow]:
         """The results, each without a cost of its own given its trace's (records may reach
