@@ -11,8 +11,8 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from promptrail import _genai, _runtime
+from promptrail._capture.spans import CaptureTracer, current_context
 from promptrail._context import call_attributes, framework_call, to_json
-from promptrail._spans import CaptureTracer, current_context
 
 logger = logging.getLogger("promptrail")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
+from promptrail._capture.spans import current_context
 from promptrail._context import framework_call
-from promptrail._spans import current_context
 
 from ._calls import CallRecord, is_raw_response, suppressed
 from ._patching import Patch

@@ -44,8 +44,8 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel
 
 from promptrail import _genai, _runtime
+from promptrail._capture.spans import CaptureSpan
 from promptrail._context import FrameworkCall, call_attributes, to_json
-from promptrail._spans import CaptureSpan
 
 from ._calls import CallRecord, message_texts
 from ._stand_in import StandInSpan

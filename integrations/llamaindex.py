@@ -32,8 +32,8 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, PrivateAttr
 
 from promptrail import _genai, _runtime
+from promptrail._capture.spans import CaptureSpan
 from promptrail._context import call_attributes, to_json
-from promptrail._spans import CaptureSpan
 
 from ._stand_in import StandInSpan
 

@@ -20,13 +20,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from . import _genai, _runtime
+from ._capture.spans import last_record as _last_record
 from ._context import OUTSIDE as _OUTSIDE
 from ._context import Observation, to_json
 from ._context import current as _context_current
 from ._context import nested as _nested
 from ._context import reset_current as _reset_current
 from ._context import set_current as _set_current
-from ._spans import last_record as _last_record
 
 P = ParamSpec("P")
 R = TypeVar("R")

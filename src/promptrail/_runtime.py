@@ -1,135 +1,35 @@
-"""The capture pipeline: init, the tracer, the queue, flush and shutdown.
+"""Capture's entry points: init, the tracer, flush, shutdown and the counters.
 
-Capture runs on OpenTelemetry. By default promptrail has its own tracer (it never replaces the
-application's global provider) whose spans are the light :class:`~._spans.CaptureSpan` s,
-shipped by a :class:`~._shipping.SpanShipper` — an SDK span costs as much as a capture's whole
-budget (docs/architecture.md, "Capture path"). ``init(tracer_provider=...)`` joins the
-application's SDK provider instead: promptrail's processor is then the SDK's
-BatchSpanProcessor (bounded queue, background export), extended only to count what it has to
-drop and to skip spans that would not become records.
+``init`` resolves its arguments and the environment (``_settings.py``) and has
+``_capture/pipelines.py`` build the pipelines (tracer, shipper, sender, disk spool: the
+record's path, ``_capture/__init__.py``); this module holds the one live pipeline and answers
+``flush``, ``shutdown`` and ``stats`` from it.
 """
 
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import threading
-import time
-from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
+from ._capture.pipelines import Pipeline, PipelineOptions, build
+from ._capture.send import DEFAULT_MAX_PENDING_BYTES, Mask
+from ._capture.shipping import Shipper
+from ._capture.spool import DEFAULT_SPOOL_MAX_AGE, spool_bound
+from ._capture.stats import CaptureStats
 from ._disk import remember_cache_dir, resolve_cache_dir
-from ._genai import is_recordable
-from ._sampling_and_fork import Sampler
-from ._score_shipping import ScoreExporter, ScoreShipper
-from ._send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, Mask, RecordSender
 from ._settings import api_key_or_environment, byte_setting, current
-from ._shipping import SpanShipper
-from ._spans import CaptureTracer, last_record
-from ._spool import DEFAULT_SPOOL_MAX_AGE, spool_bound
-from ._stats import CaptureStats
-from ._version import __version__
-from .otel import PromptrailSpanExporter
-
-logger = logging.getLogger("promptrail")
 
 _SHUTDOWN_TIMEOUT = 3.0
 
-
-class _QueueFullFilter(logging.Filter):
-    """Silence the SDK's per-span "Queue full" warning: drops are counted in ``stats()``."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Queue full")
-
-
-logging.getLogger("opentelemetry.sdk._shared_internal").addFilter(_QueueFullFilter())
-
-
-class _CountingQueue(deque[Any]):
-    """The processor's queue, counting each span a full queue pushes out.
-
-    BatchSpanProcessor drops silently (its bounded deque evicts the oldest span); appending
-    and popping under one lock makes the count exact while its worker drains concurrently.
-    """
-
-    def __init__(self, maxlen: int, stats: CaptureStats) -> None:
-        super().__init__([], maxlen)
-        self._lock = threading.Lock()
-        self._stats = stats
-        self._warned = False
-
-    def appendleft(self, item: Any, /) -> None:
-        with self._lock:
-            if self.maxlen is not None and len(self) >= self.maxlen:
-                if not self._warned:
-                    self._warned = True
-                    logger.warning(
-                        "promptrail: capture queue full (%d); dropping the oldest records "
-                        "(counted in promptrail.stats())",
-                        self.maxlen,
-                    )
-                self._stats.drop("queue_full")
-            # Called per span: the base method directly, without building a super() proxy.
-            deque.appendleft(self, item)
-
-    def pop(self, *index: int) -> Any:  # deque.pop() takes no index; the protocol's may
-        with self._lock:
-            return deque.pop(self, *index)
-
-
-class _CountingProcessor(BatchSpanProcessor):
-    """BatchSpanProcessor that counts what it captures and what the full queue drops."""
-
-    def __init__(
-        self, exporter: PromptrailSpanExporter, sample_rate: float, **options: Any
-    ) -> None:
-        super().__init__(exporter, **options)
-        self._stats = exporter.stats
-        self._sampler = Sampler(sample_rate)
-        inner = self._batch_processor
-        inner._queue = _CountingQueue(inner._max_queue_size, self._stats)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if not is_recordable(span.attributes or {}):
-            return
-        context = span.get_span_context()
-        if context is not None and not self._sampler.keeps(context.trace_id):
-            # Sampling by trace id keeps or drops whole traces, the same way in every process.
-            self._stats.add("sampled_out")
-            return
-        self._stats.add("captured")
-        if context is not None:  # the thread ending the span: promptrail.last_request_id()
-            last_record.set((context.trace_id, context.span_id))
-        super().on_end(span)
-
-
-@dataclass
-class _Pipeline:
-    tracer: Tracer
-    exporter: RecordSender | None = None
-    shipper: SpanShipper | None = None  # promptrail's own spans
-    processor: _CountingProcessor | None = None  # joined to the application's provider
-    scores: ScoreShipper | None = None  # promptrail.score(), to /v1/scores/batch
-    api_key: str = ""  # what feedback tokens are signed with
-
-    @property
-    def queued(self) -> int:
-        if self.shipper is not None:
-            return self.shipper.queued
-        return len(self.processor._batch_processor._queue) if self.processor else 0
-
-
 _lock = threading.RLock()
-_pipeline: _Pipeline | None = None
+_pipeline: Pipeline | None = None
 _stats = CaptureStats()
 _score_stats = CaptureStats()  # scores are counted apart: stats()["scores"]
 _atexit_registered = False
@@ -174,67 +74,28 @@ def init(
     global _pipeline, _atexit_registered
     with _lock:
         if _pipeline is not None:
-            _shutdown_pipeline(_pipeline, _SHUTDOWN_TIMEOUT)
+            _pipeline.shutdown(_SHUTDOWN_TIMEOUT)
         if not enabled:
-            _pipeline = _Pipeline(trace.NoOpTracer())
+            _pipeline = Pipeline(trace.NoOpTracer())
             return
         budget = _queue_budget(max_queue_bytes)
         remember_cache_dir(cache_dir)
-        disk: dict[str, Any] = {
-            "cache_dir": resolve_cache_dir(cache_dir),
-            "spool_max_bytes": spool_bound(spool_max_bytes),
-            "spool_max_age": spool_max_age,
-        }
-        scores = ScoreShipper(
-            ScoreExporter(
-                api_key,
-                base_url,
-                export_deadline=export_timeout,
-                max_pending_bytes=budget,
-                stats=_score_stats,
-                transport=transport,
-                **disk,  # scores ride the same spool, in a directory of their own
-            ),
-            _score_stats,
+        options = PipelineOptions(
+            api_key=api_key,
+            base_url=base_url,
+            sample_rate=sample_rate,
+            mask=mask,
             max_bytes=budget,
+            max_queue_size=max_queue_size,
             flush_interval=flush_interval,
+            export_timeout=export_timeout,
+            transport=transport,
+            cache_dir=resolve_cache_dir(cache_dir),
+            spool_max_bytes=spool_bound(spool_max_bytes),
+            spool_max_age=spool_max_age,
         )
         key = api_key_or_environment(api_key)
-        options: dict[str, Any] = {
-            "export_deadline": export_timeout,
-            "max_pending_bytes": budget,
-            "mask": mask,
-            "stats": _stats,
-            "transport": transport,
-            **disk,
-        }
-        if tracer_provider is None:
-            # promptrail's own spans hand records to the sender directly (no OpenTelemetry SDK
-            # interface on the default path).
-            exporter = RecordSender(api_key, base_url, **options)
-            shipper = SpanShipper(
-                exporter,
-                _stats,
-                sample_rate=sample_rate,
-                max_bytes=budget,
-                flush_interval=flush_interval,
-            )
-            _pipeline = _Pipeline(
-                CaptureTracer(shipper.on_end), exporter, shipper=shipper, scores=scores, api_key=key
-            )
-        else:
-            # The application's SDK provider needs the sender behind its SpanExporter interface.
-            exporter = span_exporter = PromptrailSpanExporter(api_key, base_url, **options)
-            processor = _CountingProcessor(
-                span_exporter,
-                sample_rate,
-                max_queue_size=max_queue_size,
-                schedule_delay_millis=flush_interval * 1000,
-                max_export_batch_size=min(512, max_queue_size),
-            )
-            tracer_provider.add_span_processor(processor)
-            tracer = tracer_provider.get_tracer("promptrail", __version__)
-            _pipeline = _Pipeline(tracer, exporter, processor=processor, scores=scores, api_key=key)
+        _pipeline = build(options, _stats, _score_stats, tracer_provider, key)
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
@@ -246,7 +107,7 @@ def _queue_budget(max_queue_bytes: int | None) -> int:
     )
 
 
-def _ensure() -> _Pipeline:
+def _ensure() -> Pipeline:
     with _lock:
         if _pipeline is None:
             # First capture without init(): configure from the environment.
@@ -262,7 +123,7 @@ def tracer() -> Tracer:
     return pipeline.tracer if pipeline is not None else _ensure().tracer
 
 
-def score_shipper() -> ScoreShipper | None:
+def score_shipper() -> Shipper | None:
     """The queue ``promptrail.score()`` appends to (None when capture is disabled)."""
     pipeline = _pipeline
     return (pipeline if pipeline is not None else _ensure()).scores
@@ -288,21 +149,10 @@ def flush(timeout: float = 5.0) -> bool:
     pipeline = _pipeline
     if pipeline is None or pipeline.exporter is None:
         return True
-    shipper, processor, exporter = pipeline.shipper, pipeline.processor, pipeline.exporter
-    scores = pipeline.scores
     outcome: list[bool] = []
 
     def run() -> None:
-        deadline = time.monotonic() + timeout
-        if shipper is not None:
-            sent = shipper.flush(timeout)
-        else:
-            if processor is not None:
-                processor.force_flush(int(timeout * 1000))
-            sent = exporter.force_flush(int(timeout * 1000))
-        if scores is not None and not scores.idle:
-            sent = scores.flush(max(0.0, deadline - time.monotonic())) and sent
-        outcome.append(sent)
+        outcome.append(pipeline.flush(timeout))
 
     worker = threading.Thread(target=run, name="promptrail-flush", daemon=True)
     worker.start()
@@ -315,52 +165,9 @@ def shutdown(timeout: float = _SHUTDOWN_TIMEOUT) -> None:
     global _pipeline
     with _lock:
         if _pipeline is not None:
-            _shutdown_pipeline(_pipeline, timeout)
+            _pipeline.shutdown(timeout)
             _pipeline = None
         remember_cache_dir(None)  # clients made from now on use the environment's again
-
-
-def _shutdown_pipeline(pipeline: _Pipeline, timeout: float) -> None:
-    scores = pipeline.scores
-    if scores is None or scores.idle:
-        if scores is not None:
-            scores.shutdown(0.0)  # nothing to send: closes at once
-        _shutdown_records(pipeline, timeout)
-        return
-    # Scores go out beside the records, not after them: the shutdown keeps its one bound.
-    closer = threading.Thread(
-        target=scores.shutdown, args=(timeout,), name="promptrail-scores-exit", daemon=True
-    )
-    closer.start()
-    _shutdown_records(pipeline, timeout)
-    closer.join(timeout + 0.5)
-
-
-def _shutdown_records(pipeline: _Pipeline, timeout: float) -> None:
-    if pipeline.shipper is not None:
-        pipeline.shipper.shutdown(timeout)
-        return
-    if pipeline.processor is None:
-        return
-    processor, exporter = pipeline.processor, pipeline.exporter
-    if exporter is not None:
-        # An export may be waiting to retry against a collector that is down: wake it, so
-        # the processor's worker stops and the final send happens within the timeout.
-        exporter.stop_retrying()
-        if exporter.unreachable:
-            timeout = min(timeout, QUICK_SHUTDOWN_SECONDS)
-    # BatchSpanProcessor.shutdown() waits up to 30 s; its inner processor takes a bound.
-    worker = threading.Thread(
-        target=processor._batch_processor.shutdown,
-        kwargs={"timeout_millis": int(timeout * 1000)},
-        daemon=True,
-    )
-    worker.start()
-    worker.join(timeout + 0.5)
-    if exporter is not None:
-        # The processor closes its exporter, unless an export outlasted the timeout: then
-        # what it still holds is counted and reported here (a second close does nothing).
-        exporter.close(waited=timeout)
 
 
 def _at_exit() -> None:
@@ -395,7 +202,7 @@ def stats() -> dict[str, Any]:
     return snapshot
 
 
-def _score_snapshot(scores: ScoreShipper | None) -> dict[str, Any]:
+def _score_snapshot(scores: Shipper | None) -> dict[str, Any]:
     """The scores' own counters, with the same invariant as the records'."""
     with _score_stats.lock:
         queued = scores.queued if scores else 0

@@ -18,6 +18,7 @@ from typing import Any
 from opentelemetry import trace
 
 from . import _runtime
+from ._capture.spans import CaptureSpan, last_record
 from ._feedback import DEFAULT_TTL_SECONDS, mint
 from ._genai import record_id
 from ._observe import last_model_call
@@ -30,7 +31,6 @@ from ._score_rules import (
     target_problem,
     value_problem,
 )
-from ._spans import CaptureSpan, last_record
 
 logger = logging.getLogger("promptrail")
 

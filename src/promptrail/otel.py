@@ -30,13 +30,13 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import StatusCode
 
+from ._capture.send import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # still importable from here
+from ._capture.send import DEFAULT_MAX_PENDING_BYTES as DEFAULT_MAX_PENDING_BYTES
+from ._capture.send import QUICK_SHUTDOWN_SECONDS as QUICK_SHUTDOWN_SECONDS
+from ._capture.send import Mask as Mask
+from ._capture.send import RecordSender
+from ._capture.spans import new_trace_id
 from ._genai import build_record, is_recordable, span_error
-from ._send import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # still importable from here
-from ._send import DEFAULT_MAX_PENDING_BYTES as DEFAULT_MAX_PENDING_BYTES
-from ._send import QUICK_SHUTDOWN_SECONDS as QUICK_SHUTDOWN_SECONDS
-from ._send import Mask as Mask
-from ._send import RecordSender
-from ._spans import new_trace_id
 
 __all__ = ["PromptrailSpanExporter", "TimeOrderedIdGenerator"]
 

@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from promptrail._capture.spans import _as_json
 from promptrail._context import MAX_ATTRIBUTE_CHARS, to_json
 from promptrail._genai import _loads
-from promptrail._spans import _as_json
 
 scalars = (
     st.none()

@@ -26,7 +26,7 @@ import pytest
 
 import promptrail
 from promptrail import _runtime
-from promptrail._spool import scope_of
+from promptrail._disk import scope_of
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve

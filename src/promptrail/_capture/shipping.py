@@ -1,5 +1,6 @@
 """The shipper: ended capture spans wait in a bounded queue; one thread turns them into
-records and hands them to the exporter.
+records and hands them to the sender (``send.py``). Scores take a shipper of their own, to
+the scores endpoint (``endpoints.py``): a score is queued as its ready JSON item (:meth:`put`).
 
 The application's thread only appends to a deque (and counts); everything else — building
 the record, masking, JSON, gzip, the HTTP post and its retries — happens on the shipper's
@@ -15,9 +16,9 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
-from ._sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
-from ._send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, RecordSender
-from ._stats import CaptureStats
+from .sampling_and_fork import Sampler, forget_after_fork, restart_after_fork
+from .send import DEFAULT_MAX_PENDING_BYTES, QUICK_SHUTDOWN_SECONDS, RecordSender
+from .stats import CaptureStats
 
 logger = logging.getLogger("promptrail")
 
@@ -25,16 +26,15 @@ _BATCH = 512
 # A deep queue is shipped in larger batches: fewer posts, so fewer waits for the GIL per
 # record while the application keeps it busy (docs/benchmarks.md, "Burst").
 _DEEP_BATCH = 4096
-# What a queued span holds in memory, estimated from the records shipped so far: a fixed part
-# (the span, its attributes, the call's copied arguments) and the record's text as Python
-# objects, about its JSON's size again. Rounded up from tracemalloc's figures
-# (docs/benchmarks.md, "Burst"), so that the budget bounds more than it counts.
-_SPAN_FIXED_BYTES = 1536
-_SPAN_TEXT_FACTOR = 1.5
+# What a queued item holds in memory, estimated from the items shipped so far: a fixed part
+# (the endpoint's ``queued_fixed_bytes``) and the item's text as Python objects, about its
+# JSON's size again. Rounded up from tracemalloc's figures (docs/benchmarks.md, "Burst"), so
+# that the budget bounds more than it counts.
+_TEXT_FACTOR = 1.5
 
 
 class Shippable(Protocol):
-    """What the shipper queues: an ended span (or a score, ``_score_shipping``)."""
+    """What the shipper queues: an ended span (or a score, :class:`QueuedItem`)."""
 
     @property
     def trace_id(self) -> int: ...  # what sampling decides by
@@ -42,15 +42,28 @@ class Shippable(Protocol):
     def to_record(self) -> dict[str, Any]: ...  # the JSON item posted
 
 
-class SpanShipper:
-    """Queue ended spans and ship them as records in the background.
+class QueuedItem:
+    """An item queued as its ready JSON (a score), shipped as it is."""
 
-    What waits (spans in the queue, records for the collector) is bounded by ``max_bytes``.
+    __slots__ = ("_item",)
+
+    trace_id = 0  # never sampled: only spans are (sample_rate is the share of traces kept)
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self._item = item
+
+    def to_record(self) -> dict[str, Any]:
+        """The item's JSON for the endpoint's batch."""
+        return self._item
+
+
+class Shipper:
+    """Queue ended spans (or scores) and ship them in the background.
+
+    What waits (items in the queue, items for the collector) is bounded by ``max_bytes``.
+    The sender's endpoint says what the items are: the thread's name, the memory estimate
+    and the log lines follow it.
     """
-
-    _thread_name = "promptrail-shipper"
-    # What the log lines call the items this shipper drops.
-    _noun = "records"
 
     def __init__(
         self,
@@ -61,6 +74,8 @@ class SpanShipper:
         max_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         flush_interval: float = 1.0,
     ) -> None:
+        self._endpoint = exporter.endpoint
+        self._noun = self._endpoint.kind  # what the log lines call the items this shipper drops
         self._exporter = exporter
         self._stats = stats
         self._sampler = Sampler(sample_rate)
@@ -80,12 +95,24 @@ class SpanShipper:
         # Held while spans are turned into records and sent: a flush waits for the batch
         # the worker has taken, so "flushed" means every span ended before it was shipped.
         self._drain_lock = threading.Lock()
-        self._worker = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
+        self._worker = threading.Thread(
+            target=self._run, name=self._endpoint.thread_name, daemon=True
+        )
         self._worker.start()
 
     def _after_fork(self) -> None:
         # The parent's queue and thread are the parent's: the child starts with its own.
         self._start()
+
+    @property
+    def exporter(self) -> RecordSender:
+        """The sender of the items (its ``pending`` wait for the collector)."""
+        return self._exporter
+
+    @property
+    def idle(self) -> bool:
+        """Whether every item queued so far is settled (nothing to flush or send at exit)."""
+        return not self._queue and not self._exporter.pending
 
     @property
     def queued(self) -> int:
@@ -110,6 +137,10 @@ class SpanShipper:
         queue.append(span)
         if len(queue) >= _BATCH and not self._wake.is_set():
             self._wake.set()
+
+    def put(self, item: dict[str, Any]) -> None:
+        """Queue one ready JSON item, a score (the caller's thread: keep it cheap)."""
+        self.on_end(QueuedItem(item))
 
     def _drop_full(self) -> None:
         stats = self._stats
@@ -176,7 +207,7 @@ class SpanShipper:
 
     def _learn_size(self) -> None:
         mean = self._exporter.mean_record_bytes
-        self._span_bytes = _SPAN_FIXED_BYTES + int(_SPAN_TEXT_FACTOR * mean)
+        self._span_bytes = self._endpoint.queued_fixed_bytes + int(_TEXT_FACTOR * mean)
 
     def flush(self, timeout: float) -> bool:
         """Ship what is queued and everything pending; False if ``timeout`` ran out first."""

@@ -29,14 +29,17 @@ import itertools
 import logging
 import os
 import struct
+import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._disk import private_dir, scope_of, write_whole
-from ._settings import byte_setting
+from .._disk import private_dir, scope_of, write_whole
+from .._settings import byte_setting
+from .reachability import seconds
+from .stats import CaptureStats
 
 logger = logging.getLogger("promptrail")
 
@@ -112,6 +115,7 @@ class SpoolFile:
     records: int
     size: int
     written_ns: int
+    pid: int  # the process that wrote it
 
 
 def _parse(path: Path) -> SpoolFile | None:
@@ -123,7 +127,7 @@ def _parse(path: Path) -> SpoolFile | None:
         size = path.stat().st_size
     except OSError:
         return None  # replayed and deleted meanwhile
-    return SpoolFile(path, int(parts[3]), size, int(parts[0]))
+    return SpoolFile(path, int(parts[3]), size, int(parts[0]), int(parts[1]))
 
 
 @dataclass
@@ -267,6 +271,195 @@ class Spool:
         except OSError:
             return False
         return True
+
+
+# Replay of the disk spool goes alongside live records at most this fast (records per second),
+# so a backlog of hours does not crowd out the present or flood a collector just back; a flush
+# replays as fast as the collector takes it.
+REPLAY_RECORDS_PER_SECOND = 20_000
+# How often a process looks for files other processes left (it always looks at start and after
+# spilling its own).
+_RESCAN_SECONDS = 30.0
+
+# What one post of a batch came to: (records posted, records stored, reason for the others).
+Settle = Callable[[int, int, str], None]
+# The sender's post of a batch with its retries: (batch, deadline, request timeout, settle,
+# patient) -> whether the collector settled it.
+Post = Callable[[list[bytes], float, "float | None", Settle, bool], bool]
+
+
+class SpoolBacklog:
+    """A sender's side of its spool: spills what the collector could not take into files and
+    replays the files (this process's and any other's) once it is back.
+
+    The sender calls it under its send lock; counters change under the counters' lock, so a
+    snapshot never sees a record in two places.
+    """
+
+    def __init__(
+        self, spool: Spool, stats: CaptureStats, post: Post, stopping: threading.Event, kind: str
+    ) -> None:
+        self.spool = spool
+        self._stats = stats
+        self._post = post
+        self._stopping = stopping
+        self._kind = kind
+        self._warned_bounds = False
+        # Files may be waiting from an earlier run: look at once. Then after each spill, and
+        # every _RESCAN_SECONDS for files other processes left.
+        self.waiting = True
+        self._scanned = time.monotonic()
+        self._not_before = 0.0
+        # Other processes' files this replay found (path: records) and what of them went.
+        self._others: dict[Path, int] = {}
+        self._others_sent = 0
+        self._sending_other = False
+
+    @property
+    def place(self) -> str:
+        """The spool's directory, as log lines say it."""
+        return str(self.spool.directory)
+
+    # -- spill -------------------------------------------------------------------------------
+
+    def spill(self, records: list[bytes]) -> list[SpoolLoss] | None:
+        """Write ``records`` to new files; what the bounds dropped to make room, or None (one
+        warning said why) when they could not be written: the caller keeps them in memory."""
+        try:
+            losses = self.spool.write(records)
+        except OSError as exc:
+            logger.warning(
+                "promptrail: cannot write %s to %s (%s); they wait in memory only",
+                self._kind,
+                self.spool.directory,
+                exc.strerror or exc,
+            )
+            return None
+        self.waiting = True
+        return losses
+
+    def count_losses(self, losses: list[SpoolLoss]) -> None:
+        """Count what the spool gave up on (under the counters' lock); warn once."""
+        for loss in losses:
+            self._stats.spool_drop(loss.reason, loss.records)
+        if losses and not self._warned_bounds:
+            self._warned_bounds = True
+            logger.warning(
+                "promptrail: the spool at %s is over its bounds (%d MiB, %s); its oldest %s "
+                "are dropped (counted in promptrail.stats(); init(spool_max_bytes=..., "
+                "spool_max_age=...) or PROMPTRAIL_SPOOL_MAX_BYTES raise them)",
+                self.place,
+                self.spool.max_bytes >> 20,
+                seconds(self.spool.max_age),
+                self._kind,
+            )
+
+    # -- replay ------------------------------------------------------------------------------
+
+    def due(self) -> bool:
+        """Whether a shipper's round should replay now (files known or worth a new look)."""
+        now = time.monotonic()
+        if not self.waiting and now - self._scanned >= _RESCAN_SECONDS:
+            self.waiting = True
+        return self.waiting and now >= self._not_before
+
+    def replay(self, deadline: float, request_timeout: float | None, *, everything: bool) -> bool:
+        """Send spool files, oldest first, while the collector takes them.
+
+        ``everything`` (a flush): until none is left or the deadline, retrying with backoff;
+        else (a shipper's round) one attempt per file, at most ``REPLAY_RECORDS_PER_SECOND``.
+        Only the holder of the spool's replay lock sends: other processes' files (orphans of
+        a killed one too) included. True when no file is left.
+        """
+        if self._stopping.is_set():
+            return False
+        if not everything and not self.due():
+            return not self.waiting
+        with self.spool.replaying() as mine:
+            if not mine:
+                # Another process is replaying this spool: look again later.
+                self.waiting = False
+                self._scanned = time.monotonic()
+                return False
+            self._scanned = time.monotonic()
+            # Files that aged past the bound while nobody could send them go unsent, counted.
+            with self._stats.lock:
+                self.count_losses(self.spool.enforce_bounds())
+            files = self.spool.files()
+            self._note_others(files)
+            for spool_file in files:
+                if time.monotonic() >= deadline or (
+                    not everything and time.monotonic() < self._not_before
+                ):
+                    return False
+                if not self._replay_file(spool_file, deadline, request_timeout, everything):
+                    return False
+            self.waiting = False
+            self._say_others_done()
+            return True
+
+    def _replay_file(
+        self, spool_file: SpoolFile, deadline: float, request_timeout: float | None, patient: bool
+    ) -> bool:
+        """Post one file's records; True once the collector settled them (the file is gone)."""
+        spool = self.spool
+        records, lost = spool.read(spool_file)
+        if lost:
+            self._stats.spool_drop("spool_corrupt", lost)
+            logger.warning(
+                "promptrail: %d spooled %s lost: %s is torn or corrupt (the rest of it is sent)",
+                lost,
+                self._kind,
+                spool_file.path,
+            )
+        self._sending_other = spool_file.path in self._others
+        if records and not self._post(
+            records, deadline, request_timeout, self._settle_replayed, patient
+        ):
+            if lost:
+                # Its good blocks are rewritten whole, so the loss is counted and said once.
+                spool.rewrite(spool_file, records)
+            return False
+        spool.remove(spool_file)
+        self._not_before = time.monotonic() + len(records) / REPLAY_RECORDS_PER_SECOND
+        return True
+
+    def _settle_replayed(self, count: int, exported: int, reason: str) -> None:
+        with self._stats.lock:
+            self._stats.add("replayed", exported)
+            if count > exported:
+                self._stats.spool_drop(reason, count - exported)
+        if self._sending_other:
+            self._others_sent += exported
+
+    def _note_others(self, files: list[SpoolFile]) -> None:
+        """Say once when this process starts replaying files another process left."""
+        me = os.getpid()
+        found = {f.path: f.records for f in files if f.pid != me and f.path not in self._others}
+        if not found:
+            return
+        if not self._others:
+            logger.info(
+                "promptrail: replaying %d %s that another process left in the spool at %s",
+                sum(found.values()),
+                self._kind,
+                self.place,
+            )
+        self._others.update(found)
+
+    def _say_others_done(self) -> None:
+        """Say once, when no file is left, how many of the others' records went."""
+        if not self._others:
+            return
+        logger.info(
+            "promptrail: replayed %d of %d %s that another process left in the spool at %s",
+            self._others_sent,
+            sum(self._others.values()),
+            self._kind,
+            self.place,
+        )
+        self._others = {}
+        self._others_sent = 0
 
 
 def _chunks(records: list[bytes]) -> Iterator[list[bytes]]:

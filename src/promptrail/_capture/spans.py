@@ -6,7 +6,7 @@ OpenTelemetry API spans: they become current in the OpenTelemetry context, so sp
 any other instrumentation inside an observed function join its trace, and
 ``trace.get_current_span()`` sees them. What they leave out is what the SDK's span does and a
 request record does not need: attribute validation and copying, events other than exceptions,
-links, span processors, resources. On end, a span goes to the :class:`~._shipping.SpanShipper`.
+links, span processors, resources. On end, a span goes to the :class:`~.shipping.Shipper`.
 
 Why not the SDK's span: ``benchmarks/sdk_overhead.py`` measures an SDK span carrying a model
 call's attributes, through the SDK's BatchSpanProcessor, at about as much time in the
@@ -35,8 +35,8 @@ from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes, AttributeValue
 
-from ._context import MAX_ATTRIBUTE_CHARS, to_json
-from ._genai import build_record
+from .._context import MAX_ATTRIBUTE_CHARS, to_json
+from .._genai import build_record
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _getrandbits = random.getrandbits  # the SDK's RandomIdGenerator uses the same source
@@ -53,7 +53,7 @@ def new_trace_id(start_ns: int) -> int:
     as the collector's own ids sort by time: its reads by record id (a list page's scores, a
     score filter's sums) stay within a few granules instead of one per record. AWS X-Ray's
     ids lead with the time the same way; the low 64 bits, which sampling reads
-    (``_sampling_and_fork.Sampler``), are as random as before.
+    (``sampling_and_fork.Sampler``), are as random as before.
     """
     return (start_ns // 1_000_000) << 80 | _getrandbits(80)
 

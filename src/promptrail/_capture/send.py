@@ -1,17 +1,17 @@
 """The one send path of capture: records encoded, posted, retried, spooled, counted.
 
-:class:`RecordSender` is what the shipper (``_shipping.py``) hands records to: it masks and
-encodes them (msgspec), posts them gzip-compressed to ``/v1/requests/batch`` (or, for scores,
-``/v1/scores/batch``) with ids derived from span ids so a resent batch is stored once,
-retries them by the one retry rule (``_retry.py``), keeps what the collector cannot take
-within a byte budget and, while it is down, in the disk spool (``_spool.py``), and counts
-every record's fate (``_stats.py``). ``promptrail.otel.PromptrailSpanExporter`` is this class
-behind the OpenTelemetry ``SpanExporter`` interface, for applications that bring their own SDK.
+:class:`RecordSender` is what the shipper (``shipping.py``) hands records to: it masks and
+encodes them (msgspec), has them posted gzip-compressed to its endpoint (``post.py``,
+``endpoints.py``: ``/v1/requests/batch``, or for scores ``/v1/scores/batch``) with ids derived
+from span ids so a resent batch is stored once, keeps what the collector cannot take within a
+byte budget and, while it is down, hands it to the disk spool (``spool.py``, which replays
+it), and counts every record's fate (``stats.py``). ``promptrail.otel.PromptrailSpanExporter``
+is this class behind the OpenTelemetry ``SpanExporter`` interface, for applications that
+bring their own SDK.
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import logging
 import threading
@@ -25,30 +25,26 @@ import httpx
 import msgspec
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
-from ._disk import say_unusable
-from ._reachability import Reachability, describe_error, describe_status, seconds, unsent_line
-from ._retry import RetryPolicy, retry_after
-from ._sampling_and_fork import restart_after_fork
-from ._settings import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # otel.py re-exports it
-from ._settings import api_key_or_environment, base_url_or_environment
-from ._spool import (
+from .._disk import say_unusable
+from .._settings import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # otel.py re-exports it
+from .._settings import api_key_or_environment, base_url_or_environment
+from .endpoints import RECORDS, Endpoint
+from .post import BatchPoster
+from .reachability import unsent_line
+from .sampling_and_fork import restart_after_fork
+from .spool import (
     DEFAULT_SPOOL_MAX_AGE,
     DEFAULT_SPOOL_MAX_BYTES,
+    Settle,
     Spool,
-    SpoolFile,
-    SpoolLoss,
+    SpoolBacklog,
 )
-from ._stats import CaptureStats
+from .stats import CaptureStats
 
 logger = logging.getLogger("promptrail")
 
 Mask = Callable[[dict[str, Any]], dict[str, Any]]
 
-# A 500 is the collector's own failure (bad input is a 4xx): worth another try.
-_RETRYABLE = {429, 500, 502, 503, 504}
-# Backoff from 1 s up to 30 s, and a Retry-After honoured up to 30 s, within the export's
-# deadline (a retry that would end past it is left to the next export).
-_RETRY = RetryPolicy(base=1.0, ceiling=30.0, retry_after_max=30.0)
 # Records per post, and their JSON's size: large enough that a deep backlog goes out in few
 # posts (each post waits for the GIL several times while the application is busy), within the
 # collector's limits (PROMPTRAIL_MAX_BATCH_RECORDS, PROMPTRAIL_MAX_BODY_BYTES).
@@ -59,35 +55,18 @@ DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # docs/benchmarks.md): the record's size is then known exactly and a waiting record keeps only
 # its bytes, not its Python objects.
 _encode_record = msgspec.json.Encoder(enc_hook=str).encode
-_TYPICAL_RECORD_BYTES = 600
 # At shutdown, a collector the last post found unreachable gets one attempt this long, not the
 # whole bound: waiting seconds for an answer that will not come only delays the exit.
 QUICK_SHUTDOWN_SECONDS = 1.0
-# Replay of the disk spool goes alongside live records at most this fast (records per second),
-# so a backlog of hours does not crowd out the present or flood a collector just back; a flush
-# replays as fast as the collector takes it.
-REPLAY_RECORDS_PER_SECOND = 20_000
-# How often a process looks for files other processes left (it always looks at start and after
-# spilling its own).
-_RESCAN_SECONDS = 30.0
-
-# What one post of a batch came to: (records posted, records stored, reason for the others).
-Settle = Callable[[int, int, str], None]
 
 
 class RecordSender:
     """Encode records, post them to the collector with retries, and keep what it cannot take
-    (in memory, bounded, or in the disk spool) until it can."""
+    (in memory, bounded, or in the disk spool) until it can.
 
-    # Where the JSON items go and the body's key holding them; the SDK's score shipper
-    # (promptrail._scores) reuses this exporter's buffering, retries and counting for
-    # /v1/scores/batch by changing these.
-    _path = "/v1/requests/batch"
-    _body_key = b"records"
-    _noun = "records"  # what the log lines call them
-    # Whether a missing API key is worth its own warning (the score shipper leaves it to
-    # the record exporter made next to it: one warning, not two).
-    _warn_without_key = True
+    ``endpoint`` says what it sends where (records by default; scores take the same sender
+    to ``/v1/scores/batch``).
+    """
 
     def __init__(
         self,
@@ -103,6 +82,7 @@ class RecordSender:
         cache_dir: Path | None = None,
         spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
         spool_max_age: float = DEFAULT_SPOOL_MAX_AGE,
+        endpoint: Endpoint = RECORDS,
     ) -> None:
         """Ship to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key`` (``PROMPTRAIL_API_KEY``).
 
@@ -111,13 +91,15 @@ class RecordSender:
         records (their JSON) kept while the collector is unreachable. Without an API key
         nothing can be sent: one warning says so, and every record is counted as dropped
         (``no_api_key``) instead of being retried. ``cache_dir``: keep what the collector
-        could not take in a disk spool there (``promptrail._spool``), bounded by
+        could not take in a disk spool there (``spool.py``), bounded by
         ``spool_max_bytes`` and ``spool_max_age`` seconds, and replay it once it is back; None
         (the default for this adapter; ``promptrail.init`` passes its cache directory) keeps
         records in memory only.
         """
+        self._endpoint = endpoint
+        self._noun = endpoint.kind  # what the log lines call the items
         self._api_key = api_key_or_environment(api_key)
-        if not self._api_key and self._warn_without_key:
+        if not self._api_key and endpoint.warn_without_key:
             logger.warning(
                 "promptrail: no API key: set PROMPTRAIL_API_KEY (or pass api_key=); captured "
                 "records are dropped and counted in promptrail.stats() as 'no_api_key'"
@@ -129,7 +111,6 @@ class RecordSender:
         self._max_pending_bytes = max_pending_bytes
         self._mask = mask
         self.stats = stats or CaptureStats()
-        self._transport = transport
         self._pending: deque[bytes] = deque()
         self.pending_bytes = 0
         self._warned_full = False
@@ -141,22 +122,26 @@ class RecordSender:
         self._stopping = threading.Event()
         self._closed = False
         self._spilled_at_shutdown = 0  # what the exit line says was kept on disk
-        self._warned_spool_bounds = False
-        self._spool = self._open_spool(cache_dir, spool_max_bytes, spool_max_age)
-        # Files may be waiting from an earlier run: look at once. Then after each spill, and
-        # every _RESCAN_SECONDS for files other processes left.
-        self._spool_waiting = self._spool is not None
-        self._spool_scanned = time.monotonic()
-        self._replay_not_before = 0.0
-        self._reach = Reachability(self._base_url, self._noun, self._spool_place)
-        self._client = self._new_client()
+        self._disk = self._open_backlog(cache_dir, spool_max_bytes, spool_max_age)
+        self._poster = BatchPoster(
+            self._base_url,
+            self._api_key,
+            endpoint,
+            timeout=self._timeout,
+            transport=transport,
+            stats=self.stats,
+            stopping=self._stopping,
+            spool_place=self._spool_place,
+        )
         restart_after_fork(self)
 
-    def _open_spool(self, cache_dir: Path | None, max_bytes: int, max_age: float) -> Spool | None:
+    def _open_backlog(
+        self, cache_dir: Path | None, max_bytes: int, max_age: float
+    ) -> SpoolBacklog | None:
         if cache_dir is None or not self._api_key:
             return None
         try:
-            return Spool.open(
+            spool = Spool.open(
                 cache_dir,
                 self._base_url,
                 self._api_key,
@@ -174,26 +159,21 @@ class RecordSender:
                 "to say so)",
             )
             return None
+        return SpoolBacklog(spool, self.stats, self._post_replayed, self._stopping, self._noun)
 
     @property
     def _spool_place(self) -> str | None:
-        return str(self._spool.directory) if self._spool is not None else None
+        return self._disk.place if self._disk is not None else None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """What this sender sends, and where."""
+        return self._endpoint
 
     @property
     def spool(self) -> Spool | None:
         """The disk spool of what the collector could not take (None: memory only)."""
-        return self._spool
-
-    def _new_client(self) -> httpx.Client:
-        headers = {"User-Agent": "promptrail-python"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return httpx.Client(
-            base_url=self._base_url,
-            headers=headers,
-            timeout=self._timeout,
-            transport=self._transport,
-        )
+        return self._disk.spool if self._disk is not None else None
 
     def _after_fork(self) -> None:
         # The parent's connections and pending records are the parent's: start clean.
@@ -201,8 +181,7 @@ class RecordSender:
         self._send_lock = threading.Lock()
         self._pending = deque()
         self.pending_bytes = 0
-        self._reach = Reachability(self._base_url, self._noun, self._spool_place)
-        self._client = self._new_client()
+        self._poster.restart()
 
     @property
     def pending(self) -> int:
@@ -212,7 +191,7 @@ class RecordSender:
     @property
     def unreachable(self) -> bool:
         """Whether the last post found the collector unreachable or failing."""
-        return self._reach.down
+        return self._poster.reach.down
 
     def ship(self, records: list[dict[str, Any]], *, send: bool = True) -> bool:
         """Mask and encode ``records`` (counted as in flight) and send them with what is pending.
@@ -246,9 +225,9 @@ class RecordSender:
 
     @property
     def mean_record_bytes(self) -> int:
-        """The mean size of the records encoded so far (a chat call's until there are some)."""
+        """The mean size of the items encoded so far (a typical item's until there are some)."""
         if not self._encoded_records:
-            return _TYPICAL_RECORD_BYTES
+            return self._endpoint.typical_bytes
         return self._encoded_bytes // self._encoded_records
 
     def has_room(self) -> bool:
@@ -267,9 +246,9 @@ class RecordSender:
         Called when a round of sending ends (an export, a flush, the shipper's drain), so the
         count covers the backlog, not only the first post that got through.
         """
-        if self.replay_backlog and not self._reach.down:
+        if self.replay_backlog and not self._poster.reach.down:
             return  # the line waits until the spool's backlog went too (or the collector did)
-        self._reach.settled(len(self._pending))
+        self._poster.reach.settled(len(self._pending))
 
     def stop_retrying(self) -> None:
         """Cut every retry wait short from now on (shutdown is coming)."""
@@ -283,7 +262,7 @@ class RecordSender:
         """
         self._stopping.set()
         budget = min(budget, self._deadline)
-        if self._reach.down:
+        if self._poster.reach.down:
             budget = min(budget, QUICK_SHUTDOWN_SECONDS)
         if budget <= 0:
             return not self._pending
@@ -297,7 +276,7 @@ class RecordSender:
         One warning says how many, where they went and why (the collector's URL and what the
         last post found); ``waited`` is how long the shutdown tried. Closing twice is harmless.
         """
-        if self._spool is not None and not self._closed:
+        if self._disk is not None and not self._closed:
             self._stopping.set()
             self._spill()
         kept = self._spilled_at_shutdown
@@ -310,7 +289,7 @@ class RecordSender:
             self.pending_bytes = 0
             if lost:
                 self.stats.drop("shutdown_unsent", lost)
-        why = self._reach.why_unsent(waited)
+        why = self._poster.reach.why_unsent(waited)
         if kept:
             place = f"kept on disk at {self._spool_place}"
             logger.warning(unsent_line(kept, place, why, self._noun))
@@ -320,7 +299,7 @@ class RecordSender:
         # that client to the post (the process is ending) rather than close it under it.
         if self._send_lock.acquire(blocking=False):
             try:
-                self._client.close()
+                self._poster.client.close()
             finally:
                 self._send_lock.release()
 
@@ -377,16 +356,16 @@ class RecordSender:
                         batch = self._next_batch()
                     if not batch:
                         break
-                    if not self._post_with_retries(
-                        batch, deadline, request_timeout, self._settle, patient=self._spool is None
+                    if not self._poster.post(
+                        batch, deadline, request_timeout, self._settle, patient=self._disk is None
                     ):
-                        if self._spool is None or not self._reach.down:
+                        if self._disk is None or not self._poster.reach.down:
                             return False
                         # An outage: to disk now (a kill must not lose them); the replay retries.
                         self._spill()
                         sent = False
                         break
-                if self._spool is not None:
+                if self._disk is not None:
                     replayed = self._replay(deadline, request_timeout, everything=replay_all)
                     if replay_all:
                         # A flush is done when nothing waits, in memory or on disk (what it
@@ -396,17 +375,17 @@ class RecordSender:
         finally:
             detach(token)
 
-    # -- the disk spool ----------------------------------------------------------------------
+    # -- the disk spool (spool.py spills and replays) ------------------------------------------
 
     @property
     def replay_backlog(self) -> bool:
         """Whether spool files are known to wait for this process to replay them."""
-        return self._spool is not None and self._spool_waiting
+        return self._disk is not None and self._disk.waiting
 
     def replay(self, budget: float | None = None) -> None:
         """Send spooled records, at a bounded rate (a shipper's round), within ``budget`` s
         (the export deadline by default)."""
-        if self._spool is None or not self._replay_due():
+        if self._disk is None or not self._disk.due():
             return
         budget = self._deadline if budget is None else budget
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
@@ -420,99 +399,23 @@ class RecordSender:
         finally:
             detach(token)
 
-    def _replay_due(self) -> bool:
-        now = time.monotonic()
-        if not self._spool_waiting and now - self._spool_scanned >= _RESCAN_SECONDS:
-            self._spool_waiting = True
-        return self._spool_waiting and now >= self._replay_not_before
-
     def _replay(self, deadline: float, request_timeout: float | None, *, everything: bool) -> bool:
-        """Send spool files, oldest first, while the collector takes them (under the send lock).
-
-        ``everything`` (a flush): until none is left or the deadline, retrying with backoff;
-        else (a shipper's round) one attempt per file, at most ``REPLAY_RECORDS_PER_SECOND``.
-        Only the holder of the spool's replay lock sends: other processes' files (orphans of
-        a killed one too) included. True when no file is left.
-        """
-        spool = self._spool
-        if spool is None or self._stopping.is_set():
-            return spool is None
-        if not everything and not self._replay_due():
-            return not self._spool_waiting
-        with spool.replaying() as mine:
-            if not mine:
-                # Another process is replaying this spool: look again later.
-                self._spool_waiting = False
-                self._spool_scanned = time.monotonic()
-                return False
-            self._spool_scanned = time.monotonic()
-            # Files that aged past the bound while nobody could send them go unsent, counted.
-            with self._lock:
-                self._count_losses(spool.enforce_bounds())
-            for spool_file in spool.files():
-                if time.monotonic() >= deadline or (
-                    not everything and time.monotonic() < self._replay_not_before
-                ):
-                    return False
-                if not self._replay_file(
-                    spool, spool_file, deadline, request_timeout, patient=everything
-                ):
-                    return False
-            self._spool_waiting = False
+        """The spool's replay (under the send lock); True when no file is left."""
+        disk = self._disk
+        if disk is None:
             return True
-
-    def _replay_file(
-        self,
-        spool: Spool,
-        spool_file: SpoolFile,
-        deadline: float,
-        request_timeout: float | None,
-        *,
-        patient: bool,
-    ) -> bool:
-        """Post one file's records; True once the collector settled them (the file is gone)."""
-        records, lost = spool.read(spool_file)
-        if lost:
-            self.stats.spool_drop("spool_corrupt", lost)
-            logger.warning(
-                "promptrail: %d spooled %s lost: %s is torn or corrupt (the rest of it is sent)",
-                lost,
-                self._noun,
-                spool_file.path,
-            )
-        if records and not self._post_with_retries(
-            records, deadline, request_timeout, self._settle_replayed, patient=patient
-        ):
-            if lost:
-                # Its good blocks are rewritten whole, so the loss is counted and said once.
-                spool.rewrite(spool_file, records)
-            return False
-        spool.remove(spool_file)
-        self._replay_not_before = time.monotonic() + len(records) / REPLAY_RECORDS_PER_SECOND
-        return True
-
-    def _settle_replayed(self, count: int, exported: int, reason: str) -> None:
-        with self._lock:
-            self.stats.add("replayed", exported)
-            if count > exported:
-                self.stats.spool_drop(reason, count - exported)
+        return disk.replay(deadline, request_timeout, everything=everything)
 
     def _spill(self) -> int:
         """Move every pending record to the spool; how many went (0 if it could not write)."""
-        spool = self._spool
+        disk = self._disk
         with self._lock:
             records = list(self._pending)
-        if spool is None or not records:
+        if disk is None or not records:
             return 0
-        try:
-            losses = spool.write(records)
-        except OSError as exc:
-            self._spool = None
-            logger.warning(
-                "promptrail: cannot write records to %s (%s); they wait in memory only",
-                spool.directory,
-                exc.strerror or exc,
-            )
+        losses = disk.spill(records)
+        if losses is None:
+            self._disk = None  # the spool is unusable: memory only from now on
             return 0
         with self._lock:
             pending = self._pending
@@ -521,27 +424,10 @@ class RecordSender:
             for _ in range(min(len(records), len(pending))):
                 self.pending_bytes -= len(pending.popleft())
             self.stats.add("spooled", len(records))
-            self._count_losses(losses)
+            disk.count_losses(losses)
             if self._stopping.is_set():
                 self._spilled_at_shutdown += len(records)
-        self._spool_waiting = True
         return len(records)
-
-    def _count_losses(self, losses: list[SpoolLoss]) -> None:
-        for loss in losses:
-            self.stats.spool_drop(loss.reason, loss.records)
-        if losses and not self._warned_spool_bounds:
-            self._warned_spool_bounds = True
-            spool = self._spool
-            logger.warning(
-                "promptrail: the spool at %s is over its bounds (%d MiB, %s); its oldest %s "
-                "are dropped (counted in promptrail.stats(); init(spool_max_bytes=..., "
-                "spool_max_age=...) or PROMPTRAIL_SPOOL_MAX_BYTES raise them)",
-                self._spool_place,
-                spool.max_bytes >> 20 if spool else 0,
-                seconds(spool.max_age) if spool else "",
-                self._noun,
-            )
 
     def _next_batch(self) -> list[bytes]:
         """The oldest pending records, within a post's count and size (at least one)."""
@@ -554,86 +440,18 @@ class RecordSender:
             batch.append(record)
         return batch
 
-    def _post_with_retries(
+    def _post_replayed(
         self,
         batch: list[bytes],
         deadline: float,
         request_timeout: float | None,
         settle: Settle,
-        *,
-        patient: bool = True,
+        patient: bool,
     ) -> bool:
-        """Post one batch; True once it is settled (stored, or refused for good).
-
-        Not ``patient``: an outage ends the attempt at once (the records go to, or stay in,
-        the disk spool, whose replay is the retry); a 429 is still waited for.
-        """
-        # The records are JSON already: the body is one join. Level 1: records repeat
-        # themselves, so it still shrinks a batch about tenfold for a third of level 5's CPU.
-        body = b'{"' + self._body_key + b'":[' + b",".join(batch) + b"]}"
-        body = gzip.compress(body, compresslevel=1)
-        attempt = 0
-        while True:
-            wait = self._post(len(batch), body, request_timeout, settle)
-            if wait is None:
-                return True
-            if not patient and self._reach.down:
-                self.stats.add("export_retries_deferred")
-                return False
-            attempt += 1
-            backoff = _RETRY.pause(wait if wait > 0 else None, attempt)
-            if time.monotonic() + backoff > deadline or self._stopping.is_set():
-                self.stats.add("export_retries_deferred")
-                return False
-            self.stats.add("export_retries")
-            self._stopping.wait(backoff)
-
-    def _post(self, count: int, body: bytes, timeout: float | None, settle: Settle) -> float | None:
-        """Send once; None when settled, else seconds to wait (0: use backoff)."""
-        timeout = self._timeout if timeout is None else timeout
-        try:
-            response = self._client.post(
-                self._path,
-                content=body,
-                headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
-                timeout=timeout,
-            )
-        except httpx.HTTPError as exc:
-            logger.debug("promptrail: collector unreachable: %s", exc)
-            self._reach.failed(describe_error(exc, timeout))
-            return 0.0
-        if response.status_code in _RETRYABLE:
-            # A 429 is the collector answering (a project over its limit), not an outage.
-            if response.status_code != 429:
-                self._reach.failed(describe_status(response))
-            return retry_after(response) or 0.0
-        if response.status_code == 201:
-            data = response.json().get("data", {})
-            rejected = data.get("rejected", [])
-            exported = count - len(rejected)
-            settle(count, exported, "rejected")
-            self._reach.answered(exported, replayed=settle != self._settle)
-            if rejected:
-                logger.warning(
-                    "promptrail: collector rejected %d %s: %s",
-                    len(rejected),
-                    self._noun,
-                    rejected[0],
-                )
-            return None
-        reason = {400: "rejected", 401: "unauthorized", 413: "too_large"}.get(
-            response.status_code, "http_error"
+        """The spool's post of a file's records (the recovery line counts them apart)."""
+        return self._poster.post(
+            batch, deadline, request_timeout, settle, patient=patient, replayed=True
         )
-        settle(count, 0, reason)
-        self._reach.answered(0)
-        logger.warning(
-            "promptrail: collector refused %d %s (%s): %s",
-            count,
-            self._noun,
-            response.status_code,
-            response.text[:300],
-        )
-        return None
 
     def _settle(self, count: int, exported: int, reason: str) -> None:
         """Take the first ``count`` pending records off: ``exported`` stored, the rest dropped."""
