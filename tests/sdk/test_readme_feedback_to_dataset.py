@@ -1,8 +1,9 @@
 """The README's loop: a thumbs-down written the feedback example's way, found by the dataset
-example's filter (``{"score.thumbs": False}``) and by the request list's score filter."""
+example's filter (``{"score.thumbs": False}``), by the request list's and by an export's."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -54,8 +55,16 @@ def test_a_thumbs_down_from_the_browser_is_found_by_the_readmes_dataset_filter(
         added = client.datasets.add_from_requests("fix-these", filters={"score.thumbs": False})
         liked_ones = client.datasets.add_from_requests("liked", filters={"score.thumbs": True})
         items = list(client.datasets.items("fix-these"))
+        # An export takes the same filter (the collector read JSON false there as 0.0, which
+        # matches no boolean score).
+        job = client.requests.export(format="json", filters={"score.thumbs": False})
+        assert client.requests.wait_for_export(job.export_id).status == "completed"
+        exported = [
+            json.loads(line)["id"] for line in client.requests.download(job.export_id).splitlines()
+        ]
 
     assert listed == [request_id]
     assert added == 1
     assert [item.source_request_id for item in items] == [request_id]
     assert liked_ones == 1
+    assert exported == [request_id]

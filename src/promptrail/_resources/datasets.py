@@ -13,7 +13,7 @@ from typing import Any
 from .._api_call import Call, Page, body_of, data_of, page_of, params, segment
 from .._http import AsyncHTTP, SyncHTTP
 from .._types import BatchResult, Dataset, DatasetItem, ItemsAccepted
-from .requests import score_filter_value
+from .requests import score_filters
 
 # The wire models live in promptrail._types (beside the rest, compared with the collector's by
 # tests/sdk/test_wire_models.py); importers that name them from here keep working.
@@ -53,10 +53,7 @@ def _add_items(name: str, items: Iterable[Mapping[str, Any]]) -> Call[BatchResul
 def _from_requests(
     name: str, filters: Mapping[str, Any] | None, limit: int | None, output_as_expected: bool
 ) -> Call[ItemsAccepted]:
-    given = {
-        key: score_filter_value(key, value) if key.startswith("score.") else value
-        for key, value in (filters or {}).items()
-    }
+    given = score_filters(filters or {})
     body = body_of(filters=given, limit=limit, output_as_expected=output_as_expected)
     return Call("POST", _path(name, "items", "from-requests"), data_of(ItemsAccepted), body=body)
 

@@ -52,6 +52,15 @@ def score_filter_value(key: str, value: Any) -> Any:
     return "true" if value else "false"
 
 
+def score_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """Filters given as one object (an export's, a dataset's from the log): each
+    ``score.<name>[.min|.max]`` value as the collector reads it, the other keys as they are."""
+    return {
+        key: score_filter_value(key, value) if key.startswith("score.") else value
+        for key, value in filters.items()
+    }
+
+
 # -- the calls ---------------------------------------------------------------------------------
 
 
@@ -112,7 +121,8 @@ def _search_page(query: str, limit: int | None) -> Callable[[str | None], Call[P
 def _export(
     format: ExportFormat, filters: Mapping[str, Any] | None, include_metadata: bool | None
 ) -> Call[Export]:
-    body = body_of(format=format, filters=filters, include_metadata=include_metadata)
+    given = None if filters is None else score_filters(filters)
+    body = body_of(format=format, filters=given, include_metadata=include_metadata)
     return Call("POST", "/v1/requests/export", data_of(Export), body=body)
 
 
