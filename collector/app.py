@@ -135,6 +135,7 @@ def create_app(
             yield
         finally:
             services.close()
+            await services.runs.wait_closed()
             logger.info("store closed")
 
     # /docs and /redoc load their scripts and styles from the collector itself (the pinned

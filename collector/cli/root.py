@@ -1,7 +1,7 @@
 """The ``promptrail`` command: its ``--version`` and its command groups, attached in help order.
 
 promptrail serve [--host H] [--port P] [--data-dir DIR]
-promptrail stub-provider [--host H] [--port P]
+promptrail stub-provider [--host H] [--port P] [--replies FILE] [--fixed]
 promptrail backup DIR [--data-dir DIR]
 promptrail restore DIR [--data-dir DIR] [--replace]
 promptrail keys create | list | revoke | rotate

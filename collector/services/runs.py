@@ -83,6 +83,8 @@ class PreparedRun:
     stream: bool
     started: float
     pre_process_ms: int
+    # The record's environment: a run's own, or the service's (an experiment's runs).
+    environment: str = "production"
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,7 @@ class RunService:
             cached_tokens=usage.cached_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             reasoning_tokens=usage.reasoning_tokens,
+            environment=run.environment,
         )
         if keep is not None:
             keep(row)
@@ -403,6 +406,12 @@ class RunService:
         # The lifespan's shutdown runs inside the event loop that owns the connections; the
         # close runs there as a task, as soon as the shutdown yields to the loop.
         self._closing = loop.create_task(self.aclose())
+
+    async def wait_closed(self) -> None:
+        """Wait for the close :meth:`close` started in the running loop (a no-op otherwise):
+        the loop must not end before the providers' connections are closed."""
+        if self._closing is not None:
+            await self._closing
 
 
 def _usage(row: RequestRow) -> RunUsage:
