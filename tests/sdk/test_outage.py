@@ -241,14 +241,14 @@ def test_scores_captured_while_the_collector_is_down_ride_the_spool_and_arrive_o
     with serve(create_app(settings), port=port):
         promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
         assert promptrail.flush(timeout=20)
+        # The scores' shipper replays the spool in its own rounds: wait until both files were
+        # posted and answered 201. The collector stores a batch of scores before it answers
+        # (no buffer behind it), so one read then sees every copy it stored.
+        deadline = time.monotonic() + 20
+        while promptrail.stats()["scores"]["replayed"] < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert promptrail.stats()["scores"]["replayed"] == 10
         with httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}) as client:
-            deadline = time.monotonic() + 15
-            while True:  # stored scores become readable once the collector's buffer flushed
-                listed = client.get("/v1/scores", params={"limit": 100}).json()["data"]
-                if len(listed) >= 5 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.1)
-            time.sleep(1.0)  # a second copy, were one stored, would be readable by now
             listed = client.get("/v1/scores", params={"limit": 100}).json()["data"]
         values = sorted((s["request_id"], s["value"]) for s in listed)
 

@@ -3,8 +3,10 @@ real files, a real collector, real processes for the cold start."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +24,7 @@ from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
 from tests.sdk.conftest import greet
-from tests.sdk.test_outage import ROOT, calls, stored, work
+from tests.sdk.test_outage import ROOT, calls, start_app, stored, wait_spooled, work
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +38,9 @@ def spooled_while_down(url: str, rounds: int, per_round: int, **init: object) ->
     # The spool is empty: after this look, the shipper's thread waits its 60 s (a start with a
     # backlog would look again soon), so each round below is one flush and one file.
     assert promptrail.flush(timeout=1.0)
-    time.sleep(0.2)
+    # Not needed for the count of files: a round of that thread while the collector is down
+    # only retries an existing file (it never writes one), and it drains spans only when
+    # woken by 512 of them or after its 60 s, which no round below reaches.
     for r in range(rounds):
         for n in range(per_round):
             work("t", r * per_round + n)
@@ -171,9 +175,12 @@ def test_spooled_records_past_the_age_bound_are_dropped_unsent_and_counted(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     spooled_while_down(url, rounds=1, per_round=10)
-    time.sleep(0.3)
+    # The age is the file's name's time: name the file an hour old (no waiting on a clock).
+    (spooled,) = files_of(url)
+    _, rest = spooled.name.split("-", 1)
+    spooled.rename(spooled.with_name(f"{time.time_ns() - 3600 * 10**9:020d}-{rest}"))
 
-    stats, got = replayed(settings, port, spool_max_age=0.2)
+    stats, got = replayed(settings, port, spool_max_age=600)
 
     assert got == Counter()
     assert stats["spool_dropped"] == {"spool_expired": 10}
@@ -224,3 +231,46 @@ def test_an_existing_cache_directory_keeps_its_mode_and_what_is_made_in_it_is_pr
     assert oct(shared.stat().st_mode & 0o777) == "0o755"  # not ours to change
     made = [spool, spool.parent, spool.parent.parent]
     assert {oct(d.stat().st_mode & 0o777) for d in made} == {"0o700"}
+
+
+def test_replaying_what_another_process_left_is_said_when_it_starts_and_ends_with_the_count(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="promptrail")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    app = start_app("capture", url, "30", "left")
+    wait_spooled(app)
+    app.send_signal(signal.SIGKILL)  # its records stay in the spool, for this process
+    app.communicate(timeout=10)
+    place = files_of(url)[0].parent
+
+    stats, got = replayed(settings, port)
+
+    assert got == Counter({("left", n): 1 for n in range(30)}) and stats["replayed"] == 30
+    said = [r for r in caplog.records if "another process" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in said] == [
+        (
+            logging.INFO,
+            f"promptrail: replaying 30 records that another process left in the spool at {place}",
+        ),
+        (
+            logging.INFO,
+            "promptrail: replayed 30 of 30 records that another process left in the spool at "
+            f"{place}",
+        ),
+    ]
+    assert files_of(url) == []
+
+
+def test_replaying_its_own_records_says_nothing_of_another_process(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="promptrail")
+    port = free_port()
+    spooled_while_down(f"http://127.0.0.1:{port}", rounds=1, per_round=10)
+
+    stats, got = replayed(settings, port)
+
+    assert stats["replayed"] == 10 and sum(got.values()) == 10
+    assert [r for r in caplog.records if "another process" in r.getMessage()] == []

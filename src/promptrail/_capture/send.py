@@ -353,7 +353,7 @@ class RecordSender:
                 sent = True
                 while True:
                     with self._lock:
-                        batch = self._next_batch()
+                        batch = _next_batch(self._pending)
                     if not batch:
                         break
                     if not self._poster.post(
@@ -429,17 +429,6 @@ class RecordSender:
                 self._spilled_at_shutdown += len(records)
         return len(records)
 
-    def _next_batch(self) -> list[bytes]:
-        """The oldest pending records, within a post's count and size (at least one)."""
-        batch: list[bytes] = []
-        size = 0
-        for record in itertools.islice(self._pending, _BATCH):
-            size += len(record)
-            if size > _BATCH_BYTES and batch:
-                break
-            batch.append(record)
-        return batch
-
     def _post_replayed(
         self,
         batch: list[bytes],
@@ -464,3 +453,15 @@ class RecordSender:
             self.stats.add("exported", exported)
             if count > exported:
                 self.stats.drop(reason, count - exported)
+
+
+def _next_batch(pending: deque[bytes]) -> list[bytes]:
+    """The oldest pending records, within a post's count and size (at least one)."""
+    batch: list[bytes] = []
+    size = 0
+    for record in itertools.islice(pending, _BATCH):
+        size += len(record)
+        if size > _BATCH_BYTES and batch:
+            break
+        batch.append(record)
+    return batch
