@@ -17,6 +17,9 @@ PERIOD = "#/analytics?start_date=2026-11-20&end_date=2026-11-24"
 def totals(page: Page) -> dict[str, str]:
     expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
     cards = page.locator("section.metric")
+    # The cards arrive after the page's first element (which ends aria-busy): wait for them.
+    expect(cards).not_to_have_count(0)
+    expect(cards.locator(".total")).to_have_count(cards.count())
     return dict(
         zip(
             cards.locator("h2").all_inner_texts(),
@@ -128,9 +131,11 @@ def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
 
     ranges = page.get_by_role("navigation", name="Quick ranges")
     ranges.get_by_role("link", name="Last 24 h").click()
-    assert totals(page)["Tokens"] == "246 tokens"
-    expect(page.get_by_role("status")).to_contain_text("grouped by hour")
+    # The new page first (its link marked current), then its totals: read before, they were the
+    # previous page's cards, replaced between reading their titles and their totals.
     expect(ranges.get_by_role("link", name="Last 24 h")).to_have_attribute("aria-current", "page")
+    expect(page.get_by_role("status")).to_contain_text("grouped by hour")
+    assert totals(page)["Tokens"] == "246 tokens"
     columns = page.locator("section.metric-usage g.column")
     assert 24 <= columns.count() <= 25  # one an hour, not 720 hairlines
     labels = chart_labels(page, "usage")
@@ -170,11 +175,15 @@ def test_quick_ranges_pick_a_bucket_that_fits_and_labels_carry_dates(
     console.screenshot("analytics-24h" if viewport is LAPTOP else "analytics-24h-phone")
 
     ranges.get_by_role("link", name="Last 7 days").click()
-    assert totals(page)["Tokens"] == "369 tokens"
+    expect(ranges.get_by_role("link", name="Last 7 days")).to_have_attribute("aria-current", "page")
     expect(page.get_by_role("status")).to_contain_text("grouped by day")
+    assert totals(page)["Tokens"] == "369 tokens"
     assert 7 <= columns.count() <= 8
 
     ranges.get_by_role("link", name="Last 30 days").click()
+    expect(ranges.get_by_role("link", name="Last 30 days")).to_have_attribute(
+        "aria-current", "page"
+    )
     totals(page)
     expect(page.get_by_role("status")).to_contain_text("grouped by day")
     assert 30 <= columns.count() <= 31

@@ -172,9 +172,9 @@ def test_a_version_runs_over_a_dataset_from_the_prompts_page(
         "cs => cs.map(c => [...c.querySelectorAll('.badge.score')].map(b => b.innerText))"
     )
     assert [b[:2] for b in badges] == [
-        ["exact_match yes", "json_valid no"],
-        ["exact_match no", "json_valid no"],
-        ["exact_match yes", "json_valid no"],
+        ["exact_match true", "json_valid false"],
+        ["exact_match false", "json_valid false"],
+        ["exact_match true", "json_valid false"],
     ]
     # The hostile variable went to the provider as the item held it and shows as text.
     sent = [call.body["messages"][-1]["content"] for call in openai_stub.calls]

@@ -140,9 +140,9 @@ def test_a_reviewer_scores_a_record_with_the_keyboard_alone(
     assert focus_outline(page) == "solid"
     page.keyboard.type("missed the tracking number")
     page.keyboard.press("Enter")
-    expect(page.get_by_role("status").filter(has_text="Saved")).to_have_text("Saved thumbs no.")
+    expect(page.get_by_role("status").filter(has_text="Saved")).to_have_text("Saved thumbs false.")
     scores = card(page, "Scores")
-    expect(scores.locator(".badge")).to_have_text(["thumbs no"])
+    expect(scores.locator(".badge")).to_have_text(["thumbs false"])
 
     # A category from the config: the type follows the config, the value is a choice of its
     # categories; the correction is a text box (Ctrl+Enter saves from it).
@@ -156,7 +156,7 @@ def test_a_reviewer_scores_a_record_with_the_keyboard_alone(
     page.get_by_label("Correction").focus()
     page.keyboard.type("Your order ships today.")
     page.keyboard.press("Control+Enter")
-    expect(scores.locator(".badge")).to_have_text(["quality off-topic", "thumbs no"])
+    expect(scores.locator(".badge")).to_have_text(["quality off-topic", "thumbs false"])
 
     # A number of a config with a range: a value outside it is not sent.
     client.put("/v1/score-configs/accuracy", json={"data_type": "numeric", "min": 0, "max": 1})
@@ -322,11 +322,11 @@ def test_a_score_on_the_trace_shows_on_its_records(
     page = console.sign_in()
 
     badge = page.locator("table.records tbody tr .badge.score")
-    # A list item carries means: a boolean's is the share of yes (true = 1).
-    expect(badge).to_have_text(["resolved 1"])
+    # A list item carries means (true = 1); a boolean's badge says true, false or the share.
+    expect(badge).to_have_text(["resolved true"])
     page.get_by_role("link", name="2026-11-24 09:15:00").click()
     item = card(page, "Scores").locator("li.score-item")
-    expect(item.locator(".score-head")).to_contain_text("resolved yes")
+    expect(item.locator(".score-head")).to_contain_text("resolved true")
     expect(item.locator(".score-head")).to_contain_text("on the trace")
     expect(item.locator("dd")).to_have_text("user said thanks")
 

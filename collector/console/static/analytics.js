@@ -23,7 +23,7 @@ const DEFAULT_PERIOD = 30 * DAY;
 const MOST_HOURS = 2 * DAY;
 
 const GROUPINGS = [
-  ["", "time (fits the period)"],
+  ["", "time"],
   ["day", "day"],
   ["hour", "hour"],
   ["prompt_name", "prompt"],
@@ -228,10 +228,10 @@ function controls(chosen, grouping) {
     field("From", input("start_date", "date")),
     field("To", input("end_date", "date")),
     field("Group by", group),
-    field("Metadata key", input("meta_key", "text", "with group by metadata key")),
+    field("Metadata key", input("meta_key", "text", "e.g. env")),
     field("Prompt", input("prompt_name", "text", "any prompt")),
     field("Model", input("model", "text", "any model")),
-    field("Score name", input("score_name", "text", "chart a score's mean")),
+    field("Score name", input("score_name", "text", "e.g. thumbs")),
     range,
   ]);
 }

@@ -82,8 +82,10 @@ function costLatency(data) {
   const money = (value) => (value === null || value === undefined ? "—" : fmt.cost(value));
   const ms = (value) =>
     value === null || value === undefined ? "—" : fmt.duration(Math.round(value));
-  const signedMoney = (value) => signed(value, (v) => fmt.cost(v));
-  const signedMs = (value) => signed(value, (v) => fmt.duration(Math.round(v)));
+  // A delta's sign stays with its figure where a phone's narrow column wraps the text.
+  const whole = (text) => h("span", { class: "figure" }, text);
+  const signedMoney = (value) => whole(signed(value, (v) => fmt.cost(v)));
+  const signedMs = (value) => whole(signed(value, (v) => fmt.duration(Math.round(v))));
   return h(
     "table",
     { class: "kv totals" },

@@ -165,7 +165,9 @@ function itemCard(path, item, note) {
   // no source field); those made from the log's filters in source_request_id.
   const fromMeta = item.metadata?.source_request_id;
   const source = item.source_request_id ?? (typeof fromMeta === "string" ? fromMeta : null);
+  const edit = h("button", { type: "button", class: "quiet small" }, "Edit");
   const remove = h("button", { type: "button", class: "quiet small" }, "Remove");
+  const body = h("div", { class: "item-body" });
   const card = h(
     "li",
     { class: "card item", "data-item-id": item.id },
@@ -174,22 +176,34 @@ function itemCard(path, item, note) {
       { class: "item-head" },
       h("span", { class: "mono item-id" }, item.id),
       source ? h("a", { href: `#/requests/${encodeURIComponent(source)}` }, "its record") : null,
+      edit,
       remove,
     ),
-    h(
-      "div",
-      { class: "pair" },
-      h("div", {}, h("h3", {}, "Input variables"), longText(item.input_variables)),
-      h(
-        "div",
-        {},
-        h("h3", {}, "Expected output"),
-        item.expected_output === null
-          ? h("p", { class: "muted" }, "none")
-          : longText(item.expected_output, "output"),
-      ),
-    ),
+    body,
   );
+  let current = item;
+  const show = () => replace(body, itemPair(current));
+  show();
+  edit.addEventListener("click", () => {
+    edit.disabled = true;
+    replace(
+      body,
+      itemEditor(path, current, {
+        saved: (stored) => {
+          current = stored;
+          show();
+          edit.disabled = false;
+          replace(note, `Saved item ${stored.id}.`);
+          edit.focus();
+        },
+        cancelled: () => {
+          show();
+          edit.disabled = false;
+          edit.focus();
+        },
+      }),
+    );
+  });
   remove.addEventListener("click", async () => {
     try {
       await api(`${path}/items/${encodeURIComponent(item.id)}`, { method: "DELETE" });
@@ -200,6 +214,95 @@ function itemCard(path, item, note) {
     }
   });
   return card;
+}
+
+function itemPair(item) {
+  return h(
+    "div",
+    { class: "pair" },
+    h("div", {}, h("h3", {}, "Input variables"), longText(item.input_variables)),
+    h(
+      "div",
+      {},
+      h("h3", {}, "Expected output"),
+      item.expected_output === null
+        ? h("p", { class: "muted" }, "none")
+        : longText(item.expected_output, "output"),
+    ),
+  );
+}
+
+/**
+ * An item's edit form: its input variables (a JSON object) and expected output (text, or a
+ * JSON object when the item's is one; empty for none). Saved, the item is posted again with
+ * its id, which replaces it (its metadata kept).
+ */
+function itemEditor(path, item, { saved, cancelled }) {
+  const id = `edit-${item.id.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+  const structured = item.expected_output !== null && typeof item.expected_output === "object";
+  const variables = h("textarea", { id: `${id}-variables`, rows: 6, class: "mono" });
+  variables.value = JSON.stringify(item.input_variables, null, 2);
+  const expected = h("textarea", { id: `${id}-expected`, rows: 4 });
+  expected.value = structured
+    ? JSON.stringify(item.expected_output, null, 2)
+    : (item.expected_output ?? "");
+  const status = h("p", { class: "action-note", role: "status" });
+  const save = h("button", { type: "submit" }, "Save item");
+  const cancel = h("button", { type: "button", class: "quiet" }, "Cancel");
+  cancel.addEventListener("click", cancelled);
+  const form = h(
+    "form",
+    { class: "item-edit", "aria-label": `Edit item ${item.id}` },
+    h(
+      "div",
+      { class: "pair" },
+      field("Input variables", variables, "a JSON object of the prompt's variables"),
+      field(
+        "Expected output",
+        expected,
+        structured ? "a JSON object; empty for none" : "text; empty for none",
+      ),
+    ),
+    h("div", { class: "actions" }, save, cancel),
+    status,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const fail = (text) => replace(status, h("span", { class: "error", role: "alert" }, text));
+    let inputVariables;
+    let expectedOutput = expected.value.trim() === "" ? null : expected.value;
+    try {
+      inputVariables = JSON.parse(variables.value);
+      if (structured && expectedOutput !== null) expectedOutput = JSON.parse(expectedOutput);
+    } catch (error) {
+      return fail(`Not JSON: ${error.message}`);
+    }
+    const isObject = (value) =>
+      value !== null && typeof value === "object" && !Array.isArray(value);
+    if (!isObject(inputVariables)) return fail("Input variables must be a JSON object.");
+    if (structured && expectedOutput !== null && !isObject(expectedOutput)) {
+      return fail("The expected output must be a JSON object.");
+    }
+    const changed = {
+      id: item.id,
+      input_variables: inputVariables,
+      expected_output: expectedOutput,
+      metadata: item.metadata ?? {},
+    };
+    save.disabled = true;
+    replace(status, "Saving…");
+    try {
+      const { data } = await api(`${path}/items`, { method: "POST", body: { items: [changed] } });
+      if (data.rejected?.length) return fail(data.rejected[0].error?.message ?? "Not saved.");
+      saved({ ...item, ...changed });
+    } catch (error) {
+      fail(messageOf(error));
+    } finally {
+      save.disabled = false;
+    }
+  });
+  queueMicrotask(() => variables.focus());
+  return form;
 }
 
 /** The project's dataset names, for a picker's suggestions (one page of 100: a hint only). */

@@ -62,15 +62,17 @@ export function meanText(summary) {
   return `${number(summary.mean)}${interval}`;
 }
 
+// Names, what ran and the scores wrap within their column, so that the row fits a laptop's
+// width whole: a cut "Ran" or a "Created" scrolled out of sight says nothing.
 const COLUMNS = [
-  ["Experiment", ""],
-  ["Dataset", ""],
-  ["Ran", ""],
+  ["Experiment", "wrap"],
+  ["Dataset", "wrap"],
+  ["Ran", "wrap"],
   ["Status", ""],
-  ["Progress", ""],
-  ["Scores (mean)", ""],
+  ["Progress", "wrap"],
+  ["Scores (mean)", "wrap"],
   ["Cost", "num"],
-  ["Created (UTC)", ""],
+  ["Created (UTC)", "time"],
 ];
 
 /** #/experiments?dataset=&prompt_name=: newest first, each row a link, two picked to compare. */
@@ -101,7 +103,7 @@ export async function showExperiments(view, filters) {
     picked.form,
     results,
   );
-  await paged(results, listTable(COLUMNS, body, "Experiments"), {
+  await paged(results, listTable(COLUMNS, body, "Experiments", "experiments"), {
     loading: "Loading…",
     fetchPage: (cursor) =>
       api("/experiments", {
@@ -167,8 +169,8 @@ function comparePicker() {
   let listed = 0;
   const add = (experiments) => {
     for (const experiment of experiments) {
-      const when = fmt.time(experiment.created_at);
-      const label = `${experiment.name} (${whatRan(experiment)}, ${when})`;
+      // Name and time: what ran is in the table below, and a longer label was cut.
+      const label = `${experiment.name} · ${fmt.time(experiment.created_at)}`;
       base.append(h("option", { value: experiment.id }, label));
       candidate.append(h("option", { value: experiment.id }, label));
     }
@@ -367,7 +369,16 @@ function resultCard(result) {
         ? h("a", { href: `#/requests/${encodeURIComponent(result.request_id)}` }, "its record")
         : null,
     ),
-    bad && result.error ? longText(result.error, "error") : null,
+    // A failed run's error, or an evaluator's (a judge that could not run) on a result whose
+    // output is there.
+    result.error
+      ? h(
+          "div",
+          { class: "result-error" },
+          h("h3", {}, bad ? "Error" : "Evaluator error"),
+          longText(result.error, "error"),
+        )
+      : null,
     h(
       "div",
       { class: "pair three" },
@@ -383,6 +394,39 @@ function resultCard(result) {
       h("div", {}, h("h3", {}, "Output"), longText(result.output, "output")),
     ),
   );
+}
+
+/**
+ * An LLM judge's categories as the API takes them, a map of name to number, from "good=1,
+ * bad=0" (or "good: 1", or a JSON object); a string saying what is wrong when it is not one.
+ */
+export function parseCategories(text) {
+  const trimmed = text.trim();
+  let pairs;
+  if (trimmed.startsWith("{")) {
+    try {
+      pairs = Object.entries(JSON.parse(trimmed));
+    } catch (error) {
+      return `Judge categories are not JSON: ${error.message}`;
+    }
+  } else {
+    pairs = [];
+    for (const part of trimmed.split(",")) {
+      if (!part.trim()) continue;
+      const match = part.match(/^\s*(.+?)\s*[=:]\s*(\S+)\s*$/);
+      if (!match) return `Judge categories: “${part.trim()}” is not name=number.`;
+      pairs.push([match[1], match[2] === "" ? NaN : Number(match[2])]);
+    }
+  }
+  const categories = {};
+  for (const [name, value] of pairs) {
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      return `Judge categories: ${name}'s value is not a number.`;
+    }
+    categories[name] = value;
+  }
+  if (Object.keys(categories).length === 0) return "Judge categories: none given.";
+  return categories;
 }
 
 const EVALUATORS = [
@@ -444,12 +488,17 @@ export async function experimentForm(promptName, version) {
   });
   const pattern = h("input", {
     id: "evaluator-regex",
-    placeholder: "optional, e.g. ^Hello",
+    placeholder: "e.g. ^Hello",
     autocomplete: "off",
   });
   const judge = h("input", {
     id: "evaluator-judge",
-    placeholder: "optional: a judge prompt's name",
+    placeholder: "a judge prompt's name",
+    autocomplete: "off",
+  });
+  const categories = h("input", {
+    id: "evaluator-categories",
+    placeholder: "good=1, bad=0",
     autocomplete: "off",
   });
   const note = h("p", { class: "action-note", role: "status" });
@@ -479,7 +528,17 @@ export async function experimentForm(promptName, version) {
       h("legend", {}, "Evaluators"),
       checks.map(([, label]) => label),
     ),
-    h("div", { class: "run-fields" }, field("Regex", pattern), field("LLM judge", judge)),
+    h(
+      "div",
+      { class: "run-fields judge-fields" },
+      field("Regex", pattern, "optional"),
+      field("LLM judge", judge, "optional"),
+      field(
+        "Judge categories",
+        categories,
+        "optional: name=number pairs; the first one the judge names is its score",
+      ),
+    ),
     h("button", { type: "submit" }, "Run over the dataset"),
     note,
   );
@@ -487,7 +546,18 @@ export async function experimentForm(promptName, version) {
     event.preventDefault();
     const evaluators = checks.filter(([box]) => box.checked).map(([box]) => ({ type: box.value }));
     if (pattern.value.trim()) evaluators.push({ type: "regex", pattern: pattern.value.trim() });
-    if (judge.value.trim()) evaluators.push({ type: "llm_judge", prompt: judge.value.trim() });
+    const fail = (text) => replace(note, h("span", { class: "error", role: "alert" }, text));
+    let judgeCategories = null;
+    if (categories.value.trim()) {
+      if (!judge.value.trim()) return fail("Name the judge prompt its categories are for.");
+      judgeCategories = parseCategories(categories.value);
+      if (typeof judgeCategories === "string") return fail(judgeCategories);
+    }
+    if (judge.value.trim()) {
+      const evaluator = { type: "llm_judge", prompt: judge.value.trim() };
+      if (judgeCategories) evaluator.categories = judgeCategories;
+      evaluators.push(evaluator);
+    }
     replace(note, "Starting…");
     try {
       const { data } = await api("/experiments", {
@@ -503,7 +573,7 @@ export async function experimentForm(promptName, version) {
       });
       goTo(experimentHref(data.id), form);
     } catch (error) {
-      replace(note, h("span", { class: "error", role: "alert" }, messageOf(error)));
+      fail(messageOf(error));
     }
   });
   return [

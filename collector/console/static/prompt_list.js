@@ -6,9 +6,9 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 
 const FILTERS = [
-  ["search", "Search", "name or description"],
+  ["search", "Search", "name or words"],
   ["folder", "Folder", "e.g. /support"],
-  ["tags", "Tags", "comma-separated, all must match"],
+  ["tags", "Tags", "e.g. billing, faq"],
 ];
 
 /** The route of prompt `name` (`suffix` for its sub-pages). */

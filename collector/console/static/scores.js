@@ -1,24 +1,98 @@
-// Scores in the console: badges of a record's means, the scores of one record, the reviewer's
-// form (thumbs, a number or a category from the score config, comment and correction) and the
-// review queue. Scores are posted through POST /v1/scores with source "annotation".
+// Scores in the console: badges of a record's means, the scores of one record or trace, the
+// reviewer's form (thumbs, a number or a category from the score config, comment and
+// correction) and the review queue. Scores are posted through POST /v1/scores with source
+// "annotation", on a record (request_id) or on a whole trace (trace_id).
 
-import { api, messageOf } from "./api.js";
+import { api, messageOf, session } from "./api.js";
 import { facts, field, h, longText, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
 
-/** A score's value as text: booleans as yes/no, numbers to three decimals at most. */
+/** A score's value as text: booleans as true/false, numbers to three decimals at most. */
 export function scoreText(value) {
-  if (value === true) return "yes";
-  if (value === false) return "no";
+  if (value === true) return "true";
+  if (value === false) return "false";
   if (typeof value === "number") return String(Math.round(value * 1000) / 1000);
   return String(value);
 }
 
-/** A score badge's classes: a boolean one is green (yes) or red (no). */
-function badgeClass(value) {
-  if (value === true) return "badge score good";
-  if (value === false) return "badge score bad";
+/**
+ * A list item's mean of score `name` as its badge says it: a boolean score's mean (true = 1)
+ * is "true" (all true), "false" (all false) or the share of true ("67% true"); any other
+ * as `scoreText`.
+ */
+function meanText(value, dataType) {
+  if (dataType !== "boolean" || typeof value !== "number") return scoreText(value);
+  if (value >= 1 || value <= 0) return String(value >= 1);
+  return `${Math.round(value * 100)}% true`;
+}
+
+/** A score badge's classes: a boolean one is green (all true) or red (all false). */
+function badgeClass(value, dataType = null) {
+  const bool = typeof value === "boolean" || (dataType === "boolean" && typeof value === "number");
+  if (bool && Number(value) >= 1) return "badge score good";
+  if (bool && Number(value) <= 0) return "badge score bad";
   return "badge score";
+}
+
+// The data type of each score name, as far as the console has learnt it: a list item's means
+// are numbers for numeric and boolean scores alike, so a boolean's badge needs the name's type
+// (its score config's, else its newest score's). Kept per API key (per project).
+let typesOf = { key: null, known: new Map(), asked: new Map(), configs: null };
+
+/** The types learnt with the key signed in now (a new key starts afresh). */
+function currentTypes() {
+  if (typesOf.key !== session.key) {
+    typesOf = { key: session.key, known: new Map(), asked: new Map(), configs: null };
+  }
+  return typesOf;
+}
+
+/** Score `name`'s data type: from its config, else from its newest score; null if unknown. */
+function scoreType(name) {
+  const types = currentTypes();
+  if (!types.asked.has(name)) {
+    types.asked.set(
+      name,
+      (async () => {
+        types.configs ??= scoreConfigs();
+        const configs = await types.configs;
+        let type = configs.get(name)?.data_type ?? null;
+        if (type === null) {
+          try {
+            const { data } = await api("/scores", { query: { name, limit: 1 } });
+            type = data[0]?.data_type ?? null;
+          } catch {
+            // Unknown: the badge keeps its number.
+          }
+        }
+        types.known.set(name, type);
+        return type;
+      })(),
+    );
+  }
+  return types.asked.get(name);
+}
+
+/** Note that score `name` is of `dataType` (a score just saved). */
+function noteType(name, dataType) {
+  const types = currentTypes();
+  types.known.set(name, dataType);
+  types.asked.set(name, Promise.resolve(dataType));
+}
+
+function scoreBadge(name, value) {
+  const known = currentTypes().known.get(name);
+  const badge = h("span", {
+    class: badgeClass(value, known),
+  });
+  const show = (dataType) => {
+    badge.className = badgeClass(value, dataType);
+    badge.textContent = `${name} ${meanText(value, dataType)}`;
+  };
+  show(known ?? null);
+  // A number of a name whose type is not known yet: shown as it is, then as its type says.
+  if (known === undefined && typeof value === "number") scoreType(name).then(show);
+  return badge;
 }
 
 /** A list item's `scores` ({name: mean}) as one badge per name; nothing when it has none. */
@@ -29,13 +103,7 @@ export function scoreBadges(means) {
   return h(
     "span",
     { class: "score-badges" },
-    entries.map(([name, value]) =>
-      h(
-        "span",
-        { class: badgeClass(value), title: `${name}: ${scoreText(value)}` },
-        `${name} ${scoreText(value)}`,
-      ),
-    ),
+    entries.map(([name, value]) => scoreBadge(name, value)),
   );
 }
 
@@ -81,15 +149,43 @@ export async function scoreConfigs() {
  * runs after a score is saved.
  */
 export function scoresSection(record, configs, options = {}) {
+  return scoresCard({ request_id: record.id }, record.scores || [], configs, options);
+}
+
+/**
+ * The "Scores" card of a trace's page: the means over the trace and its records (`means`, the
+ * trace's `scores`), the scores given to the trace itself (GET /v1/scores?trace_id=, newest
+ * first) and the reviewer's form, whose score judges the whole trace.
+ */
+export async function traceScoresSection(traceId, means, configs) {
+  let scores = [];
+  let problem = null;
+  try {
+    scores = (await api("/scores", { query: { trace_id: traceId, limit: 100 } })).data;
+  } catch (error) {
+    problem = h("p", { class: "error", role: "alert" }, messageOf(error));
+  }
+  const badges = scoreBadges(means);
+  const lead = [
+    badges
+      ? h("p", { class: "score-means" }, h("span", { class: "muted" }, "Means: "), badges)
+      : null,
+    problem,
+    h("h3", {}, "On the trace"),
+  ];
+  return scoresCard({ trace_id: traceId }, scores, configs, {}, lead);
+}
+
+function scoresCard(target, given, configs, options, lead = null) {
   const list = h("ol", { class: "scores", "aria-label": "Scores" });
-  const scores = [...(record.scores || [])];
+  const scores = [...given];
   scoreList(list, scores);
-  const form = scoreForm(record.id, configs, options, (score) => {
+  const form = scoreForm(target, configs, options, (score) => {
     scores.unshift(score);
     scoreList(list, scores);
     options.onSaved?.(score);
   });
-  return section("Scores", [list, form], "scores-card");
+  return section("Scores", [lead, list, form], "scores-card");
 }
 
 const TYPES = [
@@ -99,7 +195,7 @@ const TYPES = [
 ];
 
 /** The reviewer's form. Enter submits from any control but the correction (Ctrl+Enter there). */
-function scoreForm(requestId, configs, options, saved) {
+function scoreForm(target, configs, options, saved) {
   const names = h(
     "datalist",
     { id: "score-names" },
@@ -168,7 +264,7 @@ function scoreForm(requestId, configs, options, saved) {
     submit.disabled = true;
     replace(note, "Saving…");
     const body = {
-      request_id: requestId,
+      ...target,
       name: name.value.trim(),
       value,
       data_type: type.value,
@@ -181,6 +277,7 @@ function scoreForm(requestId, configs, options, saved) {
       comment.value = "";
       correction.value = "";
       showValue();
+      noteType(data.name, data.data_type);
       replace(note, `Saved ${data.name} ${scoreText(data.value)}.`);
       saved(data);
     } catch (error) {

@@ -20,7 +20,7 @@ export function searchForm(query) {
     type: "search",
     name: "q",
     value: query,
-    placeholder: "Search variables, input, output and metadata",
+    placeholder: "Search the request log",
   });
   const form = h(
     "form",

@@ -90,12 +90,23 @@ export function traceTree({ trace, items, complete }, currentId = null) {
 }
 
 /**
- * The waterfall's scale over the bars' column: the trace's start, middle and end. It takes the
- * rows' grid, so it lines up with their tracks at any width (a phone, whose rows put the track
- * on a line of its own, does without it).
+ * The waterfall's scale over the bars' column: ticks at round times (0, 0.5, 1 ms; 0, 200,
+ * 400 ms; 0, 5, 10 s), each placed where that time falls on the tracks. It takes the rows'
+ * grid, so it lines up with their tracks at any width (a phone, whose rows put the track on a
+ * line of its own, does without it).
  */
 function timeAxis(total) {
-  const ticks = [0, total / 2, total].map((ms) => h("span", {}, fmt.duration(Math.round(ms))));
+  const { step, ticks } = axisTicks(total);
+  const labels = ticks.map((ms) => {
+    const label = h("span", { class: "trace-tick" }, tickText(ms, step, total));
+    const at = total > 0 ? (ms / total) * 100 : 0;
+    // Set through the CSSOM: the CSP allows no style attribute. A label near the right end
+    // ends at its time rather than run past the track.
+    label.style.left = `${at}%`;
+    if (at > 85) label.classList.add("end");
+    else if (at > 0) label.classList.add("mid");
+    return label;
+  });
   return h(
     "div",
     { class: "trace-span trace-axis", "aria-hidden": "true" },
@@ -103,8 +114,35 @@ function timeAxis(total) {
     h("span", {}),
     h("span", {}),
     h("span", {}),
-    h("span", { class: "trace-ticks" }, ticks),
+    h("span", { class: "trace-ticks" }, labels),
   );
+}
+
+/** Round ticks over 0..`total` ms: a step of 1, 2, 2.5 or 5 times a power of ten, 2-5 ticks. */
+function axisTicks(total) {
+  if (!(total > 0)) return { step: 1, ticks: [0] };
+  const rough = total / 4;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= rough);
+  const ticks = [];
+  // A tolerance, so that 3 × 0.1 counts as within 0.3.
+  for (let i = 0; i * step <= total * (1 + 1e-9); i++) ticks.push(i * step);
+  return { step, ticks };
+}
+
+/** A tick's label: "0.5 ms", "400 ms" under a second's trace, "1.5 s" from one. */
+function tickText(ms, step, total) {
+  const [value, unit, unitStep] = total >= 1000 ? [ms / 1000, "s", step / 1000] : [ms, "ms", step];
+  // As many decimals as the step has ("0.25" two, "5" none).
+  let decimals = 0;
+  while (
+    decimals < 6 &&
+    Math.abs(Math.round(unitStep * 10 ** decimals) - unitStep * 10 ** decimals) > 1e-6
+  ) {
+    decimals++;
+  }
+  const text = value.toLocaleString("en-US", { maximumFractionDigits: decimals });
+  return `${text} ${unit}`;
 }
 
 /**

@@ -6,7 +6,7 @@ import { api } from "./api.js";
 import { costText, facts, field, h, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
-import { scoreBadges } from "./scores.js";
+import { scoreBadges, scoreConfigs, traceScoresSection } from "./scores.js";
 import { readTrace, traceHref, traceTree } from "./trace.js";
 
 /** The route of the session page of `sessionId`. */
@@ -20,13 +20,13 @@ export const recordHref = (id) => `#/requests/${encodeURIComponent(id)}`;
  * A list's table: `columns` are [label, class] pairs ("num" right-aligns). On a phone its rows
  * become cards, each cell under its column's name.
  */
-export function listTable(columns, body, label) {
+export function listTable(columns, body, label, className = "") {
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
-      { class: "records listing", "aria-label": label },
+      { class: `records listing ${className}`.trim(), "aria-label": label },
       h(
         "thead",
         {},
@@ -124,7 +124,7 @@ function traceFilters(filters) {
     field("To", date("end_date")),
     field("Name", text("name", "root span name")),
     field("User", text("user_id", "metadata.user_id")),
-    field("Session", text("session_id", "metadata.session_id")),
+    field("Session", text("session_id", "any session")),
   ]);
 }
 
@@ -177,7 +177,7 @@ export async function showTrace(view, traceId) {
       "div",
       { class: "detail" },
       section("Summary", traceFacts(trace)),
-      section("Scores", scoreBadges(trace.scores) || h("p", { class: "muted" }, "none")),
+      await traceScoresSection(trace.trace_id, trace.scores, await scoreConfigs()),
       h("section", { class: "card wide trace" }, h("h2", {}, "Spans"), traceTree(found)),
     ),
   );
