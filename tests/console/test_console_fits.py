@@ -237,7 +237,7 @@ def test_the_trace_time_axis_has_distinct_round_ticks(console: Console, log: Log
     assert console.errors == []
 
 
-def test_every_page_shows_its_placeholders_and_choices_whole(
+def test_every_page_shows_its_placeholders_choices_and_columns_whole(
     console: Console, log: Log, client: httpx.Client
 ) -> None:
     log(*GALLERY)
@@ -275,6 +275,12 @@ def test_every_page_shows_its_placeholders_and_choices_whole(
             settled(page)
             expect(page.locator("main h1").first).to_be_visible()
             found = page.evaluate(CUT_CONTROLS)
+            # Nor a table scrolled sideways within its box (a column out of sight).
+            found += page.locator(".table-wrap").evaluate_all(
+                """ws => ws.filter(w => w.scrollWidth > w.clientWidth + 1)
+                    .map(w => `table: ${w.querySelector("table").getAttribute("aria-label")
+                        ?? w.querySelector("table").className}`)"""
+            )
             if found:
                 cut[f"{name}{suffix}"] = found
             assert fits(page), f"{name}{suffix} is wider than the screen"

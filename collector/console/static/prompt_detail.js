@@ -175,7 +175,7 @@ async function history(path, firstPage, note) {
     { class: "table-wrap" },
     h(
       "table",
-      { class: "records versions" },
+      { class: "records versions phone-cards" },
       h(
         "thead",
         {},
@@ -209,18 +209,18 @@ function historyRows(path, versions, newest, note) {
     h(
       "tr",
       {},
-      h("td", {}, `v${v.version}`),
-      h("td", { class: "mono" }, fmt.time(v.created_at)),
-      h("td", {}, v.model),
+      h("td", { class: "lead" }, `v${v.version}`),
+      h("td", { class: "mono", "data-label": "Created (UTC)" }, fmt.time(v.created_at)),
+      h("td", { "data-label": "Model" }, v.model),
       h(
         "td",
-        {},
+        { "data-label": "Labels" },
         v.labels.map((label) => h("span", { class: "badge label" }, label)),
       ),
-      h("td", { class: "muted" }, v.note ?? ""),
+      h("td", { class: "muted", "data-label": "Note" }, v.note ?? ""),
       h(
         "td",
-        {},
+        { class: "actions-cell" },
         v.version === newest
           ? ""
           : h(

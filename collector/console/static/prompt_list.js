@@ -35,7 +35,7 @@ export async function showPrompts(view, filters) {
   let total = 0;
   const table = h(
     "table",
-    { class: "records" },
+    { class: "records phone-cards" },
     h(
       "thead",
       {},
@@ -69,10 +69,10 @@ function promptRow(prompt) {
   return h(
     "tr",
     {},
-    h("td", {}, h("a", { href: promptHref(prompt.name) }, prompt.name)),
-    h("td", { class: "muted" }, prompt.description),
-    h("td", { class: "num" }, prompt.version),
-    h("td", { class: "mono" }, fmt.time(prompt.created_at)),
+    h("td", { class: "lead" }, h("a", { href: promptHref(prompt.name) }, prompt.name)),
+    h("td", { class: "muted", "data-label": "Description" }, prompt.description),
+    h("td", { class: "num", "data-label": "Version" }, prompt.version),
+    h("td", { class: "mono", "data-label": "Created (UTC)" }, fmt.time(prompt.created_at)),
   );
 }
 
