@@ -104,9 +104,9 @@ class AnalyticsService:
         start = parse_date(start_date, "start_date") if start_date else end - DEFAULT_PERIOD
         if start > end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
-        filters = _filters(
-            filters_json, params or ListFilters(), start, end, every_kind=metric == "score"
-        )
+        # metric=score takes the model calls too: a score on a span record counts for its
+        # trace, so for the model calls in it (docs/api-notes.md, "Scores and feedback").
+        filters = _filters(filters_json, params or ListFilters(), start, end)
         if self._pending is not None:
             self._pending.wait(project)
         if metric == "score":
@@ -163,7 +163,7 @@ def _filters(
 ) -> RequestFilter:
     """The filter of a query: model calls unless ``filters.kind`` names kinds (CONTRACT 10).
 
-    ``every_kind``: without ``kind``, every kind (``metric=score``: a score may be on a span).
+    ``every_kind``: without ``kind``, every kind.
     """
     raw = _merged(_filters_object(text), params)
     for key in ("prompt_name", "model", "status"):

@@ -18,7 +18,7 @@ from clickhouse_connect.driver.client import Client
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
 from .rollups import LEVELS, RollupStore, Span
-from .score_sql import sibling
+from .score_sql import sibling, span_ids, span_records
 from .score_tables import SCORE_SUMS
 
 # Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
@@ -282,11 +282,16 @@ def log_group(group_by: str | None, params: dict[str, Any]) -> str:
     return GROUPS[group_by].format(time="created_at")
 
 
-def _score_parts(requests: RequestStore, where: str, name: str) -> tuple[str, str, str]:
+def _score_parts(
+    requests: RequestStore, where: str, name: str, traced: bool
+) -> tuple[str, str, str]:
     """SQL, each row (name, t, n): a score name's sums (``t`` the total, ``n`` how many
     numeric and boolean scores, from SCORE_SUMS) on the records matching ``where``
     (``name`` the group expression): on each record itself; on each trace once per group
-    holding a record of it; on each trace once."""
+    holding a record of it; on each trace once. A score on a span record (a record that is
+    no model call) is its trace's (score_sql.span_records), not a second time the record's
+    (``traced``: the trace branches are read)."""
+    table = requests.scores_table
     records = f"SELECT {name} AS name, id, trace_id FROM {requests.table} FINAL WHERE {where}"
     # The sums rows as stored, not first summed by target: every row of a target joins the
     # same record (or the same group's trace) and the outer query sums by group anyway, so
@@ -295,22 +300,28 @@ def _score_parts(requests: RequestStore, where: str, name: str) -> tuple[str, st
     # nothing to a mean: left out before the join.
     sums = (
         "SELECT target, total AS t, numbers AS n FROM "
-        f"{sibling(requests.scores_table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
+        f"{sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
         "AND name = {score_name:String} AND on_trace = %d AND numbers != 0"
+    )
+    on_spans = f"{sums % 0} AND target IN ({span_ids(table)})"
+    of_traces = (
+        f"{sums % 1} UNION ALL SELECT sp.span_trace AS target, s.t AS t, s.n AS n FROM "
+        f"({on_spans}) AS s INNER JOIN ({span_records(table)}) AS sp ON s.target = sp.span_id"
     )
     # A record is one row of ``records`` (FINAL): its own sums join it once, no DISTINCT.
     # The records are the join's right (built) side: faster than building the sums (measured
     # at 1M records, docs/benchmarks.md "Scores at scale").
+    not_spans = f" AND target NOT IN ({span_ids(table)})" if traced else ""
     own = (
-        f"SELECT r.name AS name, s.t AS t, s.n AS n FROM ({sums % 0}) AS s "
+        f"SELECT r.name AS name, s.t AS t, s.n AS n FROM ({sums % 0}{not_spans}) AS s "
         f"INNER JOIN ({records}) AS r ON r.id = s.target"
     )
-    traced = (
+    by_trace = (
         "SELECT r.name AS name, s.t AS t, s.n AS n FROM (SELECT DISTINCT {key} AS name, trace_id "
-        f"FROM ({records}) WHERE trace_id != '') AS r INNER JOIN ({sums % 1}) AS s "
+        f"FROM ({records}) WHERE trace_id != '') AS r INNER JOIN ({of_traces}) AS s "
         "ON r.trace_id = s.target"
     )
-    return own, traced.replace("{key}", "name"), traced.replace("{key}", "''")
+    return own, by_trace.replace("{key}", "name"), by_trace.replace("{key}", "''")
 
 
 def score_aggregate(
@@ -327,13 +338,14 @@ def score_aggregate(
     where, params = filter_where(project, filters)
     params["score_name"] = score_name
     name = log_group(group_by, params)
-    own, per_group, once = _score_parts(requests, where, name)
+    # A name never scored on a trace or a span record (one key read) leaves the trace
+    # branches out: each scans the matching records again for their traces, to join nothing.
+    traced = bool(requests.names_scored_on_traces(project, [score_name]))
+    own, per_group, once = _score_parts(requests, where, name, traced)
     # One query: the records' own sums (branch 0) are joined once, for the total and the
     # groups; a trace's sums count once per group holding it (1) and once in the total (2).
     branches = [f"SELECT 0 AS g, name, t, n FROM ({own})"]
-    # A name never scored on a trace (one key read) leaves the trace branches out: each
-    # scans the matching records again for their traces, to join nothing.
-    if requests.names_scored_on_traces(project, [score_name]):
+    if traced:
         if group_by is not None:
             branches.append(f"SELECT 1 AS g, name, t, n FROM ({per_group})")
         branches.append(f"SELECT 2 AS g, '' AS name, t, n FROM ({once})")

@@ -16,9 +16,18 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from .request_tables import TRACE_RECORDS
 from .schema import quote
 from .score_rows import ScoreRow, score_row
 from .score_tables import FIELD_REF, READ_FIELDS, SCORE_FIELDS, SCORE_SUMS, SCORES_BY_TARGET
+
+# A score on a record that is no model call (an ``@observe`` function's, a chain's, a tool's
+# span) counts for the record's trace wherever the log reads scores (docs/api-notes.md,
+# "Scores and feedback"): the log shows model calls, so a thumb on the span would otherwise
+# show nowhere. Which records those are is read when the scores are, from ``trace_records``
+# (each trace's records by trace, with their kind), never fixed when the score is written:
+# a score may arrive before its record.
+_NOT_A_MODEL_CALL = "kind NOT IN ('llm', 'embedding')"
 
 # A stored version at a target as :func:`score_versions` reads it: where it is, which score and
 # when it was written, whether it ends the score, then what a read returns (ScoreRow's order).
@@ -30,15 +39,46 @@ VALUE_VERSION_COLUMNS = (
 )
 
 
+def span_records(table: str, project_param: str = "project", traces: str | None = None) -> str:
+    """SQL: ``(span_id, span_trace)`` of the project's records that are no model call and
+    have a trace (of the traces ``traces`` only, when given: SQL of an Array(String) or a
+    subquery, a key range of ``trace_records`` each); ``table``: any quoted table of the
+    store's database. A score on one of them counts for its trace."""
+    among = f" AND trace_id IN {traces}" if traces is not None else ""
+    return (
+        f"SELECT DISTINCT id AS span_id, trace_id AS span_trace FROM "
+        f"{sibling(table, TRACE_RECORDS.name)} WHERE project = {{{project_param}:String}}"
+        f"{among} AND {_NOT_A_MODEL_CALL}"
+    )
+
+
+def span_ids(table: str, project_param: str = "project") -> str:
+    """SQL: the ids of :func:`span_records` (every trace of the project)."""
+    return (
+        f"SELECT id FROM {sibling(table, TRACE_RECORDS.name)} "
+        f"WHERE project = {{{project_param}:String}} AND {_NOT_A_MODEL_CALL}"
+    )
+
+
 def score_versions(
     by_target: str, project_param: str, targets: str, columns: str = VERSION_COLUMNS
 ) -> str:
     """SQL: every version stored in SCORES_BY_TARGET (the quoted ``by_target``) at the targets
     ``targets`` (SQL of an Array(String) or a subquery) of the project ``{<project_param>}``,
-    as :func:`live_on_targets` reads them (``columns``: VALUE_VERSION_COLUMNS for means)."""
+    as :func:`live_on_targets` reads them (``columns``: VALUE_VERSION_COLUMNS for means).
+
+    A target that is a trace brings the versions on its span records too (records that are
+    no model call), each with ``trace_id`` read as that trace: they count for it.
+    """
+    names = [c.strip() for c in columns.split(",")]
+    on_spans = ", ".join("sp.span_trace" if c == "trace_id" else f"v.{c}" for c in names)
+    spans = span_records(by_target, project_param, targets)
     return (
         f"SELECT {columns} FROM {by_target} "
-        f"WHERE project = {{{project_param}:String}} AND target IN {targets}"
+        f"WHERE project = {{{project_param}:String}} AND target IN {targets} UNION ALL "
+        f"SELECT {on_spans} FROM {by_target} AS v INNER JOIN ({spans}) AS sp "
+        f"ON v.target = sp.span_id WHERE v.project = {{{project_param}:String}} "
+        f"AND v.target IN (SELECT span_id FROM ({spans}))"
     )
 
 
@@ -55,8 +95,10 @@ def live_on_targets(
     the target the score leaves (ScoreStore.insert). Resolving the few versions of a detail or
     a page here costs less than ClickHouse grouping them (``argMax`` of a wide tuple).
     """
+    # A score on a span record comes with its trace as ``trace_id`` (:func:`score_versions`);
+    # as a score object it is the record's alone, as stored.
     live = [
-        score_row(project, (v[1], *v[4:]))
+        score_row(project, (v[1], v[4], "" if v[4] else v[5], *v[6:]))
         for v in live_at_targets(versions, request_ids, trace_ids)
     ]
     live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
@@ -68,12 +110,14 @@ def live_at_targets(
 ) -> list[Sequence[Any]]:
     """Of the versions read at some targets (target, id, written_at, is_deleted, request_id,
     trace_id, ...), each (target, score id)'s newest when it is live and on one of the
-    records or traces asked for."""
+    records or traces asked for (a score on a span record with its trace as ``trace_id``
+    counts for that trace: :func:`score_versions`)."""
     newest: dict[tuple[str, str], Sequence[Any]] = {}
     for version in versions:
         key = (version[0], version[1])
         kept = newest.get(key)
-        if kept is None or version[2] > kept[2]:
+        # A span record's version read both as the record's and as its trace's: the trace's.
+        if kept is None or (version[2], bool(version[5])) > (kept[2], bool(kept[5])):
             newest[key] = version
     rs = {r for r in request_ids if r}
     ts = {t for t in trace_ids if t}
@@ -108,25 +152,32 @@ def sibling(table: str, name: str) -> str:
 
 
 def traced_names(table: str, names: Sequence[str]) -> str:
-    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) have a sum on a trace in the
-    project ``{project:String}``: one key range read to its first row per name."""
+    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) have a score that counts for a
+    trace in the project ``{project:String}``: a sum on a trace (one key range read to its
+    first row per name), else one on a span record (:func:`span_ids`)."""
+    named = (
+        f"SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
+        "AND name = {tn%d:String} AND "
+    )
+    # The span half is a lookup of the span records' ids in the name's key range (project,
+    # name, on_trace, target): nothing to read in a log without spans.
     return " UNION ALL ".join(
-        f"(SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
-        f"AND name = {{tn{i}:String}} AND on_trace = 1 LIMIT 1)"
+        f"({named % i}on_trace = 1 LIMIT 1) UNION ALL "
+        f"({named % i}on_trace = 0 AND target IN ({span_ids(table)}) LIMIT 1)"
         for i in range(len(names))
     )
 
 
 def read_traced_names(client: Client, table: str, project: str, names: Sequence[str]) -> list[str]:
-    """Which of ``names`` have a score on a trace in ``project``, as the store says
-    (``table``: the quoted scores table, whose sums are read)."""
+    """Which of ``names`` have a score counting for a trace in ``project`` (on a trace or on
+    a span record), as the store says (``table``: the quoted scores table)."""
     if not names:
         return []
     rows = client.query(
         traced_names(table, names),
         parameters={"project": project, **{f"tn{i}": n for i, n in enumerate(names)}},
     ).result_rows
-    return [str(r[0]) for r in rows]
+    return sorted({str(r[0]) for r in rows})
 
 
 def score_clauses(
@@ -138,28 +189,32 @@ def score_clauses(
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
     ``table`` is the scores table; the clauses read its sums (SCORE_SUMS), never the scores
-    themselves. A record's scores are its own and its trace's. ``eq`` keeps a record with
-    any such score of that value; ``unscored`` one with none of that name; ``min``/``max``
-    bound the mean of its numeric and boolean ones: the set of records that pass is one
-    aggregation of the name's sums by record (a trace's sums counted on each record of the
-    trace, found by the trace index of ``request_items``).
+    themselves. A record's scores are its own and its trace's, and a trace's are those on it
+    and those on its span records (records that are no model call: :func:`span_records`),
+    which then count for the trace alone, the span record included. ``eq`` keeps a record
+    with any such score of that value; ``unscored`` one with none of that name;
+    ``min``/``max`` bound the mean of its numeric and boolean ones: the set of records that
+    pass is one aggregation of the name's sums by record (a trace's sums counted on each
+    record of the trace, found by the trace index of ``request_items``).
 
     ``records``: a condition over ``request_items`` that every record the read can return
     meets (the rest of its filter, a list page's window): only those records' sums are then
     read, e.g. the newest hour's thousand instead of every record the name ever scored.
 
-    ``on_traces``: the names that may have scores on traces (:func:`traced_names`), when the
-    caller asked; a test of any other name reads its records' sums only (the trace half of
-    the clause, even when it finds nothing, costs as much as the record half).
+    ``on_traces``: the names that may have scores counting for traces (:func:`traced_names`),
+    when the caller asked; a test of any other name reads its records' sums only (the trace
+    half of the clause, even when it finds nothing, costs as much as the record half).
     """
     sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
     among = records or "project = {project:String}"
     own_window = f" AND target IN (SELECT id FROM {items} WHERE {records})" if records else ""
+    not_spans = f" AND target NOT IN ({span_ids(table)})"
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
         params[f"sn{i}"] = test.name
         named = f"FROM {sums} WHERE project = {{project:String}} AND name = {{sn{i}:String}}"
+        traced = on_traces is None or test.name in on_traces
         if test.kind in ("eq", "unscored"):
             value = ""
             if test.kind == "eq":
@@ -168,22 +223,40 @@ def score_clauses(
             having = "GROUP BY target HAVING sum(scores) > 0"
             of_records = f"SELECT target {named}{value} AND on_trace = 0{own_window} {having}"
             of_traces = f"SELECT target {named}{value} AND on_trace = 1 {having}"
-            scored = f"(id IN ({of_records}) OR (trace_id != '' AND trace_id IN ({of_traces})))"
-            if on_traces is not None and test.name not in on_traces:
+            of_spans = (
+                f"SELECT target {named}{value} AND on_trace = 0 AND target IN "
+                f"({span_ids(table)}) {having}"
+            )
+            span_traces = (
+                f"SELECT span_trace FROM ({span_records(table)}) WHERE span_id IN ({of_spans})"
+            )
+            scored = (
+                f"(id IN ({of_records}) OR (trace_id != '' AND (trace_id IN ({of_traces}) "
+                f"OR trace_id IN ({span_traces}))))"
+            )
+            if not traced:
                 scored = f"id IN ({of_records})"
             clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
             continue
         own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
-        traced = (
+        on_trace = (
+            f"SELECT target, total, numbers {named} AND on_trace = 1 UNION ALL "
+            "SELECT sp.span_trace AS target, s.total AS total, s.numbers AS numbers FROM "
+            f"(SELECT target, total, numbers {named} AND on_trace = 0 AND target IN "
+            f"({span_ids(table)})) AS s INNER JOIN ({span_records(table)}) AS sp "
+            "ON s.target = sp.span_id"
+        )
+        of_trace = (
             "SELECT r.id AS rid, s.total AS total, s.numbers AS numbers FROM (SELECT DISTINCT "
             f"id, trace_id FROM {items} WHERE {among} AND trace_id IN "
-            f"(SELECT target {named} AND on_trace = 1)) AS r INNER JOIN (SELECT target, total, "
-            f"numbers {named} AND on_trace = 1) AS s ON r.trace_id = s.target"
+            f"(SELECT target FROM ({on_trace}))) AS r INNER JOIN ({on_trace}) AS s "
+            "ON r.trace_id = s.target"
         )
         op = ">=" if test.kind == "min" else "<="
         params[f"sv{i}"] = float(test.value or 0)
-        if on_traces is None or test.name in on_traces:
-            own = f"{own} UNION ALL {traced}"
+        if traced:
+            # A span record's scores count for its trace, not a second time for itself.
+            own = f"{own}{not_spans} UNION ALL {of_trace}"
         clauses.append(
             f"id IN (SELECT rid FROM ({own}) GROUP BY rid "
             f"HAVING sum(numbers) > 0 AND sum(total) / sum(numbers) {op} {{sv{i}:Float64}})"
@@ -211,8 +284,9 @@ def tombstones_for_records(table: str, record_ids: str) -> str:
 
 
 def record_scores_json(table: str) -> str:
-    """SQL expression: the JSON array of a log row's scores (its own and its trace's), newest
-    first, as score objects; over a table with ``id`` and ``trace_id``.
+    """SQL expression: the JSON array of a log row's scores (its own and its trace's, those
+    on the trace's span records included), newest first, as score objects; over a table
+    with ``id`` and ``trace_id``.
 
     The project's live scores are read once per query into a map, target -> [(time, JSON)]
     (a scalar subquery), which every exported row looks its record and trace up in.
@@ -231,11 +305,14 @@ def record_scores_json(table: str) -> str:
         "',\"created_at\":', "
         "toJSONString(formatDateTime(s.created_at, '%Y-%m-%dT%H:%i:%S.%fZ')), '}')"
     )
+    # A score on a span record is its trace's (:func:`span_records`): keyed to the trace.
     live = (
-        f"SELECT if(s.request_id != '', concat('r:', s.request_id), "
-        f"concat('t:', s.trace_id)) AS k, (s.created_at, {obj}) AS o FROM ("
+        "SELECT if(s.request_id = '', concat('t:', s.trace_id), if(sp.span_trace != '', "
+        f"concat('t:', sp.span_trace), concat('r:', s.request_id))) AS k, "
+        f"(s.created_at, {obj}) AS o FROM (SELECT id, s, s.request_id AS rq FROM ("
         f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
-        "WHERE project = {project:String} GROUP BY id) WHERE s.is_deleted = 0"
+        "WHERE project = {project:String} GROUP BY id) WHERE s.is_deleted = 0) AS l "
+        f"LEFT JOIN ({span_records(table)}) AS sp ON l.rq = sp.span_id"
     )
     by_target = FIELD_REF.sub(
         lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})",

@@ -21,6 +21,7 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from .request_tables import REQUEST_IDS, REQUEST_ITEMS
 from .schema import quote
 from .score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue, as_utc, score_row
 from .score_sql import (
@@ -61,6 +62,9 @@ class ScoreStore:
             lambda project, names: read_traced_names(client, self.table, project, names),
             sole_writer,
         )
+        self._sole_writer = sole_writer
+        self._items = f"{db}.{quote(REQUEST_ITEMS.name)}"
+        self._ids = f"{db}.{quote(REQUEST_IDS.name)}"
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
         self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
         self._columns = ["project", "id", *SCORE_FIELDS, "written_at"]
@@ -88,9 +92,7 @@ class ScoreStore:
         if not latest:
             return
         if not deleted:
-            for r in latest.values():
-                if r.trace_id:
-                    self.traced_names.note(r.project, (r.name,))
+            self._note_traced(list(latest.values()))
         with self._write_lock:
             live = self._live_versions(latest)
             written = datetime.now(UTC)
@@ -109,6 +111,36 @@ class ScoreStore:
                 column_type_names=self._types,
                 settings=self._write_settings,
             )
+
+    def _note_traced(self, rows: Sequence[ScoreRow]) -> None:
+        """Tell :attr:`traced_names` of the names these scores give a trace: a trace's, and
+        a record's unless the record is stored and a model call or outside any trace (a
+        score on a span record counts for its trace, and one on a record not stored yet may
+        be on a span: score_sql.span_records)."""
+        for r in rows:
+            if r.trace_id:
+                self.traced_names.note(r.project, (r.name,))
+        if not self._sole_writer:
+            return  # a server's reads ask the store for every name not yet known
+        by_project: dict[str, list[ScoreRow]] = {}
+        for r in rows:
+            if r.request_id:
+                by_project.setdefault(r.project, []).append(r)
+        for project, scored in by_project.items():
+            plain = {
+                str(row[0])
+                for row in self._client.query(
+                    f"SELECT id FROM {self._items} WHERE project = {{p:String}} AND "
+                    f"(created_at, id) IN (SELECT created_at, id FROM {self._ids} "
+                    "WHERE project = {p:String} AND id IN {ids:Array(String)}) "
+                    "AND (kind IN ('llm', 'embedding') OR trace_id = '')",
+                    parameters={"p": project, "ids": sorted({r.request_id or "" for r in scored})},
+                    settings=self._read_settings,
+                ).result_rows
+            }
+            names = {r.name for r in scored if r.request_id not in plain}
+            if names:
+                self.traced_names.note(project, names)
 
     def _live_versions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ScoreRow]:
         """The live version of each (project, id) of ``keys`` that has one."""

@@ -1,0 +1,143 @@
+"""A score on a span record counts for its trace wherever the log reads scores (issue 47
+point 2; docs/api-notes.md, "Scores and feedback").
+
+The README's feedback pattern once put thumbs on an ``@observe`` function's record
+(``req_<trace><span>``, kind ``span``), which the request log hides: the thumb was missing from
+the model call's list item, the score filters, exports and score analytics, where it formed a
+group named "0" (the span's version) when grouped by version. Each test logs one observed
+function's trace under a metadata tag of its own: the function's span record and the model
+call inside it, on prompt version 3.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.collector.request_log.export_steps import finish, start
+from tests.collector.scores.steps import created, listed
+
+
+def observed_call(api: TestClient, tag: str, log: bool = True) -> tuple[str, str, str]:
+    """An ``@observe`` function's trace: (trace id, the span's record id, the model call's),
+    logged unless ``log`` is false (the caller logs them with :func:`log_trace`)."""
+    trace = uuid.uuid4().hex
+    span, call = f"req_{trace}{1:016x}", f"req_{trace}{2:016x}"
+    if log:
+        log_trace(api, tag, trace)
+    return trace, span, call
+
+
+def log_trace(api: TestClient, tag: str, trace: str) -> None:
+    now = datetime.now(UTC) - timedelta(minutes=5)
+    records: list[dict[str, Any]] = [
+        {
+            "id": f"req_{trace}{1:016x}",
+            "kind": "span",
+            "trace_id": trace,
+            "span_id": f"{1:016x}",
+            "span_name": "answer",
+            "metadata": {"tag": tag},
+            "created_at": now.isoformat(),
+        },
+        {
+            "id": f"req_{trace}{2:016x}",
+            "kind": "llm",
+            "trace_id": trace,
+            "span_id": f"{2:016x}",
+            "parent_span_id": f"{1:016x}",
+            "prompt_name": "support",
+            "version": 3,
+            "model": "gpt-4o-mini",
+            "output": {"content": "Try turning it off and on."},
+            "metadata": {"tag": tag},
+            "created_at": (now + timedelta(milliseconds=5)).isoformat(),
+        },
+    ]
+    for record in records:
+        response = api.post("/v1/requests", json=record)
+        assert response.status_code == 201, response.text
+
+
+def thumbs_down(api: TestClient, record_id: str) -> dict[str, Any]:
+    return created(api, request_id=record_id, name="thumbs", value=False, source="sdk")
+
+
+def test_a_thumb_on_the_span_shows_on_the_model_call_s_list_item_and_detail(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    _, span, call = observed_call(scores_api, tag)
+    thumb = thumbs_down(scores_api, span)
+    items = listed(scores_api, tag)
+    assert [item["id"] for item in items] == [call]
+    assert items[0]["scores"] == {"thumbs": 0}
+    detail = scores_api.get(f"/v1/requests/{call}").json()["data"]
+    assert detail["scores"] == [thumb]
+    # The span itself, listed with every kind, counts its thumb once.
+    every = {item["id"]: item["scores"] for item in listed(scores_api, tag, kind="all")}
+    assert every == {span: {"thumbs": 0}, call: {"thumbs": 0}}
+
+
+def test_score_filters_and_unscored_count_the_span_s_thumb_for_the_model_call(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    _, span, call = observed_call(scores_api, tag)
+    _, _, unscored_call = observed_call(scores_api, tag)
+    thumbs_down(scores_api, span)
+    assert [i["id"] for i in listed(scores_api, tag, **{"score.thumbs": "false"})] == [call]
+    assert [i["id"] for i in listed(scores_api, tag, **{"score.thumbs.max": 0.5})] == [call]
+    assert [i["id"] for i in listed(scores_api, tag, unscored="thumbs")] == [unscored_call]
+
+
+def test_a_thumb_that_arrives_before_its_span_counts_once_the_span_lands(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    trace, span, call = observed_call(scores_api, tag, log=False)
+    thumbs_down(scores_api, span)
+    log_trace(scores_api, tag, trace)
+    assert listed(scores_api, tag)[0]["scores"] == {"thumbs": 0}
+    assert [i["id"] for i in listed(scores_api, tag, **{"score.thumbs": "false"})] == [call]
+    assert listed(scores_api, tag, unscored="thumbs") == []
+
+
+def test_score_analytics_by_version_count_the_thumb_in_the_model_call_s_version(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    _, span, _ = observed_call(scores_api, tag)
+    _, _, other_call = observed_call(scores_api, tag)
+    thumbs_down(scores_api, span)
+    created(scores_api, request_id=other_call, name="thumbs", value=True)
+    response = scores_api.get(
+        "/v1/requests/analytics",
+        params={
+            "metric": "score",
+            "score_name": "thumbs",
+            "group_by": "version",
+            "metadata.tag": tag,
+        },
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()["data"]
+    assert [(g["name"], g["value"], g["count"]) for g in body["groups"]] == [("3", 0.5, 2)]
+    assert (body["total"], body["score_count"]) == (0.5, 2)
+
+
+def test_an_export_carries_the_span_s_thumb_on_the_model_call(scores_api: TestClient) -> None:
+    tag = uuid.uuid4().hex[:8]
+    _, span, call = observed_call(scores_api, tag)
+    thumb = thumbs_down(scores_api, span)
+    job = start(scores_api, format="json", filters={"metadata": {"tag": tag}})
+    assert finish(scores_api, job["export_id"])["status"] == "completed"
+    response = scores_api.get(f"/v1/requests/exports/{job['export_id']}/download")
+    assert response.status_code == 200, response.text
+    body = response.text
+    rows = [json.loads(line) for line in body.splitlines() if line]
+    assert [(row["id"], row["scores"]) for row in rows] == [(call, [thumb])]
