@@ -25,7 +25,8 @@ MEMORY = Path("/dev/shm")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the run's files (the embedded stores above all) in memory when there is a tmpfs.
+    """Register the ``cost`` marker; keep the run's files (the embedded stores above all) in
+    memory when there is a tmpfs.
 
     Every insert writes parts and every TRUNCATE between tests deletes them: on this machine's
     disk that was 10-40 ms a table, on a tmpfs 2 ms (docs/architecture.md, "Tests").
@@ -38,6 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
         and os.access(MEMORY, os.W_OK)
     ):
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY)
+    # A cost guard asserts how a right answer is reached (the SQL run, the number of queries or
+    # store calls), so a refactor can tell a slower plan from a wrong answer (tests/README.md).
+    config.addinivalue_line(
+        "markers", "cost: a cost guard: asserts the SQL run or how many queries or calls it takes"
+    )
 
 
 @pytest.fixture(autouse=True)

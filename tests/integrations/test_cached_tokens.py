@@ -22,9 +22,9 @@ from starlette.routing import Route
 import promptrail
 from promptrail.testing import AnthropicStub, OpenAIStub, serve
 from tests.capture import Records
-from tests.collector.test_token_details import priced_with_details
-from tests.integrations.test_openai_other_apis import RESPONSE
+from tests.integrations.openai_payloads import RESPONSE
 from tests.keys import DEFAULT_KEY
+from tests.prices import priced_with_details
 from tests.provider_clients import anthropic_client, openai_client
 
 MESSAGES = [{"role": "user", "content": "Summarise the long cached document"}]

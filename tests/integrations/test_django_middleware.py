@@ -27,7 +27,7 @@ from promptrail.integrations.middleware import (
 )
 from promptrail.testing import OpenAIStub, serve
 from tests.capture import Records
-from tests.integrations.test_web_middleware import (
+from tests.integrations.web_apps import (
     RELEASE_WAIT,
     USERS,
     ask_message,

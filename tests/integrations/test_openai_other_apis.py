@@ -14,33 +14,8 @@ from starlette.routing import Route
 
 from promptrail.testing import serve
 from tests.capture import Records
+from tests.integrations.openai_payloads import RESPONSE
 
-RESPONSE = {
-    "id": "resp_123",
-    "object": "response",
-    "created_at": 1735689600,
-    "status": "completed",
-    "model": "gpt-4o-mini-2024-07-18",
-    "output": [
-        {
-            "type": "message",
-            "id": "msg_1",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "Bonjour, tester.", "annotations": []}],
-        }
-    ],
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
-    "usage": {
-        "input_tokens": 9,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 4,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 13,
-    },
-}
 EMBEDDINGS = {
     "object": "list",
     "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5, 0.125]}],

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import flask
@@ -19,18 +18,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
-from werkzeug.serving import make_server
 
 from promptrail.integrations.middleware import ASGIContextMiddleware, WSGIContextMiddleware
 from promptrail.testing import OpenAIStub, serve
 from tests.capture import Records
-
-USERS = 10
-RELEASE_WAIT = 10.0  # how long a stream waits for the test before giving up
-
-
-def ask_message(topic: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": f"about {topic}"}]
+from tests.integrations.web_apps import (
+    RELEASE_WAIT,
+    USERS,
+    ask_message,
+    call_as_users,
+    read_events,
+    serve_wsgi,
+)
 
 
 def fastapi_app(api_url: str, release: threading.Event, **options: Any) -> FastAPI:
@@ -96,52 +95,7 @@ def flask_app(api_url: str, release: threading.Event, **options: Any) -> flask.F
     return app
 
 
-@contextmanager
-def serve_wsgi(app: Any) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=15)
-
-
 ROUTES = {"fastapi": "/ask/{topic}", "flask": "/ask/<topic>"}
-
-
-def call_as_users(base_url: str, paths: tuple[str, ...]) -> None:
-    """USERS users at once, user i calling ``/{paths[n]}/topic-i-n`` with its own ids."""
-
-    def user(i: int) -> None:
-        with httpx.Client(base_url=base_url) as client:
-            for n, path in enumerate(paths):
-                headers = {
-                    "X-User-Id": f"user-{i}",
-                    "X-Session-Id": f"session-{i}",
-                    "X-Request-Id": f"req-{i}-{n}",
-                }
-                response = client.get(f"/{path}/topic-{i}-{n}", headers=headers)
-                assert response.status_code == 200
-                assert response.json() == {"ok": f"topic-{i}-{n}"}
-
-    with ThreadPoolExecutor(USERS) as pool:
-        list(pool.map(user, range(USERS)))
-
-
-def read_events(base_url: str, release: threading.Event) -> None:
-    """Read ``/events`` as user ``u-sse``: its second event only once the first arrived."""
-    with (
-        httpx.Client(base_url=base_url) as client,
-        client.stream("GET", "/events", headers={"X-User-Id": "u-sse"}) as response,
-    ):
-        chunks = response.iter_text()
-        # The stream holds back its second event until the first has reached the client.
-        assert next(chunks) == "data: first\n\n"
-        release.set()
-        assert "".join(chunks) == "data: second\n\n"
-        assert response.headers["content-type"].startswith("text/event-stream")
 
 
 @pytest.fixture

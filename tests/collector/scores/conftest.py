@@ -1,0 +1,40 @@
+"""Fixtures for scores: one collector per test module on a database of its own."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.store.connection import open_client
+from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
+
+
+@pytest.fixture(scope="module")
+def scores_api(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One collector on a fresh database for the module, as project default."""
+    settings = Settings(
+        clickhouse_url=store_url,
+        database=f"t_{uuid.uuid4().hex[:16]}",
+        data_dir=Path(tmp_path_factory.mktemp("scores")),
+        init_api_key=DEFAULT_KEY,
+    )
+    with TestClient(create_app(settings), headers=DEFAULT_AUTH) as client:
+        yield client
+    store = open_client(store_url)
+    try:
+        store.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def other_api(scores_api: TestClient) -> TestClient:
+    """A client of the same collector with a key of project ``other``."""
+    key: str = scores_api.app.state.services.keys.create("other")
+    return TestClient(scores_api.app, headers={"X-API-Key": key})

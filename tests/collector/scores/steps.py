@@ -1,0 +1,155 @@
+"""Steps the score tests share: fresh ids, a created score, an error's code and field,
+logged records and a list by tag, the store's queries counted, the score sums read and upgraded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from promptrail.collector.config import Settings
+from promptrail.collector.store import migrations
+from promptrail.collector.store.connection import open_client
+from tests.collector.upgrades import store_before
+
+
+def fresh(prefix: str = "req") -> str:
+    """An id no other test of the module uses."""
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def created(api: TestClient, **score: Any) -> dict[str, Any]:
+    response = api.post("/v1/scores", json=score)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()["data"]
+    return data
+
+
+def assert_error(response: Any, status: int, code: str, field: str | None = None) -> None:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code, error
+    if field is not None:
+        assert error["details"]["field"] == field, error
+
+
+def log(
+    api: TestClient, tag: str, n: int, trace: str | None = None, user: str = "", **extra: Any
+) -> str:
+    """Log one record tagged ``tag``; return its id."""
+    record_id = f"req_{tag}_{n}"
+    body: dict[str, Any] = {
+        "id": record_id,
+        "created_at": f"2026-03-01T10:00:{n:02d}Z",
+        "model": "gpt-4o-mini",
+        "output": {"content": f"answer {n}"},
+        "metadata": {"tag": tag, "user": user},
+        **extra,
+    }
+    if trace:
+        body |= {"trace_id": trace, "span_id": f"{n:016x}"}
+    response = api.post("/v1/requests", json=body)
+    assert response.status_code == 201, response.text
+    return record_id
+
+
+def listed(api: TestClient, tag: str, **params: Any) -> list[dict[str, Any]]:
+    response = api.get("/v1/requests", params={"metadata.tag": tag, **params})
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["data"]
+    return items
+
+
+@contextmanager
+def counted_queries(api: TestClient) -> Iterator[list[str]]:
+    """Every SQL text the collector's store client runs while the block runs."""
+    client = api.app.state.services.store.client
+    real: Callable[..., Any] = client.query
+    seen: list[str] = []
+
+    def query(sql: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(sql)
+        return real(sql, *args, **kwargs)
+
+    client.query = query
+    try:
+        yield seen
+    finally:
+        del client.query  # the instance attribute goes: the class's method again
+
+
+def _client(api: TestClient) -> Any:
+    return api.app.state.services.store.client
+
+
+def _db(api: TestClient) -> str:
+    return str(api.app.state.services.store.database)
+
+
+def optimize(client: Any, database: str) -> None:
+    """Merge every part of the sums (zero keys vanish) and of the scores."""
+    client.command(f"OPTIMIZE TABLE `{database}`.score_sums FINAL")
+    client.command(f"OPTIMIZE TABLE `{database}`.scores FINAL")
+
+
+def mean_of(api: TestClient, tag: str, name: str) -> tuple[float, int]:
+    """``metric=score`` over the records tagged ``tag``: (mean, how many scores)."""
+    response = api.get(
+        "/v1/requests/analytics",
+        params={
+            "metric": "score",
+            "score_name": name,
+            "filters": f'{{"metadata": {{"tag": "{tag}"}}}}',
+            "start_date": "2026-03-01",
+            "end_date": "2026-03-01",
+        },
+    )
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    return data["total"], data["score_count"]
+
+
+def insert_old_scores(client: Any, database: str) -> None:
+    """Store scores as releases before 16 wrote them: no tombstone before a replacement.
+
+    sc1 on r1 replaced by a version on r2; sc2 deleted; sc3 on trace t1; sc4 categorical, of
+    project ``other``.
+    """
+    columns = "project, id, request_id, trace_id, name, data_type, value, value_number, "
+    columns += "value_text, source, metadata, created_at, written_at, is_deleted"
+    client.command(
+        f"INSERT INTO `{database}`.scores ({columns}) VALUES "
+        "('default','sc1','r1','','q','numeric','0.9',0.9,'0.9','api','{}',now64(3),"
+        "'2026-01-01 00:00:01',0),"
+        "('default','sc1','r2','','q','numeric','0.2',0.2,'0.2','api','{}',now64(3),"
+        "'2026-01-01 00:00:02',0),"
+        "('default','sc2','r1','','q','numeric','0.5',0.5,'0.5','api','{}',now64(3),"
+        "'2026-01-01 00:00:01',0),"
+        "('default','sc2','r1','','q','numeric','0.5',0.5,'0.5','api','{}',now64(3),"
+        "'2026-01-01 00:00:03',1),"
+        "('default','sc3','','t1','q','boolean','true',1,'true','api','{}',now64(3),"
+        "'2026-01-01 00:00:01',0),"
+        "('other','sc4','r1','','k','categorical','\"a\"',NULL,'a','api','{}',now64(3),"
+        "'2026-01-01 00:00:01',0)"
+    )
+
+
+@contextmanager
+def scores_upgraded(settings: Settings, version: int) -> Iterator[tuple[Any, str]]:
+    """A store migrated up to (not including) ``version``, holding :func:`insert_old_scores`,
+    then upgraded: yields its client and database."""
+    store_before(settings, version, [])
+    client = open_client(settings.store_url)
+    database = settings.database
+    insert_old_scores(client, database)
+    assert migrations.migrate(client, database) == [
+        m.version for m in migrations.MIGRATIONS if m.version >= version
+    ]
+    try:
+        yield client, database
+    finally:
+        client.close()
