@@ -114,7 +114,11 @@ class Services:
         )
         requests = RequestService(store.requests, settings.cursor_secret, pending)
         scores = ScoreService(
-            store.scores, settings.cursor_secret, keys.hashes_by_id, keys.active_project
+            store.scores,
+            settings.cursor_secret,
+            keys.hashes_by_id,
+            keys.active_project,
+            retry_after,
         )
         runs = RunService(prompts, records, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret)

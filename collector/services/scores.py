@@ -1,4 +1,5 @@
-"""Scores, score configs and end-user feedback (CONTRACT 9): the rules between routes and store.
+"""Scores, score configs and end-user feedback (docs/api-notes.md, "Scores and feedback"): the
+rules between routes and store.
 
 Every contract error of the feature is raised here: the target (exactly one of a record or a
 trace), the value against its type and its name's config (400 naming ``value``), unknown ids
@@ -7,6 +8,7 @@ trace), the value against its type and its name's config (400 naming ``value``),
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -31,12 +33,14 @@ from ..models.scores import (
 )
 from ..store.score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue
 from ..store.scores import ScoreStore
+from ..store.writes import Refused, WriteOutcome
 from . import feedback_tokens
 from .cursors import CursorCodec, time_key
 from .feedback_tokens import KeyIds, TokenScope
-from .ingest import rejection_of
+from .ingest import refused_error, rejection_of
 from .keys import hash_key, key_id
 
+logger = logging.getLogger(__name__)
 _SCORE_IN: TypeAdapter[ScoreIn] = TypeAdapter(ScoreIn)
 MAX_BATCH_SCORES = 1000
 
@@ -53,8 +57,12 @@ class ScoreService:
         cursor_secret: str,
         key_hashes: Callable[[], dict[str, str]],
         active_project: Callable[[str], str | None],
+        retry_after_seconds: int = 2,
     ) -> None:
+        """A write the store refuses answers 503 ``STORE_UNAVAILABLE`` asking the client to
+        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds)."""
         self._store = store
+        self._retry_after = retry_after_seconds
         self._cursors = CursorCodec(cursor_secret, "scores")
         self._key_ids = KeyIds(key_hashes)
         self._active_project = active_project
@@ -65,7 +73,7 @@ class ScoreService:
         """Store one score (a repeated id replaces the score); return it."""
         row = self._row(project, body)
         self._check_configs(project, [row])
-        self._store.insert([row])
+        self._stored(self._store.insert([row]))
         return row
 
     def batch(
@@ -94,13 +102,13 @@ class ScoreService:
             except ContractError as exc:
                 rejected.append((index, exc.body()["error"]))
         rejected.sort(key=lambda item: item[0])
-        self._store.insert(kept)
+        self._stored(self._store.insert(kept))
         return len(kept), rejected
 
     def delete(self, project: str, score_id: str) -> ScoreRow:
         """Delete a score; return what it was."""
         row = self.get(project, score_id)
-        self._store.insert([row], deleted=True)
+        self._stored(self._store.insert([row], deleted=True))
         return row
 
     # -- reads -----------------------------------------------------------------------------
@@ -148,7 +156,9 @@ class ScoreService:
 
     def delete_on_records(self, project: str, request_ids: Sequence[str]) -> int:
         """Delete the scores of deleted records; return how many."""
-        return self._store.delete_for_targets(project, request_ids)
+        count, outcome = self._store.delete_for_targets(project, request_ids)
+        self._stored(outcome)
+        return count
 
     # -- configs ---------------------------------------------------------------------------
 
@@ -165,7 +175,7 @@ class ScoreService:
             description=body.description,
             updated_at=datetime.now(UTC),
         )
-        self._store.put_config(project, config)
+        self._stored(self._store.put_config(project, config))
         return config
 
     def configs(self, project: str) -> list[ScoreConfigRow]:
@@ -219,10 +229,16 @@ class ScoreService:
             created_at=_stored_time(datetime.now(UTC)),
         )
         self._check_configs(project, [row])
-        self._store.insert([row])
+        self._stored(self._store.insert([row]))
         return row
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _stored(self, outcome: WriteOutcome) -> None:
+        """Raise the 503 of a refused write (``STORE_UNAVAILABLE``, with ``Retry-After``)."""
+        if isinstance(outcome, Refused):
+            logger.warning("scores not stored: %s", outcome.message)
+            raise refused_error(outcome, self._retry_after)
 
     def _row(self, project: str, body: ScoreIn) -> ScoreRow:
         _one_target(body.request_id, body.trace_id)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from .connection import error_summary, is_store_outage
 from .request_tables import REQUEST_IDS, REQUEST_ITEMS
 from .schema import quote
 from .score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue, as_utc, score_row
@@ -41,6 +42,7 @@ from .score_tables import (
     SCORES_BY_TARGET,
 )
 from .traced_score_names import TracedScoreNames
+from .writes.outcomes import STORED, Refused, WriteOutcome
 
 
 class ScoreStore:
@@ -77,8 +79,12 @@ class ScoreStore:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def insert(self, rows: Sequence[ScoreRow], deleted: bool = False) -> None:
+    def insert(self, rows: Sequence[ScoreRow], deleted: bool = False) -> WriteOutcome:
         """Store scores (each a new version of its id); ``deleted`` stores tombstones.
+
+        Answers :data:`STORED`, or :class:`Refused` when the store cannot take them now (an
+        outage: the caller answers its 503); a failure that is no outage (a bug) is raised.
+        A retry of a refused write is safe: it stores each id's version anew.
 
         A repeated id within ``rows`` keeps its last row. Each id's live version, if any, is
         read first and ended in the same insert block: a replacement is preceded by a
@@ -88,6 +94,9 @@ class ScoreStore:
         ends. The lock makes read-then-insert atomic among this process's writers, so two
         concurrent writes of one id never end the same version twice.
         """
+        return _outcome(lambda: self._insert(rows, deleted))
+
+    def _insert(self, rows: Sequence[ScoreRow], deleted: bool) -> None:
         latest = {(r.project, r.id): r for r in rows}
         if not latest:
             return
@@ -177,11 +186,11 @@ class ScoreStore:
 
     def delete_for_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
-    ) -> int:
-        """Store a tombstone for every live score on these records (or traces); count them."""
+    ) -> tuple[int, WriteOutcome]:
+        """Store a tombstone for every live score on these records (or traces): how many,
+        and the write's outcome (:meth:`insert`)."""
         rows = self.for_targets(project, request_ids, trace_ids)
-        self.insert(rows, deleted=True)
-        return len(rows)
+        return len(rows), self.insert(rows, deleted=True)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -303,8 +312,11 @@ class ScoreStore:
 
     # -- configs ---------------------------------------------------------------------------
 
-    def put_config(self, project: str, config: ScoreConfigRow) -> None:
-        """Store (replace) the config of one score name."""
+    def put_config(self, project: str, config: ScoreConfigRow) -> WriteOutcome:
+        """Store (replace) the config of one score name; answers as :meth:`insert` does."""
+        return _outcome(lambda: self._put_config(project, config))
+
+    def _put_config(self, project: str, config: ScoreConfigRow) -> None:
         self._client.insert(
             self._configs,
             [
@@ -350,6 +362,19 @@ class ScoreStore:
             )
             for r in rows
         ]
+
+
+def _outcome(write: Callable[[], None]) -> WriteOutcome:
+    """Run a direct write (the score group's way, store/writes/plan.py): :data:`STORED`, or
+    :class:`Refused` on a store outage (connection.is_store_outage); a bug is raised."""
+    try:
+        write()
+    except Exception as exc:
+        if not is_store_outage(exc):
+            raise
+        # The message a store outage has always answered with (api/errors.py).
+        return Refused(busy=False, message=f"The store is unavailable: {error_summary(exc)}")
+    return STORED
 
 
 def _ids_of(condition: str, table: str) -> str:

@@ -77,7 +77,8 @@ SCORES = TableGroup(
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "a score write reads the id's live version and ends it in the same insert block, under "
-    "the store's write lock: batching would have to hold that lock across callers",
+    "the store's write lock: batching would have to hold that lock across callers; each "
+    "write answers Stored or Refused (an outage) as a RowWriter's does (ScoreStore.insert)",
 )
 EXPERIMENTS = TableGroup(
     "experiments",
