@@ -25,10 +25,8 @@ from tests.keys import DEFAULT_KEY
 CHROMIUM = "/usr/bin/chromium"
 # Test runs write their screenshots under build/ (ignored by git): a run must not leave the tree
 # modified, and the pages show server-set times. `make screenshots` writes docs/screenshots.
-SCREENSHOTS = Path(
-    os.environ.get("PROMPTRAIL_SCREENSHOTS")
-    or Path(__file__).resolve().parents[2] / "build" / "screenshots"
-)
+REVIEW_SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("PROMPTRAIL_SCREENSHOTS") or REVIEW_SCREENSHOTS)
 LAPTOP = {"width": 1280, "height": 800}
 # A waiting assertion returns as soon as it holds, so a longer bound costs a passing test
 # nothing; Playwright's 5 s default failed tests whose page was merely slow on a loaded machine
@@ -77,11 +75,16 @@ class Console:
         expect(page.get_by_text("Checking the key…")).to_have_count(0)
         return page
 
-    def screenshot(self, name: str) -> None:
-        """Write <name>.png of the whole page under ``SCREENSHOTS``."""
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    def screenshot(self, name: str, *, for_docs: bool = True) -> None:
+        """Write <name>.png of the whole page under ``SCREENSHOTS``.
+
+        ``for_docs=False`` is a picture for a reviewer only (every page at every width, light
+        and dark): it always goes under build/screenshots, never into docs/screenshots.
+        """
+        folder = SCREENSHOTS if for_docs else REVIEW_SCREENSHOTS
+        folder.mkdir(parents=True, exist_ok=True)
         self.page.mouse.move(0, 0)  # no row left highlighted by the pointer
-        self.page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+        self.page.screenshot(path=folder / f"{name}.png", full_page=True)
 
 
 def _new_console(browser: Browser, url: str, **context: Any) -> Iterator[Console]:

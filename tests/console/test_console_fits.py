@@ -121,9 +121,9 @@ def test_the_cost_and_latency_table_fits_a_phone(console: Console, client: httpx
     assert fits(page)
     money = table.locator("tbody tr").first.locator("td").all_inner_texts()
     assert money == ["$0.003579", "$0.000357", "\u2212$0.003222"]
-    console.screenshot("fits-compare-phone")
+    console.screenshot("fits-compare-phone", for_docs=False)
     page.emulate_media(color_scheme="dark")
-    console.screenshot("fits-compare-phone-dark")
+    console.screenshot("fits-compare-phone-dark", for_docs=False)
     assert console.errors == []
 
 
@@ -167,12 +167,12 @@ def test_the_experiments_list_shows_every_column_whole_on_a_laptop(
         "c => c.getBoundingClientRect().right <= c.closest('.table-wrap')"
         ".getBoundingClientRect().right"
     )
-    console.screenshot("fits-experiments")
+    console.screenshot("fits-experiments", for_docs=False)
     page.emulate_media(color_scheme="dark")
-    console.screenshot("fits-experiments-dark")
+    console.screenshot("fits-experiments-dark", for_docs=False)
     page.set_viewport_size(PHONE)
     assert fits(page)
-    console.screenshot("fits-experiments-phone")
+    console.screenshot("fits-experiments-phone", for_docs=False)
     assert console.errors == []
 
 
@@ -207,7 +207,7 @@ def test_boolean_scores_read_true_false_or_their_share(
     expect(badges[2]).to_have_text(["thumbs 50% true"])
     expect(badges[0].nth(1)).to_have_class("badge score good")
     expect(badges[1].nth(1)).to_have_class("badge score bad")
-    console.screenshot("fits-boolean-badges")
+    console.screenshot("fits-boolean-badges", for_docs=False)
 
     rows.first.get_by_role("link").first.click()
     detail = settled(page).locator("section.scores-card li.score-item .badge")
@@ -233,7 +233,7 @@ def test_the_trace_time_axis_has_distinct_round_ticks(console: Console, log: Log
     # Each label stands where its time falls: left to right, over the bars' column.
     lefts = ticks.evaluate_all("ts => ts.map(t => t.getBoundingClientRect().left)")
     assert lefts == sorted(lefts) and len(set(lefts)) == len(lefts)
-    console.screenshot("fits-trace-axis")
+    console.screenshot("fits-trace-axis", for_docs=False)
     assert console.errors == []
 
 
@@ -285,9 +285,9 @@ def test_every_page_shows_its_placeholders_choices_and_columns_whole(
                 cut[f"{name}{suffix}"] = found
             assert fits(page), f"{name}{suffix} is wider than the screen"
             page.emulate_media(color_scheme="light")
-            console.screenshot(f"look-{name}{suffix}")
+            console.screenshot(f"look-{name}{suffix}", for_docs=False)
             page.emulate_media(color_scheme="dark")
-            console.screenshot(f"look-{name}{suffix}-dark")
+            console.screenshot(f"look-{name}{suffix}-dark", for_docs=False)
             page.emulate_media(color_scheme="light")
     assert cut == {}, cut
     assert console.errors == []
