@@ -53,13 +53,13 @@ class BatchPoster:
         self._transport = transport
         self._stats = stats
         self._stopping = stopping
-        self._spool_place = spool_place
-        self.restart()
+        self.restart(spool_place)
 
-    def restart(self) -> None:
+    def restart(self, spool_place: str | None) -> None:
         """A new client and a fresh view of the collector (at start, and in a forked child:
-        the parent's connections are the parent's)."""
-        self.reach = Reachability(self._base_url, self._endpoint.kind, self._spool_place)
+        the parent's connections are the parent's); ``spool_place``: where what cannot be sent
+        waits (None: in memory), as the outage's line says."""
+        self.reach = Reachability(self._base_url, self._endpoint.kind, spool_place)
         headers = {"User-Agent": "promptrail-python"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"

@@ -181,7 +181,7 @@ class RecordSender:
         self._send_lock = threading.Lock()
         self._pending = deque()
         self.pending_bytes = 0
-        self._poster.restart()
+        self._poster.restart(self._spool_place)
 
     @property
     def pending(self) -> int:

@@ -285,7 +285,7 @@ _RESCAN_SECONDS = 30.0
 Settle = Callable[[int, int, str], None]
 # The sender's post of a batch with its retries: (batch, deadline, request timeout, settle,
 # patient) -> whether the collector settled it.
-Post = Callable[[list[bytes], float, "float | None", Settle, bool], bool]
+Post = Callable[[list[bytes], float, float | None, Settle, bool], bool]
 
 
 class SpoolBacklog:
