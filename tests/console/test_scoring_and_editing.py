@@ -52,6 +52,8 @@ def test_a_trace_is_scored_from_its_page(console: Console, log: Log, client: htt
     page.get_by_role("button", name="Save score").click()
     expect(card.get_by_role("status")).to_have_text("Saved resolved false.")
     expect(card.locator("li.score-item .badge")).to_have_text(["resolved false"])
+    # Every score listed here is on the trace: the list does not say so item by item.
+    expect(card.locator("li.score-item")).not_to_contain_text("on the trace")
 
     # The score judges the trace, not one of its records.
     stored = client.get("/v1/scores", params={"trace_id": TRACE}).json()["data"]

@@ -108,7 +108,7 @@ export function scoreBadges(means) {
 }
 
 /** One score as the detail shows it: name and value, then source, time, comment, correction. */
-function scoreItem(score) {
+function scoreItem(score, onTracePage) {
   return h(
     "li",
     { class: "score-item", "data-score-id": score.id },
@@ -117,7 +117,10 @@ function scoreItem(score) {
       { class: "score-head" },
       h("span", { class: badgeClass(score.value) }, `${score.name} ${scoreText(score.value)}`),
       h("span", { class: "muted" }, `${score.source} · ${fmt.time(score.created_at)}`),
-      score.trace_id && !score.request_id ? h("span", { class: "muted" }, "on the trace") : null,
+      // On a record's page a trace's score says so; on the trace's page every one is.
+      score.trace_id && !score.request_id && !onTracePage
+        ? h("span", { class: "muted" }, "on the trace")
+        : null,
     ),
     facts([
       ["Comment", score.comment ? longText(score.comment) : ""],
@@ -126,10 +129,12 @@ function scoreItem(score) {
   );
 }
 
-function scoreList(list, scores) {
+function scoreList(list, scores, onTracePage = false) {
   replace(
     list,
-    scores.length ? scores.map(scoreItem) : h("li", { class: "muted none" }, "No scores yet."),
+    scores.length
+      ? scores.map((score) => scoreItem(score, onTracePage))
+      : h("li", { class: "muted none" }, "No scores yet."),
   );
 }
 
@@ -179,10 +184,11 @@ export async function traceScoresSection(traceId, means, configs) {
 function scoresCard(target, given, configs, options, lead = null) {
   const list = h("ol", { class: "scores", "aria-label": "Scores" });
   const scores = [...given];
-  scoreList(list, scores);
+  const onTracePage = "trace_id" in target;
+  scoreList(list, scores, onTracePage);
   const form = scoreForm(target, configs, options, (score) => {
     scores.unshift(score);
-    scoreList(list, scores);
+    scoreList(list, scores, onTracePage);
     options.onSaved?.(score);
   });
   return section("Scores", [lead, list, form], "scores-card");
