@@ -46,7 +46,8 @@ demo: $(STAMP)
 # The console's JavaScript: ESLint, pinned by tools/console-lint/package-lock.json and installed
 # there once (npm's cache first); promptrail itself runs without Node.
 CONSOLE_LINT := tools/console-lint
-ESLINT := $(CONSOLE_LINT)/node_modules/.bin/eslint -c $(CONSOLE_LINT)/eslint.config.js
+ESLINT := $(CONSOLE_LINT)/node_modules/.bin/eslint -c $(CONSOLE_LINT)/eslint.config.js \
+	--max-warnings 0
 ESLINT_INSTALL := test -d $(CONSOLE_LINT)/node_modules || \
 	npm ci --prefer-offline --no-audit --no-fund --loglevel=error --prefix $(CONSOLE_LINT)
 
