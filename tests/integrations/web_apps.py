@@ -20,11 +20,13 @@ RELEASE_WAIT = 10.0  # how long a stream waits for the test before giving up
 
 
 def ask_message(topic: str) -> list[dict[str, str]]:
+    """The chat messages a route sends for ``topic``."""
     return [{"role": "user", "content": f"about {topic}"}]
 
 
 @contextmanager
 def serve_wsgi(app: Any) -> Iterator[str]:
+    """Serve a WSGI app on a free local port for the block; its base URL."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 
 def batch(api: TestClient, records: list[dict[str, Any]]) -> None:
+    """Log ``records`` in one batch, every one accepted."""
     response = api.post("/v1/requests/batch", json={"records": records})
     assert response.json()["data"]["accepted"] == len(records), response.text
 

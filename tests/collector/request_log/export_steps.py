@@ -33,6 +33,7 @@ RECORDS = [
 
 
 def finish(api: TestClient, export_id: str, timeout: float = 30.0) -> dict[str, Any]:
+    """Poll an export until it is no longer processing (or ``timeout`` passes); its data."""
     deadline = time.monotonic() + timeout
     while True:
         data: dict[str, Any] = api.get(f"/v1/requests/exports/{export_id}").json()["data"]
@@ -42,6 +43,7 @@ def finish(api: TestClient, export_id: str, timeout: float = 30.0) -> dict[str, 
 
 
 def start(api: TestClient, **body: Any) -> dict[str, Any]:
+    """Start an export of the records ``body`` filters; the job's data."""
     response = api.post("/v1/requests/export", json=body)
     assert response.status_code == 201, response.text
     data: dict[str, Any] = response.json()["data"]

@@ -5,19 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 T0 = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z in nanoseconds
-
-
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
-
-
 PARENT_ID = "0102030405060708"
 
 
-def _string(value: str) -> dict[str, Any]:
+def string_value(value: str) -> dict[str, Any]:
+    """An OTLP/JSON string value."""
     return {"stringValue": value}
 
 
-def _kv(key: str, value: dict[str, Any]) -> dict[str, Any]:
+def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """An OTLP/JSON attribute: a key and its typed value."""
     return {"key": key, "value": value}
 
 
@@ -25,7 +23,7 @@ def json_export(spans: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "resourceSpans": [
             {
-                "resource": {"attributes": [_kv("service.name", _string("json-app"))]},
+                "resource": {"attributes": [attribute("service.name", string_value("json-app"))]},
                 "scopeSpans": [{"scope": {"name": "hand-built"}, "spans": spans}],
             }
         ]

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 
 def record(**fields: Any) -> dict[str, Any]:
+    """A logged record's body: a summary prompt's call, with ``fields`` over it."""
     base: dict[str, Any] = {
         "prompt_name": "summary",
         "version": 2,
@@ -22,6 +23,7 @@ def record(**fields: Any) -> dict[str, Any]:
 
 
 def ids(api: TestClient, **params: Any) -> list[str]:
+    """The ids the request list answers for ``params``, newest first."""
     response = api.get("/v1/requests", params=params)
     assert response.status_code == 200, response.text
     return [r["id"] for r in response.json()["data"]]

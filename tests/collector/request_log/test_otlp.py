@@ -32,10 +32,10 @@ from tests.collector.request_log.otlp_payloads import (
     PARENT_ID,
     T0,
     TRACE_ID,
-    _kv,
-    _string,
+    attribute,
     json_export,
     json_span,
+    string_value,
 )
 from tests.keys import DEFAULT_KEY
 
@@ -339,12 +339,14 @@ SPAN_ID = "eee19b7ec3c1b174"
 
 
 JSON_ATTRIBUTES = [
-    _kv("gen_ai.provider.name", _string("mistral_ai")),
-    _kv("gen_ai.request.model", _string("mistral-small")),
-    _kv("gen_ai.usage.input_tokens", {"intValue": "21"}),
-    _kv("gen_ai.usage.output_tokens", {"intValue": "5"}),
-    _kv("gen_ai.response.finish_reasons", {"arrayValue": {"values": [_string("length")]}}),
-    _kv(
+    attribute("gen_ai.provider.name", string_value("mistral_ai")),
+    attribute("gen_ai.request.model", string_value("mistral-small")),
+    attribute("gen_ai.usage.input_tokens", {"intValue": "21"}),
+    attribute("gen_ai.usage.output_tokens", {"intValue": "5"}),
+    attribute(
+        "gen_ai.response.finish_reasons", {"arrayValue": {"values": [string_value("length")]}}
+    ),
+    attribute(
         "gen_ai.input.messages",
         {
             "arrayValue": {
@@ -352,8 +354,8 @@ JSON_ATTRIBUTES = [
                     {
                         "kvlistValue": {
                             "values": [
-                                _kv("role", _string("user")),
-                                _kv("content", _string("Name a colour.")),
+                                attribute("role", string_value("user")),
+                                attribute("content", string_value("Name a colour.")),
                             ]
                         }
                     }
@@ -361,16 +363,16 @@ JSON_ATTRIBUTES = [
             }
         },
     ),
-    _kv("gen_ai.output.messages", _string('[{"role": "assistant", "content": "Teal"}]')),
-    _kv(
+    attribute("gen_ai.output.messages", string_value('[{"role": "assistant", "content": "Teal"}]')),
+    attribute(
         "promptrail.metadata",
         {
             "kvlistValue": {
                 "values": [
-                    _kv("user_id", _string("u-7")),
-                    _kv("tier", {"intValue": "2"}),
-                    _kv("beta", {"boolValue": True}),
-                    _kv("score", {"doubleValue": 0.5}),
+                    attribute("user_id", string_value("u-7")),
+                    attribute("tier", {"intValue": "2"}),
+                    attribute("beta", {"boolValue": True}),
+                    attribute("score", {"doubleValue": 0.5}),
                 ]
             }
         },
@@ -428,7 +430,7 @@ def test_otlp_json_error_status_and_partial_success(client: httpx.Client) -> Non
     bad_id = json_span("0102", JSON_ATTRIBUTES)  # 2 bytes: not a span id
     too_many_tokens = json_span(
         "00000000000000e2",
-        [*JSON_ATTRIBUTES, _kv("gen_ai.usage.output_tokens", {"intValue": str(2**40)})],
+        [*JSON_ATTRIBUTES, attribute("gen_ai.usage.output_tokens", {"intValue": str(2**40)})],
     )
     # A plain span with a broken id is skipped, not rejected.
     plain = {"traceId": "01", "spanId": "02", "name": "plain"}

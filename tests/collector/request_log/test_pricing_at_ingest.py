@@ -13,10 +13,10 @@ from promptrail._genai import build_record
 from tests.collector.request_log.otlp_payloads import (
     T0,
     TRACE_ID,
-    _kv,
-    _string,
+    attribute,
     json_export,
     json_span,
+    string_value,
 )
 
 CREATED = "2026-11-02T10:00:00Z"
@@ -154,11 +154,11 @@ def test_batch_records_and_sdk_captured_records_are_priced(api: TestClient) -> N
 
 def test_an_otlp_span_is_priced_with_its_cached_tokens(api: TestClient) -> None:
     attributes = [
-        _kv("gen_ai.provider.name", _string("openai")),
-        _kv("gen_ai.request.model", _string("gpt-4o")),
-        _kv("gen_ai.usage.input_tokens", {"intValue": "5000"}),
-        _kv("gen_ai.usage.output_tokens", {"intValue": "200"}),
-        _kv("gen_ai.usage.cache_read.input_tokens", {"intValue": "4000"}),
+        attribute("gen_ai.provider.name", string_value("openai")),
+        attribute("gen_ai.request.model", string_value("gpt-4o")),
+        attribute("gen_ai.usage.input_tokens", {"intValue": "5000"}),
+        attribute("gen_ai.usage.output_tokens", {"intValue": "200"}),
+        attribute("gen_ai.usage.cache_read.input_tokens", {"intValue": "4000"}),
     ]
     span_id = "00000000000000aa"
     export = json_export([json_span(span_id, attributes)])

@@ -22,10 +22,10 @@ from tests.collector.request_log.export_steps import finish, start
 from tests.collector.request_log.otlp_payloads import (
     T0,
     TRACE_ID,
-    _kv,
-    _string,
+    attribute,
     json_export,
     json_span,
+    string_value,
 )
 from tests.collector.runs.steps import parse_events
 from tests.collector.upgrades import store_before
@@ -225,13 +225,13 @@ def test_a_run_on_the_service_prices_and_stores_the_details(
 
 def test_an_otlp_span_s_cache_writes_are_stored_and_priced(api: TestClient) -> None:
     attributes = [
-        _kv("gen_ai.provider.name", _string("anthropic")),
-        _kv("gen_ai.request.model", _string("claude-3-5-sonnet-latest")),
-        _kv("gen_ai.usage.input_tokens", {"intValue": "9000"}),
-        _kv("gen_ai.usage.output_tokens", {"intValue": "300"}),
-        _kv("gen_ai.usage.cache_read.input_tokens", {"intValue": "5000"}),
-        _kv("gen_ai.usage.cache_creation.input_tokens", {"intValue": "2500"}),
-        _kv("gen_ai.usage.reasoning.output_tokens", {"intValue": "120"}),
+        attribute("gen_ai.provider.name", string_value("anthropic")),
+        attribute("gen_ai.request.model", string_value("claude-3-5-sonnet-latest")),
+        attribute("gen_ai.usage.input_tokens", {"intValue": "9000"}),
+        attribute("gen_ai.usage.output_tokens", {"intValue": "300"}),
+        attribute("gen_ai.usage.cache_read.input_tokens", {"intValue": "5000"}),
+        attribute("gen_ai.usage.cache_creation.input_tokens", {"intValue": "2500"}),
+        attribute("gen_ai.usage.reasoning.output_tokens", {"intValue": "120"}),
     ]
     span_id = "00000000000000cb"
 

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 
 def create_prompt(api: httpx.Client, **fields: Any) -> dict[str, Any]:
+    """Create the ``greet`` prompt (``fields`` over its defaults); its data."""
     body = {
         "name": "greet",
         "template": "Say hello to {name}.",
@@ -24,6 +25,7 @@ def create_prompt(api: httpx.Client, **fields: Any) -> dict[str, Any]:
 
 
 def run(api: TestClient, path: str = "/v1/prompts/greet/run", **body: Any) -> dict[str, Any]:
+    """Run a stored prompt whole; the run's data."""
     response = api.post(path, json=body)
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()["data"]
@@ -45,6 +47,7 @@ def parse_events(text: str) -> list[dict[str, Any]]:
 def stream(
     api: TestClient, path: str = "/v1/prompts/greet/run", **body: Any
 ) -> list[dict[str, Any]]:
+    """Run a stored prompt streamed; the stream's events."""
     response = api.post(path, json={**body, "stream": True})
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")

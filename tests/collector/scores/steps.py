@@ -23,6 +23,7 @@ def fresh(prefix: str = "req") -> str:
 
 
 def created(api: TestClient, **score: Any) -> dict[str, Any]:
+    """Post a score; the stored score as answered."""
     response = api.post("/v1/scores", json=score)
     assert response.status_code == 201, response.text
     data: dict[str, Any] = response.json()["data"]
@@ -30,6 +31,7 @@ def created(api: TestClient, **score: Any) -> dict[str, Any]:
 
 
 def assert_error(response: Any, status: int, code: str, field: str | None = None) -> None:
+    """The response is ``status`` with the error body's ``code`` (and its field, if given)."""
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code, error
@@ -58,6 +60,7 @@ def log(
 
 
 def listed(api: TestClient, tag: str, **params: Any) -> list[dict[str, Any]]:
+    """The request list's items tagged ``tag``."""
     response = api.get("/v1/requests", params={"metadata.tag": tag, **params})
     assert response.status_code == 200, response.text
     items: list[dict[str, Any]] = response.json()["data"]
@@ -82,11 +85,13 @@ def counted_queries(api: TestClient) -> Iterator[list[str]]:
         del client.query  # the instance attribute goes: the class's method again
 
 
-def _client(api: TestClient) -> Any:
+def store_client(api: TestClient) -> Any:
+    """The collector's own store client."""
     return api.app.state.services.store.client
 
 
-def _db(api: TestClient) -> str:
+def database_of(api: TestClient) -> str:
+    """The collector's database."""
     return str(api.app.state.services.store.database)
 
 

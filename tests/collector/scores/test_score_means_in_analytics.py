@@ -13,7 +13,7 @@ import uuid
 
 from fastapi.testclient import TestClient
 
-from tests.collector.scores.steps import _client, _db, created, log, mean_of, optimize
+from tests.collector.scores.steps import created, database_of, log, mean_of, optimize, store_client
 
 
 def test_replaced_and_moved_scores_give_the_live_mean_merged_or_not(
@@ -37,7 +37,7 @@ def test_replaced_and_moved_scores_give_the_live_mean_merged_or_not(
         live[sid] = value
     expected = (float(f"{sum(live.values()):.12g}") / len(live), len(live))
     assert mean_of(scores_api, tag, name) == expected
-    optimize(_client(scores_api), _db(scores_api))
+    optimize(store_client(scores_api), database_of(scores_api))
     assert mean_of(scores_api, tag, name) == expected
 
 

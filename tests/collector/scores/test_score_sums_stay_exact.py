@@ -24,14 +24,14 @@ from promptrail.collector.store import migrations
 from promptrail.collector.store.schema import Migration
 from promptrail.collector.store.score_tables import SCORE_SUMS_SEED
 from tests.collector.scores.steps import (
-    _client,
-    _db,
     created,
+    database_of,
     listed,
     log,
     mean_of,
     optimize,
     scores_upgraded,
+    store_client,
 )
 
 Sums = dict[tuple[str, int, str, str], tuple[float, int, int]]
@@ -92,7 +92,7 @@ def test_replacing_moving_and_deleting_scores_leaves_no_stale_sum(scores_api: Te
     # A retry of the same score changes nothing.
     created(scores_api, id=category["id"], request_id=second, name=kind, value="bad")
     assert mean_of(scores_api, tag, name) == (0.1, 1)
-    client, database = _client(scores_api), _db(scores_api)
+    client, database = store_client(scores_api), database_of(scores_api)
     assert stored_sums(client, database, [name, kind]) == reference_sums(
         client, database, [name, kind]
     )
@@ -137,9 +137,9 @@ def test_random_changes_keep_the_sums_equal_to_the_live_scores(scores_api: TestC
             created(scores_api, id=sid, name=name, value=value, **target)
         live[sid] = {"name": name, "value": value, **target}
         if step % 20 == 19:
-            client, database = _client(scores_api), _db(scores_api)
+            client, database = store_client(scores_api), database_of(scores_api)
             assert stored_sums(client, database, names) == reference_sums(client, database, names)
-    client, database = _client(scores_api), _db(scores_api)
+    client, database = store_client(scores_api), database_of(scores_api)
     optimize(client, database)
     assert stored_sums(client, database, names) == reference_sums(client, database, names)
 
@@ -179,7 +179,7 @@ def test_concurrent_writes_of_one_id_end_each_version_once(scores_api: TestClien
         thread.start()
     for thread in threads:
         thread.join()
-    client, database = _client(scores_api), _db(scores_api)
+    client, database = store_client(scores_api), database_of(scores_api)
     sums = stored_sums(client, database, [name])
     assert sums == reference_sums(client, database, [name])
     assert sum(count for _, _, count in sums.values()) <= 1
@@ -226,7 +226,7 @@ def test_deleting_records_by_metadata_takes_their_scores_out_of_the_sums(
     created(scores_api, request_id=kept, name=name, value=0.2)
     deleted = scores_api.request("DELETE", "/v1/requests", json={"metadata": {"tag": tag}})
     assert deleted.status_code == 200, deleted.text
-    client, database = _client(scores_api), _db(scores_api)
+    client, database = store_client(scores_api), database_of(scores_api)
     sums = stored_sums(client, database, [name])
     assert sums == reference_sums(client, database, [name])
     assert sums == {(name, 0, kept, "0.2"): (0.2, 1, 1)}

@@ -22,6 +22,7 @@ CONTROL = {
 
 
 def versions(api: TestClient, name: str) -> list[dict[str, Any]]:
+    """A prompt's versions as the versions list answers them."""
     response = api.get(f"/v1/prompts/{quote(name, safe='')}/versions")
     assert response.status_code == 200, response.text
     data: list[dict[str, Any]] = response.json()["data"]
@@ -29,6 +30,7 @@ def versions(api: TestClient, name: str) -> list[dict[str, Any]]:
 
 
 def labels(api: TestClient, name: str) -> dict[str, int]:
+    """A prompt's labels and the version each points at."""
     response = api.get(f"/v1/prompts/{quote(name, safe='')}/labels")
     assert response.status_code == 200, response.text
     return {item["label"]: item["version"] for item in response.json()["data"]}

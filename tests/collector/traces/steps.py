@@ -40,6 +40,7 @@ def span(
 
 
 def log(api: TestClient, records: list[dict[str, Any]]) -> None:
+    """Log ``records`` through the batch route, 500 at a time, every one accepted."""
     for at in range(0, len(records), 500):
         batch = records[at : at + 500]
         response = api.post("/v1/requests/batch", json={"records": batch})
