@@ -141,3 +141,35 @@ def test_an_export_carries_the_span_s_thumb_on_the_model_call(scores_api: TestCl
     body = response.text
     rows = [json.loads(line) for line in body.splitlines() if line]
     assert [(row["id"], row["scores"]) for row in rows] == [(call, [thumb])]
+
+
+def test_a_feedback_token_minted_for_the_span_counts_for_the_model_call(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    _, span, call = observed_call(scores_api, tag)
+    minted = scores_api.post("/v1/scores/tokens", json={"request_id": span, "name": "thumbs"})
+    assert minted.status_code == 201, minted.text
+    browser = TestClient(scores_api.app)  # an end user: no key
+    vote = browser.post(minted.json()["data"]["url"], json={"value": False})
+    assert vote.status_code in (200, 201), vote.text
+    assert listed(scores_api, tag)[0]["scores"] == {"thumbs": 0}
+    assert [i["id"] for i in listed(scores_api, tag, **{"score.thumbs": "false"})] == [call]
+
+
+def test_the_trace_counts_the_span_s_thumb_once_and_its_page_shows_it_on_the_call(
+    scores_api: TestClient,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    trace, span, call = observed_call(scores_api, tag)
+    thumbs_down(scores_api, span)
+    created(scores_api, trace_id=trace, name="thumbs", value=True)
+    page = scores_api.get(f"/v1/traces/{trace}").json()["data"]
+    assert page["scores"] == {"thumbs": 0.5}
+    assert {item["id"]: item["scores"] for item in page["items"]} == {
+        span: {"thumbs": 0.5},
+        call: {"thumbs": 0.5},
+    }
+    # The scores list keeps the score on the record it was given for.
+    on_span = scores_api.get("/v1/scores", params={"request_id": span}).json()["data"]
+    assert [(s["request_id"], s["trace_id"]) for s in on_span] == [(span, None)]
