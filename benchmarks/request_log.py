@@ -154,7 +154,7 @@ def record_id(number: int, ids: str = "bench") -> str:
     - ``bench``: ``req_bench<number>``, in the records' time order (as the collector's own
       ids, ``req_<ms><random>``, are);
     - ``sdk``: as the SDK makes them, ``req_<trace id><span id>`` with a trace id that leads
-      with its start in ms (``promptrail._spans.new_trace_id``): in time order, random below;
+      with its start in ms (``promptrail._capture.spans.new_trace_id``): in time order, random below;
     - ``random``: ``req_<32 hex><16 hex>`` all random, as from another OpenTelemetry SDK's
       ids (a provider without promptrail's id generator): in no order.
 

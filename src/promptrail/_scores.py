@@ -3,9 +3,9 @@
 ``score()`` is called in the application's request path, so it does in the caller's thread
 only what cannot wait: check its arguments (cheap type checks; a bad call is logged once per
 kind of mistake and counted as dropped, never raised), pick the target (the current trace when
-none is given), give the score its id, and append it to the score queue
-(:mod:`._score_shipping`). Everything else (JSON, gzip, the post and its retries) happens on
-the shipper's thread.
+none is given), give the score its id, and append it to the score queue (the shipper of
+:mod:`._capture.shipping`, posting to the ``SCORES`` endpoint of :mod:`._capture.endpoints`).
+Everything else (JSON, gzip, the post and its retries) happens on the shipper's thread.
 """
 
 from __future__ import annotations
