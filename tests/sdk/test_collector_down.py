@@ -26,12 +26,8 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
+from tests.sdk.outage_steps import DURATION
 from tests.stalls import live_collector, record
-
-# How the end-of-outage line gives the outage's length: "0.4 s", "12 s", or "under 0.1 s" when
-# the collector was back before a tenth of a second (a flush while it is known down returns at
-# once, so a test's outage can be that short on a fast machine).
-DURATION = r"(?:under 0\.1|\d+(?:\.\d)?) s"
 
 
 @promptrail.observe(name="work")

@@ -31,14 +31,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
-from tests.sdk.test_collector_down import DURATION
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@promptrail.observe(name="work")
-def work(tag: str, n: int) -> int:
-    return n
+from tests.sdk.outage_steps import DURATION, ROOT, calls, start_app, stored, wait_spooled, work
 
 
 @pytest.fixture
@@ -46,45 +39,6 @@ def capture() -> Iterator[None]:
     _runtime.reset_stats()
     yield
     promptrail.shutdown()
-
-
-def stored(url: str) -> list[dict[str, Any]]:
-    """Every record the collector holds for the default project (all pages)."""
-    found: list[dict[str, Any]] = []
-    cursor: str | None = None
-    with httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}, timeout=30) as client:
-        while True:
-            # Every kind: observed functions are spans, not model calls (CONTRACT 10).
-            params: dict[str, Any] = {"limit": 100, "kind": "all"}
-            if cursor:
-                params["cursor"] = cursor
-            page = client.get("/v1/requests", params=params).json()
-            found.extend(page["data"])
-            cursor = page["pagination"].get("next_cursor")
-            if not cursor:
-                return found
-
-
-def calls(records: list[dict[str, Any]]) -> Counter[tuple[str, int]]:
-    """How often each captured call (tag, n) is in ``records``."""
-    return Counter((r["input_variables"]["tag"], r["input_variables"]["n"]) for r in records)
-
-
-def start_app(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.sdk.outage_app", *args],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_spooled(app: subprocess.Popen[str]) -> None:
-    assert app.stdout is not None
-    line = app.stdout.readline()
-    assert line.strip() == "spooled", app.communicate(timeout=10)
 
 
 def replay_app(url: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from promptrail.collector.config import Settings
 from promptrail.testing import free_port, serve
 from tests.keys import DEFAULT_KEY
 from tests.sdk.conftest import greet
-from tests.sdk.test_outage import ROOT, calls, start_app, stored, wait_spooled, work
+from tests.sdk.outage_steps import ROOT, calls, start_app, stored, wait_spooled, work
 
 
 @pytest.fixture(autouse=True)
