@@ -29,7 +29,7 @@ ROTATE = "/v1/admin/keys/rotate"
 
 
 def assert_refused(response: Any) -> None:
-    """The contract's 401 (CONTRACT 2 and 3)."""
+    """The contract's 401 (docs/security.md, "Keys")."""
     assert_error(response, 401, "INVALID_API_KEY", type_="authentication_error")
 
 

@@ -1,4 +1,5 @@
-"""CONTRACT 2: a key sees and changes only its own project's data; keys are stored hashed."""
+"""A key sees and changes only its own project's data; keys are stored hashed (docs/security.md,
+"Tenants")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Datasets and items (CONTRACT 11, issue 33 point 1): CRUD, upsert in place, from the log.
+"""Datasets and items (docs/api-notes.md, "Datasets and experiments", issue 33 point 1): CRUD,
+upsert in place, from the log.
 
 A real collector on the real embedded store, over ASGI.
 """

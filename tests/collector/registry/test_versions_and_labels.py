@@ -1,4 +1,4 @@
-"""Version history, rollback (spec 4.4) and labels (CONTRACT 4)."""
+"""Version history, rollback (spec 4.4) and labels (docs/api-notes.md, "Labels")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delete by metadata and analytics (CONTRACT 7)."""
+"""Delete by metadata and analytics (docs/api-notes.md, "Request log")."""
 
 from __future__ import annotations
 

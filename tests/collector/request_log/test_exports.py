@@ -1,5 +1,5 @@
-"""Exports (spec 2.7, CONTRACT 7): CSV and JSON lines straight from ClickHouse, jobs that
-survive restarts, downloads under the same key, retention."""
+"""Exports (spec 2.7, docs/api-notes.md, "Request log"): CSV and JSON lines straight from
+ClickHouse, jobs that survive restarts, downloads under the same key, retention."""
 
 from __future__ import annotations
 

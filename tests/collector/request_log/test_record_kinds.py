@@ -1,7 +1,7 @@
-"""Record kinds (issue 32 point 1, CONTRACT 10): every record has one; the request log, search
-and exports show model calls unless ``kind=`` asks; a trace's list shows every kind; OTLP spans
-get theirs from GenAI operations and OpenInference span kinds; records stored before the kinds
-get one from what their rows have (migration 17)."""
+"""Record kinds (issue 32 point 1, docs/api-notes.md, "Traces, sessions and users"): every record
+has one; the request log, search and exports show model calls unless ``kind=`` asks; a trace's list
+shows every kind; OTLP spans get theirs from GenAI operations and OpenInference span kinds; records
+stored before the kinds get one from what their rows have (migration 17)."""
 
 from __future__ import annotations
 

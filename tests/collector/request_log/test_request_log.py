@@ -86,9 +86,10 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "span_id",
         "parent_span_id",
         "span_name",
-        # Per score name, the mean or newest category of its scores (issue 31, CONTRACT 9).
+        # Per score name, the mean or newest category of its scores (issue 31, docs/api-notes.md,
+        # "Scores and feedback").
         "scores",
-        # llm, embedding or a span kind (issue 32, CONTRACT 10).
+        # llm, embedding or a span kind (issue 32, docs/api-notes.md, "Traces, sessions and users").
         "kind",
     }
     assert item["scores"] == {}

@@ -1,4 +1,4 @@
-"""A model without a price reads as unknown, not $0 (issue 30.3, CONTRACT 7).
+"""A model without a price reads as unknown, not $0 (issue 30.3, docs/api-notes.md, "Request log").
 
 List items and run results carry ``cost_known``; analytics of the cost says how many records
 of the period had no price.

@@ -1,5 +1,6 @@
 """Values the store cannot keep (lone surrogates, nesting past the limit) are a 400 naming the
-field on every write route, never a 500, and a batch keeps its other records (CONTRACT 6)."""
+field on every write route, never a 500, and a batch keeps its other records (docs/api-notes.md,
+"Request log")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Runs (spec 4.3, 6; CONTRACT 5): a stored prompt run on the service side, whole or streamed.
+"""Runs (spec 4.3, 6; docs/api-notes.md, "Runs"): a stored prompt run on the service side, whole or
+streamed.
 
 The providers are the wire-format stubs of ``promptrail.testing`` on real sockets; the collector
 talks to them over HTTP exactly as it would to OpenAI and Anthropic.

@@ -1,4 +1,5 @@
-"""End-user feedback tokens (CONTRACT 9, issue 31 point 3) through HTTP against the real store."""
+"""End-user feedback tokens (docs/api-notes.md, "Scores and feedback", issue 31 point 3) through
+HTTP against the real store."""
 
 from __future__ import annotations
 

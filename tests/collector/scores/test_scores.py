@@ -1,4 +1,5 @@
-"""Scores and score configs (CONTRACT 9, issue 31 point 1) through HTTP against the real store.
+"""Scores and score configs (docs/api-notes.md, "Scores and feedback", issue 31 point 1) through
+HTTP against the real store.
 
 One collector serves the module (each test uses its own record ids and names), so the file
 costs one store start-up, not one per test.

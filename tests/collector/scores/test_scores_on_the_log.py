@@ -1,4 +1,5 @@
-"""Scores on the request log (CONTRACT 9, issue 31 point 2): detail, list items, filters.
+"""Scores on the request log (docs/api-notes.md, "Scores and feedback", issue 31 point 2): detail,
+list items, filters.
 
 One collector for the module; each test logs records under a metadata tag of its own and
 lists with that tag, so tests never see each other's records.

@@ -1,4 +1,5 @@
-"""The error table of CONTRACT 3: every failure answers ``{"error": {...}}`` with its code."""
+"""The error table: every failure answers ``{"error": {...}}`` with its code (docs/api-notes.md,
+"Errors beyond the contract's table")."""
 
 from __future__ import annotations
 
@@ -174,7 +175,8 @@ def _every_v1_route() -> list[tuple[str, str]]:
     return sorted(routes)
 
 
-# The one route that takes no key, by the contract (CONTRACT 9): its token is its credential.
+# The one route that takes no key, by the contract (docs/api-notes.md, "Scores and feedback"): its
+# token is its credential.
 KEYLESS = [("POST", "/feedback/x")]
 ALL_ROUTES = [route for route in _every_v1_route() if route not in KEYLESS]
 

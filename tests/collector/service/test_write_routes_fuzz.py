@@ -1,5 +1,6 @@
-"""Property: arbitrary JSON on every write route is never a 5xx, every 4xx is the contract's
-error body (CONTRACT 3), and a refused write stores nothing, not even part of itself.
+"""Property: arbitrary JSON on every write route is never a 5xx, every 4xx is the contract's error
+body (docs/api-notes.md, "Errors beyond the contract's table"), and a refused write stores nothing,
+not even part of itself.
 
 Values go where the models expect text, numbers, objects and lists: deep nesting, lone
 surrogates, NUL, integers past 64 bits, NaN/Infinity literals, 1 MiB strings. Bodies are

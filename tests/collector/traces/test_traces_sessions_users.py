@@ -1,6 +1,6 @@
-"""Traces, sessions and users (issue 32 points 2-3, CONTRACT 10): the lists with their sums,
-filters and cursors; a trace and a session read whole, oldest first, through paging; 404s;
-bad input as 400s; and a second project sees none of it."""
+"""Traces, sessions and users (issue 32 points 2-3, docs/api-notes.md, "Traces, sessions and
+users"): the lists with their sums, filters and cursors; a trace and a session read whole, oldest
+first, through paging; 404s; bad input as 400s; and a second project sees none of it."""
 
 from __future__ import annotations
 
