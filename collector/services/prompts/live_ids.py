@@ -40,6 +40,9 @@ removal. Exactness under concurrency:
   install is applied to the installed index;
 - a write that fails between its store and its apply drops the project's index (the next read
   loads it again), so an unknown outcome never leaves it stale.
+
+This module holds the index's locks, loads, replays, polls and eviction; one project's state
+and its idempotent changes are :mod:`.live_state`'s.
 """
 
 from __future__ import annotations
@@ -52,17 +55,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ...store.prompts import LiveState, PromptRef, PromptVersionRow, RegistryChanges
+from .live_state import IndexedProject
 
 # A project with more live prompts than this is not indexed: its reads ask the store.
 _MAX_PROJECT_PROMPTS = 200_000
 # Live prompts kept over all indexed projects; the least recently used projects go first.
 _MAX_TOTAL_PROMPTS = 1_000_000
 _TICK = timedelta(microseconds=1)
-# Rows of the newest versions of a prompt held besides the labeled ones: a label is usually
-# put on one of the last few versions written (create, new versions, then a label on one),
-# and a move to a held version reads nothing from the store. On the embedded store such a
-# read waits for the registry journal's queued writes first (~0.1-0.5 s under 8 writers).
-_RECENT_ROWS = 4
 # Writers of one name (a create) or one prompt (a new version) take one of these locks, picked
 # by hash: writers of different prompts rarely share one, so they are not serialised.
 _STRIPES = 256
@@ -71,141 +70,6 @@ Loader = Callable[[str, int], LiveState | None]
 # Reads what was stored in some projects since a time (``PromptStore.changes``).
 ChangeReader = Callable[[list[str], datetime], RegistryChanges]
 T = TypeVar("T")
-
-
-class _Live:
-    """One live prompt: its newest stored version, where its labels point, and the rows of
-    those versions (the newest few and each labeled one) as far as they are known."""
-
-    __slots__ = ("labels", "moved", "newest", "rows")
-
-    def __init__(self, newest: int) -> None:
-        self.newest = newest
-        self.labels: dict[str, int] | None = None
-        # When each label's last applied move was stored (``updated_at``), where known: a
-        # polled index skips an older move a lagging replica still answers with.
-        self.moved: dict[str, datetime] | None = None
-        self.rows: dict[int, PromptVersionRow] = {}
-
-    def keep(self, row: PromptVersionRow | None) -> None:
-        """Hold ``row`` if a default read can ask for it, or a label move likely will (one of
-        the few newest versions); drop the others."""
-        if row is not None:
-            self.rows[row.version] = row
-        recent = range(self.newest - _RECENT_ROWS + 1, self.newest + 1)
-        wanted = {*recent, *(self.labels or {}).values()}
-        for version in [v for v in self.rows if v not in wanted]:
-            del self.rows[version]
-
-    def pick(self, number: int | None, label: str | None) -> int | None:
-        """The version a read asks for, or None if the prompt has no such version or label."""
-        if label is not None:
-            return self.labels.get(label) if self.labels else None
-        if number is not None:
-            return number if 1 <= number <= self.newest else None
-        return self.newest
-
-
-class _Project:
-    """The live prompts of one project: name -> id, and id -> versions and labels."""
-
-    def __init__(self) -> None:
-        self.by_name: dict[str, str] = {}
-        self.prompts: dict[str, _Live] = {}
-        # The highest generation each name ever claimed, deleted ones too.
-        self.generations: dict[str, int] = {}
-        # Prompts a polled index saw deleted: a claim row of one, read again from a replica
-        # that has not got the delete yet, must not bring it back.
-        self.dead: set[str] = set()
-        # When the store was last read for this project (its load, then each poll): a poll
-        # reads what was stored from a little before then.
-        self.polled_at = datetime.now(UTC)
-
-    def lookup(self, ref: PromptRef) -> str | None:
-        if ref.by_id:
-            return ref.value if ref.value in self.prompts else None
-        return self.by_name.get(ref.value)
-
-    def locate(
-        self, ref: PromptRef, number: int | None, label: str | None
-    ) -> tuple[str | None, int | None]:
-        prompt_id = self.lookup(ref)
-        if prompt_id is None:
-            return None, None
-        return prompt_id, self.prompts[prompt_id].pick(number, label)
-
-    def located_row(
-        self, ref: PromptRef, number: int | None, label: str | None
-    ) -> tuple[str | None, int | None, PromptVersionRow | None]:
-        prompt_id, version = self.locate(ref, number, label)
-        if prompt_id is None or version is None:
-            return prompt_id, version, None
-        return prompt_id, version, self.prompts[prompt_id].rows.get(version)
-
-    def created(
-        self,
-        name: str,
-        prompt_id: str,
-        newest: int = 1,
-        row: PromptVersionRow | None = None,
-        generation: int | None = None,
-    ) -> None:
-        self.by_name[name] = prompt_id
-        if generation is not None:
-            self.generations[name] = max(generation, self.generations.get(name, 0))
-        live = self.prompts.setdefault(prompt_id, _Live(newest))
-        live.newest = max(live.newest, newest)
-        live.keep(row)
-
-    def deleted(self, name: str, prompt_id: str, remember: bool = False) -> None:
-        if self.by_name.get(name) == prompt_id:
-            del self.by_name[name]
-        self.prompts.pop(prompt_id, None)
-        if remember:
-            self.dead.add(prompt_id)
-
-    def polled_claim(self, name: str, generation: int, prompt_id: str, deleted: bool) -> None:
-        """Apply a claim or delete row a poll read. A claim of a generation older than the
-        name's newest known one changes nothing (a poll re-reads rows it may have applied
-        before); a delete always applies (a deleted prompt never lives again)."""
-        if deleted:
-            self.generations[name] = max(generation, self.generations.get(name, 0))
-            self.deleted(name, prompt_id, remember=True)
-        elif generation >= self.generations.get(name, 0) and prompt_id not in self.dead:
-            self.created(name, prompt_id, 1, None, generation)
-
-    def stored(self, prompt_id: str, version: int, row: PromptVersionRow | None = None) -> None:
-        live = self.prompts.get(prompt_id)
-        if live is not None:
-            live.newest = max(live.newest, version)
-            live.keep(row)
-
-    def labeled(
-        self,
-        prompt_id: str,
-        label: str,
-        version: int,
-        row: PromptVersionRow | None = None,
-        at: datetime | None = None,
-    ) -> None:
-        live = self.prompts.get(prompt_id)
-        if live is None:
-            return
-        if at is not None:
-            if live.moved is None:
-                live.moved = {}
-            last = live.moved.get(label)
-            if last is not None and at < last:
-                return  # older than a move already applied: the store keeps the newest
-            live.moved[label] = at
-        if version > 0:
-            if live.labels is None:
-                live.labels = {}
-            live.labels[label] = version
-            live.newest = max(live.newest, version)
-        elif live.labels:
-            live.labels.pop(label, None)
-        live.keep(row)
 
 
 class LiveIdIndex:
@@ -225,13 +89,13 @@ class LiveIdIndex:
         self.polled = polled
         self._max_project = max_project_prompts
         self._max_total = max_total_prompts
-        self._projects: OrderedDict[str, _Project] = OrderedDict()
+        self._projects: OrderedDict[str, IndexedProject] = OrderedDict()
         self._total = 0
         # Bumped by every forget (and poll): a load under way when the project is forgotten
         # is dropped, since a write of unknown outcome may be missing from what it read.
         self._generations: defaultdict[str, int] = defaultdict(int)
         # The writes applied to each project while it loads, replayed on what the load read.
-        self._recording: dict[str, list[Callable[[_Project], None]]] = {}
+        self._recording: dict[str, list[Callable[[IndexedProject], None]]] = {}
         self._stamps: dict[str, datetime] = {}
         self._lock = threading.Lock()
         self._write_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -304,7 +168,7 @@ class LiveIdIndex:
         """Return the newest version of every live prompt of the project (what the list shows),
         or None when the index cannot answer or does not hold every such row."""
 
-        def rows(indexed: _Project) -> list[PromptVersionRow] | None:
+        def rows(indexed: IndexedProject) -> list[PromptVersionRow] | None:
             found = [live.rows.get(live.newest) for live in indexed.prompts.values()]
             return None if any(row is None for row in found) else [r for r in found if r]
 
@@ -322,7 +186,7 @@ class LiveIdIndex:
             yield
 
     def _answer(
-        self, project: str, load: Loader, ask: Callable[[_Project], T]
+        self, project: str, load: Loader, ask: Callable[[IndexedProject], T]
     ) -> tuple[bool, T | None]:
         """Apply ``ask`` to the project's index, loading it first if needed."""
         if not self.enabled:
@@ -344,16 +208,8 @@ class LiveIdIndex:
             state = load(project, self._max_project)
             if state is None:
                 return False, None
-            built = _Project()
-            built.polled_at = started
-            built.generations.update(state.generations)
-            for live in state.prompts:
-                built.created(live.name, live.prompt_id, live.newest)
-                for label, version in live.labels:
-                    built.labeled(live.prompt_id, label, version)
-                for row in live.rows:
-                    built.prompts[live.prompt_id].keep(row)
-            if any(live.newest < 1 for live in built.prompts.values()):
+            built = IndexedProject.loaded(state, started)
+            if built is None:
                 return False, None  # a claim without a version: not a state to trust
             with self._lock:
                 replay = self._recording.pop(project, [])
@@ -460,7 +316,7 @@ class LiveIdIndex:
             if dropped is not None:
                 self._total -= len(dropped.prompts)
 
-    def _apply(self, project: str, change: Callable[[_Project], None]) -> None:
+    def _apply(self, project: str, change: Callable[[IndexedProject], None]) -> None:
         """Apply ``change`` to the project's index if loaded, or record it for the load under
         way."""
         with self._lock:
