@@ -7,13 +7,13 @@ and dark (the screenshots are written for that)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import GALLERY, record
+from .steps import fits, post, settled
 
 Log = Callable[..., None]
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -38,21 +38,6 @@ CUT_CONTROLS = """() => {
   }
   return cut;
 }"""
-
-
-def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
-
-
-def settled(page: Page) -> Page:
-    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
-    return page
-
-
-def fits(page: Page) -> bool:
-    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
 
 
 def client_experiment(

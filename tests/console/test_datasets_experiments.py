@@ -11,32 +11,18 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from promptrail.testing import OpenAIStub
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
+from .steps import fits, post, settled
 
 Log = Callable[..., None]
 MINUS = "\u2212"  # the console writes negative deltas with a real minus sign
 # No quotes in it: shown as JSON (variables), it reads the same.
 HOSTILE = "<img src=x onerror=window.pwned=1>"
-
-
-def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
-
-
-def settled(page: Page) -> Page:
-    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
-    return page
-
-
-def fits(page: Page) -> bool:
-    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
 
 
 def items_of(client: httpx.Client, dataset: str) -> list[dict[str, Any]]:

@@ -7,31 +7,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 from promptrail.testing import OpenAIStub
 
 from .conftest import Console
-
-
-def create(client: httpx.Client, name: str, template: str, **fields: Any) -> None:
-    body = {"name": name, "template": template, "model": "gpt-4o-mini", **fields}
-    response = client.post("/v1/prompts", json=body)
-    assert response.status_code == 201, response.text
+from .steps import create, run_panel
 
 
 def update(client: httpx.Client, name: str, **fields: Any) -> None:
     response = client.patch(f"/v1/prompts/{name}", json=fields)
     assert response.status_code == 200, response.text
-
-
-def run_panel(
-    console: Console, client: httpx.Client, template: str, **fields: Any
-) -> tuple[Page, Locator]:
-    """Create prompt "greeting" with ``template`` and open its page's run panel."""
-    create(client, "greeting", template, **fields)
-    page = console.sign_in(route="#/prompts/greeting")
-    return page, page.get_by_role("form", name="Run this prompt")
 
 
 def settled(page: Page) -> None:

@@ -5,57 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import expect
 
 from tests.keys import DEFAULT_KEY
 
 from .conftest import PHONE, Console
 from .records import GALLERY, record
+from .steps import card, filter_by, pairs, rows
 
 Log = Callable[..., None]
-
-
-def rows(page: Page) -> list[list[str]]:
-    """The table's rows as the user reads them, cell by cell."""
-    expect(page.locator("table.records")).to_be_attached()
-    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
-    cells = page.locator("table.records tbody tr").evaluate_all(
-        "rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))"
-    )
-    return list(cells)
-
-
-def card(page: Page, title: str) -> Locator:
-    """The detail's section headed ``title``."""
-    heading = page.get_by_role("heading", name=title, exact=True)
-    return page.locator("section.card", has=heading)
-
-
-def pairs(page: Page, title: str) -> dict[str, str]:
-    """A detail section's name/value pairs (a list of facts or a key/value table)."""
-    found = card(page, title).evaluate(
-        """section => Object.fromEntries(
-            [...section.querySelectorAll("dt, table.kv th")].map(name => [
-                name.innerText.trim(),
-                (name.nextElementSibling?.innerText ?? "").trim(),
-            ]))"""
-    )
-    return dict(found)
-
-
-def filter_by(page: Page, **values: str) -> None:
-    """Fill the filter form as a user would and apply it."""
-    labels = {
-        "prompt": "Prompt",
-        "from_date": "From",
-        "to_date": "To",
-        "key": "Metadata key",
-        "value": "Metadata value",
-    }
-    for name, label in labels.items():
-        page.get_by_label(label, exact=True).fill(values.get(name, ""))
-    page.get_by_label("Status").select_option(values.get("status", ""))
-    page.get_by_role("button", name="Apply").click()
 
 
 def test_a_wrong_key_is_refused_clearly_and_the_right_key_signs_in(console: Console) -> None:

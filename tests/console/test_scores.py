@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
-from .test_requests_page import card, rows
+from .steps import card, rows
 
 Log = Callable[..., None]
 ANY_HINT = "What the output should have been (Ctrl+Enter saves)"

@@ -10,28 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Route, expect
 
 from .conftest import PHONE, Console
 from .records import record
+from .steps import fits, post, settled
 
 Log = Callable[..., None]
 TRACE = "7d3f9a2c4b1e48d6a0c5e9f1b2d3c4e5"
-
-
-def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:
-    response = client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()["data"]
-
-
-def settled(page: Page) -> Page:
-    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
-    return page
-
-
-def fits(page: Page) -> bool:
-    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
 
 
 def test_a_trace_is_scored_from_its_page(console: Console, log: Log, client: httpx.Client) -> None:

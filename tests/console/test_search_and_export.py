@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from .conftest import Console
 from .records import GALLERY, record
-from .test_requests_page import filter_by, rows
+from .steps import filter_by, rows
 
 Log = Callable[..., None]
 

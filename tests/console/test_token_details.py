@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
-from .test_requests_page import pairs
+from .steps import pairs
 
 
 def test_the_detail_shows_the_token_details_only_when_non_zero(console: Console, log: Any) -> None:

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, Route, expect
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
-from .test_requests_page import pairs, rows
+from .steps import pairs, rows
 
 Log = Callable[..., None]
 

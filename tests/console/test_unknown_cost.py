@@ -16,7 +16,7 @@ from promptrail.testing import OpenAIStub
 
 from .conftest import LAPTOP, PHONE, Console
 from .records import record
-from .test_prompts_pages import run_panel
+from .steps import run_panel
 
 Log = Callable[..., None]
 

@@ -1,0 +1,88 @@
+"""Steps and readings the console's browser tests share: what a user does (filter, open a run
+panel) and reads (a table's rows, a detail's facts), and the API calls that set a page up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import Locator, Page, expect
+
+from .conftest import Console
+
+
+def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:
+    """POST ``body`` to the API, check the status, answer the response's ``data``."""
+    response = client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()["data"]
+
+
+def settled(page: Page) -> Page:
+    """``page`` once its route has drawn (the main view no longer busy)."""
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+    return page
+
+
+def fits(page: Page) -> bool:
+    """Whether the page is no wider than the screen (nothing to scroll sideways)."""
+    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+
+
+def rows(page: Page) -> list[list[str]]:
+    """The table's rows as the user reads them, cell by cell."""
+    expect(page.locator("table.records")).to_be_attached()
+    expect(page.locator("main")).not_to_have_attribute("aria-busy", "true")
+    cells = page.locator("table.records tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))"
+    )
+    return list(cells)
+
+
+def card(page: Page, title: str) -> Locator:
+    """The detail's section headed ``title``."""
+    heading = page.get_by_role("heading", name=title, exact=True)
+    return page.locator("section.card", has=heading)
+
+
+def pairs(page: Page, title: str) -> dict[str, str]:
+    """A detail section's name/value pairs (a list of facts or a key/value table)."""
+    found = card(page, title).evaluate(
+        """section => Object.fromEntries(
+            [...section.querySelectorAll("dt, table.kv th")].map(name => [
+                name.innerText.trim(),
+                (name.nextElementSibling?.innerText ?? "").trim(),
+            ]))"""
+    )
+    return dict(found)
+
+
+def filter_by(page: Page, **values: str) -> None:
+    """Fill the filter form as a user would and apply it."""
+    labels = {
+        "prompt": "Prompt",
+        "from_date": "From",
+        "to_date": "To",
+        "key": "Metadata key",
+        "value": "Metadata value",
+    }
+    for name, label in labels.items():
+        page.get_by_label(label, exact=True).fill(values.get(name, ""))
+    page.get_by_label("Status").select_option(values.get("status", ""))
+    page.get_by_role("button", name="Apply").click()
+
+
+def create(client: httpx.Client, name: str, template: str, **fields: Any) -> None:
+    """Create prompt ``name`` (model gpt-4o-mini unless ``fields`` say otherwise)."""
+    body = {"name": name, "template": template, "model": "gpt-4o-mini", **fields}
+    response = client.post("/v1/prompts", json=body)
+    assert response.status_code == 201, response.text
+
+
+def run_panel(
+    console: Console, client: httpx.Client, template: str, **fields: Any
+) -> tuple[Page, Locator]:
+    """Create prompt "greeting" with ``template`` and open its page's run panel."""
+    create(client, "greeting", template, **fields)
+    page = console.sign_in(route="#/prompts/greeting")
+    return page, page.get_by_role("form", name="Run this prompt")
