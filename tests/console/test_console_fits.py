@@ -152,6 +152,8 @@ def test_the_experiments_list_shows_every_column_whole_on_a_laptop(
         "c => c.getBoundingClientRect().right <= c.closest('.table-wrap')"
         ".getBoundingClientRect().right"
     )
+    # The compare picker names the two newest whole, the long name too.
+    assert page.evaluate(CUT_CONTROLS) == []
     console.screenshot("fits-experiments", for_docs=False)
     page.emulate_media(color_scheme="dark")
     console.screenshot("fits-experiments-dark", for_docs=False)
