@@ -303,10 +303,10 @@ def _score_parts(
         f"{sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
         "AND name = {score_name:String} AND on_trace = %d AND numbers != 0"
     )
-    on_spans = f"{sums % 0} AND target IN ({span_ids(table)})"
     of_traces = (
         f"{sums % 1} UNION ALL SELECT sp.span_trace AS target, s.t AS t, s.n AS n FROM "
-        f"({on_spans}) AS s INNER JOIN ({span_records(table)}) AS sp ON s.target = sp.span_id"
+        f"({sums % 0}) AS s INNER JOIN ({span_records(table, sums % 0)}) AS sp "
+        "ON s.target = sp.span_id"
     )
     # A record is one row of ``records`` (FINAL): its own sums join it once, no DISTINCT.
     # The records are the join's right (built) side: faster than building the sums (measured
