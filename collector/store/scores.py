@@ -65,6 +65,8 @@ class ScoreStore:
             sole_writer,
         )
         self._sole_writer = sole_writer
+        self._noted: dict[str, set[str]] = {}  # names told to traced_names, per project
+        self._noted_lock = threading.Lock()
         self._items = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self._ids = f"{db}.{quote(REQUEST_IDS.name)}"
         self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
@@ -128,12 +130,13 @@ class ScoreStore:
         be on a span: score_sql.span_records)."""
         for r in rows:
             if r.trace_id:
-                self.traced_names.note(r.project, (r.name,))
+                self._note(r.project, {r.name})
         if not self._sole_writer:
             return  # a server's reads ask the store for every name not yet known
         by_project: dict[str, list[ScoreRow]] = {}
         for r in rows:
-            if r.request_id:
+            # A name noted once stays noted: its scores need no look at their records.
+            if r.request_id and r.name not in self._noted.get(r.project, ()):
                 by_project.setdefault(r.project, []).append(r)
         for project, scored in by_project.items():
             plain = {
@@ -149,7 +152,12 @@ class ScoreStore:
             }
             names = {r.name for r in scored if r.request_id not in plain}
             if names:
-                self.traced_names.note(project, names)
+                self._note(project, names)
+
+    def _note(self, project: str, names: set[str]) -> None:
+        self.traced_names.note(project, names)
+        with self._noted_lock:
+            self._noted.setdefault(project, set()).update(names)
 
     def _live_versions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ScoreRow]:
         """The live version of each (project, id) of ``keys`` that has one."""
