@@ -35,6 +35,30 @@ RECORD_KINDS: tuple[str, ...] = get_args(RecordKind)
 # The kinds the request log shows unless ``kind=`` asks for others: the model calls.
 MODEL_CALL_KINDS = ("llm", "embedding")
 
+# Environments (docs/api-notes.md, Environments): names of 1-40 of [a-z0-9_-]; the service's
+# own traffic takes the reserved ``promptrail-…`` ones, which every view hides by default.
+ENVIRONMENT_PATTERN = r"^[a-z0-9_-]{1,40}$"
+DEFAULT_ENVIRONMENT = "production"
+RESERVED_ENVIRONMENT_PREFIX = "promptrail-"
+EXPERIMENT_ENVIRONMENT = "promptrail-experiment"
+PLAYGROUND_ENVIRONMENT = "promptrail-playground"
+EVALUATION_ENVIRONMENT = "promptrail-evaluation"
+
+
+def _client_environment(value: str) -> str:
+    if value.startswith(RESERVED_ENVIRONMENT_PREFIX):
+        raise ValueError(
+            f"environment names starting with {RESERVED_ENVIRONMENT_PREFIX!r} are reserved "
+            "for the service's own traffic"
+        )
+    return value
+
+
+# The environment a client logs under: any name but the reserved ones.
+ClientEnvironment = Annotated[
+    str, Field(pattern=ENVIRONMENT_PATTERN), AfterValidator(_client_environment)
+]
+
 
 def _metadata_keys(value: dict[str, Any]) -> dict[str, Any]:
     if len(value) > 100:
@@ -126,6 +150,11 @@ class RequestRecordIn(_Input):
         default="llm",
         description="llm (a model call), embedding, or a span kind: chain, agent, tool, "
         "retriever, span. The request log lists llm and embedding records unless asked.",
+    )
+    environment: ClientEnvironment = Field(
+        default=DEFAULT_ENVIRONMENT,
+        description="Where the call ran: 1-40 of [a-z0-9_-]; promptrail-... names are the "
+        "service's own.",
     )
 
 
@@ -230,6 +259,9 @@ class RequestListItem(RowModel):
     kind: str = Field(
         default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
     )
+    environment: str = Field(
+        default=DEFAULT_ENVIRONMENT, description="The environment the record was logged in."
+    )
     scores: dict[str, bool | int | float | str] = Field(
         default_factory=dict,
         description="Per score name, of the record's and its trace's scores: the mean of the "
@@ -271,6 +303,9 @@ class RequestDetail(RowModel):
     kind: str = Field(
         default="llm", description="llm, embedding, chain, agent, tool, retriever or span."
     )
+    environment: str = Field(
+        default=DEFAULT_ENVIRONMENT, description="The environment the record was logged in."
+    )
     scores: list[ScoreOut] = Field(
         default_factory=list,
         description="The scores on the record and on its trace, newest first.",
@@ -286,6 +321,13 @@ class RequestDetail(RowModel):
             timing=TimingOut.of_record(row),
             integration=IntegrationOut.of_record(row.integration),
         )
+
+
+class EnvironmentOut(BaseModel):
+    """An environment of the project's records (``GET /v1/environments``)."""
+
+    name: str
+    records: int
 
 
 class HighlightRun(BaseModel):
@@ -338,6 +380,11 @@ class ExportFilters(_Input):
     kind: Annotated[str, Field(max_length=200)] | None = Field(
         default=None,
         description="Record kinds, comma-separated, or all; default: llm,embedding (the list's).",
+    )
+    environment: Annotated[str, Field(max_length=2000)] | None = Field(
+        default=None,
+        description="Environments, comma-separated, or all; default: every one but the "
+        "service's own (the list's).",
     )
     scores: dict[str, Annotated[str, Field(max_length=200)] | float] = Field(
         default_factory=dict,

@@ -14,11 +14,11 @@ from ..store.request_filters import RequestFilter
 from ..store.request_rows import metadata_text
 from ..store.writes import PendingWrites
 from .dates import parse_date, utc_now_ms
-from .requests import kinds_of
+from .requests import environments_of, kinds_of
 from .rollups import RollupService
 
 DEFAULT_PERIOD = timedelta(days=30)
-_FILTER_KEYS = {"prompt_name", "model", "status", "metadata", "kind"}
+_FILTER_KEYS = {"prompt_name", "model", "status", "metadata", "kind", "environment"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class ListFilters:
     kind: str | None = None
     trace_id: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    environment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,10 @@ class AnalyticsService:
         other_kinds = filters.kinds is not None and filters.kinds != MODEL_CALL_KINDS
         # Neither does it keep traces: one trace's records are read from the log.
         one_trace = filters.trace_id is not None
-        if filters.metadata or (by_metadata and other_filters) or other_kinds or one_trace:
+        # It sums the default view's environments alone (rollups.MODEL_CALLS): a query
+        # naming environments (or ``all``) reads the log.
+        named = not filters.public_only or filters.environments is not None
+        if filters.metadata or (by_metadata and other_filters) or other_kinds or one_trace or named:
             return self._rollups.plan(project, start, end, days=False, hours=False)
         if by_metadata:
             return self._rollups.plan(project, start, end, hours=False)
@@ -175,6 +179,16 @@ def _filters(
     kind = raw.get("kind")
     if kind is not None and not isinstance(kind, str):
         raise ValidationFailed("filters.kind", "filters.kind must be a string")
+    environment = raw.get("environment")
+    if environment is not None and not isinstance(environment, str):
+        raise ValidationFailed("filters.environment", "filters.environment must be a string")
+    # As on the list: every environment but the service's own unless named; one trace's
+    # records are of every environment.
+    environments, public_only = environments_of(
+        environment,
+        every=params.trace_id is not None,
+        field="environment" if params.environment is not None else "filters.environment",
+    )
     return RequestFilter(
         prompt_name=raw.get("prompt_name"),
         model=raw.get("model"),
@@ -189,6 +203,8 @@ def _filters(
             every_kind or params.trace_id is not None,
             "kind" if params.kind is not None else "filters.kind",
         ),
+        environments=environments,
+        public_only=public_only,
     )
 
 
@@ -217,7 +233,7 @@ def _filters_object(text: str | None) -> dict[str, Any]:
 def _merged(raw: dict[str, Any], params: ListFilters) -> dict[str, Any]:
     """``filters`` with the query parameters added; a key given both ways must agree."""
     merged = dict(raw)
-    for key in ("prompt_name", "model", "status", "kind"):
+    for key in ("prompt_name", "model", "status", "kind", "environment"):
         value = getattr(params, key)
         if value is None:
             continue

@@ -16,7 +16,7 @@ from ..store.exports import ExportJob, ExportStore
 from ..store.request_filters import RequestFilter
 from ..store.writes import PendingWrites
 from .dates import utc_now_ms
-from .requests import kinds_of, request_filter, score_tests
+from .requests import environments_of, kinds_of, request_filter, score_tests
 
 logger = logging.getLogger("promptrail.exports")
 
@@ -203,6 +203,7 @@ def _filters(body: ExportCreate, scores_table: str = "") -> RequestFilter:
         scores_table=scores_table,
         field_prefix="filters.",
         kinds=kinds_of(f.kind, field="filters.kind"),
+        environments=environments_of(f.environment, field="filters.environment"),
     )
 
 

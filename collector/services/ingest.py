@@ -136,6 +136,7 @@ def record_values(
         "cached_tokens": usage.cached_tokens or 0,
         "cache_write_tokens": usage.cache_write_tokens or 0,
         "reasoning_tokens": usage.reasoning_tokens or 0,
+        "environment": record.environment,
     }
 
 

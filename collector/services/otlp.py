@@ -91,7 +91,7 @@ class OtlpService:
         def build() -> tuple[list[dict[str, Any]], list[int]]:
             records: list[dict[str, Any]] = []
             suspects: list[int] = []
-            for span in _spans(request):
+            for span, environment in _spans(request):
                 attributes = attributes_of(span.attributes)
                 if not is_recordable(attributes):
                     continue
@@ -101,6 +101,8 @@ class OtlpService:
                 except (ValueError, OverflowError, OSError) as exc:
                     problems.append(f"{_label(span)}: {exc}")
                     continue
+                if environment is not None:
+                    record["environment"] = environment
                 if _may_nest_too_deep(attributes):
                     suspects.append(len(records))
                 records.append(record)
@@ -226,10 +228,26 @@ def _may_nest_too_deep(attributes: dict[str, Any]) -> bool:
     return False
 
 
-def _spans(request: ExportTraceServiceRequest) -> Iterator[Span]:
+def _spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Span, str | None]]:
+    """Every span of the export, with its resource's environment (None: not given)."""
     for resource_spans in request.resource_spans:
+        environment = environment_of(attributes_of(resource_spans.resource.attributes))
         for scope_spans in resource_spans.scope_spans:
-            yield from scope_spans.spans
+            for span in scope_spans.spans:
+                yield span, environment
+
+
+def environment_of(resource: dict[str, Any]) -> str | None:
+    """The environment a resource names (``deployment.environment.name``, the semantic
+    conventions' current key, else the older ``deployment.environment``), lower-cased as
+    environment names are (``Production`` is ``production``); None when it names none. A
+    name that is still not one (docs/api-notes.md, Environments) is kept, for the record's
+    check to refuse naming the field."""
+    for key in ("deployment.environment.name", "deployment.environment"):
+        value = resource.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().lower()
+    return None
 
 
 def _value(value: AnyValue) -> Any:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import RequestNotFound, ValidationFailed
-from ..models.requests import MODEL_CALL_KINDS, RECORD_KINDS
+from ..models.requests import ENVIRONMENT_PATTERN, MODEL_CALL_KINDS, RECORD_KINDS
 from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow, metadata_text
 from ..store.requests import RequestStore
@@ -98,12 +99,14 @@ class RequestService:
         trace_id: str | None = None,
         score_params: Sequence[tuple[str, str]] = (),
         kind: str | None = None,
+        environment: str | None = None,
     ) -> RecordPage:
         """Return records newest first, keyset-paginated on (created_at, id).
 
         The dates are ISO 8601 or ``YYYY-MM-DD`` (a date-only end includes its whole day);
         ``metadata`` pairs are ANDed. ``kind`` is as :func:`kinds_of` reads it; without it
-        a trace's list has every kind, any other list the model calls.
+        a trace's list has every kind, any other list the model calls. ``environment`` is as
+        :func:`environments_of` reads it (a trace's list: every environment).
         """
         filters = request_filter(
             prompt_name=prompt_name,
@@ -115,6 +118,7 @@ class RequestService:
             scores=score_tests(score_params),
             scores_table=self._store.scores_table,
             kinds=kinds_of(kind, every=trace_id is not None),
+            environments=environments_of(environment, every=trace_id is not None),
         )
         if filters.start and filters.end and filters.start > filters.end:
             raise ValidationFailed("start_date", "start_date must not be after end_date")
@@ -124,13 +128,23 @@ class RequestService:
         return RecordPage(*self._list_cursors.next_page(rows, limit, _position))
 
     def search(
-        self, project: str, query: str, limit: int, cursor: str | None, kind: str | None = None
+        self,
+        project: str,
+        query: str,
+        limit: int,
+        cursor: str | None,
+        kind: str | None = None,
+        environment: str | None = None,
     ) -> HitPage:
         """Return records whose input variables, output, metadata or input contain query.
 
-        Model calls only, unless ``kind`` (as :func:`kinds_of` reads it) asks for others.
+        Model calls only, unless ``kind`` (as :func:`kinds_of` reads it) asks for others; the
+        environments as :func:`environments_of` reads ``environment``.
         """
-        filters = RequestFilter(kinds=kinds_of(kind))
+        environments, public_only = environments_of(environment)
+        filters = RequestFilter(
+            kinds=kinds_of(kind), environments=environments, public_only=public_only
+        )
         after = self._search_cursors.after_time(cursor)
         self._settle(project)
         rows = self._store.page(project, filters, after, limit + 1, search=query)
@@ -152,8 +166,15 @@ class RequestService:
             )
         wanted = {str(k): metadata_text(v) for k, v in metadata.items()}
         self._settle(project)
-        count = self._store.delete_matching(project, RequestFilter(metadata=wanted))
+        # Every environment's: a delete by metadata leaves no matching record anywhere.
+        everywhere = RequestFilter(metadata=wanted, public_only=False)
+        count = self._store.delete_matching(project, everywhere)
         return count, utc_now_ms()
+
+    def environments(self, project: str) -> list[tuple[str, int]]:
+        """Return every environment of the project's records, by name, with their number."""
+        self._settle(project)
+        return self._store.environments(project)
 
     def _settle(self, project: str) -> None:
         """Wait for records this collector acknowledged but is still storing."""
@@ -182,6 +203,31 @@ def kinds_of(kind: str | None, every: bool = False, field: str = "kind") -> tupl
     return tuple(dict.fromkeys(names))
 
 
+def environments_of(
+    environment: str | None, every: bool = False, field: str = "environment"
+) -> tuple[tuple[str, ...] | None, bool]:
+    """Return the environments an ``environment=`` parameter keeps (None: every one) and
+    whether the service's own (``promptrail-…``) are left out.
+
+    Comma-separated names, or ``all``; without it every environment but the service's own,
+    or every one if ``every`` (a read by trace or session). A malformed name is a 400 naming
+    ``field``.
+    """
+    if environment is None or not environment.strip():
+        return None, not every
+    names = [name.strip() for name in environment.split(",") if name.strip()]
+    if names == ["all"]:
+        return None, False
+    for name in names:
+        if not re.fullmatch(ENVIRONMENT_PATTERN, name):
+            raise ValidationFailed(
+                field,
+                "environment must be 'all' or comma-separated names of 1-40 of [a-z0-9_-]; "
+                f"not {name[:50]!r}",
+            )
+    return tuple(dict.fromkeys(names)), False
+
+
 def request_filter(
     *,
     prompt_name: str | None = None,
@@ -195,12 +241,14 @@ def request_filter(
     scores_table: str = "",
     field_prefix: str = "",
     kinds: tuple[str, ...] | None = None,
+    environments: tuple[tuple[str, ...] | None, bool] = (None, True),
 ) -> RequestFilter:
     """Return the store's filter of a list or export as a client gives it.
 
     Dates are ISO 8601 or ``YYYY-MM-DD`` (a date-only end includes its whole day); a bad one
     is a 400 naming ``<field_prefix>start_date`` or ``end_date``. Metadata values compare as
-    text.
+    text. ``environments`` is what :func:`environments_of` returns (default: every
+    environment but the service's own).
     """
     return RequestFilter(
         prompt_name=prompt_name,
@@ -213,6 +261,8 @@ def request_filter(
         scores=scores,
         scores_table=scores_table,
         kinds=kinds,
+        environments=environments[0],
+        public_only=environments[1],
     )
 
 

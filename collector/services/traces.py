@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
 from ..errors import SessionNotFound, TraceNotFound, ValidationFailed
+from ..store.request_filters import RequestFilter
 from ..store.request_rows import RequestRow
 from ..store.score_rows import ScoreValue
 from ..store.sessions import SessionSummary
@@ -16,7 +17,7 @@ from ..store.users import UserSummary
 from ..store.writes import PendingWrites
 from .cursors import CursorCodec, time_key
 from .dates import parse_date, utc_now_ms
-from .requests import kinds_of
+from .requests import environments_of, kinds_of
 from .scores import Scores, ScoreService, means_per_record, score_means
 
 # The period the session and user lists cover when not given one (CONTRACT 10).
@@ -79,10 +80,14 @@ class TraceService:
         user_id: str | None = None,
         session_id: str | None = None,
         name: str | None = None,
+        environment: str | None = None,
     ) -> SummaryPage[tuple[TraceSummary, Scores]]:
-        """Return traces newest first (by their first record), keyset-paginated."""
+        """Return traces newest first (by their first record), keyset-paginated; those with
+        a record of the environments :func:`environments_of` reads in ``environment`` (a
+        session's: every environment)."""
         start, end = _dates(start_date, end_date)
-        filters = TraceFilter(start, end, user_id, session_id, name)
+        environments, public_only = environments_of(environment, every=session_id is not None)
+        filters = TraceFilter(start, end, user_id, session_id, name, environments, public_only)
         after = self._trace_cursors.after_time(cursor)
         self._settle(project)
         found = self._store.trace_page(project, filters, after, limit + 1)
@@ -135,12 +140,17 @@ class TraceService:
         start_date: str | None = None,
         end_date: str | None = None,
         kind: str | None = None,
+        environment: str | None = None,
     ) -> SummaryPage[tuple[SessionSummary, Scores]]:
-        """Return the period's sessions, latest activity first (model calls unless ``kind``)."""
+        """Return the period's sessions, latest activity first (model calls unless ``kind``;
+        the environments :func:`environments_of` reads in ``environment``)."""
         period = _period(start_date, end_date)
+        environments = _environments(environment)
         after = self._session_cursors.after_time(cursor)
         self._settle(project)
-        found = self._store.session_page(project, period, kinds_of(kind), user_id, after, limit + 1)
+        found = self._store.session_page(
+            project, period, kinds_of(kind), user_id, after, limit + 1, environments
+        )
         page, next_cursor = self._session_cursors.next_page(
             found, limit, lambda s: time_key(s[0].last_at, s[0].session_id)
         )
@@ -196,12 +206,17 @@ class TraceService:
         start_date: str | None = None,
         end_date: str | None = None,
         kind: str | None = None,
+        environment: str | None = None,
     ) -> SummaryPage[UserSummary]:
-        """Return the period's users, latest activity first (model calls unless ``kind``)."""
+        """Return the period's users, latest activity first (model calls unless ``kind``;
+        the environments :func:`environments_of` reads in ``environment``)."""
         period = _period(start_date, end_date)
+        environments = _environments(environment)
         after = self._user_cursors.after_time(cursor)
         self._settle(project)
-        found = self._store.user_page(project, period, kinds_of(kind), after, limit + 1)
+        found = self._store.user_page(
+            project, period, kinds_of(kind), after, limit + 1, environments
+        )
         page, next_cursor = self._user_cursors.next_page(
             found, limit, lambda u: time_key(u.last_at, u.user_id)
         )
@@ -264,3 +279,9 @@ def _period(start_date: str | None, end_date: str | None) -> tuple[datetime, dat
     if start > end:
         raise ValidationFailed("start_date", "start_date must not be after end_date")
     return start, end
+
+
+def _environments(environment: str | None) -> RequestFilter:
+    """The environments of a session or user list, as a request filter's fields."""
+    environments, public_only = environments_of(environment)
+    return RequestFilter(environments=environments, public_only=public_only)

@@ -18,11 +18,14 @@ from .request_tables import (
     REQUEST_ITEMS,
     REQUEST_ITEMS_MV,
     REQUEST_ITEMS_MV_BEFORE_21,
+    REQUEST_ITEMS_MV_BEFORE_27,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
     TRACE_RECORDS,
+    TRACE_RECORDS_BEFORE_27,
     TRACE_RECORDS_MV,
+    TRACE_RECORDS_MV_BEFORE_27,
 )
 from .rollups import (
     REQUEST_ROLLUP,
@@ -57,7 +60,14 @@ from .score_tables import (
     SCORES_BY_TARGET_MV,
     SCORES_BY_TARGET_SEED,
 )
-from .thread_tables import ACTIVITY_ROLLUP, ACTIVITY_ROLLUP_MV, THREAD_ITEMS, THREAD_ITEMS_MV
+from .thread_tables import (
+    ACTIVITY_ROLLUP,
+    ACTIVITY_ROLLUP_MV,
+    THREAD_ITEMS,
+    THREAD_ITEMS_BEFORE_27,
+    THREAD_ITEMS_MV,
+    THREAD_ITEMS_MV_BEFORE_27,
+)
 
 logger = logging.getLogger("promptrail.store")
 
@@ -128,7 +138,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Lists and details read the records from a copy in fine granules (see REQUEST_ITEMS).
     # Records are wide: the copy goes in small blocks on one thread (_WIDE_COPY). The view
-    # and its backfill are today's, and read columns of the log that migrations 17 and 21
+    # and its backfill are today's, and read columns of the log that migrations 17, 21 and 27
     # add: a store from before this one gets them here first (those migrations' own ADD
     # COLUMN IF NOT EXISTS then find them).
     Migration(
@@ -137,7 +147,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             *(
                 AddColumn(REQUESTS, column)
-                for column in ("kind", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
+                for column in (
+                    "kind",
+                    "cached_tokens",
+                    "cache_write_tokens",
+                    "reasoning_tokens",
+                    "environment",
+                )
             ),
             REQUEST_ITEMS,
             REQUEST_ITEMS_MV,
@@ -218,8 +234,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             ModifyQuery(REQUEST_ITEMS_MV_BEFORE_21),
             # Each trace's records, by trace (see TRACE_RECORDS).
             TRACE_RECORDS,
-            TRACE_RECORDS_MV,
-            Backfill(TRACE_RECORDS_MV, TRACE_RECORDS),
+            TRACE_RECORDS_MV_BEFORE_27,
+            Backfill(TRACE_RECORDS_MV_BEFORE_27, TRACE_RECORDS_BEFORE_27),
         ),
     ),
     # Datasets and experiments (see store/datasets.py, store/experiments.py).
@@ -248,7 +264,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             AddColumn(REQUESTS, "cached_tokens"),
             AddColumn(REQUESTS, "cache_write_tokens"),
             AddColumn(REQUESTS, "reasoning_tokens"),
-            ModifyQuery(REQUEST_ITEMS_MV),
+            # Its query then: the list copy's environment comes with migration 27.
+            ModifyQuery(REQUEST_ITEMS_MV_BEFORE_27),
         ),
     ),
     # A detail's and a list page's scores are read by target, from every version of every
@@ -268,8 +285,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         "thread_items",
         (
             THREAD_ITEMS,
-            THREAD_ITEMS_MV,
-            Backfill(THREAD_ITEMS_MV, THREAD_ITEMS, settings=_WIDE_COPY),
+            # The view then: the list copy it reads has no environment before migration 27.
+            THREAD_ITEMS_MV_BEFORE_27,
+            Backfill(THREAD_ITEMS_MV_BEFORE_27, THREAD_ITEMS_BEFORE_27, settings=_WIDE_COPY),
         ),
     ),
     # The embedded store's list reads each live prompt's newest version from the collector's
@@ -283,6 +301,25 @@ MIGRATIONS: tuple[Migration, ...] = (
     # and seeded with every stored score at its target), so that view was one insert of three
     # per score block for nothing. The table stays, unread.
     Migration(26, "score_targets_view_dropped", (DropView(SCORE_TARGETS_MV),)),
+    # Every record has an environment (docs/api-notes.md, Environments): a column of the log
+    # and of the copies lists and sums filter on (the list copy, the trace records, the thread
+    # items), written by their views from the record's; the records stored before read
+    # ``production``. The metadata index and the two rollups stay as they are: a metadata
+    # page tests the environment on the records it reads, as it does the kind, and the
+    # rollups answer only the default view (see rollups.MODEL_CALLS and ThreadReads).
+    Migration(
+        27,
+        "record_environments",
+        (
+            AddColumn(REQUESTS, "environment"),
+            AddColumn(REQUEST_ITEMS, "environment"),
+            AddColumn(TRACE_RECORDS, "environment"),
+            AddColumn(THREAD_ITEMS, "environment"),
+            ModifyQuery(REQUEST_ITEMS_MV),
+            ModifyQuery(TRACE_RECORDS_MV),
+            ModifyQuery(THREAD_ITEMS_MV),
+        ),
+    ),
 )
 
 

@@ -12,6 +12,10 @@ from typing import Any
 
 from .score_sql import ScoreTest, score_clauses
 
+# The names the service's own traffic takes (experiments, the playground, online evaluation):
+# hidden unless ``environment=`` names them (docs/api-notes.md, Environments).
+RESERVED_PREFIX = "promptrail-"
+
 # Extra rows read per page, so that a few retried duplicates rarely need a second fetch.
 SLACK = 8
 
@@ -64,6 +68,11 @@ class RequestFilter:
     trace_id: str | None = None
     # The record kinds kept (CONTRACT 10); None keeps every kind.
     kinds: tuple[str, ...] | None = None
+    # The environments kept (docs/api-notes.md, Environments); None keeps every one, but with
+    # ``public_only`` (the views' default) not the service's own (``promptrail-…``). A read of
+    # everything (a delete) says ``public_only=False``.
+    environments: tuple[str, ...] | None = None
+    public_only: bool = True
     # Score filters (``score.<name>.min`` …) and the scores table they read (store/scores.py).
     scores: tuple[ScoreTest, ...] = ()
     scores_table: str = ""
@@ -95,6 +104,7 @@ def filter_where(
         # metadata page tests it on the records it reads.
         clauses.append("kind IN {kinds:Array(String)}")
         params["kinds"] = list(filters.kinds)
+    clauses += environment_clauses(filters, params)
     if filters.scores:
         # Every clause above reads columns ``request_items`` has too (the score clauses'
         # own reads of the log go to it). Metadata pairs are left out: ``request_items``
@@ -118,6 +128,21 @@ def filter_where(
         params[f"mk{i}"] = key
         params[f"mv{i}"] = value
     return " AND ".join(clauses), params
+
+
+def environment_clauses(filters: RequestFilter, params: dict[str, Any]) -> list[str]:
+    """Return the clauses of a filter's environments (``params`` get their values).
+
+    The log, its list copy, the trace records and the thread items carry the column (the
+    metadata index does not: a metadata page tests it on the records it reads).
+    """
+    clauses = []
+    if filters.environments is not None:
+        clauses.append("environment IN {environments:Array(String)}")
+        params["environments"] = list(filters.environments)
+    if filters.public_only:
+        clauses.append(f"NOT startsWith(environment, '{RESERVED_PREFIX}')")
+    return clauses
 
 
 def keyset(

@@ -31,14 +31,14 @@ READ_COLUMNS = (
     "input_variables, input, output, metadata, prompt_tokens, completion_tokens, total_tokens, "
     "estimated_cost_usd, cost_known, latency_ms, time_to_first_token_ms, pre_process_ms, "
     "llm_call_ms, post_process_ms, integration, error, trace_id, span_id, parent_span_id, "
-    "span_name, kind, cached_tokens, cache_write_tokens, reasoning_tokens"
+    "span_name, kind, cached_tokens, cache_write_tokens, reasoning_tokens, environment"
 )
 
 # What a list item shows (spec 2.5), read from ``request_items``: a list leaves the rest, the
 # prompt input above all (a whole conversation, often the widest value), unread. ``trace`` is
 # empty for a record outside any trace; ``cost_known`` is copied out of ``detail``.
-LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace, cost_known, kind"
-DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail, kind"
+LIST_COLUMNS = "id, created_at, prompt_name, model, item, trace, cost_known, kind, environment"
+DETAIL_COLUMNS = "id, created_at, prompt_name, model, item, detail, kind, environment"
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class RequestRow:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    # Where it was logged (docs/api-notes.md, Environments); ``promptrail-…`` is the service's.
+    environment: str = "production"
 
 
 def _json(value: Any) -> str:
@@ -224,6 +226,7 @@ def stored_row(values: Sequence[Any]) -> RequestRow:
         cached_tokens=int(values[28]),
         cache_write_tokens=int(values[29]),
         reasoning_tokens=int(values[30]),
+        environment=values[31],
     )
 
 
@@ -243,11 +246,13 @@ def item_row(values: Sequence[Any], detail: bool = False) -> RequestRow:
         fields["integration"] = fields["integration"] or {}
         fields["cost_known"] = bool(fields["cost_known"])
         fields["kind"] = values[6]
+        fields["environment"] = values[7]
     else:
         if values[5]:
             fields.update(zip(TRACE_NAMES, json.loads(values[5]), strict=True))
         fields["cost_known"] = bool(values[6])
         fields["kind"] = values[7]
+        fields["environment"] = values[8]
     for name in ("input_variables", "output", "metadata"):
         fields[name] = fields[name] or {}
     fields["estimated_cost_usd"] = float(fields["estimated_cost_usd"])

@@ -8,6 +8,7 @@ from the same inserts by materialised views. Reads and writes are in :mod:`.requ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .schema import Table, View
 
@@ -35,6 +36,11 @@ _KIND_OF = (
     "'embeddings ')), 'embedding', {model} = '' AND {span_id} != '', 'span', 'llm')"
 )
 KIND_OF_STORED = _KIND_OF.format(model="model", span_name="span_name", span_id="span_id")
+
+# Every copy of the log that a list, a page or a sum filters on carries the record's
+# environment beside its kind, so that the default view (every environment but the service's
+# own ``promptrail-…`` ones) and ``environment=`` are tested where those reads already are.
+ENVIRONMENT_COLUMN = "environment LowCardinality(String) DEFAULT 'production'"
 
 REQUESTS = Table(
     name="requests",
@@ -80,6 +86,9 @@ REQUESTS = Table(
         "cached_tokens UInt32 DEFAULT 0",
         "cache_write_tokens UInt32 DEFAULT 0",
         "reasoning_tokens UInt32 DEFAULT 0",
+        # The environment the record was logged in (docs/api-notes.md, Environments; migration
+        # 27): the records stored before it read ``production``.
+        ENVIRONMENT_COLUMN,
     ),
     indexes=(
         # (Stores made before migration 5 also had a bloom filter on id, dropped by it: ids
@@ -231,6 +240,8 @@ REQUEST_ITEMS = Table(
         f"cost_known Bool MATERIALIZED {_COST_KNOWN}",
         "row_version UInt8",
         "is_deleted UInt8",
+        # Written by the view from the record's (migration 27).
+        ENVIRONMENT_COLUMN,
         # Written by the view from the record's; the default fills the rows stored before
         # migration 17 as ``requests``' does, from the detail's span fields.
         "kind LowCardinality(String) DEFAULT "
@@ -260,14 +271,18 @@ REQUEST_ITEMS = Table(
 )
 
 
-def _items_view(detail_fields: Sequence[tuple[str, str]]) -> View:
+def _items_view(detail_fields: Sequence[tuple[str, str]], environment: bool = True) -> View:
     return View(
         name="request_items_mv",
         to_table="request_items",
         select=(
             "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
             f"{_pack(_ITEM_FIELDS)} AS item, {_pack(detail_fields)} AS detail, "
-            "row_version, is_deleted, kind FROM {db}.requests{local}"
+            "row_version, is_deleted, "
+            # Before the kind, in the order of the list copy's columns (a backfill inserts
+            # the select's columns by position).
+            + ("environment, " if environment else "")
+            + "kind FROM {db}.requests{local}"
         ),
         sharded=True,
     )
@@ -276,7 +291,10 @@ def _items_view(detail_fields: Sequence[tuple[str, str]]) -> View:
 REQUEST_ITEMS_MV = _items_view(_DETAIL_FIELDS)
 # The view as migration 17 left it: a store upgraded from before 17 has no token columns
 # until migration 21 adds them and gives the view its current query.
-REQUEST_ITEMS_MV_BEFORE_21 = _items_view(_DETAIL_FIELDS_BEFORE_21)
+REQUEST_ITEMS_MV_BEFORE_21 = _items_view(_DETAIL_FIELDS_BEFORE_21, environment=False)
+# As migration 21 left it: the list copy of a store from before migration 27 has no
+# environment until that migration adds it.
+REQUEST_ITEMS_MV_BEFORE_27 = _items_view(_DETAIL_FIELDS, environment=False)
 
 # The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
 # it, so that a filter reads one user's (or session's...) entries newest first instead of
@@ -307,6 +325,7 @@ REQUEST_METADATA = Table(
     sharding_key="cityHash64(project, id)",
     settings=(*_VERTICAL_MERGES, _MERGE_AT_MOST),
 )
+
 
 # Fills the index in the same insert as the records (ingest is unchanged). On a cluster each
 # shard's view reads ``requests_local`` into ``request_metadata_local``.
@@ -386,6 +405,7 @@ COLUMNS = (
     "cached_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "environment",
 )
 
 # The records of each trace, in the order a trace reads them: one row per record of a trace
@@ -413,6 +433,8 @@ TRACE_RECORDS = Table(
         "session_id String",
         "row_version UInt8",
         "is_deleted UInt8",
+        # Since migration 27, as the log's.
+        ENVIRONMENT_COLUMN,
     ),
     engine="ReplacingMergeTree",
     engine_args=("row_version", "is_deleted"),
@@ -422,14 +444,23 @@ TRACE_RECORDS = Table(
     settings=("index_granularity = 1024",),
 )
 
-TRACE_RECORDS_MV = View(
-    name="trace_records_mv",
-    to_table="trace_records",
-    select=(
-        "SELECT project, trace_id, created_at, id, parent_span_id, span_name, kind, status, "
-        "total_tokens, estimated_cost_usd, latency_ms, metadata_map['user_id'] AS user_id, "
-        "metadata_map['session_id'] AS session_id, row_version, is_deleted "
-        "FROM {db}.requests{local} WHERE trace_id != ''"
-    ),
-    sharded=True,
-)
+
+def _trace_records_view(environment: bool) -> View:
+    return View(
+        name="trace_records_mv",
+        to_table="trace_records",
+        select=(
+            "SELECT project, trace_id, created_at, id, parent_span_id, span_name, kind, status, "
+            "total_tokens, estimated_cost_usd, latency_ms, metadata_map['user_id'] AS user_id, "
+            "metadata_map['session_id'] AS session_id, row_version, is_deleted"
+            + (", environment" if environment else "")
+            + " FROM {db}.requests{local} WHERE trace_id != ''"
+        ),
+        sharded=True,
+    )
+
+
+TRACE_RECORDS_MV = _trace_records_view(environment=True)
+# The view and the backfill's columns as migration 17 made them (27 adds the environment).
+TRACE_RECORDS_MV_BEFORE_27 = _trace_records_view(environment=False)
+TRACE_RECORDS_BEFORE_27 = replace(TRACE_RECORDS, columns=TRACE_RECORDS.columns[:-1])

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from clickhouse_connect.driver.client import Client
 
 from .connection import utc
+from .request_filters import RESERVED_PREFIX
 from .schema import Table, View, quote
 
 # The percentiles a latency group reports; both sides of a read carry them as aggregate states
@@ -52,7 +53,10 @@ _SPAN_TYPE = "Enum8('hour' = 1, 'day' = 2)"
 # The records the rollup sums: the model calls, what analytics report unless a filter names
 # other kinds (CONTRACT 10; such a query reads the log throughout). Stores sealed before
 # migration 19 summed every record: that migration marks every hour touched, to be summed anew.
-MODEL_CALLS = "kind IN ('llm', 'embedding')"
+# And only the environments a view shows by default (docs/api-notes.md, Environments): every
+# one but the service's own, whose records a query naming environments reads from the log.
+# The records stored before environments read ``production``, so no hour needs summing anew.
+MODEL_CALLS = f"kind IN ('llm', 'embedding') AND NOT startsWith(environment, '{RESERVED_PREFIX}')"
 
 REQUEST_TOUCHES = Table(
     name="request_touches",

@@ -16,14 +16,14 @@ from datetime import datetime
 from typing import Any
 
 from .connection import utc
-from .request_filters import PAGE_READ
+from .request_filters import PAGE_READ, RequestFilter
 from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row
 from .threads import ThreadReads
 
-# What a session's summary and scores read of each row of ``thread_items``, after the 8 list
+# What a session's summary and scores read of each row of ``thread_items``, after the 9 list
 # columns (or, where no page is read, stand-ins for them: the key and the kind, the rest empty).
 _SESSION_SUMS = "user_id, status, trace_id, total_tokens, estimated_cost_usd"
-_NO_LIST_COLUMNS = "id, created_at, '', '', '', '', false, kind"
+_NO_LIST_COLUMNS = "id, created_at, '', '', '', '', false, kind, environment"
 # The most rows of a session one read takes with their list columns, to be its summary and its
 # page at once; a session with more reads its summary and its page apart.
 _WHOLE_SESSION = 1000
@@ -54,13 +54,14 @@ class SessionReads(ThreadReads):
         user_id: str | None,
         after: tuple[datetime, str] | None,
         limit: int,
+        environments: RequestFilter | None = None,
     ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
         """Return sessions of the period, latest activity first, after a keyset position,
         each with (record id, trace id) of its live records of every kind in the period (for
-        its scores)."""
+        its scores); summed over the records of ``environments`` (its environment fields)."""
 
         def exact(values: list[str]) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
-            return self._sessions(project, values, period, kinds, user_id)
+            return self._sessions(project, values, period, kinds, user_id, environments)
 
         return self._rolled_page(
             project,
@@ -70,6 +71,7 @@ class SessionReads(ThreadReads):
             limit,
             exact,
             lambda s: (s[0].last_at, s[0].session_id),
+            named=environments is not None and environments.environments is not None,
         )
 
     def session(
@@ -102,15 +104,15 @@ class SessionReads(ThreadReads):
             return None
         summary = SessionSummary(
             session_id=session_id,
-            user_ids=sorted({str(r[8]) for r in picked if r[8]}),
+            user_ids=sorted({str(r[9]) for r in picked if r[9]}),
             first_at=utc(picked[0][1]),
             last_at=utc(picked[-1][1]),
             records=len(picked),
-            errors=sum(1 for r in picked if r[9] == "error"),
-            total_tokens=sum(int(r[11]) for r in picked),
-            estimated_cost_usd=sum(float(r[12]) for r in picked),
+            errors=sum(1 for r in picked if r[10] == "error"),
+            total_tokens=sum(int(r[12]) for r in picked),
+            estimated_cost_usd=sum(float(r[13]) for r in picked),
         )
-        records = [(str(r[0]), str(r[10])) for r in live]
+        records = [(str(r[0]), str(r[11])) for r in live]
         if not whole:
             page, _ = self._thread_page(project, "session_id", session_id, after, limit, kinds)
             return summary, records, page
@@ -147,6 +149,7 @@ class SessionReads(ThreadReads):
         period: tuple[datetime, datetime],
         kinds: Sequence[str] | None,
         user_id: str | None,
+        environments: RequestFilter | None = None,
     ) -> list[tuple[SessionSummary, list[tuple[str, str]]]]:
         """Sum these sessions over their live records of ``kinds`` in the period, latest
         activity first, each with (record id, trace id) of its live records of every kind in
@@ -174,6 +177,7 @@ class SessionReads(ThreadReads):
             having,
             params,
             every_kind=True,
+            environments=environments,
         )
         return [
             (

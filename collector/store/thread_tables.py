@@ -6,7 +6,15 @@ Apart from the reads so the migrations import only what they create.
 
 from __future__ import annotations
 
-from .request_tables import ITEM_NAMES, REQUEST_ITEMS, REQUEST_METADATA, REQUESTS
+from dataclasses import replace
+
+from .request_tables import (
+    ENVIRONMENT_COLUMN,
+    ITEM_NAMES,
+    REQUEST_ITEMS,
+    REQUEST_METADATA,
+    REQUESTS,
+)
 from .schema import Table, View
 
 # Where a list item's tokens and cost sit in its packed ``item`` (1-based JSON positions).
@@ -88,6 +96,8 @@ THREAD_ITEMS = Table(
         "estimated_cost_usd Float64",
         "row_version UInt8",
         "is_deleted UInt8",
+        # Since migration 27, written by the view from the list copy's.
+        ENVIRONMENT_COLUMN,
     ),
     engine=REQUEST_ITEMS.engine,
     engine_args=REQUEST_ITEMS.engine_args,
@@ -99,21 +109,33 @@ THREAD_ITEMS = Table(
     settings=REQUEST_ITEMS.settings,
 )
 
-THREAD_ITEMS_MV = View(
-    name="thread_items_mv",
-    to_table=THREAD_ITEMS.name,
-    select=(
-        "SELECT project, key, value, created_at, id, prompt_name, model, status, "
-        "if(key = 'user_id', '', item) AS item, if(key = 'user_id', '', trace) AS trace, "
-        "cost_known, kind, trace_id, session_id, user_id, total_tokens, estimated_cost_usd, "
-        "row_version, is_deleted FROM ("
-        "SELECT project, created_at, id, prompt_name, model, status, item, trace, cost_known, "
-        "kind, trace_id, metadata_map['session_id'] AS session_id, "
-        f"metadata_map['user_id'] AS user_id, JSONExtractUInt(item, {_TOKENS}) AS total_tokens, "
-        f"JSONExtractFloat(item, {_COST}) AS estimated_cost_usd, row_version, is_deleted "
-        f"FROM {{db}}.{REQUEST_ITEMS.name}{{local}}) "
-        "ARRAY JOIN ['trace_id', 'session_id', 'user_id'] AS key, "
-        "[trace_id, session_id, user_id] AS value WHERE value != ''"
-    ),
-    sharded=True,
-)
+
+def _threads_view(environment: bool) -> View:
+    # The environment comes last, as in THREAD_ITEMS (a backfill inserts by position).
+    env = ", environment" if environment else ""
+    return View(
+        name="thread_items_mv",
+        to_table=THREAD_ITEMS.name,
+        select=(
+            "SELECT project, key, value, created_at, id, prompt_name, model, status, "
+            "if(key = 'user_id', '', item) AS item, if(key = 'user_id', '', trace) AS trace, "
+            "cost_known, kind, trace_id, session_id, user_id, total_tokens, estimated_cost_usd, "
+            f"row_version, is_deleted{env} FROM ("
+            f"SELECT project, created_at, id, prompt_name, model, status, item, trace, "
+            "cost_known, kind, trace_id, metadata_map['session_id'] AS session_id, "
+            "metadata_map['user_id'] AS user_id, "
+            f"JSONExtractUInt(item, {_TOKENS}) AS total_tokens, "
+            f"JSONExtractFloat(item, {_COST}) AS estimated_cost_usd, row_version, is_deleted{env} "
+            f"FROM {{db}}.{REQUEST_ITEMS.name}{{local}}) "
+            "ARRAY JOIN ['trace_id', 'session_id', 'user_id'] AS key, "
+            "[trace_id, session_id, user_id] AS value WHERE value != ''"
+        ),
+        sharded=True,
+    )
+
+
+THREAD_ITEMS_MV = _threads_view(environment=True)
+# The view and the backfill's columns as migration 23 made them: the list copy it reads has no
+# environment until migration 27 (which gives the view today's query).
+THREAD_ITEMS_MV_BEFORE_27 = _threads_view(environment=False)
+THREAD_ITEMS_BEFORE_27 = replace(THREAD_ITEMS, columns=THREAD_ITEMS.columns[:-1])

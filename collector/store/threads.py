@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.client import Client
 
 from .connection import utc
-from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
+from .request_filters import PAGE_READ, SLACK, RequestFilter, environment_clauses, windows
 from .request_rows import LIST_COLUMNS, RequestRow, item_row, whole_copies
 from .request_tables import REQUEST_ITEMS, REQUEST_METADATA, TRACE_RECORDS
 from .schema import quote
 from .thread_tables import ACTIVITY_ROLLUP, THREAD_ITEMS
 
-# What a trace's summary reads beside a page's list columns (LIST_COLUMNS, 8 of them) from
+# What a trace's summary reads beside a page's list columns (LIST_COLUMNS, 9 of them) from
 # ``thread_items``, which its list items do not show: a first page that holds the whole trace
 # is its summary too (traces._trace_summary), the rest read from the page's records.
 _TRACE_SUMS = "user_id, session_id"
@@ -53,6 +53,7 @@ class ThreadReads:
         limit: int,
         exact: Callable[[list[str]], list[_Item]],
         position: Callable[[_Item], tuple[datetime, str]],
+        named: bool = False,
     ) -> list[_Item]:
         """Return a page of sessions or users, latest activity first, after ``after``.
 
@@ -63,6 +64,13 @@ class ThreadReads:
         is older than that. Candidates above ``after`` whose time is exact belonged to earlier
         pages and are not read again; only those with tombstones (or records past the period)
         are, so a deep page reads little more than a first one.
+
+        The rollup has no environments: with ``named`` (the sums keep named environments
+        alone) every candidate's time is taken as too late and read again. Without, the
+        default view's sums (every environment but the service's own) keep the rollup's
+        times as exact: a session or user whose latest record is the service's own (which
+        carries no session or user of a client's) is the one case they are not, and such a
+        key may then be placed one page late.
         """
         pending: list[_Item] = []
         cursor: tuple[datetime, str] | None = None
@@ -77,7 +85,9 @@ class ThreadReads:
         # read, and a session's user may have records only on older days.
         lowers = windows(RequestFilter(start=start, end=end), after) if scope[2] is None else [None]
         while True:
-            candidates = self._candidates(project, key, scope, cursor, after, fetch, lowers[0])
+            candidates = self._candidates(
+                project, key, scope, cursor, after, fetch, lowers[0], named
+            )
             if candidates:
                 summed = exact([value for _, value in candidates])
                 pending += [s for s in summed if after is None or position(s) < after]
@@ -103,6 +113,7 @@ class ThreadReads:
         after: tuple[datetime, str] | None,
         limit: int,
         lower: datetime | None,
+        named: bool = False,
     ) -> list[tuple[datetime, str]]:
         """Return (latest time, at most, in the period; value) of the rollup's keys with a
         day at or after ``lower``'s (None: the period's first), latest first, below
@@ -145,7 +156,8 @@ class ThreadReads:
             params.update(after_at=after[0], after_id=after[1])
         rows = self._client.query(
             "SELECT value, least(max(last_at), {end:DateTime64(3, 'UTC')}) AS bound, "
-            "sum(tombstones) > 0 OR max(last_at) > {end:DateTime64(3, 'UTC')} AS inexact "
+            "sum(tombstones) > 0 OR max(last_at) > {end:DateTime64(3, 'UTC')}"
+            f"{' OR 1' if named else ''} AS inexact "
             f"FROM {self.rollup_table} WHERE {' AND '.join(where)} GROUP BY value "
             f"HAVING {' AND '.join(having)} "
             "ORDER BY bound DESC, value DESC LIMIT {limit:UInt32}",
@@ -166,11 +178,13 @@ class ThreadReads:
         params: dict[str, Any],
         *,
         every_kind: bool = False,
+        environments: RequestFilter | None = None,
     ) -> list[tuple[Any, ...]]:
         """Group the live records of ``kinds`` in the period of these sessions or users
         (``key``) by session or user: ``SELECT value, <select>``, latest activity first. With
         ``every_kind`` the records of every kind are grouped, ``picked`` telling those of
-        ``kinds``.
+        ``kinds``. ``environments`` (its environments' fields) narrows what the sums keep as
+        ``kinds`` does.
 
         A primary-key read of each one's rows of ``thread_items`` with FINAL, which resolves
         each record's copies and tombstone over those rows only (one row per record, none if
@@ -193,6 +207,11 @@ class ThreadReads:
             else:
                 # Every copy of a record has its kind: a record is kept or left whole.
                 where.append("kind IN {kinds:Array(String)}")
+        kept = environment_clauses(environments, params) if environments is not None else []
+        if kept and every_kind:
+            picked = " AND ".join([picked, *kept])
+        else:
+            where += kept
         return [
             tuple(r)
             for r in self._client.query(
@@ -255,7 +274,7 @@ class ThreadReads:
             live = [run[0] for run in runs if not any(r[-1] for r in run)]
             records = [item_row(r) for r in live]
             if sums and complete:  # the trace's first read, all of it
-                whole = [(row, str(r[8]), str(r[9])) for row, r in zip(records, live, strict=True)]
+                whole = [(row, str(r[9]), str(r[10])) for row, r in zip(records, live, strict=True)]
             sums = ""
             found += records
             if runs:

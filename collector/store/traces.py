@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .connection import utc
-from .request_filters import PAGE_READ, SLACK, RequestFilter, windows
+from .request_filters import PAGE_READ, RESERVED_PREFIX, SLACK, RequestFilter, windows
 from .request_rows import RequestRow
 from .sessions import SessionReads
 from .threads import ThreadReads
@@ -51,6 +51,8 @@ class TraceSummary:
     session_id: str
     # The ids of its live records, for its scores (read with the sums, not shown).
     record_ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # The environments of its records, for the list's filter (not shown).
+    environments: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -62,16 +64,29 @@ class TraceFilter:
     user_id: str | None = None
     session_id: str | None = None
     name: str | None = None
+    # As a request filter's (docs/api-notes.md, Environments): a trace is kept when any of
+    # its records is of a kept environment.
+    environments: tuple[str, ...] | None = None
+    public_only: bool = False
 
     def matches(self, trace: TraceSummary) -> bool:
         """Whether a trace, as summed over all its records, passes the filter."""
         return (
-            (self.user_id is None or trace.user_id == self.user_id)
+            self._environments_match(trace)
+            and (self.user_id is None or trace.user_id == self.user_id)
             and (self.session_id is None or trace.session_id == self.session_id)
             and (self.name is None or trace.name == self.name)
             and (self.start is None or trace.started_at >= self.start)
             and (self.end is None or trace.started_at <= self.end)
         )
+
+    def _environments_match(self, trace: TraceSummary) -> bool:
+        kept = trace.environments
+        if self.environments is not None:
+            kept = tuple(e for e in kept if e in self.environments)
+        if self.public_only:
+            kept = tuple(e for e in kept if not e.startswith(RESERVED_PREFIX))
+        return bool(kept)
 
 
 class TraceReads(ThreadReads):
@@ -90,7 +105,8 @@ class TraceReads(ThreadReads):
             f"countIf(kind IN {_MODEL_CALLS}), countIf(status = 'error'), "
             "sum(total_tokens), sum(estimated_cost_usd), "
             f"argMinIf(user_id, {_ROOT_FIRST}, user_id != ''), "
-            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != ''), groupArray(id) "
+            f"argMinIf(session_id, {_ROOT_FIRST}, session_id != ''), groupArray(id), "
+            "groupUniqArray(environment) "
             f"FROM {self.traces_table} FINAL "
             "WHERE project = {project:String} AND trace_id IN {ids:Array(String)} "
             "GROUP BY trace_id",
@@ -112,6 +128,7 @@ class TraceReads(ThreadReads):
                 user_id=str(row[9]),
                 session_id=str(row[10]),
                 record_ids=tuple(str(i) for i in row[11]),
+                environments=tuple(str(e) for e in row[12]),
             )
         return found
 
@@ -310,4 +327,5 @@ def _trace_summary(trace_id: str, live: list[tuple[RequestRow, str, str]]) -> Tr
         user_id=next((user for _, user, _ in root_first if user), ""),
         session_id=next((session for _, _, session in root_first if session), ""),
         record_ids=tuple(r.id for r, _, _ in live),
+        environments=tuple(dict.fromkeys(r.environment for r, _, _ in live)),
     )

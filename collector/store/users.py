@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .connection import utc
+from .request_filters import RequestFilter
 from .threads import ThreadReads
 
 
@@ -38,8 +39,10 @@ class UserReads(ThreadReads):
         kinds: Sequence[str] | None,
         after: tuple[datetime, str] | None,
         limit: int,
+        environments: RequestFilter | None = None,
     ) -> list[UserSummary]:
-        """Return users of the period, latest activity first, after a keyset position."""
+        """Return users of the period, latest activity first, after a keyset position;
+        summed over the records of ``environments`` (its environment fields)."""
 
         def exact(values: list[str]) -> list[UserSummary]:
             rows = self._sums(
@@ -52,6 +55,7 @@ class UserReads(ThreadReads):
                 "sum(total_tokens), sum(estimated_cost_usd)",
                 "",
                 {},
+                environments=environments,
             )
             return [
                 UserSummary(
@@ -75,4 +79,5 @@ class UserReads(ThreadReads):
             limit,
             exact,
             lambda u: (u.last_at, u.user_id),
+            named=environments is not None and environments.environments is not None,
         )

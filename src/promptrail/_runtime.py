@@ -24,7 +24,7 @@ from ._capture.shipping import Shipper
 from ._capture.spool import DEFAULT_SPOOL_MAX_AGE, spool_bound
 from ._capture.stats import CaptureStats
 from ._disk import remember_cache_dir, resolve_cache_dir
-from ._settings import api_key_or_environment, byte_setting, current
+from ._settings import api_key_or_environment, byte_setting, current, environment_setting
 
 _SHUTDOWN_TIMEOUT = 3.0
 
@@ -51,6 +51,7 @@ def init(
     cache_dir: str | os.PathLike[str] | None = None,
     spool_max_bytes: int | None = None,
     spool_max_age: float = DEFAULT_SPOOL_MAX_AGE,
+    environment: str | None = None,
 ) -> None:
     """Start capturing: records go to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key``.
 
@@ -65,8 +66,11 @@ def init(
     are kept (and templates' last good copies; ``PROMPTRAIL_CACHE_DIR``, default the user's
     cache directory + ``/promptrail``; ``PROMPTRAIL_DISK_CACHE=0``: memory only), at most
     ``spool_max_bytes`` (``PROMPTRAIL_SPOOL_MAX_BYTES``, default 256 MiB) for at most
-    ``spool_max_age`` seconds (default 7 days); docs/sdk.md, "Outages". Calling ``init``
-    again replaces the previous configuration (flushing it first).
+    ``spool_max_age`` seconds (default 7 days); docs/sdk.md, "Outages". ``environment``:
+    where every captured record is logged (``PROMPTRAIL_ENVIRONMENT``, default
+    ``production``; 1-40 of ``[a-z0-9_-]``, not a ``promptrail-`` name: else ValueError), for
+    the collector's ``environment=`` views. Calling ``init`` again replaces the previous
+    configuration (flushing it first).
 
     >>> import promptrail
     >>> promptrail.init(api_key="pr-...", base_url="http://127.0.0.1:8000")
@@ -79,6 +83,7 @@ def init(
             _pipeline = Pipeline(trace.NoOpTracer())
             return
         budget = _queue_budget(max_queue_bytes)
+        where = environment_setting(environment)
         remember_cache_dir(cache_dir)
         options = PipelineOptions(
             api_key=api_key,
@@ -93,6 +98,7 @@ def init(
             cache_dir=resolve_cache_dir(cache_dir),
             spool_max_bytes=spool_bound(spool_max_bytes),
             spool_max_age=spool_max_age,
+            environment=where,
         )
         key = api_key_or_environment(api_key)
         _pipeline = build(options, _stats, _score_stats, tracer_provider, key)

@@ -10,6 +10,7 @@ later sees it. An argument given in code always beats its variable (docs/sdk.md)
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ class Settings:
     cache_dir: str = ""  # PROMPTRAIL_CACHE_DIR, stripped
     max_queue_bytes: str = ""  # PROMPTRAIL_MAX_QUEUE_BYTES, stripped (checked by byte_setting)
     spool_max_bytes: str = ""  # PROMPTRAIL_SPOOL_MAX_BYTES, stripped
+    environment: str = ""  # PROMPTRAIL_ENVIRONMENT, stripped
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -43,6 +45,7 @@ class Settings:
             cache_dir=env.get("PROMPTRAIL_CACHE_DIR", "").strip(),
             max_queue_bytes=env.get("PROMPTRAIL_MAX_QUEUE_BYTES", "").strip(),
             spool_max_bytes=env.get("PROMPTRAIL_SPOOL_MAX_BYTES", "").strip(),
+            environment=env.get("PROMPTRAIL_ENVIRONMENT", "").strip(),
         )
 
     def text_of(self, variable: str) -> str:
@@ -66,6 +69,34 @@ def api_key_or_environment(api_key: str | None) -> str:
 def base_url_or_environment(base_url: str | None) -> str:
     """``base_url``, else ``PROMPTRAIL_BASE_URL``, else the local collector's default URL."""
     return base_url or current().base_url or DEFAULT_BASE_URL
+
+
+# An environment's name as the collector takes it (docs/api-notes.md, Environments); names
+# starting ``promptrail-`` are the service's own.
+_ENVIRONMENT = re.compile(r"[a-z0-9_-]{1,40}")
+DEFAULT_ENVIRONMENT = "production"
+
+
+def environment_setting(environment: str | None) -> str:
+    """The environment every captured record is logged in: ``environment``, else
+    ``PROMPTRAIL_ENVIRONMENT``, else ``production``.
+
+    Refused (ValueError naming ``environment``) when it is not 1-40 of ``[a-z0-9_-]`` or is
+    one of the service's own ``promptrail-...`` names: the collector would refuse every
+    record.
+    """
+    value = environment if environment is not None else current().environment
+    value = value or DEFAULT_ENVIRONMENT
+    if not _ENVIRONMENT.fullmatch(value):
+        raise ValueError(
+            f"environment must be 1-40 characters of a-z, 0-9, _ and - (got {value!r}; "
+            "PROMPTRAIL_ENVIRONMENT when not passed)"
+        )
+    if value.startswith("promptrail-"):
+        raise ValueError(
+            f"environment {value!r}: names starting 'promptrail-' are the service's own"
+        )
+    return value
 
 
 def byte_setting(value: int | None, variable: str, default: int, name: str) -> int:

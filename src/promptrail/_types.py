@@ -226,12 +226,21 @@ class RequestRecord(_Shape):
     span_name: str | None = None
     # llm (a model call), embedding, or a span kind: chain, agent, tool, retriever, span.
     kind: str = "llm"
+    # Where it was logged (``promptrail.init(environment=)``); promptrail-... is the service's.
+    environment: str = "production"
     # The detail: the score objects on the record and its trace, newest first. A list item:
     # per score name, the mean (numeric, boolean as 1/0) or the newest category.
     scores: list[Score] | dict[str, bool | int | float | str] = Field(default_factory=list)
 
 
 ScoreMeans = dict[str, bool | int | float | str]
+
+
+class Environment(_Shape):
+    """Hold an environment of the project's records and how many it holds."""
+
+    name: str
+    records: int
 
 
 class Trace(_Shape):
@@ -541,3 +550,4 @@ class RequestLog(TypedDict, total=False):
     parent_span_id: str
     span_name: str
     kind: Literal["llm", "embedding", "chain", "agent", "tool", "retriever", "span"]
+    environment: str

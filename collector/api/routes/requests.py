@@ -42,6 +42,15 @@ Kind = Annotated[
         "retriever, span), or all. Default: llm,embedding (every kind with trace_id).",
     ),
 ]
+# The environments a list, search or analytics read (docs/api-notes.md, Environments).
+Environment = Annotated[
+    str | None,
+    Query(
+        max_length=2000,
+        description="Environments, comma-separated, or all. Default: every environment but "
+        "the service's own (promptrail-...); every one with trace_id.",
+    ),
+]
 
 
 @router.post("", status_code=201, response_model=Data[RequestDetail])
@@ -163,6 +172,7 @@ def list_requests(
         str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
     ] = None,
     kind: Kind = None,
+    environment: Environment = None,
 ) -> Page[RequestListItem]:
     """List records newest first; ``metadata.<key>=<value>`` parameters filter (ANDed).
 
@@ -180,6 +190,7 @@ def list_requests(
         metadata=_metadata_params(request),
         trace_id=trace_id,
         kind=kind,
+        environment=environment,
         score_params=[kv for kv in request.query_params.multi_items() if is_score_param(kv[0])],
     )
     scores = services.scores.summaries(project, [(r.id, r.trace_id) for r in page.rows])
@@ -208,12 +219,13 @@ def search_requests(
     limit: Limit = 20,
     cursor: Cursor = None,
     kind: Kind = None,
+    environment: Environment = None,
 ) -> Page[SearchHit]:
     """Find records whose input variables, output, metadata or input contain ``query``.
 
     Model calls only unless ``kind`` names others.
     """
-    page = services.requests.search(project, query, limit, cursor, kind)
+    page = services.requests.search(project, query, limit, cursor, kind, environment)
     return Page(
         data=[SearchHit.of_runs(hit.row, hit.runs, as_html) for hit in page.hits],
         pagination=Pagination.of(page.next_cursor),
@@ -234,6 +246,7 @@ _ANALYTICS_PARAMS = (
     "status",
     "kind",
     "trace_id",
+    "environment",
 )
 
 
@@ -257,6 +270,7 @@ def analytics(
     trace_id: Annotated[
         str | None, Query(pattern=r"^[0-9a-f]{32}$", description="One trace's records.")
     ] = None,
+    environment: Environment = None,
 ) -> Data[AnalyticsResult]:
     """Aggregate cost, usage, latency, errors or a score's mean over a period, grouped.
 
@@ -282,6 +296,7 @@ def analytics(
         status=status,
         kind=kind,
         trace_id=trace_id,
+        environment=environment,
         metadata=_metadata_params(request),
     )
     outcome = services.analytics.run(

@@ -10,7 +10,7 @@ from ...models.envelopes import Page, Pagination
 from ...models.requests import RequestListItem
 from ...models.traces import SessionDetail, SessionListItem, SessionPage
 from ..deps import Project, ServicesDep
-from .requests import Cursor, Kind, Limit
+from .requests import Cursor, Environment, Kind, Limit
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -30,6 +30,7 @@ def list_sessions(
     start_date: Date = None,
     end_date: Date = None,
     kind: Kind = None,
+    environment: Environment = None,
 ) -> Page[SessionListItem]:
     """List the period's sessions, latest activity first (sums over their model calls)."""
     page = services.traces.session_page(
@@ -40,6 +41,7 @@ def list_sessions(
         start_date=start_date,
         end_date=end_date,
         kind=kind,
+        environment=environment,
     )
     return Page(
         data=[SessionListItem.of(s, scores=scores) for s, scores in page.items],

@@ -12,6 +12,7 @@ from ...models.requests import RequestListItem
 from ...models.traces import TraceDetail, TraceListItem, TracePage
 from ...services.otlp import JSON, PROTOBUF, encoding_of
 from ..deps import IngestProject, Project, ServicesDep
+from .requests import Environment
 
 Limit = Annotated[int, Query(ge=1, le=100)]
 # A trace's page (issue 32): a trace of up to 500 records is one page by default, and up to
@@ -126,6 +127,7 @@ def list_traces(
     user_id: Annotated[str | None, Query(max_length=1000)] = None,
     session_id: Annotated[str | None, Query(max_length=1000)] = None,
     name: Annotated[str | None, Query(max_length=256, description="Root span name.")] = None,
+    environment: Environment = None,
 ) -> Page[TraceListItem]:
     """List traces newest first (by their first record), with sums over all their records."""
     page = services.traces.trace_page(
@@ -137,6 +139,7 @@ def list_traces(
         user_id=user_id,
         session_id=session_id,
         name=name,
+        environment=environment,
     )
     return Page(
         data=[TraceListItem.of(summary, scores=scores) for summary, scores in page.items],

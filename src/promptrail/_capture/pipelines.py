@@ -123,6 +123,8 @@ class PipelineOptions:
     cache_dir: Path | None  # None: memory only
     spool_max_bytes: int
     spool_max_age: float
+    # The environment every record is logged in (``init``'s, else PROMPTRAIL_ENVIRONMENT).
+    environment: str = "production"
 
 
 @dataclass
@@ -230,7 +232,12 @@ def build(
         # promptrail's own spans hand records to the sender directly (no OpenTelemetry SDK
         # interface on the default path).
         exporter = RecordSender(
-            options.api_key, options.base_url, mask=options.mask, stats=stats, **sender
+            options.api_key,
+            options.base_url,
+            mask=options.mask,
+            stats=stats,
+            environment=options.environment,
+            **sender,
         )
         shipper = Shipper(
             exporter,
@@ -243,7 +250,12 @@ def build(
         return Pipeline(tracer, exporter, shipper=shipper, scores=scores, api_key=api_key)
     # The application's SDK provider needs the sender behind its SpanExporter interface.
     span_exporter = PromptrailSpanExporter(
-        options.api_key, options.base_url, mask=options.mask, stats=stats, **sender
+        options.api_key,
+        options.base_url,
+        mask=options.mask,
+        stats=stats,
+        environment=options.environment,
+        **sender,
     )
     processor = CountingProcessor(
         span_exporter,

@@ -83,6 +83,7 @@ class RecordSender:
         spool_max_bytes: int = DEFAULT_SPOOL_MAX_BYTES,
         spool_max_age: float = DEFAULT_SPOOL_MAX_AGE,
         endpoint: Endpoint = RECORDS,
+        environment: str | None = None,
     ) -> None:
         """Ship to ``base_url`` (``PROMPTRAIL_BASE_URL``) with ``api_key`` (``PROMPTRAIL_API_KEY``).
 
@@ -94,7 +95,9 @@ class RecordSender:
         could not take in a disk spool there (``spool.py``), bounded by
         ``spool_max_bytes`` and ``spool_max_age`` seconds, and replay it once it is back; None
         (the default for this adapter; ``promptrail.init`` passes its cache directory) keeps
-        records in memory only.
+        records in memory only. ``environment``: the environment each record is logged in
+        (``promptrail.init``'s; a record naming its own keeps it); None leaves records as they
+        are.
         """
         self._endpoint = endpoint
         self._noun = endpoint.kind  # what the log lines call the items
@@ -110,6 +113,7 @@ class RecordSender:
         self._timeout = max(0.001, min(timeout, export_deadline))
         self._max_pending_bytes = max_pending_bytes
         self._mask = mask
+        self._environment = environment
         self.stats = stats or CaptureStats()
         self._pending: deque[bytes] = deque()
         self.pending_bytes = 0
@@ -209,7 +213,14 @@ class RecordSender:
         return self._send(self._deadline) if send else not self._pending
 
     def encode(self, records: list[dict[str, Any]]) -> list[bytes]:
-        """Mask each record and encode it as JSON; a record the mask fails on is dropped."""
+        """Mask each record and encode it as JSON; a record the mask fails on is dropped.
+
+        Each record gets the sender's environment first (the mask sees it).
+        """
+        environment = self._environment
+        if environment is not None:
+            for record in records:
+                record.setdefault("environment", environment)
         mask = self._mask
         if mask is None:
             encoded = [_encode_record(record) for record in records]

@@ -8,6 +8,7 @@ them. Each endpoint is described once, by a function returning a
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, Unpack
@@ -18,6 +19,7 @@ from .._api_call import (
     Page,
     body_of,
     content,
+    data_list_of,
     data_of,
     filters_text,
     jsonable,
@@ -30,6 +32,7 @@ from .._http import AsyncHTTP, SyncHTTP
 from .._types import (
     AnalyticsResult,
     BatchResult,
+    Environment,
     Export,
     RequestLog,
     RequestRecord,
@@ -88,6 +91,7 @@ def _list_page(
     scores: Mapping[str, Any] | None = None,
     unscored: str | None = None,
     kind: str | None = None,
+    environment: str | None = None,
 ) -> Callable[[str | None], Call[Page[RequestRecord]]]:
     def page(cursor: str | None) -> Call[Page[RequestRecord]]:
         query = params(
@@ -100,6 +104,7 @@ def _list_page(
             trace_id=trace_id,
             unscored=unscored,
             kind=kind,
+            environment=environment,
         )
         query += metadata_params(metadata)
         query += params(
@@ -110,9 +115,11 @@ def _list_page(
     return page
 
 
-def _search_page(query: str, limit: int | None) -> Callable[[str | None], Call[Page[SearchHit]]]:
+def _search_page(
+    query: str, limit: int | None, environment: str | None = None
+) -> Callable[[str | None], Call[Page[SearchHit]]]:
     def page(cursor: str | None) -> Call[Page[SearchHit]]:
-        found = params(query=query, limit=limit, cursor=cursor)
+        found = params(query=query, limit=limit, cursor=cursor, environment=environment)
         return Call("GET", "/v1/requests/search", page_of(SearchHit), params=found)
 
     return page
@@ -124,6 +131,10 @@ def _export(
     given = None if filters is None else score_filters(filters)
     body = body_of(format=format, filters=given, include_metadata=include_metadata)
     return Call("POST", "/v1/requests/export", data_of(Export), body=body)
+
+
+def _environments() -> Call[list[Environment]]:
+    return Call("GET", "/v1/environments", data_list_of(Environment))
 
 
 def _export_status(export_id: str) -> Call[Export]:
@@ -215,6 +226,7 @@ class Requests:
         scores: Mapping[str, Any] | None = None,
         unscored: str | None = None,
         kind: str | None = None,
+        environment: str | None = None,
     ) -> Iterator[RequestRecord]:
         """Iterate over records, newest first, fetching pages of ``limit`` as needed.
 
@@ -224,7 +236,9 @@ class Requests:
         ``.max`` bound the mean, ``<name>`` matches a category or True/False); ``unscored``
         keeps records with no score of that name (a review queue). The log lists model calls
         (kinds ``llm``, ``embedding``) unless ``kind`` names others (comma-separated, or
-        ``all``); a trace's records are of every kind.
+        ``all``); a trace's records are of every kind. ``environment`` keeps those environments
+        (comma-separated, or ``all``); without it, every one but the service's own
+        (``promptrail-...``).
         """
         page = _list_page(
             limit,
@@ -237,12 +251,21 @@ class Requests:
             scores,
             unscored,
             kind,
+            environment,
         )
         return self._http.paginate(page)
 
-    def search(self, query: str, *, limit: int | None = None) -> Iterator[SearchHit]:
-        """Iterate over records whose variables, output, metadata or input contain ``query``."""
-        return self._http.paginate(_search_page(query, limit))
+    def search(
+        self, query: str, *, limit: int | None = None, environment: str | None = None
+    ) -> Iterator[SearchHit]:
+        """Iterate over records whose variables, output, metadata or input contain ``query``
+        (``environment`` as :meth:`list` takes it)."""
+        return self._http.paginate(_search_page(query, limit, environment))
+
+    def environments(self) -> builtins.list[Environment]:
+        """Return every environment of the project's records (the service's own too), by
+        name, with how many records each holds."""
+        return self._http.call(_environments())
 
     def export(
         self,
@@ -329,6 +352,7 @@ class AsyncRequests:
         scores: Mapping[str, Any] | None = None,
         unscored: str | None = None,
         kind: str | None = None,
+        environment: str | None = None,
     ) -> AsyncIterator[RequestRecord]:
         """Iterate (``async for``) over records, newest first (see :meth:`Requests.list`)."""
         page = _list_page(
@@ -342,12 +366,20 @@ class AsyncRequests:
             scores,
             unscored,
             kind,
+            environment,
         )
         return self._http.paginate(page)
 
-    def search(self, query: str, *, limit: int | None = None) -> AsyncIterator[SearchHit]:
+    def search(
+        self, query: str, *, limit: int | None = None, environment: str | None = None
+    ) -> AsyncIterator[SearchHit]:
         """Iterate (``async for``) over records containing ``query``."""
-        return self._http.paginate(_search_page(query, limit))
+        return self._http.paginate(_search_page(query, limit, environment))
+
+    async def environments(self) -> builtins.list[Environment]:
+        """Return every environment of the project's records (the service's own too), by
+        name, with how many records each holds."""
+        return await self._http.call(_environments())
 
     async def export(
         self,

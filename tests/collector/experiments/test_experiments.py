@@ -206,8 +206,14 @@ def test_an_llm_judge_scores_each_output_its_runs_are_records_and_cost_apart(
     assert '{"country": "France"}' in judge_calls[0].body["messages"][0]["content"] or any(
         '{"country": "France"}' in c.body["messages"][0]["content"] for c in judge_calls
     )
+    # An experiment's runs and judges are the service's own (issue 47 point 1).
     judged = runs_api.get(
-        "/v1/requests", params={"metadata.experiment_id": made["id"], "prompt_name": "judge"}
+        "/v1/requests",
+        params={
+            "metadata.experiment_id": made["id"],
+            "prompt_name": "judge",
+            "environment": "promptrail-experiment",
+        },
     ).json()["data"]
     assert len(judged) == 4
     detail = runs_api.get(f"/v1/requests/{judged[0]['id']}").json()["data"]
@@ -338,7 +344,8 @@ def test_every_visible_result_has_its_record_stored_the_in_flight_one_at_a_cance
     time.sleep(0.5)
     stored = results(runs_api, made["id"])
     records = runs_api.get(
-        "/v1/requests", params={"metadata.experiment_id": made["id"], "limit": 100}
+        "/v1/requests",
+        params={"metadata.experiment_id": made["id"], "limit": 100, "environment": "all"},
     ).json()["data"]
     ids = {r["id"] for r in records}
     assert {r["request_id"] for r in stored} <= ids

@@ -91,9 +91,12 @@ def test_list_items_have_the_list_shape(api: TestClient) -> None:
         "scores",
         # llm, embedding or a span kind (issue 32, docs/api-notes.md, "Traces, sessions and users").
         "kind",
+        # Where it was logged (issue 47 point 1, docs/api-notes.md, "Environments").
+        "environment",
     }
     assert item["scores"] == {}
     assert item["kind"] == "llm"  # logged without one
+    assert item["environment"] == "production"  # logged without one
     assert item["model"] == "gpt-4o-mini"
     assert item["usage"] == {"total_tokens": 37, "estimated_cost_usd": 0.0004}
     assert item["latency_ms"] == 420
