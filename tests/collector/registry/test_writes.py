@@ -9,19 +9,16 @@ round trip, fails here. The compare-and-set stays: other store clients on the sa
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from promptrail.collector.config import Settings
 from promptrail.collector.errors import PromptAlreadyExists, PromptNotFound
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
 from promptrail.collector.services.prompts.live_ids import _STRIPES
-from promptrail.collector.store.database import Store
 from promptrail.collector.store.prompts import PromptRef
 from tests.collector.contract import assert_error
 
@@ -102,23 +99,10 @@ def test_a_name_deleted_and_created_again_reads_the_new_prompt_from_memory(
     assert seen == []
 
 
-@pytest.fixture
-def two_clients(settings: Settings) -> Iterator[tuple[Services, Services]]:
-    """Two service stacks with their own store clients and indexes on one database."""
-    stores = [
-        Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
-        for _ in range(2)
-    ]
-    both = Services.build(settings, stores[0]), Services.build(settings, stores[1])
-    yield both
-    for services in both:
-        services.close()
-
-
 def test_a_create_after_another_client_reused_the_name_claims_the_next_generation(
-    two_clients: tuple[Services, Services],
+    two_collectors: tuple[Services, Services],
 ) -> None:
-    mine, theirs = (s.prompts for s in two_clients)
+    mine, theirs = (s.prompts for s in two_collectors)
     assert mine.live_ids.enabled and theirs.live_ids.enabled
     with pytest.raises(PromptNotFound):
         mine.get(PROJECT, "p")  # loads this client's index: no such name
@@ -129,7 +113,7 @@ def test_a_create_after_another_client_reused_the_name_claims_the_next_generatio
     # and the store's state decides (the name is not live, so the create goes on).
     row = mine.create(PROJECT, PromptCreate(name="p", template="mine", model="gpt-4o"))
 
-    store = two_clients[1].store.prompts
+    store = two_collectors[1].store.prompts
     assert store.live_prompt_id(PROJECT, PromptRef("p", by_id=False)) == row.prompt_id
     assert mine.get(PROJECT, "p").template == "mine"
     # The other client's index missed that create (each embedded collector's index sees its
@@ -138,10 +122,10 @@ def test_a_create_after_another_client_reused_the_name_claims_the_next_generatio
         theirs.create(PROJECT, PromptCreate(name="p", template="again", model="gpt-4o"))
 
 
-def test_racing_writers_over_two_clients_with_loaded_indexes_stay_exact(
-    two_clients: tuple[Services, Services],
+def test_racing_writers_over_two_collectors_with_loaded_indexes_stay_exact(
+    two_collectors: tuple[Services, Services],
 ) -> None:
-    first, second = (s.prompts for s in two_clients)
+    first, second = (s.prompts for s in two_collectors)
     first.create(PROJECT, PromptCreate(name="shared", template="v1", model="gpt-4o"))
     for prompts in (first, second):
         assert prompts.get(PROJECT, "shared").version == 1  # both indexes loaded
