@@ -7,6 +7,7 @@ import { api } from "./api.js";
 import { barChart, columnChart } from "./chart.js";
 import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { environmentField } from "./environments.js";
 import { filterForm } from "./paging.js";
 
 const HOUR = 3_600_000;
@@ -126,6 +127,7 @@ export async function showAnalytics(view, chosen) {
     start_date: asked.start_date,
     end_date: asked.end_date,
     filters: Object.keys(filters).length ? JSON.stringify(filters) : undefined,
+    environment: chosen.get("environment") || undefined,
   };
   const cards = h("div", { class: "metrics" });
   const summary = h("p", { class: "summary", role: "status" }, "Loading…");
@@ -232,6 +234,7 @@ function controls(chosen, grouping) {
     field("Prompt", input("prompt_name", "text", "any prompt")),
     field("Model", input("model", "text", "any model")),
     field("Score name", input("score_name", "text", "e.g. thumbs")),
+    environmentField(chosen, "analytics-environment"),
     range,
   ]);
 }

@@ -11,6 +11,7 @@ import { scoreBadges, scoreConfigs, scoresSection } from "./scores.js";
 import { searchForm, showHits } from "./search.js";
 import { traceHref, traceSection } from "./trace.js";
 import { sessionHref, userHref } from "./traces.js";
+import { environmentField } from "./environments.js";
 
 const FILTERS = [
   "prompt_name",
@@ -23,6 +24,7 @@ const FILTERS = [
   "score_min",
   "score_max",
   "score_value",
+  "environment",
 ];
 
 /** The list's query for the API from the route's filters (metadata as metadata.<key>). */
@@ -33,6 +35,7 @@ function listQuery(filters) {
     status: filters.get("status"),
     start_date: filters.get("start_date"),
     end_date: filters.get("end_date"),
+    environment: filters.get("environment"),
   };
   const key = filters.get("meta_key");
   if (key) query[`metadata.${key}`] = filters.get("meta_value") || "";
@@ -53,12 +56,20 @@ function scoreQuery(filters) {
 /** The export's filters from the route's: the same records the table lists. */
 function exportFilters(filters) {
   const chosen = {};
-  for (const name of ["prompt_name", "status", "start_date", "end_date"]) {
+  for (const name of ["prompt_name", "status", "start_date", "end_date", "environment"]) {
     if (filters.get(name)) chosen[name] = filters.get(name);
   }
   const key = filters.get("meta_key");
   if (key) chosen.metadata = { [key]: filters.get("meta_value") || "" };
   return { ...chosen, ...scoreQuery(filters) };
+}
+
+/** A dataset's filters from the route's: the export's but the environment (a dataset made from
+ * the log takes the default view). */
+function logFilters(filters) {
+  const chosen = exportFilters(filters);
+  delete chosen.environment;
+  return chosen;
 }
 
 /** #/requests?<filters>: search, filters, the table and "Load more"; ?q=<text> searches. */
@@ -77,7 +88,7 @@ export async function showRequests(view, filters) {
     query
       ? h("a", { class: "back", href: "#/requests" }, "← All requests")
       : requestFilters(filters),
-    query ? null : addFromLogPanel(exportFilters(filters)),
+    query ? null : addFromLogPanel(logFilters(filters)),
     results,
   );
   if (query) await showHits(results, query);
@@ -131,6 +142,7 @@ function requestFilters(filters) {
     field("Score min", bound("score_min")),
     field("Score max", bound("score_max")),
     field("Score value", text("score_value", "e.g. good, true")),
+    environmentField(filters),
   ]);
 }
 

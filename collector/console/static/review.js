@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { environmentField } from "./environments.js";
 import { PAGE_SIZE, filterForm } from "./paging.js";
 import { detailSections } from "./requests.js";
 import { scoreConfigs, scoresSection } from "./scores.js";
@@ -22,13 +23,14 @@ export async function showReview(view, chosen) {
   shortcuts = null;
   const prompt = chosen.get("prompt_name") || "";
   const name = chosen.get("name") || "";
+  const environment = chosen.get("environment") || "";
   const configs = await scoreConfigs();
   const status = h("p", { class: "summary", role: "status" });
   const stage = h("div", { class: "review-stage" });
   replace(
     view,
     h("h1", {}, "Review queue"),
-    queueForm(prompt, name, configs),
+    queueForm(prompt, name, configs, chosen),
     h(
       "p",
       { class: "muted keys" },
@@ -47,7 +49,7 @@ export async function showReview(view, chosen) {
   );
   if (!name) return replace(status, "Choose a score name (and a prompt) to review.");
   replace(status, "Loading…");
-  const ids = await unscoredIds(prompt, name);
+  const ids = await unscoredIds(prompt, name, environment);
   if (ids.length === 0) return replace(status, "Nothing to review: every record has this score.");
 
   let index = 0;
@@ -153,12 +155,18 @@ function reviewedCards(record) {
 }
 
 /** The ids of the records to review, oldest first. */
-async function unscoredIds(prompt, name) {
+async function unscoredIds(prompt, name, environment) {
   const ids = [];
   let cursor;
   do {
     const page = await api("/requests", {
-      query: { prompt_name: prompt, unscored: name, limit: PAGE_SIZE * 2, cursor },
+      query: {
+        prompt_name: prompt,
+        unscored: name,
+        environment: environment || undefined,
+        limit: PAGE_SIZE * 2,
+        cursor,
+      },
     });
     ids.push(...page.data.map((record) => record.id));
     cursor = page.pagination.has_more ? page.pagination.next_cursor : null;
@@ -166,7 +174,7 @@ async function unscoredIds(prompt, name) {
   return ids.slice(0, MOST_QUEUED).reverse();
 }
 
-function queueForm(prompt, name, configs) {
+function queueForm(prompt, name, configs, chosen) {
   const names = h(
     "datalist",
     { id: "queue-names" },
@@ -194,6 +202,7 @@ function queueForm(prompt, name, configs) {
         placeholder: "e.g. helpfulness",
       }),
     ),
+    environmentField(chosen, "queue-environment"),
     names,
   ]);
 }

@@ -16,6 +16,7 @@ import {
 } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
+import { environmentField } from "./environments.js";
 import { scoreBadges } from "./scores.js";
 import { traceHref } from "./trace.js";
 import {
@@ -30,7 +31,7 @@ import {
   userHref,
 } from "./traces.js";
 
-const FILTERS = ["user_id", "start_date", "end_date"];
+const FILTERS = ["user_id", "start_date", "end_date", "environment"];
 
 const COLUMNS = [
   ["Last activity (UTC)", ""],
@@ -79,6 +80,7 @@ function sessionFilters(filters) {
     field("User", text("user_id", "metadata.user_id")),
     field("From", date("start_date")),
     field("To", date("end_date")),
+    environmentField(filters),
   ]);
 }
 

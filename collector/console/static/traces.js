@@ -7,6 +7,7 @@ import { costText, facts, field, h, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges, scoreConfigs, traceScoresSection } from "./scores.js";
+import { environmentField } from "./environments.js";
 import { readTrace, traceHref, traceTree } from "./trace.js";
 
 /** The route of the session page of `sessionId`. */
@@ -83,7 +84,7 @@ export function describeList(noun, plural, filtered) {
   };
 }
 
-const FILTERS = ["start_date", "end_date", "user_id", "session_id", "name"];
+const FILTERS = ["start_date", "end_date", "user_id", "session_id", "name", "environment"];
 
 const COLUMNS = [
   ["Started (UTC)", ""],
@@ -125,6 +126,7 @@ function traceFilters(filters) {
     field("Name", text("name", "root span name")),
     field("User", text("user_id", "metadata.user_id")),
     field("Session", text("session_id", "any session")),
+    environmentField(filters),
   ]);
 }
 

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { costText, field, h, replace, section, statusBadge } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
+import { environmentField } from "./environments.js";
 import { scoreBadges } from "./scores.js";
 import { periodNote, sessionList } from "./sessions.js";
 import {
@@ -17,7 +18,7 @@ import {
   userHref,
 } from "./traces.js";
 
-const FILTERS = ["start_date", "end_date"];
+const FILTERS = ["start_date", "end_date", "environment"];
 
 const COLUMNS = [
   ["User", ""],
@@ -37,6 +38,7 @@ export async function showUsers(view, filters) {
   const form = filterForm("#/users", "Filter users", [
     field("From", date("start_date")),
     field("To", date("end_date")),
+    environmentField(filters),
   ]);
   replace(view, h("h1", {}, "Users"), form, periodNote(filters), results);
   const body = h("tbody");
