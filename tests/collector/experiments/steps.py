@@ -1,5 +1,5 @@
 """Steps the experiment tests take over HTTP: post and check the status, wait for an
-experiment to finish, read all its results."""
+experiment to finish, read every page of a list (all its results)."""
 
 from __future__ import annotations
 
@@ -27,16 +27,21 @@ def finished(api: TestClient, experiment_id: str, timeout: float = 60) -> dict[s
         time.sleep(0.05)
 
 
-def results(api: TestClient, experiment_id: str, limit: int = 100) -> list[dict[str, Any]]:
-    """Every result of the experiment, following the cursor ``limit`` at a time."""
+def every_page(api: TestClient, path: str, **params: Any) -> list[dict[str, Any]]:
+    """Every item of the list at ``path``, following the cursor (``params`` on each page)."""
     found: list[dict[str, Any]] = []
     cursor = None
     while True:
-        params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor else {})}
-        response = api.get(f"/v1/experiments/{experiment_id}/results", params=params)
+        query = {**params, **({"cursor": cursor} if cursor else {})}
+        response = api.get(path, params=query)
         assert response.status_code == 200, response.text
         body = response.json()
         found += body["data"]
         cursor = body["pagination"].get("next_cursor")
         if not cursor:
             return found
+
+
+def results(api: TestClient, experiment_id: str, limit: int = 100) -> list[dict[str, Any]]:
+    """Every result of the experiment, following the cursor ``limit`` at a time."""
+    return every_page(api, f"/v1/experiments/{experiment_id}/results", limit=limit)

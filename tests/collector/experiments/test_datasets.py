@@ -12,6 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from tests.collector.contract import assert_error
+from tests.collector.experiments.steps import every_page
 
 
 def make(api: TestClient, name: str = "support", **fields: Any) -> dict[str, Any]:
@@ -34,17 +35,7 @@ def add(api: TestClient, name: str, items: list[Any]) -> dict[str, Any]:
 
 
 def items_of(api: TestClient, name: str, **params: Any) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        query = {**params, **({"cursor": cursor} if cursor else {})}
-        response = api.get(f"/v1/datasets/{name}/items", params=query)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        found += body["data"]
-        cursor = body["pagination"].get("next_cursor")
-        if not cursor:
-            return found
+    return every_page(api, f"/v1/datasets/{name}/items", **params)
 
 
 def log(api: TestClient, n: int, **extra: Any) -> str:
