@@ -15,11 +15,21 @@ import pytest
 from fastapi.testclient import TestClient
 
 import promptrail
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.request_tables import (
+    REQUEST_ITEMS_MV_BEFORE_27,
+    TRACE_RECORDS_MV_BEFORE_27,
+)
+from promptrail.collector.store.schema import View
+from promptrail.collector.store.thread_tables import THREAD_ITEMS_MV_BEFORE_27
 from promptrail.testing import OpenAIStub
 from tests.collector.contract import assert_error
 from tests.collector.experiments.steps import finished, post
 from tests.collector.request_log.otlp_payloads import attribute, json_span, string_value
-from tests.keys import DEFAULT_KEY
+from tests.collector.upgrades import store_before
+from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -313,3 +323,48 @@ def test_the_sdk_takes_promptrail_environment_and_refuses_bad_names(
     for bad in ("promptrail-experiment", "Staging"):
         with pytest.raises(ValueError, match="environment"):
             promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, environment=bad)
+
+
+def test_a_store_from_before_environments_reads_its_records_as_production(
+    settings: Settings,
+) -> None:
+    db = f"`{settings.database}`"
+
+    def query_of(view: View) -> str:
+        return view.select.format(db=db, local="")
+
+    # The log, its copies and their views as the release before migration 27 made them.
+    undo = [
+        f"ALTER TABLE {db}.request_items_mv MODIFY QUERY {query_of(REQUEST_ITEMS_MV_BEFORE_27)}",
+        f"ALTER TABLE {db}.trace_records_mv MODIFY QUERY {query_of(TRACE_RECORDS_MV_BEFORE_27)}",
+        f"ALTER TABLE {db}.thread_items_mv MODIFY QUERY {query_of(THREAD_ITEMS_MV_BEFORE_27)}",
+        *(
+            f"ALTER TABLE {db}.{table} DROP COLUMN environment"
+            for table in ("thread_items", "trace_records", "request_items", "requests")
+        ),
+    ]
+    store_before(settings, 27, [], undo)
+    client = open_client(settings.store_url)
+    try:
+        client.command(
+            f"INSERT INTO {db}.requests (project, id, created_at, model, status, trace_id, "
+            "span_id, metadata, metadata_map, total_tokens, row_version, is_deleted) VALUES "
+            "('default', 'req_old-1', now64(3), 'gpt-4o-mini', 'success', "
+            f"'{TRACE}', '00f067aa0ba902b7', '{{\"session_id\":\"s-old\"}}', "
+            "map('session_id', 's-old'), 7, 1, 0)"
+        )
+    finally:
+        client.close()
+
+    with TestClient(create_app(settings), headers=DEFAULT_AUTH) as api:  # migration 27 runs
+        [old] = api.get("/v1/requests", params={"environment": "production"}).json()["data"]
+        assert (old["id"], old["environment"]) == ("req_old-1", "production")
+        assert ids(api) == ["req_old-1"]
+        assert traces(api, "/v1/traces", "trace_id", environment="production") == [TRACE]
+        assert traces(api, "/v1/sessions", "session_id", environment="production") == ["s-old"]
+        log(api, [{"id": "req_new-1", "output": "new", "environment": "staging"}])
+        assert ids(api, environment="staging") == ["req_new-1"]
+        assert api.get("/v1/environments").json()["data"] == [
+            {"name": "production", "records": 1},
+            {"name": "staging", "records": 1},
+        ]
