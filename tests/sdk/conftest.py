@@ -35,6 +35,13 @@ class RequestLog:
 
 
 @pytest.fixture
+def memory_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK in its memory-only mode (``PROMPTRAIL_DISK_CACHE=0``): what waits for the
+    collector stays in the process. A module that pins the mode names it in ``pytestmark``."""
+    monkeypatch.setenv("PROMPTRAIL_DISK_CACHE", "0")
+
+
+@pytest.fixture
 def requests_seen() -> RequestLog:
     """The requests the ``client`` / ``aclient`` fixtures sent."""
     return RequestLog()

@@ -35,11 +35,9 @@ def work(n: int) -> int:
     return n
 
 
-@pytest.fixture(autouse=True)
-def memory_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``): what waits for the
-    collector stays in the process. With the disk spool (the default): tests/sdk/test_outage.py."""
-    monkeypatch.setenv("PROMPTRAIL_DISK_CACHE", "0")
+# These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``, tests/sdk/conftest.py): what
+# waits for the collector stays in the process. With the disk spool (the default): test_outage.py.
+pytestmark = pytest.mark.usefixtures("memory_only")
 
 
 @pytest.fixture

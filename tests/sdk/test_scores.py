@@ -41,11 +41,9 @@ def assert_balanced(counts: dict[str, Any]) -> None:
     assert counts["captured"] == counts["exported"] + counts["pending"] + counts["dropped_total"]
 
 
-@pytest.fixture(autouse=True)
-def memory_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``): scores waiting for
-    the collector stay in the process. With the disk spool (the default): test_outage.py."""
-    monkeypatch.setenv("PROMPTRAIL_DISK_CACHE", "0")
+# These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``, tests/sdk/conftest.py): scores
+# waiting for the collector stay in the process. With the disk spool (the default): test_outage.py.
+pytestmark = pytest.mark.usefixtures("memory_only")
 
 
 @pytest.fixture

@@ -47,11 +47,9 @@ def assert_balanced(stats: dict[str, Any]) -> None:
     assert stats["dropped_total"] == sum(stats["dropped"].values())
 
 
-@pytest.fixture(autouse=True)
-def memory_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``): what waits for the
-    collector stays in the process. With the disk spool (the default): tests/sdk/test_outage.py."""
-    monkeypatch.setenv("PROMPTRAIL_DISK_CACHE", "0")
+# These tests pin the memory-only mode (``PROMPTRAIL_DISK_CACHE=0``, tests/sdk/conftest.py): what
+# waits for the collector stays in the process. With the disk spool (the default): test_outage.py.
+pytestmark = pytest.mark.usefixtures("memory_only")
 
 
 @pytest.fixture
