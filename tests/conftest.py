@@ -13,9 +13,8 @@ from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store.connection import open_client
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
-from tests.databases import ReusableDatabase, one_handshake_per_engine
+from tests.databases import ReusableDatabase, drop_database, one_handshake_per_engine
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
 
 pytest_plugins = ["tests.capture"]
@@ -103,11 +102,7 @@ def fresh_settings(store_url: str, tmp_path: Path) -> Iterator[Settings]:
         init_api_key=DEFAULT_KEY,
     )
     yield settings
-    client = open_client(store_url)
-    try:
-        client.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
-    finally:
-        client.close()
+    drop_database(store_url, settings.database)
 
 
 @pytest.fixture

@@ -92,6 +92,15 @@ class ReusableDatabase:
         return (self._data_path / metadata_path).read_text()
 
 
+def drop_database(store_url: str, database: str) -> None:
+    """Drop a test's own database (one made fresh for it, not the reusable one) at its end."""
+    client = open_client(store_url)
+    try:
+        client.command(f"DROP DATABASE IF EXISTS `{database}` SYNC")
+    finally:
+        client.close()
+
+
 @contextmanager
 def one_handshake_per_engine() -> Iterator[None]:
     """Let each embedded client after the first of its engine skip the driver's handshake.

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store.connection import open_client
+from tests.databases import drop_database
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 
@@ -26,11 +26,7 @@ def scores_api(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     with TestClient(create_app(settings), headers=DEFAULT_AUTH) as client:
         yield client
-    store = open_client(store_url)
-    try:
-        store.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
-    finally:
-        store.close()
+    drop_database(store_url, settings.database)
 
 
 @pytest.fixture(scope="module")

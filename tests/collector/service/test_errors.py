@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store.connection import close_client, open_client
 from tests.collector.contract import assert_error
+from tests.databases import drop_database
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 PREFIXES = ("/v1", "/api/v1")
@@ -136,11 +136,7 @@ def greeted(
             create(api, "greeting", labels=["production"])
             yield api, TestClient(api.app)
     finally:
-        client = open_client(store_url)
-        try:
-            client.command(f"DROP DATABASE IF EXISTS `{settings.database}` SYNC")
-        finally:
-            close_client(client)
+        drop_database(store_url, settings.database)
 
 
 @pytest.fixture
