@@ -5,10 +5,29 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    Strict,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
+from pydantic_core import PydanticCustomError
 
+from .chat_prompts import (
+    Config,
+    Messages,
+    ResponseFormat,
+    ToolChoice,
+    Tools,
+    VariablesSchema,
+)
 from .json_values import check_json
 from .rows import NoneIfEmpty, RowModel
 
@@ -108,11 +127,40 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PromptCreate(_Input):
-    """``POST /v1/prompts``: name, template and model are required."""
+def _fits_type(value: Any, info: ValidationInfo) -> Any:
+    """``template`` belongs to text prompts, ``messages`` to chat prompts: the other type's
+    field is refused, and the own type's is required (an unknown ``type`` reads as text)."""
+    chat = info.data.get("type") == "chat"
+    own = (info.field_name == "messages") == chat
+    if own and value is None:
+        raise PydanticCustomError("missing", "Field required")
+    if not own and value is not None:
+        kind, other = ("text", "chat") if info.field_name == "template" else ("chat", "text")
+        raise ValueError(
+            f"{info.field_name} belongs to {kind} prompts; this is a {other} prompt "
+            f"({'messages' if other == 'chat' else 'template'} holds its content)"
+        )
+    return value
+
+
+class _VersionExtras(_Input):
+    """The fields either type of prompt may carry on each version (docs/api-notes.md)."""
+
+    tools: Tools | None = None
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    variables_schema: VariablesSchema | None = None
+    config: Config | None = None
+
+
+class PromptCreate(_VersionExtras):
+    """``POST /v1/prompts``: name, model and the content (a text prompt's ``template``, a
+    chat prompt's ``messages``) are required."""
 
     name: PromptName
-    template: Template
+    type: Literal["text", "chat"] = "text"
+    template: Template | None = Field(default=None, validate_default=True)
+    messages: Messages | None = Field(default=None, validate_default=True)
     model: ModelName
     description: Description = ""
     parameters: Parameters = Field(default_factory=dict)
@@ -120,12 +168,21 @@ class PromptCreate(_Input):
     folder: Folder = None
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
 
+    _content_fits_type = field_validator("template", "messages", mode="after")(_fits_type)
 
-class PromptUpdate(_Input):
-    """``PATCH /v1/prompts/{name}``: any prompt field; every PATCH makes a new version."""
+
+class PromptUpdate(_VersionExtras):
+    """``PATCH /v1/prompts/{name}``: any prompt field; every PATCH makes a new version.
+
+    ``tools``, ``tool_choice``, ``response_format``, ``variables_schema`` and ``config`` set to
+    null remove them from the new version; ``type`` is fixed at create."""
 
     name: str | None = Field(default=None, description="Must equal the current name.")
+    type: Literal["text", "chat"] | None = Field(
+        default=None, description="Must equal the prompt's type (fixed at create)."
+    )
     template: Template | None = None
+    messages: Messages | None = None
     model: ModelName | None = None
     description: Description | None = None
     parameters: Parameters | None = None
@@ -134,7 +191,15 @@ class PromptUpdate(_Input):
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
 
     @field_validator(
-        "name", "template", "model", "description", "parameters", "tags", mode="before"
+        "name",
+        "type",
+        "template",
+        "messages",
+        "model",
+        "description",
+        "parameters",
+        "tags",
+        mode="before",
     )
     @classmethod
     def _not_null(cls, value: Any) -> Any:
@@ -158,7 +223,40 @@ class LabelMove(_Input):
     version: Annotated[int, Strict()] = Field(ge=1, le=2**31)
 
 
-class _PromptAnswer(RowModel):
+# A version's chat-prompt fields in the answers: each shown when the version has it, and
+# ``type`` with them, so a text prompt without them answers exactly as before chat prompts.
+_CHAT_FIELDS = ("messages", "tools", "tool_choice", "response_format", "variables_schema", "config")
+
+
+class _ChatAnswer(RowModel):
+    """The chat-prompt fields of a version answer (see :data:`_CHAT_FIELDS`)."""
+
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
+
+    # No return annotation: pydantic then documents the model's own fields in the OpenAPI
+    # schema (an annotated wrap serializer would document its return type instead).
+    @model_serializer(mode="wrap")
+    def _set_fields_only(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        for key in _CHAT_FIELDS:
+            if data.get(key) is None:
+                data.pop(key, None)
+        if data.get("type") == "text" and not any(key in data for key in _CHAT_FIELDS):
+            data.pop("type", None)
+        return data
+
+
+# A chat prompt stores no template (""): the answers say null.
+TemplateOutField = Annotated[str | None, NoneIfEmpty]
+
+
+class _PromptAnswer(_ChatAnswer):
     """A prompt answer read from a version's row: each answer keeps its own subset."""
 
     @classmethod
@@ -183,7 +281,7 @@ class PromptOut(_PromptAnswer):
     id: str
     name: str
     description: str
-    template: str
+    template: TemplateOutField
     model: str
     parameters: dict[str, Any]
     version: int
@@ -198,7 +296,7 @@ class PromptGetOut(_PromptAnswer):
 
     id: str
     name: str
-    template: str
+    template: TemplateOutField
     model: str
     version: int
     created_at: datetime
@@ -229,7 +327,7 @@ class PromptUpdateOut(_PromptAnswer):
 
     id: str
     name: str
-    template: str
+    template: TemplateOutField
     model: str
     version: int
     updated_at: datetime
@@ -242,11 +340,11 @@ class PromptDeleted(BaseModel):
     id: str
 
 
-class VersionOut(RowModel):
+class VersionOut(_ChatAnswer):
     """An item of the version history (spec 2.2), with its labels."""
 
     version: int
-    template: str
+    template: TemplateOutField
     model: str
     labels: list[str]
     note: Annotated[str | None, NoneIfEmpty] = None
@@ -259,11 +357,11 @@ class VersionDetailOut(VersionOut):
     parameters: dict[str, Any]
 
 
-class RollbackOut(RowModel):
+class RollbackOut(_ChatAnswer):
     """Rollback result (spec 4.4)."""
 
     version: int
-    template: str
+    template: TemplateOutField
     note: str
 
 
@@ -283,21 +381,55 @@ class LabelRemoved(BaseModel):
 
 
 class VariableSpec(BaseModel):
-    """The type of one template variable."""
+    """The type of one template variable; a chat prompt's also says whether it is required."""
 
     type: str
+    required: bool | None = None
+
+    # No return annotation: the OpenAPI schema then documents the fields (see _ChatAnswer).
+    @model_serializer(mode="wrap")
+    def _required_when_known(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if data.get("required") is None:
+            data.pop("required", None)
+        return data
+
+
+# The template payload's chat fields: a chat prompt's payload has each (null when unset); a
+# text prompt's only those it has, so its payload is as before chat prompts but for ``type``.
+_PAYLOAD_CHAT_FIELDS = ("messages", "placeholders", "tools", "tool_choice", "response_format")
 
 
 class TemplateOut(BaseModel):
-    """Template payload for local execution (spec 2.3), returned unwrapped."""
+    """Template payload for local execution (spec 2.3), returned unwrapped.
+
+    ``content`` is the text prompt's double-brace template (null for a chat prompt, whose
+    ``messages`` are its unrendered Mustache, ``placeholders`` their names in order).
+    """
 
     prompt_id: str
     prompt_name: str
     version: int
     version_id: str
-    content: str
+    type: str = "text"
+    content: str | None
+    messages: list[dict[str, Any]] | None = None
+    placeholders: list[str] | None = None
     variables: dict[str, VariableSpec]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    config: Any = None
     provider: str
     model: str
     temperature: float | None
     max_tokens: int | None
+
+    # No return annotation: the OpenAPI schema then documents the fields (see _ChatAnswer).
+    @model_serializer(mode="wrap")
+    def _chat_fields_of_chat_prompts(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        for key in (*_PAYLOAD_CHAT_FIELDS, "config"):
+            if data.get(key) is None and data.get("type") != "chat":
+                data.pop(key, None)
+        return data

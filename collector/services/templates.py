@@ -5,6 +5,10 @@ A stored template writes variables as ``{name}`` and literal braces as ``{{`` an
 lone brace is an error, so a template that parses today renders the same way on the service
 and on every client. The payload a client renders itself (spec 2.3, CONTRACT 4) names the
 provider that serves the version's model, as runs choose it (``providers.routing``).
+
+A chat prompt's messages are Mustache instead (``promptrail._mustache``, the renderer the SDK
+shares): :func:`check_messages` refuses one that does not parse, and its payload carries the
+messages unrendered with the variables they use (docs/api-notes.md, Chat prompts).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from promptrail._mustache import MustacheError, Variable, merge_variable, mustache_variables
 
 from ..errors import InvalidTemplate
 from ..models.prompts import TemplateOut, VariableSpec
@@ -97,6 +104,58 @@ def _excerpt(template: str) -> str:
     return template if len(template) <= _EXCERPT else template[:_EXCERPT] + "…"
 
 
+def message_texts(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """Every text of ``messages`` Mustache may stand in, with its field path: contents,
+    text parts and image URLs."""
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, str):
+            yield f"messages.{index}.content", content
+        elif isinstance(content, list):
+            for at, part in enumerate(content):
+                where = f"messages.{index}.content.{at}"
+                if part.get("type") == "text":
+                    yield f"{where}.text", str(part["text"])
+                elif part.get("type") == "image_url":
+                    yield f"{where}.image_url.url", str(part["image_url"]["url"])
+
+
+def check_messages(messages: list[dict[str, Any]]) -> None:
+    """Raise InvalidTemplate naming the first text of ``messages`` that does not parse."""
+    for field, text in message_texts(messages):
+        try:
+            mustache_variables(text)
+        except MustacheError as error:
+            raise InvalidTemplate(
+                f"{field} does not parse as Mustache: {error}",
+                {"field": field, "template": _excerpt(text)},
+            ) from None
+
+
+def _chat_variables(row: PromptVersionRow) -> dict[str, VariableSpec]:
+    """The variables of a chat prompt: from its schema when it has one, else those its
+    messages use (a plain one a required string, a section's any)."""
+    schema = row.variables_schema
+    if schema is not None:
+        required = set(schema.get("required") or ())
+        properties: dict[str, Any] = schema.get("properties") or {}
+        return {
+            name: VariableSpec(type=_schema_type(spec), required=name in required)
+            for name, spec in properties.items()
+        }
+    found: dict[str, Variable] = {}
+    for _, text in message_texts(row.messages or []):
+        for variable in mustache_variables(text):
+            merge_variable(found, variable)
+    return {v.name: VariableSpec(type=v.kind, required=v.required) for v in found.values()}
+
+
+def _schema_type(spec: Any) -> str:
+    """A property's JSON Schema type as one word (``any`` when it names none or several)."""
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    return kind if isinstance(kind, str) else "any"
+
+
 def template_payload(row: PromptVersionRow) -> TemplateOut:
     """Shape a version as the double-brace payload a client renders itself.
 
@@ -106,13 +165,29 @@ def template_payload(row: PromptVersionRow) -> TemplateOut:
     provider, model = provider_for(row.model) or ("openai", row.model)
     temperature = row.parameters.get("temperature")
     max_tokens = row.parameters.get("max_tokens")
+    chat = row.type == "chat"
     return TemplateOut(
         prompt_id=str(uuid.UUID(hex=row.prompt_id)),
         prompt_name=row.name,
         version=row.version,
         version_id=row.version_id,
-        content=to_double_brace(row.template),
-        variables={name: VariableSpec(type="string") for name in template_variables(row.template)},
+        type=row.type,
+        content=None if chat else to_double_brace(row.template),
+        messages=row.messages,
+        placeholders=(
+            [str(m["name"]) for m in row.messages or [] if m.get("type") == "placeholder"]
+            if chat
+            else None
+        ),
+        variables=(
+            _chat_variables(row)
+            if chat
+            else {name: VariableSpec(type="string") for name in template_variables(row.template)}
+        ),
+        tools=row.tools,
+        tool_choice=row.tool_choice,
+        response_format=row.response_format,
+        config=row.config,
         provider=provider,
         model=model,
         temperature=float(temperature) if temperature is not None else None,

@@ -320,6 +320,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             ModifyQuery(THREAD_ITEMS_MV),
         ),
     ),
+    # Chat prompts (docs/api-notes.md, Chat prompts): a version's chat fields in one column,
+    # "" for the versions stored before, which read as text prompts without them.
+    Migration(28, "prompt_chat_fields", (AddColumn(PROMPT_VERSIONS, "chat"),)),
 )
 
 

@@ -68,6 +68,15 @@ class Prompt(_Shape):
     folder: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
+    # prompts); a text prompt without them has ``type`` "text" and the rest None.
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
 
 
 class PromptDeleted(_Shape):
@@ -81,20 +90,38 @@ class PromptVersion(_Shape):
     """Hold one version of a prompt (spec 2.2); ``parameters`` only on a single version."""
 
     version: int
-    template: str
+    template: str | None  # None for a chat prompt (its content is ``messages``)
     model: str
     created_at: datetime
     labels: list[str] = Field(default_factory=list)
     note: str | None = None
     parameters: dict[str, Any] | None = None
+    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
+    # prompts); a text prompt without them has ``type`` "text" and the rest None.
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
 
 
 class Rollback(_Shape):
     """Hold the new version a rollback made, with the note naming both versions."""
 
     version: int
-    template: str
+    template: str | None  # None for a chat prompt (its content is ``messages``)
     note: str
+    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
+    # prompts); a text prompt without them has ``type`` "text" and the rest None.
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
 
 
 class Label(_Shape):
@@ -113,9 +140,10 @@ class LabelRemoved(_Shape):
 
 
 class TemplateVariable(_Shape):
-    """Describe one template variable."""
+    """Describe one template variable (a chat prompt's also says whether it is required)."""
 
     type: str = "string"
+    required: bool | None = None
 
 
 class TemplatePayload(_Shape):
@@ -125,6 +153,9 @@ class TemplatePayload(_Shape):
     prompt_name: str
     version: int
     version_id: str
+    # ``text`` for the single-string templates this payload holds; the collector also serves
+    # ``chat`` prompts' payloads (docs/api-notes.md, Chat prompts).
+    type: str = "text"
     content: str
     variables: dict[str, TemplateVariable] = Field(default_factory=dict)
     provider: str

@@ -98,6 +98,15 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
 SDK_ONLY: dict[type[BaseModel], set[str]] = {
     sdk.Comparison: {"next_cursor"},  # the answer's pagination, beside its data
 }
+# Fields of a collector's answer the SDK does not read yet, and why. Only a chat prompt's
+# template payload has them (its content null): the SDK's chat templates (issue 48 point 4)
+# read it; a text prompt's payload the SDK reads as ever (tests/collector/registry/
+# test_chat_prompts.py parses one).
+NOT_YET_READ: dict[type[BaseModel], set[str]] = {
+    sdk.TemplatePayload: {
+        "content", "messages", "placeholders", "tools", "tool_choice", "response_format", "config"
+    },
+}  # fmt: skip
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its
 # ISO 8601 text.
@@ -173,6 +182,9 @@ def answer_differences(sent: tuple[type[BaseModel], ...], read: type[BaseModel])
     collector, client = model_fields(*sent), model_fields(read)
     for name in SDK_ONLY.get(read, set()):
         client.pop(name)
+    for name in NOT_YET_READ.get(read, set()):
+        collector.pop(name)
+        client.pop(name, None)
     found = name_differences(collector, client)
     for name in sorted(collector.keys() & client.keys()):
         (sent_type, sent_field), (read_type, read_field) = collector[name], client[name]

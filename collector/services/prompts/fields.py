@@ -17,16 +17,20 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import ValidationFailed
+from ...models.chat_prompts import stored
 from ...models.prompts import PromptCreate, PromptUpdate
 from ...store.prompts import PromptVersionRow
 from ..dates import utc_now_ms
-from ..templates import parse_template
+from ..templates import check_messages, parse_template
 
+# A version's chat-prompt fields either type of prompt may carry (docs/api-notes.md, Chat
+# prompts); a PATCH sets one to null to leave it out of the new version.
+EXTRAS = ("tools", "tool_choice", "response_format", "variables_schema", "config")
 # The fields a PATCH copies onto the new version when it sets them (``labels`` are moved,
-# not stored on the version; ``name`` cannot change).
-PATCHABLE = ("template", "model", "description", "parameters", "tags", "folder")
+# not stored on the version; ``name`` and ``type`` cannot change).
+PATCHABLE = ("template", "messages", "model", "description", "parameters", "tags", "folder")
 # The fields a rollback copies from the version it restores; the rest stay the newest's.
-RESTORED = ("template", "model", "parameters")
+RESTORED = ("template", "messages", "model", "parameters", *EXTRAS)
 
 # Builds version N+1's fields from version N (the writer numbers and stamps it).
 Build = Callable[[PromptVersionRow], PromptVersionRow]
@@ -34,7 +38,11 @@ Build = Callable[[PromptVersionRow], PromptVersionRow]
 
 def first_version(body: PromptCreate) -> PromptVersionRow:
     """Validate a create's body and build its version 1, with a new prompt id."""
-    parse_template(body.template)
+    if body.template is not None:
+        parse_template(body.template)
+    messages = stored(body.messages)
+    if messages is not None:
+        check_messages(messages)
     now = utc_now_ms()
     return PromptVersionRow(
         prompt_id=uuid.uuid4().hex,
@@ -42,7 +50,7 @@ def first_version(body: PromptCreate) -> PromptVersionRow:
         version_id=str(uuid.uuid4()),
         name=body.name,
         description=body.description,
-        template=body.template,
+        template=body.template or "",
         model=body.model,
         parameters=body.parameters,
         tags=body.tags,
@@ -50,6 +58,9 @@ def first_version(body: PromptCreate) -> PromptVersionRow:
         note="",
         prompt_created_at=now,
         created_at=now,
+        type=body.type,
+        messages=messages,
+        **{key: stored(getattr(body, key)) for key in EXTRAS},
     )
 
 
@@ -65,18 +76,34 @@ def patched_version(body: PromptUpdate) -> Build:
         raise ValidationFailed("body", "PATCH needs at least one prompt field to change")
     if body.template is not None:
         parse_template(body.template)
+    if body.messages is not None:
+        check_messages(stored(body.messages))
     if "folder" in fields and body.folder is None:
         body = body.model_copy(update={"folder": ""})
     changes: dict[str, Any] = {
-        key: getattr(body, key)
+        key: stored(getattr(body, key))
         for key in PATCHABLE
         if key in fields and getattr(body, key) is not None
     }
+    changes.update({key: stored(getattr(body, key)) for key in EXTRAS if key in fields})
     name = body.name
+    kind = body.type
 
     def build(head: PromptVersionRow) -> PromptVersionRow:
         if name is not None and name != head.name:
             raise ValidationFailed("name", "Renaming a prompt is not supported")
+        if kind is not None and kind != head.type:
+            raise ValidationFailed(
+                "type", f"A prompt's type is fixed at create: this is a {head.type} prompt"
+            )
+        # A chat prompt's content is its messages, a text prompt's its template.
+        other = "template" if head.type == "chat" else "messages"
+        if other in changes:
+            raise ValidationFailed(
+                other,
+                f"{other} belongs to {'text' if other == 'template' else 'chat'} prompts; "
+                f"this is a {head.type} prompt",
+            )
         return replace(head, **changes, note="")
 
     return build

@@ -15,6 +15,7 @@ from typing import Any
 from ..connection import utc
 from .base import PromptStoreBase
 from .rows import (
+    VERSION_COLUMNS,
     ListFilter,
     LivePrompt,
     LiveState,
@@ -119,9 +120,9 @@ class PromptReads(PromptStoreBase):
         for start in range(0, len(keys), _ROWS_CHUNK):
             chunk = keys[start : start + _ROWS_CHUNK]
             found.extend(
-                _packed_version(r[0])
+                _packed_version(r[0], r[1])
                 for r in self._client.query(
-                    f"SELECT version_json FROM {self._versions} "
+                    f"SELECT {VERSION_COLUMNS} FROM {self._versions} "
                     "WHERE project = {project:String} AND prompt_id IN {ids:Array(String)} "
                     "AND (prompt_id, version) IN {keys:Array(Tuple(String, UInt32))}",
                     parameters={
@@ -154,9 +155,9 @@ class PromptReads(PromptStoreBase):
             ).result_rows
         ]
         versions = [
-            (str(r[0]), _packed_version(r[1]))
+            (str(r[0]), _packed_version(r[1], r[2]))
             for r in self._client.query(
-                f"SELECT project, version_json FROM {self._versions} "
+                f"SELECT project, {VERSION_COLUMNS} FROM {self._versions} "
                 "WHERE project IN {projects:Array(String)} "
                 "AND created_at >= {since:DateTime64(3, 'UTC')} "
                 "ORDER BY project, prompt_id, version",
@@ -208,14 +209,14 @@ class PromptReads(PromptStoreBase):
         store's live-id index): one point read on the full sorting key, no sort, no subquery.
         """
         rows = self._point_rows(
-            f"SELECT version_json FROM {self._versions} "
+            f"SELECT {VERSION_COLUMNS} FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             "AND version = {v:UInt32} LIMIT 1",
             project=project,
             pid=prompt_id,
             v=version,
         )
-        return _packed_version(rows[0][0]) if rows else None
+        return _packed_version(rows[0][0], rows[0][1]) if rows else None
 
     def _one_version(
         self, pid: str, params: dict[str, Any], number: int | None, label: str | None
@@ -223,12 +224,12 @@ class PromptReads(PromptStoreBase):
         """Read the version :meth:`_pick_version` names of the prompt ``pid`` (an expression)."""
         where = self._pick_version(params, number, label)
         rows = self._point_rows(
-            f"WITH {pid} AS pid SELECT version_json FROM {self._versions} "
+            f"WITH {pid} AS pid SELECT {VERSION_COLUMNS} FROM {self._versions} "
             f"WHERE project = {{project:String}} AND prompt_id = pid {where} "
             "ORDER BY version DESC LIMIT 1",
             **params,
         )
-        return _packed_version(rows[0][0]) if rows else None
+        return _packed_version(rows[0][0], rows[0][1]) if rows else None
 
     def versions(
         self,
@@ -249,12 +250,12 @@ class PromptReads(PromptStoreBase):
             most = " LIMIT {limit:UInt32}"
             params["limit"] = limit
         rows = self._point_rows(
-            f"SELECT version_json FROM {self._versions} "
+            f"SELECT {VERSION_COLUMNS} FROM {self._versions} "
             "WHERE project = {project:String} AND prompt_id = {pid:String} "
             f"{below}ORDER BY version DESC{most}",
             **params,
         )
-        return [_packed_version(r[0]) for r in rows]
+        return [_packed_version(r[0], r[1]) for r in rows]
 
     # -- list ------------------------------------------------------------------------------
 

@@ -9,6 +9,11 @@ place. A new field of a prompt version (chat prompts add some) goes, in this ord
 3. :func:`_version_values`, the inserted columns in table order;
 4. :func:`_packed_version`, the ``version_json`` array in its tuple's order.
 
+The chat-prompt fields are the exception: one ``chat`` column holds them all as a JSON object
+(:data:`CHAT_FIELDS`, those a version has), read beside ``version_json`` (:data:`VERSION_COLUMNS`)
+because a stored ``version_json`` keeps the expression it was created with. A new chat field
+is a key of that object: :data:`CHAT_FIELDS` and :class:`PromptVersionRow` only.
+
 :func:`_literal` is here too, as the embedded store's encoding of the same values for inline
 ``VALUES`` rows. It is the one place the registry's SQL is not parameterised: hand-escaped
 literals, because chDB parses them at a fraction of the cost of query parameters (see
@@ -55,6 +60,21 @@ class PromptVersionRow:
     note: str
     prompt_created_at: datetime
     created_at: datetime
+    # Chat prompts (docs/api-notes.md): ``type`` is fixed at create; a chat prompt's content
+    # is ``messages`` (its ``template`` is ""). None: the version does not have the field.
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
+
+
+# The version fields the ``chat`` column holds, beside ``type``.
+CHAT_FIELDS = ("messages", "tools", "tool_choice", "response_format", "variables_schema", "config")
+# What a read of whole versions selects; :func:`_packed_version` takes them in this order.
+VERSION_COLUMNS = "version_json, chat"
 
 
 @dataclass(frozen=True)
@@ -134,9 +154,10 @@ class ListFilter:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _packed_version(text: str) -> PromptVersionRow:
-    """Build a version from its ``version_json`` column."""
+def _packed_version(text: str, chat: str = "") -> PromptVersionRow:
+    """Build a version from its ``version_json`` and ``chat`` columns."""
     row = json.loads(text)
+    extras: dict[str, Any] = json.loads(chat) if chat else {}
     return PromptVersionRow(
         prompt_id=row[0],
         version=int(row[1]),
@@ -151,7 +172,17 @@ def _packed_version(text: str) -> PromptVersionRow:
         note=row[10],
         prompt_created_at=_EPOCH + timedelta(milliseconds=int(row[11])),
         created_at=_EPOCH + timedelta(milliseconds=int(row[12])),
+        type=extras.get("type", "text"),
+        **{key: extras[key] for key in CHAT_FIELDS if key in extras},
     )
+
+
+def _chat_value(row: PromptVersionRow) -> str:
+    """The ``chat`` column of a version: "" for a text prompt without chat fields."""
+    fields = {key: getattr(row, key) for key in CHAT_FIELDS if getattr(row, key) is not None}
+    if row.type == "text" and not fields:
+        return ""
+    return json.dumps({"type": row.type, **fields}, ensure_ascii=False, sort_keys=True)
 
 
 def _version_values(project: str, row: PromptVersionRow) -> list[Any]:
@@ -171,4 +202,5 @@ def _version_values(project: str, row: PromptVersionRow) -> list[Any]:
         row.note,
         row.prompt_created_at,
         row.created_at,
+        _chat_value(row),
     ]

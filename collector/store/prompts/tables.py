@@ -51,6 +51,11 @@ PROMPT_VERSIONS = Table(
         "note String",
         "prompt_created_at DateTime64(3, 'UTC')",
         "created_at DateTime64(3, 'UTC')",
+        # A version's chat-prompt fields (its type, messages, tools, tool choice, response
+        # format, variables schema, config) as one JSON object of those it has; "" for a text
+        # prompt without any (every version stored before chat prompts). Read beside
+        # ``version_json`` (see rows._packed_version).
+        "chat String DEFAULT ''",
         # The whole version as one JSON array, written by ClickHouse at insert: a point read
         # of one column costs about half one of thirteen (each column read has its own
         # fixed cost), and cold reads are point reads.

@@ -34,6 +34,7 @@ def test_template_payload_is_unwrapped_with_every_field(api: TestClient) -> None
     assert {k: v for k, v in payload.items() if k not in ("prompt_id", "version_id")} == {
         "prompt_name": "t",
         "version": 1,
+        "type": "text",
         "content": "Dear {{customer}}, about {{topic}}: {{customer}}",
         "variables": {"customer": {"type": "string"}, "topic": {"type": "string"}},
         "provider": "openai",

@@ -110,6 +110,7 @@ RECORD = {
     "usage": {"prompt_tokens": 3, "completion_tokens": 2},
     "latency_ms": 10,
     "error": None,
+    "environment": "staging",
 }
 PROMPT = {
     "name": "fuzzed",
@@ -119,6 +120,39 @@ PROMPT = {
     "parameters": {"temperature": 0.5},
     "tags": ["t"],
     "folder": "/f",
+    "labels": ["staging"],
+}
+CHAT_PROMPT = {
+    "name": "fuzzed-chat",
+    "type": "chat",
+    "messages": [
+        {"role": "system", "content": "You help {{user.name}}{{#vip}}, a VIP{{/vip}}."},
+        {"type": "placeholder", "name": "history"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "{{question}}"},
+                {"type": "image_url", "image_url": {"url": "{{image}}", "detail": "low"}},
+            ],
+        },
+    ],
+    "model": "gpt-4o",
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": True},
+    },
+    "variables_schema": {"type": "object", "properties": {"question": {"type": "string"}}},
+    "config": {"team": "a"},
     "labels": ["staging"],
 }
 SPAN_ATTRIBUTES = [
@@ -201,6 +235,34 @@ def test_prompt_patch(base_prompt: TestClient, body: dict[str, Any]) -> None:
     api = base_prompt
     before = registry(api)
     assert_answer(send(api, "PATCH", "/v1/prompts/base", body), before, lambda: registry(api))
+
+
+@FUZZ
+@given(body=body_of(CHAT_PROMPT))
+def test_chat_prompt_create(base_prompt: TestClient, body: dict[str, Any]) -> None:
+    api = base_prompt
+    before = registry(api)
+    response = send(api, "POST", "/v1/prompts", body)
+    assert_answer(response, before, lambda: registry(api))
+    if response.status_code == 201:
+        assert api.delete(f"/v1/prompts/{response.json()['data']['id']}").status_code == 200
+
+
+@FUZZ
+@given(body=body_of({k: v for k, v in CHAT_PROMPT.items() if k not in ("name", "type")}))
+def test_chat_prompt_patch(base_prompt: TestClient, body: dict[str, Any]) -> None:
+    api = base_prompt
+    created = api.post("/v1/prompts", json={**CHAT_PROMPT, "name": "chat-base"})
+    assert created.status_code == 201, created.text
+    before = registry(api), api.get("/v1/prompts/chat-base/versions").json()
+    response = send(api, "PATCH", "/v1/prompts/chat-base", body)
+    assert response.status_code < 500, response.text[:2000]
+    if response.status_code >= 400:
+        error = response.json()["error"]
+        assert set(error) == {"type", "message", "code", "details"}, error
+        after = registry(api), api.get("/v1/prompts/chat-base/versions").json()
+        assert after == before
+    assert api.delete("/v1/prompts/chat-base").status_code == 200
 
 
 # The registry's inserts on the embedded store write rows as hand-escaped literals, not query

@@ -224,7 +224,8 @@ def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
         "MATERIALIZE COLUMN `version_json`"
     )
     assert "version_json" not in PROMPT_VERSIONS.inserted_columns()
-    assert PROMPT_VERSIONS.inserted_columns()[-1] == "created_at"
+    # The last inserted column is the one before it (chat prompts' ``chat``).
+    assert PROMPT_VERSIONS.inserted_columns()[-1] == "chat"
 
 
 def test_new_parts_of_the_log_are_compact_below_64_mib_in_new_and_upgraded_stores() -> None:
