@@ -14,11 +14,12 @@ import os
 import platform
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 DOCS_HEADER = """# Benchmarks
@@ -175,6 +176,18 @@ def random_words(rng: random.Random, words: Sequence[str], length: int) -> list[
         out.append(word)
         total += len(word) + 1
     return out
+
+
+def latency_table(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The markdown table of read latencies: a row per operation (its p50, p95 and samples)."""
+    return [
+        "| operation | p50 ms | p95 ms | samples |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {r['operation']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['samples']} |"
+            for r in results
+        ],
+    ]
 
 
 def finish(summary: str, total_seconds: float, write_docs: Callable[[], None] | None) -> None:

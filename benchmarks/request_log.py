@@ -45,7 +45,15 @@ from typing import Any
 
 import httpx
 from _harness import collector
-from _report import DOCS, Machine, cpu_probe_ms, random_words, wait_quiet, write_section
+from _report import (
+    DOCS,
+    Machine,
+    cpu_probe_ms,
+    latency_table,
+    random_words,
+    wait_quiet,
+    write_section,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "promptrail"
@@ -699,12 +707,7 @@ def write_docs(
         f"{settled:.0f} s after the ingest ended or the collector started, and once the "
         f"analytics rollup had sealed every hour written ({sealing}).",
         "",
-        "| operation | p50 ms | p95 ms | samples |",
-        "|---|---:|---:|---:|",
-        *[
-            f"| {r['operation']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['samples']} |"
-            for r in results
-        ],
+        *latency_table(results),
         "",
         "Search is served by the text index (`EXPLAIN indexes = 1` of the search query, rare word):",
         "",

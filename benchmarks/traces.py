@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 from _harness import check, collector
-from _report import Machine, cpu_probe_ms, wait_quiet, write_section
+from _report import Machine, cpu_probe_ms, latency_table, wait_quiet, write_section
 
 KEY = "pr-bench-traces"
 SECTION = "## Traces, sessions and users (`benchmarks/traces.py`)"
@@ -295,12 +295,7 @@ def main() -> None:
             f"days, plus one trace of 500 records and one session of 50 turns; loaded in "
             f"{elapsed:.0f} s.",
             "",
-            "| operation | p50 ms | p95 ms | samples |",
-            "|---|---:|---:|---:|",
-            *[
-                f"| {r['operation']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['samples']} |"
-                for r in results
-            ],
+            *latency_table(results),
             "",
         ]
         write_section("\n".join(lines))
