@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     model_validator,
 )
@@ -81,6 +82,34 @@ class ImagePart(_Shape):
 
 
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+_PARTS: TypeAdapter[list[TextPart | ImagePart]] = TypeAdapter(
+    Annotated[list[ContentPart], Field(min_length=1, max_length=100)]
+)
+
+
+def _content(value: Any) -> Any:
+    # Checked by hand rather than as a union, so an error names ``content`` itself and not
+    # one of the union's members; parts are kept as the JSON they store.
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            raise ValueError(f"content is at most {MAX_TEXT_CHARS} characters")
+        return check_json(value)
+    if isinstance(value, list):
+        try:
+            parts = _PARTS.validate_python(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(
+                f"part {where}: {first['msg']}" if where else str(first["msg"])
+            ) from None
+        return [part.model_dump(mode="json", exclude_none=True) for part in parts]
+    raise ValueError(
+        'content is a string or a list of parts ({"type": "text", "text"} or '
+        '{"type": "image_url", "image_url": {"url"}})'
+    )
 
 
 class ToolCallFunction(_Shape):
@@ -105,7 +134,7 @@ class ChatMessage(_Shape):
 
     type: Literal["placeholder"] | None = None
     role: Literal["system", "developer", "user", "assistant", "tool"] | None = None
-    content: Text | Annotated[list[ContentPart], Field(min_length=1, max_length=100)] | None = None
+    content: Annotated[Any, AfterValidator(_content)] = None
     name: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     tool_call_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     tool_calls: Annotated[list[ToolCall], Field(min_length=1, max_length=128)] | None = None

@@ -238,6 +238,9 @@ def test_each_refused_field_is_named(api: TestClient) -> None:
         post(messages=[{"role": "robot", "content": "x"}]), "VALIDATION_ERROR", "messages.0.role"
     )
     assert "system" in bad_role["message"]
+    video = [{"role": "user", "content": [{"type": "video", "url": "v"}]}]
+    refused(post(messages=video), "VALIDATION_ERROR", "messages.0.content")
+    refused(post(messages=[{"role": "tool", "content": "x"}]), "VALIDATION_ERROR", "messages.0")
     unclosed = [{"role": "user", "content": "ok"}, {"role": "user", "content": "{{#a}}open"}]
     error = refused(post(messages=unclosed), "INVALID_TEMPLATE", "messages.1.content")
     assert error["type"] == "validation_error"
