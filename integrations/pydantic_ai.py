@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes, AttributeValue
 from pydantic_ai import Agent
@@ -28,6 +28,8 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from promptrail import _genai, _runtime
 from promptrail._context import call_attributes, to_json
+
+from ._stand_in import StandInSpan
 
 # Model requests: the provider patches record these calls.
 _MODEL_OPERATIONS = frozenset(("chat", "text_completion", "generate_content", "embeddings"))
@@ -40,16 +42,20 @@ def _no_texts() -> list[str]:
     return []
 
 
-class _Span(Span):
+class _Span(StandInSpan):
     """A promptrail span that keeps only what a record shows of pydantic-ai's attributes.
 
     pydantic-ai puts the model, usage and messages of the whole run on its agent span; as
     they are, that span would read as one more model call, with the run's tokens counted a
-    second time. Tool arguments and results, and the agent's final result, are kept.
+    second time. Tool arguments and results, and the agent's final result, are kept. What it
+    does not filter goes to the span it wraps (:class:`StandInSpan`, standing for one span).
     """
 
     def __init__(self, inner: Span) -> None:
         self._inner = inner
+
+    def _span(self) -> Span:
+        return self._inner
 
     def set_attribute(self, key: str, value: AttributeValue) -> None:
         if key in _INPUTS:
@@ -62,21 +68,6 @@ class _Span(Span):
         for key, value in attributes.items():
             self.set_attribute(key, value)
 
-    def get_span_context(self) -> trace.SpanContext:
-        return self._inner.get_span_context()
-
-    def end(self, end_time: int | None = None) -> None:
-        self._inner.end(end_time)
-
-    def is_recording(self) -> bool:
-        return self._inner.is_recording()
-
-    def update_name(self, name: str) -> None:
-        self._inner.update_name(name)
-
-    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        self._inner.set_status(status, description)
-
     def add_event(
         self, name: str, attributes: Attributes = None, timestamp: int | None = None
     ) -> None:
@@ -84,15 +75,6 @@ class _Span(Span):
 
     def add_link(self, context: trace.SpanContext, attributes: Attributes = None) -> None:
         """Links are not part of a record."""
-
-    def record_exception(
-        self,
-        exception: BaseException,
-        attributes: Attributes = None,
-        timestamp: int | None = None,
-        escaped: bool = False,
-    ) -> None:
-        self._inner.record_exception(exception, attributes, timestamp, escaped)
 
 
 class _Tracer(trace.Tracer):
