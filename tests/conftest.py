@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
+import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
@@ -118,6 +119,13 @@ def live_url(settings: Settings) -> Iterator[str]:
     """A collector on a real socket (uvicorn in a thread), for concurrency over HTTP."""
     with serve(create_app(settings)) as url:
         yield url
+
+
+@pytest.fixture
+def sdk(live_url: str) -> Iterator[promptrail.Client]:
+    """The SDK's REST client of the live collector (``live_url``), as project default."""
+    with promptrail.Client(api_key=DEFAULT_KEY, base_url=live_url) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,12 +18,6 @@ from tests.keys import DEFAULT_KEY
 from tests.provider_clients import close_opened, openai_client
 
 REPLY = "Paris"
-
-
-@pytest.fixture
-def sdk(live_url: str) -> Iterator[promptrail.Client]:
-    with promptrail.Client(api_key=DEFAULT_KEY, base_url=live_url) as client:
-        yield client
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ task, captured and priced by the collector as usual."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,12 +12,6 @@ import promptrail
 from promptrail.testing import OpenAIStub
 from tests.keys import DEFAULT_KEY
 from tests.provider_clients import close_opened, openai_client
-
-
-@pytest.fixture
-def sdk(live_url: str) -> Iterator[promptrail.Client]:
-    with promptrail.Client(api_key=DEFAULT_KEY, base_url=live_url) as client:
-        yield client
 
 
 def _records_cost(sdk: promptrail.Client, trace_id: str) -> float:
