@@ -23,6 +23,7 @@ from ..store.writes.plan import REQUEST_LOG
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .datasets import DatasetService
+from .experiment_traffic import ExperimentTraffic
 from .experiments import ExperimentService
 from .exports import ExportService
 from .faults import FaultService
@@ -99,6 +100,7 @@ class Services:
             max_batch_records=settings.max_batch_records,
             prices=prices,
             retry_after_seconds=retry_after,
+            experiments=ExperimentTraffic(store.experiments.client_ids),
         )
         pending = PendingWrites(retry_after=retry_after)
         rollups = RollupService(

@@ -29,6 +29,7 @@ from ..store.request_rows import RequestRow, encode_rows
 from ..store.requests import RequestStore
 from ..store.writes import Refused, RowWriter, Stored
 from .dates import to_ms, utc_now_ms
+from .experiment_traffic import ExperimentTraffic
 from .pricing import GenaiPriceBook, PriceBook
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
@@ -188,10 +189,13 @@ class IngestService:
         max_batch_records: int,
         prices: PriceBook | None = None,
         retry_after_seconds: int = 2,
+        experiments: ExperimentTraffic | None = None,
     ) -> None:
         """Read through ``store``, write through ``records``; refusals ask the client to
-        come back in ``retry_after_seconds`` (docs/deploy.md)."""
+        come back in ``retry_after_seconds`` (docs/deploy.md). ``experiments`` moves a
+        client experiment's records to the service's own environment."""
         self._store = store
+        self._experiments = experiments
         self._records = records
         self._prices = prices or GenaiPriceBook()
         self._max_batch = max_batch_records
@@ -369,10 +373,13 @@ class IngestService:
 
         A record's identity includes created_at (it leads the sort key). A client that sets
         its own id but lets the service pick the time gets, on a retry within
-        RETRY_LOOKBACK, the time the first attempt was stored with.
+        RETRY_LOOKBACK, the time the first attempt was stored with. A record of a client
+        experiment (``metadata.experiment_id``) is stored under ``promptrail-experiment``.
         """
         prices = self._prices
         values = [record_values(record, now, prices) for record in records]
+        if self._experiments is not None:
+            self._experiments.mark(project, values)
         unstamped = [r.id for r in records if r.id and not r.created_at]
         if unstamped:
             known = self._store.created_at_of(project, unstamped, since=now - RETRY_LOOKBACK)

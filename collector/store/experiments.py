@@ -271,6 +271,18 @@ class ExperimentStore:
         )
         return [(str(r[0]), _experiment(r[1:])) for r in result.result_rows]
 
+    def client_ids(self, project: str, ids: Sequence[str]) -> set[str]:
+        """Return those of ``ids`` that name an experiment of ``project`` run by the client."""
+        if not ids:
+            return set()
+        result = self._client.query(
+            f"SELECT DISTINCT id FROM {self._experiments} WHERE project = {{p:String}} "
+            "AND id IN {ids:Array(String)} AND task = 'client'",
+            parameters={"p": project, "ids": list(ids)},
+            settings=self._read,
+        )
+        return {str(r[0]) for r in result.result_rows}
+
     def _where(
         self, project: str, where: str, tail: str = "", **params: Any
     ) -> list[ExperimentRow]:
