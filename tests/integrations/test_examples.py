@@ -129,8 +129,10 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
     assert done.returncode == 0, done.stderr
     assert ECHO_PREFIX in done.stdout  # the stub's answer, echoing what the example asked
     with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
-        # Every kind: the examples' observed functions are spans (CONTRACT 10).
-        listed = api.get("/v1/requests", params={"limit": 100, "kind": "all"}).json()["data"]
+        # Every kind and environment: the examples' observed functions are spans, their
+        # experiments' runs the service's own (docs/api-notes.md, "Environments").
+        everything = {"limit": 100, "kind": "all", "environment": "all"}
+        listed = api.get("/v1/requests", params=everything).json()["data"]
         details = [api.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]
     assert len(listed) >= expect.records, listed
     assert {r["span_name"] for r in details} >= expect.spans

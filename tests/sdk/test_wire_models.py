@@ -64,6 +64,7 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((requests.AnalyticsResult,), sdk.AnalyticsResult),
     ((requests.AnalyticsGroup,), sdk.AnalyticsGroup),
     ((requests.Period,), sdk.AnalyticsPeriod),
+    ((requests.EnvironmentOut,), sdk.Environment),
     (
         (prompts.PromptOut, prompts.PromptGetOut, prompts.PromptListItem, prompts.PromptUpdateOut),
         sdk.Prompt,
