@@ -15,6 +15,7 @@ import pytest
 
 import promptrail
 from promptrail.testing import OpenAIStub
+from tests.collector.request_log.otlp_payloads import attribute, json_span, string_value
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 from tests.provider_clients import close_opened, openai_client
 
@@ -148,3 +149,31 @@ def test_a_record_naming_an_experiment_is_the_services_only_if_the_experiment_is
     default = {r["id"] for r in read(http, "/v1/requests")}
     assert {"req_unknown", "req_not_text", "req_other"} <= default
     assert not {"req_known", "req_again"} & default
+
+
+def test_an_otlp_span_naming_a_client_experiment_is_the_services(
+    live_url: str, sdk: promptrail.Client, http: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    run = run_capitals(live_url, sdk, openai_stub)
+    spans = [
+        json_span(
+            span_id,
+            [
+                attribute("gen_ai.provider.name", string_value("mistral_ai")),
+                attribute("gen_ai.request.model", string_value("mistral-small")),
+                attribute("promptrail.metadata", string_value(f'{{"experiment_id": "{eid}"}}')),
+            ],
+        )
+        for span_id, eid in (("00000000000000e1", run.id), ("00000000000000e2", "exp_other"))
+    ]
+    resource = {"attributes": [attribute("deployment.environment", string_value("staging"))]}
+    document = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
+    response = http.post("/v1/traces", json=document)
+    assert response.status_code == 200, response.text
+    listed = read(http, "/v1/requests", environment="all")
+    assert {
+        r["span_id"]: r["environment"] for r in listed if r["span_id"].startswith("00000000000000e")
+    } == {
+        "00000000000000e1": EXPERIMENT,
+        "00000000000000e2": "staging",
+    }
