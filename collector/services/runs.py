@@ -157,6 +157,15 @@ class RunService:
         )
         if version is None:
             version = await anyio.to_thread.run_sync(self._resolve, project, target)
+        if version.type == "chat":
+            # Nothing is sent: a chat prompt has no template to render into one message.
+            raise ValidationFailed(
+                "prompt",
+                f"Prompt '{target.prompt}' is a chat prompt, and runs of chat prompts are not "
+                'served yet (docs/api-notes.md, "Chat prompts"): fetch its template '
+                "payload and call the model from the application",
+                prompt_name=target.prompt,
+            )
         route = provider_for(version.model)
         if route is None:
             raise ValidationFailed(

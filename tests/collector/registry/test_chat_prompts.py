@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from promptrail._types import TemplatePayload
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.testing import OpenAIStub
 from tests.keys import DEFAULT_AUTH
 
 MESSAGES: list[dict[str, Any]] = [
@@ -327,3 +328,13 @@ def test_versions_stored_before_chat_prompts_read_as_text_after_the_upgrade(
         assert api.get("/v1/prompts/old/template").json()["type"] == "text"
         response = api.patch("/v1/prompts/old", json={"messages": MESSAGES})
         refused(response, "VALIDATION_ERROR", "messages")
+
+
+def test_a_run_of_a_chat_prompt_is_refused_before_anything_is_sent(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    created(runs_api, CHAT)
+    response = runs_api.post("/v1/prompts/helper/run", json={"variables": {"question": "hi"}})
+    error = refused(response, "VALIDATION_ERROR", "prompt")
+    assert "chat prompt" in error["message"]
+    assert openai_stub.calls == []  # not an empty message to the provider
