@@ -53,7 +53,8 @@ def fetch_records(base_url: str, expected: int = 1, timeout: float = 15.0) -> li
             # The whole wait's bound, not 5 s: on a loaded machine a flush to the live
             # collector took longer than 5 s now and then (the records' arrival is the test).
             assert promptrail.flush(timeout=max(5.0, deadline - time.monotonic()))
-            # Every kind: the log lists model calls only unless asked (CONTRACT 10).
+            # Every kind: the log lists model calls only unless asked (docs/api-notes.md, "Traces,
+            # sessions and users").
             listed = client.get("/v1/requests", params={"limit": 100, "kind": "all"}).json()["data"]
             if len(listed) >= expected or time.monotonic() > deadline:
                 return [client.get(f"/v1/requests/{r['id']}").json()["data"] for r in listed]

@@ -1,4 +1,4 @@
-"""Wire models of datasets and their items (CONTRACT 11)."""
+"""Wire models of datasets and their items (docs/api-notes.md, "Datasets and experiments")."""
 
 from __future__ import annotations
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the rows these answers are read from (for the type checker 
 MetadataFilter = Annotated[dict[str, Any], AfterValidator(check_json)]
 RequestId = Annotated[str, Field(pattern=r"^req_[A-Za-z0-9_\-]{1,64}$")]
 Count = Annotated[int, Field(ge=0, le=2**32 - 1)]
-# What a record is (CONTRACT 10): a model call, an embedding, or a span of the trace's shape.
+# What a record is (docs/api-notes.md, "Traces, sessions and users"): a model call, an embedding,
+# or a span of the trace's shape.
 RecordKind = Literal["llm", "embedding", "chain", "agent", "tool", "retriever", "span"]
 RECORD_KINDS: tuple[str, ...] = get_args(RecordKind)
 # The kinds the request log shows unless ``kind=`` asks for others: the model calls.

@@ -1,4 +1,5 @@
-"""Wire models of scores, score configs and feedback tokens (CONTRACT 9)."""
+"""Wire models of scores, score configs and feedback tokens (docs/api-notes.md, "Scores and
+feedback")."""
 
 from __future__ import annotations
 

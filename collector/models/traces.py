@@ -1,4 +1,4 @@
-"""Trace, session and user shapes (CONTRACT 10)."""
+"""Trace, session and user shapes (docs/api-notes.md, "Traces, sessions and users")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Analytics (CONTRACT 7): cost, usage, latency and errors over a period, grouped."""
+"""Analytics (docs/api-notes.md, "Request log"): cost, usage, latency and errors over a period,
+grouped."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ class AnalyticsService:
         ``params``: the list's filters given as query parameters, ANDed with ``filters``.
 
         ``metric=score`` is the mean of the scores named ``score_name`` on the records
-        created in the period (CONTRACT 9); each group's count is its number of scores.
+        created in the period (docs/api-notes.md, "Scores and feedback"); each group's count is its
+        number of scores.
         """
         if metric not in METRICS and metric != "score":
             raise ValidationFailed(
@@ -165,7 +167,8 @@ def _filters(
     end: datetime,
     every_kind: bool = False,
 ) -> RequestFilter:
-    """The filter of a query: model calls unless ``filters.kind`` names kinds (CONTRACT 10).
+    """The filter of a query: model calls unless ``filters.kind`` names kinds (docs/api-notes.md,
+    "Traces, sessions and users").
 
     ``every_kind``: without ``kind``, every kind.
     """

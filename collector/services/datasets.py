@@ -1,4 +1,5 @@
-"""Datasets and items (CONTRACT 11): the rules between routes and store.
+"""Datasets and items (docs/api-notes.md, "Datasets and experiments"): the rules between routes and
+store.
 
 Names are unique per project (409 DATASET_ALREADY_EXISTS); ``{name}`` in a path also takes the
 id; an unknown one is 404 DATASET_NOT_FOUND. Items are upserted by id and listed in the order

@@ -167,7 +167,7 @@ def _find_model(provider: str, model: str) -> tuple[Provider, ModelInfo] | None:
     """Return the price list's provider and model, or None when it has no price for them."""
     prefix, _, rest = model.partition("/")
     if not provider and rest:
-        # `openai/gpt-4o` names its provider, as runs accept it (CONTRACT 5).
+        # `openai/gpt-4o` names its provider, as runs accept it (docs/api-notes.md, "Runs").
         found = _find_model(prefix, rest)
         if found is not None:
             return found

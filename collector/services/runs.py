@@ -1,4 +1,5 @@
-"""Runs (spec 4.3, 6; CONTRACT 5): render a stored version, call its model, log the call.
+"""Runs (spec 4.3, 6; docs/api-notes.md, "Runs"): render a stored version, call its model, log the
+call.
 
 A run has three steps, and only the first can fail with a plain client error:
 
@@ -102,7 +103,7 @@ class _Outcome:
 def build_messages(
     template: str, variables: Mapping[str, Any], user_input: str | None
 ) -> tuple[ChatMessage, ...]:
-    """Render the template and place ``user_input`` as CONTRACT 5 says.
+    """Render the template and place ``user_input`` as docs/api-notes.md, "Runs" says.
 
     >>> build_messages("Be brief.", {}, "Hi")
     (ChatMessage(role='system', content='Be brief.'), ChatMessage(role='user', content='Hi'))

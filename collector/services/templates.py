@@ -3,7 +3,8 @@
 A stored template writes variables as ``{name}`` and literal braces as ``{{`` and ``}}``
 (Python ``str.format`` rules, restricted to identifier names, any script included). A
 lone brace is an error, so a template that parses today renders the same way on the service
-and on every client. The payload a client renders itself (spec 2.3, CONTRACT 4) names the
+and on every client. The payload a client renders itself (spec 2.3, docs/api-notes.md, "Prompts")
+names the
 provider that serves the version's model, as runs choose it (``providers.routing``).
 
 A chat prompt's messages are Mustache instead (``promptrail._mustache``, the renderer the SDK

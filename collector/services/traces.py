@@ -1,4 +1,5 @@
-"""Traces, sessions and users (CONTRACT 10): lists and one of each, over the request log."""
+"""Traces, sessions and users (docs/api-notes.md, "Traces, sessions and users"): lists and one of
+each, over the request log."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from .dates import parse_date, utc_now_ms
 from .requests import environments_of, kinds_of
 from .scores import Scores, ScoreService, means_per_record, score_means
 
-# The period the session and user lists cover when not given one (CONTRACT 10).
+# The period the session and user lists cover when not given one (docs/api-notes.md, "Traces,
+# sessions and users").
 DEFAULT_PERIOD = timedelta(days=30)
 
 

@@ -1,4 +1,5 @@
-"""Datasets and their items (CONTRACT 11): every SQL statement that reads or writes them.
+"""Datasets and their items (docs/api-notes.md, "Datasets and experiments"): every SQL statement
+that reads or writes them.
 
 Both tables are only ever inserted into: a change is a newer row of the same key (newest
 ``updated_at`` wins), a delete a newer row with ``is_deleted = 1``; reads use ``FINAL``, which

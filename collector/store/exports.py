@@ -198,7 +198,8 @@ class ExportStore:
     ) -> int:
         """Write matching records to ``path`` (CSVWithNames or JSON lines); return the count."""
         where, params = filter_where(project, filters)
-        # Each record's scores (CONTRACT 9): a JSON array, in CSV a column holding it.
+        # Each record's scores (docs/api-notes.md, "Scores and feedback"): a JSON array, in CSV a
+        # column holding it.
         scores = record_scores_json(self.scores_table)
         settings = _COLUMNS_BEFORE_ALIASES
         if fmt == "csv":

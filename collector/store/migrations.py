@@ -221,7 +221,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             Backfill(SCORE_TARGETS_MV, SCORE_TARGETS),
         ),
     ),
-    # Every record has a kind (CONTRACT 10): a column of the log and of its list copy, filled
+    # Every record has a kind (docs/api-notes.md, "Traces, sessions and users"): a column of the
+    # log and of its list copy, filled
     # for the records stored before from what their rows have (request_tables.KIND_OF_STORED),
     # then written by the copy's view from the record's own. And traces get their own index.
     Migration(
@@ -242,7 +243,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         18, "datasets_experiments", (DATASETS, DATASET_ITEMS, EXPERIMENTS, EXPERIMENT_RESULTS)
     ),
-    # The analytics rollup sums model calls alone (CONTRACT 10, rollups.MODEL_CALLS): every hour
+    # The analytics rollup sums model calls alone (docs/api-notes.md, "Traces, sessions and users",
+    # rollups.MODEL_CALLS): every hour
     # already holding records is marked touched, so the sealer sums it anew; until then reads
     # take those hours from the log, exact as ever.
     Migration(19, "rollup_model_calls", (Backfill(REQUEST_TOUCHES_MV, REQUEST_TOUCHES),)),

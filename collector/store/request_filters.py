@@ -66,7 +66,8 @@ class RequestFilter:
     end: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     trace_id: str | None = None
-    # The record kinds kept (CONTRACT 10); None keeps every kind.
+    # The record kinds kept (docs/api-notes.md, "Traces, sessions and users"); None keeps every
+    # kind.
     kinds: tuple[str, ...] | None = None
     # The environments kept (docs/api-notes.md, Environments); None keeps every one, but with
     # ``public_only`` (the views' default) not the service's own (``promptrail-…``). A read of

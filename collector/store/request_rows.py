@@ -72,7 +72,7 @@ class RequestRow:
     span_id: str = ""
     parent_span_id: str = ""
     span_name: str = ""
-    # llm, embedding, or a span kind (CONTRACT 10).
+    # llm, embedding, or a span kind (docs/api-notes.md, "Traces, sessions and users").
     kind: str = "llm"
     # Counted inside prompt_tokens (cache reads and writes) and completion_tokens (reasoning).
     cached_tokens: int = 0

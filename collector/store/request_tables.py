@@ -30,7 +30,8 @@ _MERGE_AT_MOST = "max_parts_to_merge_at_once = 10"
 # The kind of a record stored before records had one, from what the row has: a record that came
 # from a span (span_id) and names no model was a framework run or an observed function; a model
 # call's span named "embeddings <model>" (the openai patch) was an embedding; the rest are model
-# calls (a record logged by hand without a kind is one, CONTRACT 10).
+# calls (a record logged by hand without a kind is one, docs/api-notes.md, "Traces, sessions and
+# users").
 _KIND_OF = (
     "multiIf({model} != '' AND ({span_name} = 'embeddings' OR startsWith({span_name}, "
     "'embeddings ')), 'embedding', {model} = '' AND {span_id} != '', 'span', 'llm')"
@@ -77,7 +78,8 @@ REQUESTS = Table(
         "search_text String",
         "row_version UInt8",
         "is_deleted UInt8",
-        # What the record is (CONTRACT 10). Every insert gives it; the default is what
+        # What the record is (docs/api-notes.md, "Traces, sessions and users"). Every insert gives
+        # it; the default is what
         # migration 17 fills the records stored before it with (see KIND_OF_STORED).
         f"kind LowCardinality(String) DEFAULT {KIND_OF_STORED}",
         # The usage details counted inside prompt_tokens / completion_tokens (migration 21;

@@ -357,7 +357,8 @@ class RequestStore(RecordDetails):
         ).result_rows
         count = int(count_rows[0][0])
         if count:
-            # The records' scores go with them (CONTRACT 9), first: their ids are read from
+            # The records' scores go with them (docs/api-notes.md, "Scores and feedback"), first:
+            # their ids are read from
             # the records while those still stand.
             self._client.command(
                 tombstones_for_records(

@@ -51,7 +51,8 @@ SPANS: dict[Span, tuple[timedelta, str]] = {
 _SPAN_TYPE = "Enum8('hour' = 1, 'day' = 2)"
 
 # The records the rollup sums: the model calls, what analytics report unless a filter names
-# other kinds (CONTRACT 10; such a query reads the log throughout). Stores sealed before
+# other kinds (docs/api-notes.md, "Traces, sessions and users"; such a query reads the log
+# throughout). Stores sealed before
 # migration 19 summed every record: that migration marks every hour touched, to be summed anew.
 # And only the environments a view shows by default (docs/api-notes.md, Environments): every
 # one but the service's own, whose records a query naming environments reads from the log.

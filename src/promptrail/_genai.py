@@ -29,7 +29,8 @@ CALL_INPUT = "promptrail.input"
 OUTPUT = "promptrail.output"
 TIME_TO_FIRST_TOKEN = "promptrail.time_to_first_token_ms"
 COST = "promptrail.cost_usd"
-# The record's kind (CONTRACT 10), when the span says it outright (``@observe(kind=...)``).
+# The record's kind (docs/api-notes.md, "Traces, sessions and users"), when the span says it
+# outright (``@observe(kind=...)``).
 KIND = "promptrail.kind"
 
 # The usage details the SDK's patches set (the semantic conventions' names), all counted inside
@@ -138,7 +139,8 @@ _FUNCTION_KEYS = frozenset(
 
 
 def record_kind(attrs: Mapping[str, Any]) -> str:
-    """Return the kind of the record a span becomes (CONTRACT 10).
+    """Return the kind of the record a span becomes (docs/api-notes.md, "Traces, sessions and
+    users").
 
     An explicit ``promptrail.kind`` wins; then OpenInference's span kind, then the GenAI
     operation, then what an integration's span says it is; a span with none of them that is

@@ -212,7 +212,8 @@ class Integration(_Shape):
 
 
 class Score(_Shape):
-    """Hold a score (CONTRACT 9): a judgement of one record (``request_id``) or one trace.
+    """Hold a score (docs/api-notes.md, "Scores and feedback"): a judgement of one record
+    (``request_id``) or one trace.
 
     ``value`` comes back as it was given: a number, True/False, or a category's text.
     """
@@ -275,7 +276,8 @@ class Environment(_Shape):
 
 
 class Trace(_Shape):
-    """Hold a trace (CONTRACT 10): its root's name and sums over all its records.
+    """Hold a trace (docs/api-notes.md, "Traces, sessions and users"): its root's name and sums
+    over all its records.
 
     From ``client.traces.get`` it holds every record of the trace (``items``), oldest first;
     list items leave ``items`` empty.
@@ -297,7 +299,8 @@ class Trace(_Shape):
 
 
 class Session(_Shape):
-    """Hold a session (CONTRACT 10): the records sharing a ``metadata.session_id``.
+    """Hold a session (docs/api-notes.md, "Traces, sessions and users"): the records sharing a
+    ``metadata.session_id``.
 
     From ``client.sessions.get`` it holds its records (``items``), oldest first.
     """
@@ -315,7 +318,8 @@ class Session(_Shape):
 
 
 class User(_Shape):
-    """Hold a user's totals (CONTRACT 10): the records sharing a ``metadata.user_id``."""
+    """Hold a user's totals (docs/api-notes.md, "Traces, sessions and users"): the records sharing
+    a ``metadata.user_id``."""
 
     user_id: str
     first_at: datetime

@@ -1,4 +1,5 @@
-"""The contract's error body, checked as a client relies on it (CONTRACT.md, errors)."""
+"""The contract's error body, checked as a client relies on it (docs/api-notes.md, "Errors beyond
+the contract's table")."""
 
 from __future__ import annotations
 

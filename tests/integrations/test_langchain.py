@@ -102,7 +102,8 @@ def test_a_chain_is_one_trace_with_one_record_per_provider_call(
     assert call["usage"]["prompt_tokens"] > 0
     assert sequence["input_variables"] == {"question": "Hi?"}
     assert all(r["metadata"] == {"user_id": "u1", "session_id": "s1"} for r in recorded)
-    # The model call is the one llm record; the runs around it are chains (CONTRACT 10).
+    # The model call is the one llm record; the runs around it are chains (docs/api-notes.md,
+    # "Traces, sessions and users").
     assert {r["span_name"]: r["kind"] for r in recorded} == {
         "RunnableSequence": "chain",
         "ChatPromptTemplate": "chain",

@@ -31,7 +31,8 @@ def collector_on(settings: Settings, port: int) -> Iterator[str]:
 
 
 def listed(base_url: str) -> list[dict[str, Any]]:
-    # Every kind: the observed functions here are spans, not model calls (CONTRACT 10).
+    # Every kind: the observed functions here are spans, not model calls (docs/api-notes.md,
+    # "Traces, sessions and users").
     response = httpx.get(
         f"{base_url}/v1/requests",
         params={"limit": 100, "kind": "all"},

@@ -1,4 +1,5 @@
-"""``client.traces``, ``client.sessions`` and ``client.users`` on a live collector (CONTRACT 10),
+"""``client.traces``, ``client.sessions`` and ``client.users`` on a live collector
+(docs/api-notes.md, "Traces, sessions and users"),
 through :class:`promptrail.Client` and :class:`promptrail.AsyncClient`: lists through their
 cursors, a trace and a session read whole across pages, unknown ids as NotFoundError."""
 

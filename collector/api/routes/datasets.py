@@ -1,4 +1,4 @@
-"""Datasets and their items (CONTRACT 11)."""
+"""Datasets and their items (docs/api-notes.md, "Datasets and experiments")."""
 
 from __future__ import annotations
 

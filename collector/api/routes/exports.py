@@ -1,4 +1,5 @@
-"""Exports (spec 4.5, CONTRACT 7): start a job, check it, download the file."""
+"""Exports (spec 4.5, docs/api-notes.md, "Request log"): start a job, check it, download the
+file."""
 
 from __future__ import annotations
 

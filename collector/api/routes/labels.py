@@ -1,4 +1,4 @@
-"""Labels (CONTRACT 4): list, attach or move, remove."""
+"""Labels (docs/api-notes.md, "Prompts"): list, attach or move, remove."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The request log (spec 4.5, CONTRACT 6-7): log, list, detail, search, delete, analytics."""
+"""The request log (spec 4.5, docs/api-notes.md, "Request log"): log, list, detail, search, delete,
+analytics."""
 
 from __future__ import annotations
 

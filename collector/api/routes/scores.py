@@ -1,4 +1,5 @@
-"""Scores, score configs and feedback tokens (CONTRACT 9); the keyless feedback route."""
+"""Scores, score configs and feedback tokens (docs/api-notes.md, "Scores and feedback"); the
+keyless feedback route."""
 
 from __future__ import annotations
 

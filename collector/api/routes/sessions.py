@@ -1,4 +1,5 @@
-"""Sessions (CONTRACT 10): the records sharing a metadata.session_id, as conversations."""
+"""Sessions (docs/api-notes.md, "Traces, sessions and users"): the records sharing a
+metadata.session_id, as conversations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Traces: OTLP/HTTP ingest (CONTRACT 6) and the trace list and detail (CONTRACT 10)."""
+"""Traces: OTLP/HTTP ingest (docs/api-notes.md, "Request log") and the trace list and detail
+(docs/api-notes.md, "Traces, sessions and users")."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .requests import Environment
 
 Limit = Annotated[int, Query(ge=1, le=100)]
 # A trace's page (issue 32): a trace of up to 500 records is one page by default, and up to
-# 1,000 a page when asked; a bigger one pages by cursor. CONTRACT 10 bounds only lists' and
+# 1,000 a page when asked; a bigger one pages by cursor. The contract bounds only lists' and
 # sessions' pages at 100; docs/api-notes.md ("A trace's pages") says why these numbers.
 TracePageLimit = Annotated[int, Query(ge=1, le=1000)]
 Cursor = Annotated[str | None, Query(max_length=2000)]

@@ -1,4 +1,5 @@
-"""Users (CONTRACT 10): the records sharing a metadata.user_id, summed."""
+"""Users (docs/api-notes.md, "Traces, sessions and users"): the records sharing a metadata.user_id,
+summed."""
 
 from __future__ import annotations
 

@@ -412,7 +412,8 @@ export async function addFromLogForm(filters) {
   return form;
 }
 
-// An item id takes these characters only (CONTRACT 11); a record id outside them gets a new one.
+// An item id takes these characters only (docs/api-notes.md, "Datasets and experiments");
+// a record id outside them gets a new one.
 const ITEM_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**

@@ -1,4 +1,4 @@
-"""``client.datasets``: datasets and their items (CONTRACT 11).
+"""``client.datasets``: datasets and their items (docs/api-notes.md, "Datasets and experiments").
 
 Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
 :class:`Datasets` and :class:`AsyncDatasets` only send them. ``name`` takes a dataset's name

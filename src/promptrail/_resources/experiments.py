@@ -1,4 +1,5 @@
-"""``client.experiments``: experiments, their results and comparisons (CONTRACT 11).
+"""``client.experiments``: experiments, their results and comparisons (docs/api-notes.md, "Datasets
+and experiments").
 
 Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
 :class:`Experiments` and :class:`AsyncExperiments` only send them.

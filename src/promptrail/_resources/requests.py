@@ -1,4 +1,4 @@
-"""``client.requests``: the request log (spec 4.5, CONTRACT 6-7).
+"""``client.requests``: the request log (spec 4.5, docs/api-notes.md, "Request log").
 
 Log records of calls run elsewhere, then list, fetch, search, export, delete and aggregate
 them. Each endpoint is described once, by a function returning a

@@ -1,4 +1,5 @@
-"""``client.scores``: scores on records and traces, score configs and feedback tokens (CONTRACT 9).
+"""``client.scores``: scores on records and traces, score configs and feedback tokens
+(docs/api-notes.md, "Scores and feedback").
 
 Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
 :class:`Scores` and :class:`AsyncScores` only send them. Give scores your own ``id`` to make a

@@ -1,4 +1,5 @@
-"""``client.traces``, ``client.sessions`` and ``client.users`` (CONTRACT 10).
+"""``client.traces``, ``client.sessions`` and ``client.users`` (docs/api-notes.md, "Traces,
+sessions and users").
 
 Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
 the sync and async classes only send them. ``get`` reads a trace or session whole: its records
