@@ -387,7 +387,7 @@ def write_docs(
         "call wrapped in nothing but an SDK span carrying the attributes a capture sets "
         "(precomputed), and SDK spans with an observed call's attributes ended in a loop, both "
         "through a BatchSpanProcessor whose exporter drops them. They are why promptrail's "
-        'default capture uses its own light spans (docs/architecture.md, "Capture path"); '
+        'default capture uses its own light spans (src/promptrail/DESIGN.md, "Capture path"); '
         "joined to an application's SDK provider, capture pays the SDK's price.",
         "",
     ]

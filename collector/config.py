@@ -40,8 +40,9 @@ class Settings(BaseSettings):
     rollup_settle_seconds: float = Field(default=60.0, ge=0)
     rollup_interval_seconds: float = Field(default=30.0, gt=0)
     # On a ClickHouse server, how often each collector reads the prompt registry's changes
-    # into its in-memory index (docs/architecture.md, "Freshness across collectors"); 0 turns
-    # the registry's reads from memory off there. Unused on the embedded store.
+    # into its in-memory index (collector/services/prompts/DESIGN.md, "Freshness across
+    # collectors"); 0 turns the registry's reads from memory off there. Unused on the embedded
+    # store.
     registry_poll_seconds: float = Field(default=1.0, ge=0)
     # Model providers for runs. The provider variables keep their usual names (no prefix), as
     # the providers' own SDKs read them; unset base URLs mean the providers' own.

@@ -2,7 +2,7 @@
 
 The page at ``/`` is a shell; everything it shows comes from the public ``/v1`` API, called
 with the API key the user pasted (kept in the browser's session storage, sent as a header).
-There is no build step and nothing loads from another origin (docs/architecture.md, "Console").
+There is no build step and nothing loads from another origin (collector/console/DESIGN.md).
 
 Usage::
 

@@ -8,7 +8,7 @@ of one score shares a key. A read never trusts a row's target (``request_id``/``
 before resolving its id: it finds the candidate ids (any version that ever pointed at the
 target, through a bloom filter), then takes each id's newest version by key and filters on
 *that*. A replacement that moved a score to another record or name therefore never leaves the
-old one visible, before or after a merge (see docs/architecture.md, "Scores").
+old one visible, before or after a merge (see collector/store/DESIGN.md, "Scores").
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ the index is *polled* (:meth:`LiveIdIndex.poll`): every few moments it reads wha
 stored in its loaded projects since its last poll and applies it, and a read it cannot answer
 (a prompt, version or label it does not know) asks the store rather than answering "not found"
 from a possibly stale index. A write of another collector reaches this index within one poll
-interval plus one poll's duration (docs/architecture.md, "Freshness across collectors").
+interval plus one poll's duration (collector/services/prompts/DESIGN.md, "Freshness across
+collectors").
 
 The writes that update the index: a create's name claim, a delete, a new version (update or
 rollback; also a version another writer won, seen by the loser's read-back), and a label move or

@@ -3,7 +3,7 @@
 By default promptrail has its own tracer (it never replaces the application's global
 provider) whose spans are the light :class:`~.spans.CaptureSpan` s, shipped by a
 :class:`~.shipping.Shipper` — an SDK span costs as much as a capture's whole budget
-(docs/architecture.md, "Capture path"). ``init(tracer_provider=...)`` joins the
+(src/promptrail/DESIGN.md, "Capture path"). ``init(tracer_provider=...)`` joins the
 application's SDK provider instead: promptrail's processor is then the SDK's
 BatchSpanProcessor (bounded queue, background export), extended only to count what it has to
 drop and to skip spans that would not become records. Either way scores get a pipeline of

@@ -5,7 +5,7 @@ the scores endpoint (``endpoints.py``): a score is queued as its ready JSON item
 The application's thread only appends to a deque (and counts); everything else — building
 the record, masking, JSON, gzip, the HTTP post and its retries — happens on the shipper's
 thread. This is the part of the SDK's BatchSpanProcessor capture needs, without its per-span
-locking and condition signalling (why: docs/architecture.md, "Capture path").
+locking and condition signalling (why: src/promptrail/DESIGN.md, "Capture path").
 """
 
 from __future__ import annotations

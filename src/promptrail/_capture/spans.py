@@ -11,7 +11,7 @@ links, span processors, resources. On end, a span goes to the :class:`~.shipping
 Why not the SDK's span: ``benchmarks/sdk_overhead.py`` measures an SDK span carrying a model
 call's attributes, through the SDK's BatchSpanProcessor, at about as much time in the
 application's thread as the whole budget of a capture (50 µs) — before any of the capture's
-own work. docs/architecture.md ("Capture path") has the figures. With
+own work. src/promptrail/DESIGN.md ("Capture path") has the figures. With
 ``init(tracer_provider=...)`` capture uses the application's SDK provider and processor
 instead, and pays that price.
 """

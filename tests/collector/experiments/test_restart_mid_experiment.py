@@ -2,7 +2,7 @@
 2): real ``promptrail serve`` processes on one data directory, the OpenAI wire stub on a real
 socket.
 
-Decided behaviour (docs/architecture.md, "Experiments"): the experiment is marked ``failed``,
+Decided behaviour (collector/services/experiments/DESIGN.md): the experiment is marked ``failed``,
 on the way down when the collector stops cleanly and at the next start when it was killed;
 the results it stored stay, counted exactly, and nothing more runs.
 """

@@ -1,7 +1,7 @@
 """The per-target score sums (migration 16) stay exact: replacements, moves, deletes, races.
 
 Score filters and ``metric=score`` analytics read ``score_sums``, kept by a view from every
-score row inserted (docs/architecture.md, "Scores"). These tests change scores every way the
+score row inserted (collector/store/DESIGN.md, "Scores"). These tests change scores every way the
 API allows and compare the sums with the reference: each id's newest version, resolved from
 ``scores`` itself, summed in Python; then the filters and analytics against the same truth.
 """
