@@ -85,3 +85,43 @@ def test_the_picker_fits_a_phone(console: Console, log: Log) -> None:
     expect(picker.locator("option[value='staging']")).to_be_attached()
     box = picker.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+
+
+def test_search_picks_an_environment_and_the_address_remembers_it(
+    console: Console, log: Log
+) -> None:
+    log(
+        logged(1, None, "4" * 32) | {"output": "needle in production"},
+        logged(2, "staging", "5" * 32) | {"output": "needle in staging"},
+    )
+    page = console.sign_in()
+    hits = page.locator("li.hit")
+    page.get_by_label("Search text").fill("needle")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(hits).to_have_count(2)
+    pick(page, "staging")
+    expect(page).to_have_url(re.compile(r"#/requests\?q=needle&environment=staging$"))
+    expect(hits).to_have_count(1)
+    expect(hits.locator("dd")).to_have_text("needle in staging")
+    # The address is the search: reloading keeps it, picked; a hit's page leads back to it.
+    page.reload()
+    expect(page.get_by_label("Environment")).to_have_value("staging")
+    expect(hits).to_have_count(1)
+    hits.get_by_role("link").click()
+    page.get_by_role("link", name="← Requests").click()
+    expect(page.get_by_label("Environment")).to_have_value("staging")
+    expect(hits).to_have_count(1)
+    # Searching again, or from a list filtered by environment, keeps it; Clear drops it.
+    page.get_by_label("Search text").fill("production")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page).to_have_url(re.compile(r"#/requests\?q=production&environment=staging$"))
+    expect(page.get_by_role("status")).to_have_text("No requests contain “production”.")
+    console.open("#/requests?environment=production")
+    page.get_by_label("Search text").fill("needle")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page).to_have_url(re.compile(r"#/requests\?q=needle&environment=production$"))
+    expect(hits.locator("dd")).to_have_text("needle in production")
+    page.get_by_role("link", name="Clear").click()
+    expect(page.get_by_label("Environment")).to_have_value("")
+    expect(hits).to_have_count(2)
+    assert console.errors == []

@@ -8,7 +8,7 @@ import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges, scoreConfigs, scoresSection } from "./scores.js";
-import { searchForm, showHits } from "./search.js";
+import { searchFilters, searchForm, showHits } from "./search.js";
 import { traceHref, traceSection } from "./trace.js";
 import { sessionHref, userHref } from "./traces.js";
 import { environmentField } from "./environments.js";
@@ -75,6 +75,7 @@ function logFilters(filters) {
 /** #/requests?<filters>: search, filters, the table and "Load more"; ?q=<text> searches. */
 export async function showRequests(view, filters) {
   const query = filters.get("q") || "";
+  const environment = filters.get("environment") || "";
   const results = h("div", { class: "results" });
   replace(
     view,
@@ -84,14 +85,14 @@ export async function showRequests(view, filters) {
       h("h1", {}, "Requests"),
       query ? null : exportButtons(exportFilters(filters)),
     ),
-    searchForm(query),
+    searchForm(query, environment),
     query
       ? h("a", { class: "back", href: "#/requests" }, "← All requests")
       : requestFilters(filters),
-    query ? null : addFromLogPanel(logFilters(filters)),
+    query ? searchFilters(query, filters) : addFromLogPanel(logFilters(filters)),
     results,
   );
-  if (query) await showHits(results, query);
+  if (query) await showHits(results, query, environment);
   else await showTable(results, filters);
 }
 

@@ -1,7 +1,10 @@
 // Full-text search of the request log: hits with the API's highlight runs, built as text nodes.
+// Like every list, the hits take an environment (docs/api-notes.md, "Environments"), kept in the
+// address beside the text (#/requests?q=<text>&environment=<name>).
 
 import { api } from "./api.js";
 import { goTo, h } from "./dom.js";
+import { environmentField } from "./environments.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
 
@@ -13,8 +16,19 @@ export function highlighted(runs) {
   return runs.map((run) => (run.match ? h("mark", {}, run.text) : run.text));
 }
 
-/** The search box; submitting it routes to #/requests?q=<text>. */
-export function searchForm(query) {
+/** The address of the search for `text` in `environment` (none: the default view). */
+function searchHref(text, environment) {
+  const chosen = new URLSearchParams();
+  if (text) chosen.set("q", text);
+  if (environment) chosen.set("environment", environment);
+  return chosen.size ? `#/requests?${chosen}` : "#/requests";
+}
+
+/**
+ * The search box; submitting it routes to #/requests?q=<text>, keeping the environment the
+ * page shows (`environment`, from the address).
+ */
+export function searchForm(query, environment = "") {
   const input = h("input", {
     id: "search-text",
     type: "search",
@@ -31,20 +45,44 @@ export function searchForm(query) {
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const text = input.value.trim();
-    const target = text ? `#/requests?${new URLSearchParams({ q: text })}` : "#/requests";
-    goTo(target, form);
+    goTo(searchHref(input.value.trim(), environment), form);
   });
   return form;
 }
 
-/** The hits of `query`, a page at a time ("Load more" follows the cursor). */
-export async function showHits(container, query) {
+/**
+ * The hits' filter form: the environment picker every list has, with Apply (to the search in
+ * the picked environment) and Clear (the search in the default view).
+ */
+export function searchFilters(query, filters) {
+  const form = h(
+    "form",
+    { class: "filters", role: "search", "aria-label": "Filter search hits" },
+    environmentField(filters, "search-environment"),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit" }, "Apply"),
+      h("a", { class: "button quiet", href: searchHref(query, "") }, "Clear"),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    goTo(searchHref(query, form.elements.namedItem("environment").value), form);
+  });
+  return form;
+}
+
+/** The hits of `query` in `environment` (none: the API's default), a page at a time ("Load
+ * more" follows the cursor). */
+export async function showHits(container, query, environment = "") {
   const list = h("ol", { class: "hits" });
-  const back = new URLSearchParams({ q: query }).toString();
+  // The hit's page links back to this search, environment and all.
+  const back = new URLSearchParams(environment ? { q: query, environment } : { q: query });
   await paged(container, list, {
     loading: "Searching…",
-    fetchPage: (cursor) => api("/requests/search", { query: { query, limit: PAGE_SIZE, cursor } }),
+    fetchPage: (cursor) =>
+      api("/requests/search", { query: { query, limit: PAGE_SIZE, cursor, environment } }),
     add: (hits) => list.append(...hits.map((hit) => hitItem(hit, back))),
     describe: (shown, hasMore) => hitSummary(shown, hasMore, query),
   });
@@ -57,7 +95,7 @@ function hitSummary(shown, hasMore, query) {
 }
 
 function hitItem(hit, back) {
-  const href = `#/requests/${encodeURIComponent(hit.id)}?from=${encodeURIComponent(back)}`;
+  const href = `#/requests/${encodeURIComponent(hit.id)}?from=${encodeURIComponent(String(back))}`;
   return h(
     "li",
     { class: "card hit" },
