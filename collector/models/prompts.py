@@ -32,6 +32,7 @@ from .json_values import check_json
 from .rows import NoneIfEmpty, RowModel
 
 if TYPE_CHECKING:  # the rows these answers are read from (for the type checker only)
+    from ..services.prompts.diff import VersionDiff
     from ..store.prompts import PromptHeadRow, PromptVersionRow
 
 MAX_TEMPLATE_CHARS = 1024 * 1024
@@ -433,3 +434,45 @@ class TemplateOut(BaseModel):
             if data.get(key) is None and data.get("type") != "chat":
                 data.pop(key, None)
         return data
+
+
+class ChangeOut(BaseModel):
+    """One change of a diff: ``before`` is left out of an addition, ``after`` of a removal
+    (either may be a JSON ``null`` where the version holds one)."""
+
+    path: str
+    kind: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+    # No return annotation: the OpenAPI schema then documents the fields (see _ChatAnswer).
+    @model_serializer(mode="wrap")
+    def _sides_it_has(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if self.kind == "added":
+            data.pop("before", None)
+        elif self.kind == "removed":
+            data.pop("after", None)
+        return data
+
+
+class DiffOut(BaseModel):
+    """The changes from version ``from`` to version ``to`` of a prompt."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    from_: int = Field(alias="from")
+    to: int
+    changes: list[ChangeOut]
+
+    @classmethod
+    def of_diff(cls, diff: VersionDiff) -> DiffOut:
+        """The answer of a diff the service computed."""
+        return cls(
+            from_=diff.from_version,
+            to=diff.to_version,
+            changes=[
+                ChangeOut(path=c.path, kind=c.kind, before=c.before, after=c.after)
+                for c in diff.changes
+            ],
+        )

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from promptrail import _types as sdk
+from promptrail._prompt_diff import PromptChange, PromptDiff
 from promptrail.collector.models import (
     datasets,
     experiments,
@@ -74,6 +75,8 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((prompts.RollbackOut,), sdk.Rollback),
     ((prompts.LabelOut,), sdk.Label),
     ((prompts.LabelRemoved,), sdk.LabelRemoved),
+    ((prompts.DiffOut,), PromptDiff),
+    ((prompts.ChangeOut,), PromptChange),
     ((prompts.TemplateOut,), sdk.TemplatePayload),
     ((prompts.VariableSpec,), sdk.TemplateVariable),
     ((runs.RunResult,), sdk.RunResult),

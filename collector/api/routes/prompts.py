@@ -9,6 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from ...models.envelopes import Data, ErrorBody, Page, Pagination
 from ...models.prompts import (
+    DiffOut,
     PromptCreate,
     PromptDeleted,
     PromptGetOut,
@@ -82,6 +83,22 @@ def list_prompts(
 async def get_prompt(name: str, project: Project, services: ServicesDep) -> Response:
     """Return a prompt's newest version."""
     return await read_version(services, project, name, "get")
+
+
+# A version number or a label (``latest`` the newest), as the diff's ``from`` and ``to``.
+VersionOrLabel = Annotated[str, Query(min_length=1, max_length=100)]
+
+
+@router.get("/{name}/diff", response_model=Data[DiffOut])
+def diff_versions(
+    name: str,
+    project: Project,
+    services: ServicesDep,
+    from_: Annotated[str, Query(alias="from", min_length=1, max_length=100)],
+    to: VersionOrLabel,
+) -> Data[DiffOut]:
+    """Return what changed from one version to another: per message, tool and parameter."""
+    return Data(data=DiffOut.of_diff(services.prompts.diff(project, name, from_, to)))
 
 
 @router.patch("/{name}", response_model=Data[PromptUpdateOut])

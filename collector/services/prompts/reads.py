@@ -13,9 +13,15 @@ import heapq
 from dataclasses import dataclass
 from datetime import datetime
 
+from ...errors import ValidationFailed, VersionNotFound
+from ...models.prompts import check_label
 from ...store.prompts import ListFilter, PromptHeadRow, PromptVersionRow
 from ..cursors import Position, time_key
 from .base import LATEST, PromptServiceBase, prompt_ref
+from .diff import VersionDiff, diff_versions
+
+# The highest version number a path or query may name (as the versions routes take).
+_MAX_VERSION = 2**31
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,28 @@ class PromptReads(PromptServiceBase):
         row = self.resolve_version(project, ref_text, number=number)
         labels = self._labels_by_version(project, row.prompt_id).get(row.version, [])
         return LabeledVersion(row, labels)
+
+    def diff(self, project: str, ref_text: str, from_ref: str, to_ref: str) -> VersionDiff:
+        """Return the changes from one version to another, each named by its number (digits)
+        or a label (``latest`` the newest); see :mod:`.diff` for what is compared how."""
+        before = self._diff_side(project, ref_text, "from", from_ref)
+        after = self._diff_side(project, ref_text, "to", to_ref)
+        return VersionDiff(before.version, after.version, diff_versions(before, after))
+
+    def _diff_side(self, project: str, ref_text: str, field: str, value: str) -> PromptVersionRow:
+        if value.isascii() and value.isdigit():
+            number = int(value)
+            if not 1 <= number <= _MAX_VERSION:
+                self._live_id(project, ref_text)  # an unknown prompt is 404 PROMPT_NOT_FOUND
+                raise VersionNotFound(ref_text, number)
+            return self.resolve_version(project, ref_text, number=number)
+        try:
+            check_label(value)
+        except ValueError:
+            raise ValidationFailed(
+                field, f"{field} must be a version number or a label, got {value[:80]!r}"
+            ) from None
+        return self.resolve_version(project, ref_text, label=value)
 
 
 def _heads_page(

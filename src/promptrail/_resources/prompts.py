@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar, overload
 from .._api_call import Call, Page, body_of, data_list_of, data_of, page_of, params, prompt_path
 from .._errors import PromptrailError
 from .._http import AsyncHTTP, SyncHTTP
+from .._prompt_diff import PromptDiff
 from .._streaming import AsyncRunStream, RunStream
 from .._templates import (
     PromptTemplate,
@@ -102,6 +103,11 @@ def _set_label(name: str, label: str, version: int) -> Call[Label]:
 
 def _remove_label(name: str, label: str) -> Call[LabelRemoved]:
     return Call("DELETE", prompt_path(name, "labels", label), data_of(LabelRemoved))
+
+
+def _diff(name: str, from_: int | str, to: int | str) -> Call[PromptDiff]:
+    query = params(**{"from": from_, "to": to})
+    return Call("GET", prompt_path(name, "diff"), data_of(PromptDiff), params=query)
 
 
 def _run(
@@ -229,6 +235,11 @@ class Prompts:
     def remove_label(self, name: str, label: str) -> LabelRemoved:
         """Detach a label from the prompt."""
         return self._change(name, _remove_label(name, label))
+
+    def diff(self, name: str, *, from_: int | str, to: int | str) -> PromptDiff:
+        """Return what changed from one version to another, each a version number or a label:
+        per message, per tool (its JSON Schema key by key) and per parameter."""
+        return self._http.call(_diff(name, from_, to))
 
     def template(
         self,
@@ -415,6 +426,11 @@ class AsyncPrompts:
     async def remove_label(self, name: str, label: str) -> LabelRemoved:
         """Detach a label from the prompt."""
         return await self._change(name, _remove_label(name, label))
+
+    async def diff(self, name: str, *, from_: int | str, to: int | str) -> PromptDiff:
+        """Return what changed from one version to another, each a version number or a label:
+        per message, per tool (its JSON Schema key by key) and per parameter."""
+        return await self._http.call(_diff(name, from_, to))
 
     async def template(
         self,
