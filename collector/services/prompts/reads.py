@@ -1,4 +1,5 @@
-"""The registry's reads: a prompt, its versions (one, all, a page), and the list of prompts.
+"""The registry's reads: a prompt, its versions (one, all, a page), the list of prompts, and
+the diff of two versions (both resolved here, compared by :func:`.diff.diff_versions`).
 
 Reads of a version are answered from the live-id index or the version cache where they can be
 (:meth:`PromptReads.cached_version` never queries, for the async routes), else from the store
