@@ -26,6 +26,11 @@ class RunRequest(BaseModel):
     input_variables: dict[str, Any] | None = Field(
         default=None, description="Another name for variables (both are accepted and merged)."
     )
+    placeholders: dict[str, list[dict[str, Any]]] | None = Field(
+        default=None,
+        description="A chat prompt's placeholders filled: name -> the messages it stands for "
+        "(a conversation's history; an empty list fills one too).",
+    )
     metadata: Metadata = Field(
         default_factory=dict, description="Echoed in the result and stored on the record."
     )
@@ -60,3 +65,12 @@ class RunResult(BaseModel):
     )
     latency_ms: int
     created_at: datetime
+    finish_reason: str | None = Field(
+        default=None,
+        description="A chat prompt's run: why the model stopped (stop, length or tool_calls).",
+    )
+    tool_calls: list[dict[str, str]] | None = Field(
+        default=None,
+        description="A chat prompt's run: the tools the model called, if any, each "
+        '{"id" (the provider\'s), "name", "arguments" (JSON text)}.',
+    )

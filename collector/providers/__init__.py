@@ -34,6 +34,8 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "TokenUsage",
+    "ToolCall",
+    "wire_message",
 ]
 
 
@@ -49,13 +51,40 @@ class ChatMessage:
         return {"role": self.role, "content": self.content}
 
 
+def wire_message(message: ChatMessage | dict[str, Any]) -> dict[str, Any]:
+    """Return a message in the OpenAI chat shape: a text run's :class:`ChatMessage`, or a chat
+    prompt's rendered message (parts, tool calls, names), which is that shape already."""
+    return message.as_dict() if isinstance(message, ChatMessage) else message
+
+
 @dataclass(frozen=True)
 class CompletionRequest:
-    """What to ask the model: the messages, the provider's model name, model parameters."""
+    """What to ask the model: the messages, the provider's model name, model parameters.
+
+    A chat prompt's run sends its rendered messages as they are (OpenAI's shape) and may add
+    ``tools``, ``tool_choice`` and ``response_format`` (OpenAI's shapes too; a provider with
+    another wire format converts them).
+    """
 
     model: str
-    messages: tuple[ChatMessage, ...]
+    messages: tuple[ChatMessage | dict[str, Any], ...]
     parameters: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call of one of the request's tools the model asked for; ``arguments`` is JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_dict(self) -> dict[str, str]:
+        """Return the ``{"id", "name", "arguments"}`` shape of a run's result and record."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 @dataclass(frozen=True)
@@ -83,6 +112,7 @@ class Completion:
     content: str
     finish_reason: str | None
     usage: TokenUsage
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +128,7 @@ class StreamEnd:
 
     finish_reason: str | None
     usage: TokenUsage
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 StreamEvent = TextDelta | StreamEnd

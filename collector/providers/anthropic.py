@@ -23,6 +23,7 @@ from . import (
     StreamEvent,
     TextDelta,
     TokenUsage,
+    wire_message,
 )
 from ._http import (
     as_int,
@@ -172,10 +173,11 @@ def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
     body = {k: v for k, v in request.parameters.items() if k not in _RESERVED}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     body["model"] = request.model
-    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    messages = [wire_message(m) for m in request.messages]
+    system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
     if system:
         body["system"] = system
-    body["messages"] = [m.as_dict() for m in request.messages if m.role != "system"]
+    body["messages"] = [m for m in messages if m["role"] != "system"]
     if stream:
         body["stream"] = True
     return body

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
@@ -20,6 +21,8 @@ from . import (
     StreamEvent,
     TextDelta,
     TokenUsage,
+    ToolCall,
+    wire_message,
 )
 from ._http import (
     as_int,
@@ -61,10 +64,12 @@ class OpenAIProvider:
             raise ProviderFailure(self.name, "answer has no choices")
         message = choices[0].get("message") or {}
         content = message.get("content") if isinstance(message, dict) else None
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
         return Completion(
             content=content if isinstance(content, str) else "",
             finish_reason=choices[0].get("finish_reason"),
             usage=_usage(payload.get("usage")),
+            tool_calls=tuple(_tool_call(n, c) for n, c in enumerate(calls or []) if c),
         )
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -72,6 +77,7 @@ class OpenAIProvider:
         body = _body(request, stream=True)
         finish_reason: str | None = None
         usage = TokenUsage()
+        calls = _CallPieces()
         done = False
         async with (
             open_response(self._client, self.name, _PATH, body, self._policy) as response,
@@ -84,7 +90,7 @@ class OpenAIProvider:
                 chunk = parse_json_data(self.name, event)
                 if "error" in chunk:
                     raise ProviderFailure(self.name, error_message(event.data))
-                for text, reason in _deltas(chunk):
+                for text, reason in _deltas(chunk, calls):
                     if text:
                         yield TextDelta(text)
                     finish_reason = reason or finish_reason
@@ -92,13 +98,59 @@ class OpenAIProvider:
                     usage = _usage(chunk["usage"])
         if not done and finish_reason is None:
             raise ProviderFailure(self.name, "stream ended before the answer was complete")
-        yield StreamEnd(finish_reason, usage)
+        yield StreamEnd(finish_reason, usage, calls.finished())
+
+
+class _CallPieces:
+    """The tool calls of a stream, put together from their deltas (keyed by ``index``: the
+    first delta of a call has its id and name, the next ones pieces of its arguments)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def take(self, deltas: Any) -> None:
+        """Absorb a chunk's ``delta.tool_calls``."""
+        for at, delta in enumerate(deltas if isinstance(deltas, list) else []):
+            if not isinstance(delta, dict):
+                continue
+            index = delta.get("index", at)
+            call = self._calls.setdefault(index if isinstance(index, int) else at, {})
+            function = delta.get("function") or {}
+            if isinstance(delta.get("id"), str):
+                call["id"] = delta["id"]
+            if isinstance(function, dict):
+                if isinstance(function.get("name"), str):
+                    call["name"] = call.get("name", "") + function["name"]
+                if isinstance(function.get("arguments"), str):
+                    call["arguments"] = call.get("arguments", "") + function["arguments"]
+
+    def finished(self) -> tuple[ToolCall, ...]:
+        """The calls, in the order of their indexes."""
+        return tuple(
+            ToolCall(str(c.get("id", "")), str(c.get("name", "")), str(c.get("arguments", "")))
+            for _, c in sorted(self._calls.items())
+        )
+
+
+def _tool_call(number: int, call: Any) -> ToolCall:
+    function = call.get("function") if isinstance(call, dict) else None
+    function = function if isinstance(function, dict) else {}
+    arguments = function.get("arguments")
+    return ToolCall(
+        str(call.get("id") or f"call_{number}") if isinstance(call, dict) else f"call_{number}",
+        str(function.get("name") or ""),
+        arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
+    )
 
 
 def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
     body = {k: v for k, v in request.parameters.items() if k not in _RESERVED}
     body["model"] = request.model
-    body["messages"] = [m.as_dict() for m in request.messages]
+    body["messages"] = [wire_message(m) for m in request.messages]
+    for name in ("tools", "tool_choice", "response_format"):
+        value = getattr(request, name)
+        if value is not None:
+            body[name] = value
     if stream:
         body["stream"] = True
         # Without it OpenAI sends no usage in a stream; with it, a last chunk carries it.
@@ -106,13 +158,15 @@ def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
     return body
 
 
-def _deltas(chunk: dict[str, Any]) -> list[tuple[str, str | None]]:
+def _deltas(chunk: dict[str, Any], calls: _CallPieces) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for choice in chunk.get("choices") or []:
         if not isinstance(choice, dict) or choice.get("index", 0) != 0:
             continue
         delta = choice.get("delta") or {}
         text = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(delta, dict):
+            calls.take(delta.get("tool_calls"))
         reason = choice.get("finish_reason")
         out.append((text if isinstance(text, str) else "", reason if reason else None))
     return out

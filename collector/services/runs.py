@@ -40,6 +40,8 @@ from ..providers import (
     StreamEnd,
     TextDelta,
     TokenUsage,
+    ToolCall,
+    wire_message,
 )
 from ..providers.routing import provider_for
 from ..store.prompts import PromptVersionRow
@@ -49,7 +51,7 @@ from .dates import utc_now_ms
 from .ingest import new_request_id
 from .pricing import PriceBook
 from .prompts import PromptService
-from .templates import render_template, template_variables
+from .templates import render_chat, render_template, template_variables
 
 logger = logging.getLogger("promptrail.runs")
 
@@ -98,6 +100,7 @@ class _Outcome:
     llm_call_ms: int
     time_to_first_token_ms: int | None = None
     error: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def build_messages(
@@ -158,15 +161,6 @@ class RunService:
         )
         if version is None:
             version = await anyio.to_thread.run_sync(self._resolve, project, target)
-        if version.type == "chat":
-            # Nothing is sent: a chat prompt has no template to render into one message.
-            raise ValidationFailed(
-                "prompt",
-                f"Prompt '{target.prompt}' is a chat prompt, and runs of chat prompts are not "
-                'served yet (docs/api-notes.md, "Chat prompts"): fetch its template '
-                "payload and call the model from the application",
-                prompt_name=target.prompt,
-            )
         route = provider_for(version.model)
         if route is None:
             raise ValidationFailed(
@@ -177,21 +171,54 @@ class RunService:
             )
         provider_name, model = route
         variables = {**(body.input_variables or {}), **(body.variables or {})}
-        messages = build_messages(version.template, variables, body.user_input)
-        if body.user_input is not None and USER_INPUT in template_variables(version.template):
-            variables[USER_INPUT] = body.user_input
+        if version.type == "chat":
+            request = self._chat_request(target, version, provider_name, model, variables, body)
+        else:
+            messages = build_messages(version.template, variables, body.user_input)
+            request = CompletionRequest(model, messages, dict(version.parameters))
+            if body.user_input is not None and USER_INPUT in template_variables(version.template):
+                variables[USER_INPUT] = body.user_input
         return PreparedRun(
             project=project,
             request_id=new_request_id(created_at),
             created_at=created_at,
             version=version,
             provider=self._providers[provider_name],
-            request=CompletionRequest(model, messages, dict(version.parameters)),
+            request=request,
             input_variables=variables,
             metadata=body.metadata,
             stream=body.stream,
             started=started,
             pre_process_ms=_ms(time.perf_counter() - started),
+        )
+
+    @staticmethod
+    def _chat_request(
+        target: RunTarget,
+        version: PromptVersionRow,
+        provider_name: str,
+        model: str,
+        variables: dict[str, Any],
+        body: RunRequest,
+    ) -> CompletionRequest:
+        """Render a chat prompt's messages and carry its tools and answer format."""
+        if provider_name != "openai":
+            # Nothing is sent: the Anthropic mapping of chat prompts is not served yet.
+            raise ValidationFailed(
+                "prompt",
+                f"Prompt '{target.prompt}' is a chat prompt for an Anthropic model, and such "
+                'runs are not served yet (docs/api-notes.md, "Chat prompts"): fetch its '
+                "template payload and call the model from the application",
+                prompt_name=target.prompt,
+            )
+        messages = render_chat(version, variables, body.placeholders or {}, body.user_input)
+        return CompletionRequest(
+            model,
+            tuple(messages),
+            dict(version.parameters),
+            tools=version.tools,
+            tool_choice=version.tool_choice,
+            response_format=version.response_format,
         )
 
     def retarget(
@@ -204,6 +231,12 @@ class RunService:
             route = provider_for(model)
             if route is None:
                 raise ValidationFailed("model", f"Unknown model '{model}'", model=model)
+            if run.version.type == "chat" and route[0] != "openai":
+                raise ValidationFailed(
+                    "model",
+                    f"Chat prompts run on OpenAI models only for now, not '{model}'",
+                    model=model,
+                )
             provider, request = self._providers[route[0]], replace(request, model=route[1])
         if parameters:
             request = replace(request, parameters={**request.parameters, **parameters})
@@ -239,8 +272,10 @@ class RunService:
             completion.finish_reason,
             completion.usage,
             _ms(time.perf_counter() - call_started),
+            tool_calls=completion.tool_calls,
         )
         row = self._store(run, outcome, keep)
+        chat = run.version.type == "chat"
         return RunResult(
             id=row.id,
             output=completion.content,
@@ -252,6 +287,10 @@ class RunService:
             cost_known=row.cost_known,
             latency_ms=row.latency_ms,
             created_at=row.created_at,
+            finish_reason=completion.finish_reason if chat else None,
+            tool_calls=[c.as_dict() for c in completion.tool_calls]
+            if chat and completion.tool_calls
+            else None,
         )
 
     # -- 2b. stream ------------------------------------------------------------------------
@@ -276,6 +315,7 @@ class RunService:
                 _ms(time.perf_counter() - call_started),
                 None if first_token is None else _ms(first_token - call_started),
                 error,
+                end.tool_calls if end else (),
             )
 
         try:
@@ -304,7 +344,16 @@ class RunService:
             # by now; keep the record of what was relayed.
             self._store_quietly(run, outcome(_reason(exc)))
             raise
-        yield {"type": "end", "usage": _usage(row).model_dump(), "cost_known": row.cost_known}
+        last: dict[str, Any] = {
+            "type": "end",
+            "usage": _usage(row).model_dump(),
+            "cost_known": row.cost_known,
+        }
+        if run.version.type == "chat":
+            last["finish_reason"] = row.output["finish_reason"]
+            if "tool_calls" in row.output:
+                last["tool_calls"] = row.output["tool_calls"]
+        yield last
 
     # -- 3. store --------------------------------------------------------------------------
 
@@ -338,8 +387,8 @@ class RunService:
             provider=run.provider.name,
             status="error" if outcome.error is not None else "success",
             input_variables=run.input_variables,
-            input=[m.as_dict() for m in run.request.messages],
-            output={"content": outcome.content, "finish_reason": outcome.finish_reason},
+            input=[wire_message(m) for m in run.request.messages],
+            output=_output(outcome),
             metadata=run.metadata,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
@@ -422,6 +471,14 @@ class RunService:
         the loop must not end before the providers' connections are closed."""
         if self._closing is not None:
             await self._closing
+
+
+def _output(outcome: _Outcome) -> dict[str, Any]:
+    """A record's output: the text and finish reason, and the tool calls when there are."""
+    output: dict[str, Any] = {"content": outcome.content, "finish_reason": outcome.finish_reason}
+    if outcome.tool_calls:
+        output["tool_calls"] = [call.as_dict() for call in outcome.tool_calls]
+    return output
 
 
 def _usage(row: RequestRow) -> RunUsage:

@@ -20,9 +20,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from promptrail._mustache import MustacheError, Variable, merge_variable, mustache_variables
+import jsonschema  # type: ignore[import-untyped]
 
-from ..errors import InvalidTemplate
+from promptrail._mustache import (
+    MustacheError,
+    Variable,
+    merge_variable,
+    mustache_variables,
+    render_mustache,
+)
+
+from ..errors import InvalidTemplate, ValidationFailed
 from ..models.prompts import TemplateOut, VariableSpec
 from ..providers.routing import provider_for
 from ..store.prompts import PromptVersionRow
@@ -194,3 +202,86 @@ def template_payload(row: PromptVersionRow) -> TemplateOut:
         temperature=float(temperature) if temperature is not None else None,
         max_tokens=int(max_tokens) if max_tokens is not None else None,
     )
+
+
+def render_chat(
+    row: PromptVersionRow,
+    variables: Mapping[str, Any],
+    placeholders: Mapping[str, list[dict[str, Any]]],
+    user_input: str | None,
+) -> list[dict[str, Any]]:
+    """Render a chat prompt's messages for a run (docs/api-notes.md, Chat prompts).
+
+    Raises, before anything is sent: InvalidTemplate with ``missing_variables`` or
+    ``missing_placeholders`` (sorted), ValidationFailed naming ``variables.<name>`` for a value
+    its ``variables_schema`` refuses. Placeholders are spliced in as given (a history is never
+    rendered as a template); a given ``user_input`` becomes a last user message.
+    """
+    specs = _chat_variables(row)
+    missing = sorted(n for n, spec in specs.items() if spec.required and n not in variables)
+    if missing:
+        raise InvalidTemplate(
+            f"Missing variables: {', '.join(missing)}", {"missing_variables": missing}
+        )
+    _check_types(row.variables_schema, variables)
+    messages = row.messages or []
+    names = [str(m["name"]) for m in messages if m.get("type") == "placeholder"]
+    unfilled = sorted({n for n in names if n not in placeholders})
+    if unfilled:
+        raise InvalidTemplate(
+            f"Unfilled placeholders: {', '.join(unfilled)}", {"missing_placeholders": unfilled}
+        )
+    sent: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("type") == "placeholder":
+            name = str(message["name"])
+            sent.extend(_history(name, placeholders[name]))
+        else:
+            sent.append(_rendered(message, variables))
+    if user_input is not None:
+        sent.append({"role": "user", "content": user_input})
+    return sent
+
+
+def _check_types(schema: dict[str, Any] | None, variables: Mapping[str, Any]) -> None:
+    """Raise ValidationFailed naming the first variable ``schema`` refuses (a missing one is
+    reported as missing, before this)."""
+    if schema is None:
+        return
+    validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    for error in validator(schema).iter_errors(dict(variables)):
+        if error.validator == "required":
+            continue
+        path = [str(p) for p in error.absolute_path]
+        field = "variables" + "".join(f".{p}" for p in path[:1])
+        raise ValidationFailed(field, f"{field}: {error.message}")
+
+
+def _history(name: str, messages: Any) -> list[dict[str, Any]]:
+    """A placeholder's messages, each an object with a role, sent as given."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            field = f"placeholders.{name}.{index}"
+            raise ValidationFailed(field, f"{field} is not a message with a role")
+    return [dict(m) for m in messages]
+
+
+def _rendered(message: dict[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:
+    """A message with every text Mustache may stand in rendered (``message_texts``)."""
+    out = {k: v for k, v in message.items() if v is not None}
+    content = message.get("content")
+    if isinstance(content, str):
+        out["content"] = render_mustache(content, variables)
+    elif isinstance(content, list):
+        parts: list[dict[str, Any]] = []
+        for part in content:
+            part = dict(part)
+            if part.get("type") == "text":
+                part["text"] = render_mustache(str(part["text"]), variables)
+            elif part.get("type") == "image_url":
+                image = dict(part["image_url"])
+                image["url"] = render_mustache(str(image["url"]), variables)
+                part["image_url"] = image
+            parts.append(part)
+        out["content"] = parts
+    return out

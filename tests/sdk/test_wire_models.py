@@ -110,6 +110,8 @@ NOT_YET_READ: dict[type[BaseModel], set[str]] = {
     sdk.TemplatePayload: {
         "content", "messages", "placeholders", "tools", "tool_choice", "response_format", "config"
     },
+    # A chat prompt's run (null for a text prompt's): why the model stopped, its tool calls.
+    sdk.RunResult: {"finish_reason", "tool_calls"},
 }  # fmt: skip
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its

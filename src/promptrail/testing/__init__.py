@@ -25,7 +25,7 @@ from ._anthropic import AnthropicStub
 from ._openai import OpenAIStub
 from ._replies import ECHO_PREFIX, Replies, ReplyRule
 from ._server import both, free_port, serve, serve_stub
-from ._stub import FIXED_REPLY, KEPT_CALLS, Call, Script, StreamBroken, StubProvider
+from ._stub import FIXED_REPLY, KEPT_CALLS, Call, Script, StreamBroken, StubProvider, ToolCallReply
 
 __all__ = [
     "ECHO_PREFIX",
@@ -39,6 +39,7 @@ __all__ = [
     "Script",
     "StreamBroken",
     "StubProvider",
+    "ToolCallReply",
     "both",
     "free_port",
     "serve",

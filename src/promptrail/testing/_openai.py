@@ -40,13 +40,26 @@ class OpenAIStub(StubProvider):
 
     def answer(self, body: dict[str, Any]) -> Response:
         """A chat completion, or its chunks when the request streams."""
-        reply = self.reply_to(body)
-        usage = self._usage(body, reply)
+        call = self.script.tool_call
+        reply = "" if call else self.reply_to(body)
+        usage = self._usage(body, call.arguments_json if call else reply)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = self._chunks(body["model"], reply, usage if include_usage else None)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
-        return JSONResponse(self._completion(body["model"], reply, usage))
+        completion = self._completion(body["model"], reply, usage)
+        if call:
+            choice = completion["choices"][0]
+            choice["message"]["content"] = None
+            choice["message"]["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json},
+                }
+            ]
+            choice["finish_reason"] = "tool_calls"
+        return JSONResponse(completion)
 
     def error(self, status: int, message: str | None = None) -> Response:
         """OpenAI's error body."""
@@ -121,6 +134,21 @@ class OpenAIStub(StubProvider):
             return _data(payload)
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
+        call = self.script.tool_call
+        if call:
+            # The call's id and name come first, then its arguments in pieces, as OpenAI's do.
+            head = {"index": 0, "id": call.id, "type": "function"}
+            yield chunk(
+                {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}
+            )
+            for piece in self.pieces(call.arguments_json):
+                await self.pause(self.script.chunk_delay)
+                yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            yield chunk({}, finish="tool_calls")
+            if usage is not None:
+                yield _data({**envelope([]), "usage": usage})
+            yield b"data: [DONE]\n\n"
+            return
         for number, piece in enumerate(self.pieces(reply)):
             if number == self.script.break_after_chunks:
                 if self.script.break_with == "drop":

@@ -4,6 +4,7 @@ up to the wire format, the stream tracking."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections.abc import AsyncIterator
@@ -22,6 +23,20 @@ KEPT_CALLS = 10_000
 FIXED_REPLY = "Hello from the stub provider."
 
 
+@dataclass(frozen=True)
+class ToolCallReply:
+    """A tool call a stub answers with: the tool's name and its arguments (a JSON object)."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str = "call_stub1"
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the JSON text the wire carries."""
+        return json.dumps(self.arguments)
+
+
 @dataclass
 class Script:
     """What the stub does with the next requests; a test sets it before acting."""
@@ -31,6 +46,9 @@ class Script:
     replies: Replies | None = None
     """Answer from the request instead (:class:`Replies`: rules on the last user message,
     else an echo of it; ``reply`` for what no rule matches when its echo is off)."""
+    tool_call: ToolCallReply | None = None
+    """Answer with a call of this tool instead of text (finish reason ``tool_calls``,
+    Anthropic's ``tool_use``), whole or streamed."""
     failures: list[int] = field(default_factory=list)
     """Statuses answered, one per request, before the stub succeeds."""
     retry_after: str | None = None

@@ -330,11 +330,26 @@ def test_versions_stored_before_chat_prompts_read_as_text_after_the_upgrade(
         refused(response, "VALIDATION_ERROR", "messages")
 
 
-def test_a_run_of_a_chat_prompt_is_refused_before_anything_is_sent(
+def test_a_run_of_a_chat_prompt_sends_its_rendered_messages_and_a_bad_one_sends_nothing(
     runs_api: TestClient, openai_stub: OpenAIStub
 ) -> None:
     created(runs_api, CHAT)
+    # Unfilled placeholder: refused before anything reaches the provider.
     response = runs_api.post("/v1/prompts/helper/run", json={"variables": {"question": "hi"}})
-    error = refused(response, "VALIDATION_ERROR", "prompt")
-    assert "chat prompt" in error["message"]
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "INVALID_TEMPLATE"
+    assert error["details"]["missing_placeholders"] == ["history"]
     assert openai_stub.calls == []  # not an empty message to the provider
+
+    variables = {"question": "hi", "user": {"name": "Ada"}, "image": "https://x/a.png"}
+    response = runs_api.post(
+        "/v1/prompts/helper/run", json={"variables": variables, "placeholders": {"history": []}}
+    )
+    assert response.status_code == 200, response.text
+    sent = openai_stub.calls[-1].body
+    assert sent["messages"][0] == {"role": "system", "content": "You help Ada."}
+    assert sent["messages"][1]["content"][0] == {"type": "text", "text": "hi"}
+    assert sent["messages"][1]["content"][1]["image_url"]["url"] == "https://x/a.png"
+    assert sent["messages"][3] == {"role": "tool", "tool_call_id": "call_1", "content": "nothing"}
+    assert (sent["tools"], sent["tool_choice"]) == (TOOLS, TOOL_CHOICE)

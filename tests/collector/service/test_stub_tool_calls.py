@@ -1,0 +1,75 @@
+"""The provider stubs answer with a tool call when their script asks (``Script.tool_call``),
+in each wire format, whole and streamed: the official SDKs read the call as they would the
+provider's. The chat-run tests (tests/collector/runs/test_chat_runs.py) rely on this.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from promptrail.testing import OpenAIStub, ToolCallReply
+
+CALL = ToolCallReply("lookup", {"city": "Paris", "days": 3}, id="call_7")
+TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+
+
+def openai_client(stub: OpenAIStub) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stub.url}/v1", api_key="sk-sdk", max_retries=0)
+
+
+def test_openai_sdk_reads_a_whole_tool_call(openai_stub: OpenAIStub) -> None:
+    openai_stub.script.tool_call = CALL
+
+    with openai_client(openai_stub) as client:
+        completion = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=TOOLS,
+        )
+
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content is None
+    calls = choice.message.tool_calls or []
+    assert [(c.id, c.type) for c in calls] == [("call_7", "function")]
+    function = calls[0].function  # type: ignore[union-attr]
+    assert function.name == "lookup"
+    assert json.loads(function.arguments) == {"city": "Paris", "days": 3}
+
+
+def test_openai_sdk_puts_a_streamed_tool_call_together(openai_stub: OpenAIStub) -> None:
+    openai_stub.script.tool_call = CALL
+
+    with openai_client(openai_stub) as client:
+        chunks = list(
+            client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": "Weather in Paris?"}],
+                tools=TOOLS,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+
+    ids, names, arguments = [], [], ""
+    for chunk in chunks:
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or []:
+                ids += [delta.id] if delta.id else []
+                if delta.function and delta.function.name:
+                    names.append(delta.function.name)
+                arguments += (delta.function.arguments or "") if delta.function else ""
+    assert (ids, names) == (["call_7"], ["lookup"])
+    assert json.loads(arguments) == {"city": "Paris", "days": 3}
+    reasons = [c.finish_reason for chunk in chunks for c in chunk.choices if c.finish_reason]
+    assert reasons == ["tool_calls"]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert openai_stub.streams_completed == 1
