@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         PayloadTooLargeError,
         PromptrailError,
         ProviderError,
+        TemplateError,
         ValidationError,
     )
     from ._experiments import ExperimentRun, run_experiment
@@ -127,6 +128,7 @@ __all__ += [
     "ScoreConfig",
     "SearchHit",
     "Session",
+    "TemplateError",
     "TemplatePayload",
     "Trace",
     "Usage",
@@ -149,7 +151,7 @@ _LAZY = {
     "._errors": (
         "APIConnectionError APITimeoutError AuthenticationError ConflictError "
         "MissingVariablesError NotFoundError PayloadTooLargeError PromptrailError "
-        "ProviderError ValidationError"
+        "ProviderError TemplateError ValidationError"
     ),
     "._resources.datasets": "Dataset DatasetItem",
     "._resources.experiments": "Comparison Experiment ExperimentResult",

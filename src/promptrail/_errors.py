@@ -19,6 +19,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PromptrailError",
     "ProviderError",
+    "TemplateError",
     "ValidationError",
     "error_class_for",
 ]
@@ -99,7 +100,40 @@ class APITimeoutError(APIConnectionError):
     """Signal that the collector did not answer in time."""
 
 
-class MissingVariablesError(ValidationError):
+class TemplateError(ValidationError):
+    """Signal that a template cannot be filled locally with the values given.
+
+    Raised by a template's ``render`` and ``compile`` (and ``openai_kwargs`` /
+    ``anthropic_kwargs``) before anything reaches a model, with the code the collector uses
+    for the same mistake in a run: ``INVALID_TEMPLATE`` when variables or placeholders are
+    missing (``missing_variables`` and ``missing_placeholders`` list them, sorted), or
+    ``VALIDATION_ERROR`` when a value has the wrong type (``field`` is ``variables.<name>``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "INVALID_TEMPLATE",
+        missing_variables: list[str] | None = None,
+        missing_placeholders: list[str] | None = None,
+        field: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.missing_variables = sorted(missing_variables or [])
+        self.missing_placeholders = sorted(missing_placeholders or [])
+        self.field = field
+        found: dict[str, Any] = dict(details or {})
+        if self.missing_variables:
+            found["missing_variables"] = self.missing_variables
+        if self.missing_placeholders:
+            found["missing_placeholders"] = self.missing_placeholders
+        if field is not None:
+            found["field"] = field
+        super().__init__(message, code=code, type="validation_error", details=found)
+
+
+class MissingVariablesError(TemplateError):
     """Signal that a local render left template variables undefined.
 
     Raised by :meth:`promptrail.PromptTemplate.render` with the code the collector uses for
@@ -108,12 +142,11 @@ class MissingVariablesError(ValidationError):
     """
 
     def __init__(self, missing_variables: list[str], template: str) -> None:
-        self.missing_variables = sorted(missing_variables)
+        names = sorted(missing_variables)
         super().__init__(
-            f"Template variables are undefined: {', '.join(self.missing_variables)}",
-            code="INVALID_TEMPLATE",
-            type="validation_error",
-            details={"missing_variables": self.missing_variables, "template": template},
+            f"Template variables are undefined: {', '.join(names)}",
+            missing_variables=names,
+            details={"template": template},
         )
 
 

@@ -1,4 +1,4 @@
-"""Templates for local execution: the cached fetch and the ``{{var}}`` renderer.
+"""Templates for local execution: the cached fetch, the ``{{var}}`` renderer, chat templates.
 
 A template is fetched once per (prompt, label or version) and kept for a TTL. When a refresh
 fails because the collector is unreachable or answers 5xx, the last good copy is served (with
@@ -22,13 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from ._api_call import Call, prompt_path, unwrapped
+from ._chat_templates import Placeholders, compile_messages
+from ._chat_templates import anthropic_kwargs as chat_anthropic_kwargs
+from ._chat_templates import openai_kwargs as chat_openai_kwargs
 from ._context import remember_rendering
 from ._disk import private_dir, resolve_cache_dir, say_unusable, scope_of, write_whole
-from ._errors import APIConnectionError, MissingVariablesError, PromptrailError
-from ._types import TemplatePayload
+from ._errors import APIConnectionError, MissingVariablesError, PromptrailError, TemplateError
+from ._types import _TemplateFields
 
 logger = logging.getLogger("promptrail")
 
@@ -48,24 +51,80 @@ def variable_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-class PromptTemplate(TemplatePayload):
+class PromptTemplate(_TemplateFields):
     """Hold a fetched template (the template payload's fields) and render it locally.
+
+    A text prompt's ``content`` renders with :meth:`render`; a chat prompt's messages
+    (``message_templates``, the payload's ``messages``) compile with :meth:`compile`,
+    :meth:`openai_kwargs` and :meth:`anthropic_kwargs`.
 
     >>> tpl = client.prompts.template("greet", label="production")
     >>> tpl.render(name="Ada")
     'Say hello to Ada.'
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    # A chat prompt's unrendered messages (the payload's ``messages``: that name is the
+    # method building a call's messages, older than chat prompts).
+    message_templates: list[dict[str, Any]] | None = Field(default=None, alias="messages")
 
     # True only on a copy read back from disk because the collector could not be reached when
     # the process first asked for it (docs/sdk.md, "Outages"); every fetched template has it.
     stale: bool = False
 
     @property
+    def is_chat(self) -> bool:
+        """True for a chat prompt's template (compile it; ``content`` is None)."""
+        return self.type == "chat"
+
+    @property
     def variable_names(self) -> list[str]:
         """Return the template's variable names in order of first use."""
+        if self.content is None:
+            return list(self.variables)
         return list(dict.fromkeys(n for n in _VARIABLE.findall(self.content) if n.isidentifier()))
+
+    def compile(
+        self, placeholders: Placeholders | None = None, **variables: Any
+    ) -> list[dict[str, Any]]:
+        """Return a chat prompt's messages rendered with ``variables``.
+
+        ``placeholders`` fills each placeholder with a list of messages (a conversation's
+        history). Raise :class:`promptrail.TemplateError` naming (sorted) every variable and
+        placeholder left unfilled, or the first value of the wrong type (``variables.<name>``).
+        A text prompt compiles to the one user message :meth:`messages` builds.
+
+        >>> tpl.compile({"history": []}, city="Paris")
+        [{'role': 'system', 'content': 'You answer about Paris.'}]
+        """
+        if not self.is_chat:
+            if placeholders:
+                raise TemplateError(
+                    "placeholders: a text prompt has none",
+                    code="VALIDATION_ERROR",
+                    field="placeholders",
+                )
+            return self.messages(variables)
+        return compile_messages(self, placeholders, variables)
+
+    def openai_kwargs(
+        self, placeholders: Placeholders | None = None, **variables: Any
+    ) -> dict[str, Any]:
+        """Return the arguments of OpenAI's ``chat.completions.create(**...)``: ``model``,
+        the compiled ``messages``, the version's ``tools``, ``tool_choice``,
+        ``response_format`` (each when set) and its ``temperature`` and ``max_tokens``."""
+        return chat_openai_kwargs(self, self.compile(placeholders, **variables))
+
+    def anthropic_kwargs(
+        self, placeholders: Placeholders | None = None, **variables: Any
+    ) -> dict[str, Any]:
+        """Return the arguments of Anthropic's ``messages.create(**...)``: ``model``,
+        ``system`` (the system and developer messages), ``messages``, ``tools`` (with
+        ``input_schema``), ``tool_choice``, ``max_tokens`` (1024 unless the version sets
+        it) and the temperature in ``extra_body``; a JSON-schema ``response_format`` becomes
+        a forced tool (docs/sdk.md, "Chat templates")."""
+        return chat_anthropic_kwargs(self, self.compile(placeholders, **variables))
 
     def render(self, variables: Mapping[str, Any] | None = None, /, **values: Any) -> str:
         """Fill every ``{{var}}`` and return the text.
@@ -74,6 +133,8 @@ class PromptTemplate(TemplatePayload):
         Raise :class:`promptrail.MissingVariablesError` naming (sorted) every variable left
         undefined; extra values are ignored.
         """
+        if self.content is None:
+            raise TypeError(f"{self.prompt_name!r} is a chat prompt: compile() its messages")
         merged = {**(variables or {}), **values}
         missing = sorted({name for name in self.variable_names if name not in merged})
         if missing:
@@ -97,14 +158,21 @@ class PromptTemplate(TemplatePayload):
         *,
         user_input: str | None = None,
         **values: Any,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """Return chat messages the way a run on the collector builds them.
 
         If the template uses ``{{user_input}}``, ``user_input`` fills it and the rendered text
         is the one user message; otherwise a given ``user_input`` follows as a user message
-        and the rendered template becomes the system message.
+        and the rendered template becomes the system message. A chat prompt's messages are
+        compiled (see :meth:`compile`; it has no placeholders to fill here) and a given
+        ``user_input`` is appended as a last user message.
         """
         merged = {**(variables or {}), **values}
+        if self.is_chat:
+            compiled = compile_messages(self, None, merged)
+            if user_input is not None:
+                compiled.append({"role": "user", "content": user_input})
+            return compiled
         fills_template = USER_INPUT in self.variable_names
         if fills_template and user_input is not None:
             merged[USER_INPUT] = user_input
@@ -179,7 +247,7 @@ class TemplateDisk:
 
     def save(self, key: TemplateKey, template: PromptTemplate) -> None:
         """Keep ``template`` as the last good copy of ``key`` (a failed write only logs)."""
-        payload = template.model_dump_json(exclude={"stale"}).encode()
+        payload = template.model_dump_json(exclude={"stale"}, by_alias=True).encode()
         header = _DISK_MAGIC + b" %d\n" % zlib.crc32(payload)
         try:
             write_whole(self._path(key), header + payload)

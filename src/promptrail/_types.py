@@ -146,22 +146,37 @@ class TemplateVariable(_Shape):
     required: bool | None = None
 
 
-class TemplatePayload(_Shape):
-    """Hold a template for local execution (spec 2.3): ``content`` uses ``{{var}}``."""
+class _TemplateFields(_Shape):
+    """The template payload's fields but ``messages`` (a :class:`PromptTemplate` keeps a chat
+    prompt's as ``message_templates``: its ``messages()`` builds a call's messages)."""
 
     prompt_id: str
     prompt_name: str
     version: int
     version_id: str
-    # ``text`` for the single-string templates this payload holds; the collector also serves
-    # ``chat`` prompts' payloads (docs/api-notes.md, Chat prompts).
     type: str = "text"
-    content: str
+    content: str | None
+    placeholders: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    config: Any = None
     variables: dict[str, TemplateVariable] = Field(default_factory=dict)
     provider: str
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
+
+
+class TemplatePayload(_TemplateFields):
+    """Hold a template for local execution (spec 2.3).
+
+    A text prompt's ``content`` uses ``{{var}}``; a chat prompt's (``type`` ``"chat"``) is
+    None, and ``messages`` hold its unrendered Mustache messages and placeholders
+    (docs/api-notes.md, Chat prompts).
+    """
+
+    messages: list[dict[str, Any]] | None = None
 
 
 class Usage(_Shape):

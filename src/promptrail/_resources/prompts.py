@@ -143,6 +143,32 @@ def _prompt_fields(
     }
 
 
+def _chat_fields(
+    messages: Sequence[Mapping[str, Any]] | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+    response_format: Mapping[str, Any] | None,
+    variables_schema: Mapping[str, Any] | None,
+    config: Any,
+) -> dict[str, Any]:
+    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
+    # prompts); None leaves a field out (unchanged, in an update).
+    return {
+        "messages": [dict(m) for m in messages] if messages is not None else None,
+        "tools": [dict(t) for t in tools] if tools is not None else None,
+        "tool_choice": tool_choice,
+        "response_format": response_format,
+        "variables_schema": variables_schema,
+        "config": config,
+    }
+
+
+def _created(name: str, fields: dict[str, Any], chat: dict[str, Any]) -> Call[Prompt]:
+    # Messages make a chat prompt; the wire says so with ``type``.
+    kind = "chat" if chat["messages"] is not None else None
+    return _create({"name": name, "type": kind, **fields, **chat})
+
+
 T = TypeVar("T")
 
 # -- sync --------------------------------------------------------------------------------------
@@ -158,9 +184,15 @@ class Prompts:
     def create(
         self,
         name: str,
-        template: str,
-        model: str,
+        template: str | None = None,
+        model: str | None = None,
         *,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        variables_schema: Mapping[str, Any] | None = None,
+        config: Any = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
@@ -169,10 +201,17 @@ class Prompts:
     ) -> Prompt:
         """Create a prompt at version 1 (``labels`` are attached to it).
 
+        ``messages`` instead of ``template`` make a chat prompt; either type may carry
+        ``tools``, ``tool_choice``, ``response_format``, ``variables_schema`` and ``config``.
+
         >>> client.prompts.create("greet", "Say hello to {name}.", "gpt-4o-mini")
+        >>> client.prompts.create("support", messages=[{"role": "system", "content":
+        ...     "You help with {{product}}."}, {"type": "placeholder", "name": "history"}],
+        ...     model="gpt-4o-mini")
         """
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        return self._http.call(_create({"name": name, **fields}))
+        chat = _chat_fields(messages, tools, tool_choice, response_format, variables_schema, config)
+        return self._http.call(_created(name, fields, chat))
 
     def get(self, name: str) -> Prompt:
         """Return a prompt's newest version, by name or id."""
@@ -198,15 +237,23 @@ class Prompts:
         *,
         template: str | None = None,
         model: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        variables_schema: Mapping[str, Any] | None = None,
+        config: Any = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
         folder: str | None = None,
         labels: Sequence[str] | None = None,
     ) -> Prompt:
-        """Make a new version with the given fields changed (``labels`` move to it)."""
+        """Make a new version with the given fields changed (``labels`` move to it); a chat
+        prompt's ``messages``, ``tools``... too. A field left None stays as it is."""
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        return self._change(name, _update(name, fields))
+        chat = _chat_fields(messages, tools, tool_choice, response_format, variables_schema, config)
+        return self._change(name, _update(name, {**fields, **chat}))
 
     def delete(self, name: str) -> PromptDeleted:
         """Soft-delete a prompt: it vanishes from get, list, template and run."""
@@ -353,9 +400,15 @@ class AsyncPrompts:
     async def create(
         self,
         name: str,
-        template: str,
-        model: str,
+        template: str | None = None,
+        model: str | None = None,
         *,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        variables_schema: Mapping[str, Any] | None = None,
+        config: Any = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
@@ -364,7 +417,8 @@ class AsyncPrompts:
     ) -> Prompt:
         """Create a prompt at version 1 (see :meth:`Prompts.create`)."""
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        return await self._http.call(_create({"name": name, **fields}))
+        chat = _chat_fields(messages, tools, tool_choice, response_format, variables_schema, config)
+        return await self._http.call(_created(name, fields, chat))
 
     async def get(self, name: str) -> Prompt:
         """Return a prompt's newest version, by name or id."""
@@ -387,6 +441,12 @@ class AsyncPrompts:
         *,
         template: str | None = None,
         model: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        variables_schema: Mapping[str, Any] | None = None,
+        config: Any = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
@@ -395,7 +455,8 @@ class AsyncPrompts:
     ) -> Prompt:
         """Make a new version with the given fields changed (see :meth:`Prompts.update`)."""
         fields = _prompt_fields(template, model, description, parameters, tags, folder, labels)
-        return await self._change(name, _update(name, fields))
+        chat = _chat_fields(messages, tools, tool_choice, response_format, variables_schema, config)
+        return await self._change(name, _update(name, {**fields, **chat}))
 
     async def delete(self, name: str) -> PromptDeleted:
         """Soft-delete a prompt."""
