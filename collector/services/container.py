@@ -113,6 +113,7 @@ class Services:
         keys = KeyService(
             store.keys,
             KeyCache.shared(settings.store_url, store.database) if store.is_embedded else None,
+            retry_after,
         )
         requests = RequestService(store.requests, settings.cursor_secret, pending)
         scores = ScoreService(
@@ -123,7 +124,7 @@ class Services:
             retry_after,
         )
         runs = RunService(prompts, records, _providers(settings), prices, pending)
-        datasets = DatasetService(store.datasets, requests, settings.cursor_secret)
+        datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
         return cls(
             settings=settings,
             store=store,
@@ -157,7 +158,13 @@ class Services:
             ),
             datasets=datasets,
             experiments=ExperimentService(
-                store.experiments, datasets, prompts, runs, scores, settings.cursor_secret
+                store.experiments,
+                datasets,
+                prompts,
+                runs,
+                scores,
+                settings.cursor_secret,
+                retry_after,
             ),
         )
 

@@ -20,8 +20,10 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import ContractError, DatasetAlreadyExists, DatasetNotFound, ValidationFailed
 from ..models.datasets import DatasetIn, FromRequestsIn, ItemIn
 from ..store.datasets import DatasetRow, DatasetStore, ItemRow
+from ..store.writes import WriteOutcome
 from .cursors import CursorCodec, time_key
 from .ingest import rejection_of
+from .refused_writes import raise_if_refused
 from .requests import RequestService, is_score_param, request_filter, score_tests
 
 _ITEM_IN: TypeAdapter[ItemIn] = TypeAdapter(ItemIn)
@@ -47,8 +49,17 @@ def _now_ms() -> datetime:
 class DatasetService:
     """Create, list, read and delete datasets; add, list and delete their items."""
 
-    def __init__(self, store: DatasetStore, requests: RequestService, cursor_secret: str) -> None:
+    def __init__(
+        self,
+        store: DatasetStore,
+        requests: RequestService,
+        cursor_secret: str,
+        retry_after_seconds: int = 2,
+    ) -> None:
+        """A write the store refuses answers 503 ``STORE_UNAVAILABLE`` asking the client to
+        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds)."""
         self._store = store
+        self._retry_after = retry_after_seconds
         self._requests = requests
         self._cursors = CursorCodec(cursor_secret, "datasets")
         self._item_cursors = CursorCodec(cursor_secret, "dataset items")
@@ -66,7 +77,7 @@ class DatasetService:
             metadata=body.metadata,
             created_at=_now_ms(),
         )
-        self._store.put(project, row)
+        self._stored(self._store.put(project, row))
         return row
 
     def get(self, project: str, ref: str) -> DatasetRow:
@@ -87,7 +98,7 @@ class DatasetService:
     def delete(self, project: str, ref: str) -> DatasetRow:
         """Delete a dataset; return what it was."""
         row = self.get(project, ref)
-        self._store.put(project, row, deleted=True)
+        self._stored(self._store.put(project, row, deleted=True))
         return row
 
     # -- items -----------------------------------------------------------------------------
@@ -120,7 +131,7 @@ class DatasetService:
                 source_request_id=None,
                 created_at=now,
             )
-        self._store.put_items(project, dataset.id, list(rows.values()))
+        self._stored(self._store.put_items(project, dataset.id, list(rows.values())))
         return len(items) - len(rejected), rejected
 
     def items_page(
@@ -146,8 +157,11 @@ class DatasetService:
         found = self._store.items(project, dataset.id, ids=[item_id])
         if not found:
             raise DatasetNotFound(f"{dataset.name}/items/{item_id}")
-        self._store.delete_item(project, dataset.id, found[0])
+        self._stored(self._store.delete_item(project, dataset.id, found[0]))
         return found[0]
+
+    def _stored(self, outcome: WriteOutcome) -> None:
+        raise_if_refused(outcome, self._retry_after, "datasets")
 
     def add_from_requests(self, project: str, ref: str, body: FromRequestsIn) -> int:
         """Make items of the records the filters select (newest first, up to ``limit``)."""
@@ -202,5 +216,5 @@ class DatasetService:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._store.put_items(project, dataset.id, rows)
+        self._stored(self._store.put_items(project, dataset.id, rows))
         return len(rows)

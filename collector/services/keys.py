@@ -31,6 +31,8 @@ from weakref import WeakValueDictionary
 from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
 from ..models.keys import MAX_GRACE_SECONDS
 from ..store.keys import KeyRow, KeyState, KeyStore
+from ..store.writes import Refused, WriteOutcome
+from .refused_writes import raise_if_refused
 
 logger = logging.getLogger("promptrail.keys")
 
@@ -156,8 +158,13 @@ class KeyCache:
 class KeyService:
     """Create, check, list, revoke and rotate API keys."""
 
-    def __init__(self, store: KeyStore, cache: KeyCache | None = None) -> None:
+    def __init__(
+        self, store: KeyStore, cache: KeyCache | None = None, retry_after_seconds: int = 2
+    ) -> None:
+        """A write the store refuses answers 503 ``STORE_UNAVAILABLE`` asking the client to
+        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds)."""
         self._store = store
+        self._retry_after = retry_after_seconds
         self._cache = cache
         self._used: dict[str, float] = {}  # key hash -> last use not yet written
         self._used_lock = threading.Lock()
@@ -170,7 +177,7 @@ class KeyService:
         """Create a key for ``project`` and return it; only its hash is kept."""
         _check_project(project)
         raw = KEY_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
-        self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC))
+        self._stored(self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC)))
         return raw
 
     def ensure(self, raw: str, project: str = "default") -> bool:
@@ -183,7 +190,7 @@ class KeyService:
             if _refused_now(state):
                 logger.warning("the initial API key is revoked: requests with it get 401")
             return False
-        self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC))
+        self._stored(self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC)))
         return True
 
     def has_keys(self, project: str) -> bool:
@@ -261,7 +268,7 @@ class KeyService:
         """
         row = self._find(ref)
         if self._info(row).status != "revoked":
-            self._store.revoke([(row.key_hash, row.project)], datetime.now(UTC), 0)
+            self._stored(self._store.revoke([(row.key_hash, row.project)], datetime.now(UTC), 0))
             self._forget([row.key_hash])
         return self._info(self._find_hash(row.key_hash) or row)
 
@@ -284,8 +291,10 @@ class KeyService:
                 {"project": project},
             )
         raw = self.create(project)
-        self._store.revoke(
-            [(row.key_hash, row.project) for row in old], datetime.now(UTC), grace_seconds
+        self._stored(
+            self._store.revoke(
+                [(row.key_hash, row.project) for row in old], datetime.now(UTC), grace_seconds
+            )
         )
         self._forget([row.key_hash for row in old])
         revoked = [self._info(self._find_hash(row.key_hash) or row) for row in old]
@@ -305,6 +314,9 @@ class KeyService:
     def _find_hash(self, prefix: str) -> KeyRow | None:
         rows = self._store.rows(hash_prefix=prefix)
         return rows[0] if len(rows) == 1 else None
+
+    def _stored(self, outcome: WriteOutcome) -> None:
+        raise_if_refused(outcome, self._retry_after, "keys")
 
     def _forget(self, digests: list[str]) -> None:
         if self._cache is not None:
@@ -340,14 +352,17 @@ class KeyService:
         """Store the last use of every key used since the last write; return how many."""
         with self._used_lock:
             used, self._used = self._used, {}
+        # Refused until the store says otherwise: a write that raises (a bug) keeps them too.
+        outcome: WriteOutcome = Refused(busy=False, message="not written")
         try:
-            self._store.record_use(
+            outcome = self._store.record_use(
                 {digest: datetime.fromtimestamp(at, UTC) for digest, at in used.items()}
             )
-        except Exception:
-            with self._used_lock:  # kept for the next write, unless a newer use replaced it
-                self._used = {**used, **self._used}
-            raise
+        finally:
+            if isinstance(outcome, Refused):
+                with self._used_lock:  # kept for the next write, unless a newer use replaced it
+                    self._used = {**used, **self._used}
+        self._stored(outcome)
         return len(used)
 
     def start(self) -> None:

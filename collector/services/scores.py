@@ -8,7 +8,6 @@ trace), the value against its type and its name's config (400 naming ``value``),
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -33,14 +32,14 @@ from ..models.scores import (
 )
 from ..store.score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue
 from ..store.scores import ScoreStore
-from ..store.writes import Refused, WriteOutcome
+from ..store.writes import WriteOutcome
 from . import feedback_tokens
 from .cursors import CursorCodec, time_key
 from .feedback_tokens import KeyIds, TokenScope
-from .ingest import refused_error, rejection_of
+from .ingest import rejection_of
 from .keys import hash_key, key_id
+from .refused_writes import raise_if_refused
 
-logger = logging.getLogger(__name__)
 _SCORE_IN: TypeAdapter[ScoreIn] = TypeAdapter(ScoreIn)
 MAX_BATCH_SCORES = 1000
 
@@ -236,9 +235,7 @@ class ScoreService:
 
     def _stored(self, outcome: WriteOutcome) -> None:
         """Raise the 503 of a refused write (``STORE_UNAVAILABLE``, with ``Retry-After``)."""
-        if isinstance(outcome, Refused):
-            logger.warning("scores not stored: %s", outcome.message)
-            raise refused_error(outcome, self._retry_after)
+        raise_if_refused(outcome, self._retry_after, "scores")
 
     def _row(self, project: str, body: ScoreIn) -> ScoreRow:
         _one_target(body.request_id, body.trace_id)

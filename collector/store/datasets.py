@@ -20,6 +20,7 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from .schema import Table, quote
+from .writes import WriteOutcome, direct_write
 
 DATASETS = Table(
     name="datasets",
@@ -139,8 +140,16 @@ class DatasetStore:
 
     # -- datasets --------------------------------------------------------------------------
 
-    def put(self, project: str, row: DatasetRow, deleted: bool = False) -> None:
-        """Store a dataset (a new version of its id); ``deleted`` stores its tombstone."""
+    def put(self, project: str, row: DatasetRow, deleted: bool = False) -> WriteOutcome:
+        """Store a dataset (a new version of its id); ``deleted`` stores its tombstone.
+
+        Every write of this store answers :data:`~.writes.STORED`, or :class:`~.writes.Refused`
+        on a store outage (the service answers its 503); a bug is raised. A refused write
+        stored nothing, and a retry is safe (a newer version of the same key).
+        """
+        return direct_write(lambda: self._put(project, row, deleted))
+
+    def _put(self, project: str, row: DatasetRow, deleted: bool) -> None:
         self._client.insert(
             self._datasets,
             [
@@ -214,8 +223,12 @@ class DatasetStore:
 
     # -- items -----------------------------------------------------------------------------
 
-    def put_items(self, project: str, dataset_id: str, items: Sequence[ItemRow]) -> None:
-        """Store items; an id already in the dataset keeps its position (replaced in place)."""
+    def put_items(self, project: str, dataset_id: str, items: Sequence[ItemRow]) -> WriteOutcome:
+        """Store items; an id already in the dataset keeps its position (replaced in place).
+        Answers as :meth:`put` does."""
+        return direct_write(lambda: self._put_items(project, dataset_id, items))
+
+    def _put_items(self, project: str, dataset_id: str, items: Sequence[ItemRow]) -> None:
         if not items:
             return
         known = self.positions(project, dataset_id, [i.id for i in items])
@@ -262,8 +275,11 @@ class DatasetStore:
         )
         return {str(r[0]): int(r[1]) for r in result.result_rows}
 
-    def delete_item(self, project: str, dataset_id: str, item: ItemRow) -> None:
-        """Store an item's tombstone."""
+    def delete_item(self, project: str, dataset_id: str, item: ItemRow) -> WriteOutcome:
+        """Store an item's tombstone; answers as :meth:`put` does."""
+        return direct_write(lambda: self._delete_item(project, dataset_id, item))
+
+    def _delete_item(self, project: str, dataset_id: str, item: ItemRow) -> None:
         self._client.insert(
             self._items,
             [

@@ -19,6 +19,7 @@ from clickhouse_connect.driver.client import Client
 
 from .request_tables import TRACE_RECORDS
 from .schema import Table, quote
+from .writes import WriteOutcome, direct_write
 
 EXPERIMENTS = Table(
     name="experiments",
@@ -194,8 +195,16 @@ class ExperimentStore:
 
     # -- experiments -----------------------------------------------------------------------
 
-    def put(self, project: str, row: ExperimentRow) -> None:
-        """Store an experiment (a new version of its id)."""
+    def put(self, project: str, row: ExperimentRow) -> WriteOutcome:
+        """Store an experiment (a new version of its id).
+
+        Every write of this store answers :data:`~.writes.STORED`, or :class:`~.writes.Refused`
+        on a store outage (the service answers its 503); a bug is raised. A refused write
+        stored nothing, and a retry is safe (a newer version of the same key).
+        """
+        return direct_write(lambda: self._put(project, row))
+
+    def _put(self, project: str, row: ExperimentRow) -> None:
         self._client.insert(
             self._experiments,
             [
@@ -296,8 +305,14 @@ class ExperimentStore:
 
     # -- results ---------------------------------------------------------------------------
 
-    def put_results(self, project: str, experiment_id: str, rows: Sequence[ResultRow]) -> None:
-        """Store results (each replaces an earlier one of its item and repetition)."""
+    def put_results(
+        self, project: str, experiment_id: str, rows: Sequence[ResultRow]
+    ) -> WriteOutcome:
+        """Store results (each replaces an earlier one of its item and repetition); answers
+        as :meth:`put` does."""
+        return direct_write(lambda: self._put_results(project, experiment_id, rows))
+
+    def _put_results(self, project: str, experiment_id: str, rows: Sequence[ResultRow]) -> None:
         if not rows:
             return
         written = datetime.now(UTC)

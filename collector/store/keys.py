@@ -10,6 +10,7 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from .schema import Table, quote
+from .writes import WriteOutcome, direct_write
 
 # Point lookups by hash on every request: the hash leads the sort key.
 API_KEYS = Table(
@@ -103,13 +104,22 @@ class KeyStore:
             f"FROM {self._revocations}"
         )
 
-    def insert(self, key_hash: str, project: str, key_prefix: str, created_at: datetime) -> None:
-        """Store one key hash for a project."""
-        self._client.insert(
-            self._table,
-            [[key_hash, project, key_prefix, created_at]],
-            column_names=["key_hash", "project", "key_prefix", "created_at"],
-            settings=self._write_settings,
+    def insert(
+        self, key_hash: str, project: str, key_prefix: str, created_at: datetime
+    ) -> WriteOutcome:
+        """Store one key hash for a project.
+
+        Every write of this store answers :data:`~.writes.STORED`, or :class:`~.writes.Refused`
+        on a store outage (the service answers its 503); a bug is raised. A refused write
+        stored nothing; rows are only added, so a retry is harmless.
+        """
+        return direct_write(
+            lambda: self._client.insert(
+                self._table,
+                [[key_hash, project, key_prefix, created_at]],
+                column_names=["key_hash", "project", "key_prefix", "created_at"],
+                settings=self._write_settings,
+            )
         )
 
     def state(self, key_hash: str) -> KeyState | None:
@@ -163,25 +173,28 @@ class KeyStore:
             for row in rows
         ]
 
-    def revoke(self, keys: Iterable[tuple[str, str]], at: datetime, grace_seconds: int) -> None:
-        """Refuse each ``(key_hash, project)`` from ``at + grace_seconds`` on."""
+    def revoke(
+        self, keys: Iterable[tuple[str, str]], at: datetime, grace_seconds: int
+    ) -> WriteOutcome:
+        """Refuse each ``(key_hash, project)`` from ``at + grace_seconds`` on; answers as
+        :meth:`insert` does."""
         rows = [[key_hash, project, at, grace_seconds] for key_hash, project in keys]
-        if rows:
-            self._client.insert(
-                self._revocations,
-                rows,
-                column_names=API_KEY_REVOCATIONS.inserted_columns(),
-                settings=self._write_settings,
-            )
+        return direct_write(lambda: self._insert_rows(self._revocations, rows, revocation=True))
 
-    def record_use(self, last_used: dict[str, datetime]) -> None:
-        """Store when each key (by hash) was last used."""
-        if last_used:
-            self._client.insert(
-                self._usage,
-                [[key_hash, at] for key_hash, at in last_used.items()],
-                column_names=API_KEY_USAGE.inserted_columns(),
-            )
+    def record_use(self, last_used: dict[str, datetime]) -> WriteOutcome:
+        """Store when each key (by hash) was last used; answers as :meth:`insert` does."""
+        rows = [[key_hash, at] for key_hash, at in last_used.items()]
+        return direct_write(lambda: self._insert_rows(self._usage, rows, revocation=False))
+
+    def _insert_rows(self, table: str, rows: list[list[Any]], revocation: bool) -> None:
+        if not rows:
+            return
+        self._client.insert(
+            table,
+            rows,
+            column_names=(API_KEY_REVOCATIONS if revocation else API_KEY_USAGE).inserted_columns(),
+            settings=self._write_settings if revocation else None,
+        )
 
     def count_for(self, project: str) -> int:
         """Count the keys of a project (revoked ones too)."""

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .connection import error_summary, is_store_outage
 from .request_tables import REQUEST_IDS, REQUEST_ITEMS
 from .schema import quote
 from .score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue, as_utc, score_row
@@ -42,7 +41,8 @@ from .score_tables import (
     SCORES_BY_TARGET,
 )
 from .traced_score_names import TracedScoreNames
-from .writes.outcomes import STORED, Refused, WriteOutcome
+from .writes.direct import direct_write
+from .writes.outcomes import WriteOutcome
 
 
 class ScoreStore:
@@ -96,7 +96,7 @@ class ScoreStore:
         ends. The lock makes read-then-insert atomic among this process's writers, so two
         concurrent writes of one id never end the same version twice.
         """
-        return _outcome(lambda: self._insert(rows, deleted))
+        return direct_write(lambda: self._insert(rows, deleted))
 
     def _insert(self, rows: Sequence[ScoreRow], deleted: bool) -> None:
         latest = {(r.project, r.id): r for r in rows}
@@ -322,7 +322,7 @@ class ScoreStore:
 
     def put_config(self, project: str, config: ScoreConfigRow) -> WriteOutcome:
         """Store (replace) the config of one score name; answers as :meth:`insert` does."""
-        return _outcome(lambda: self._put_config(project, config))
+        return direct_write(lambda: self._put_config(project, config))
 
     def _put_config(self, project: str, config: ScoreConfigRow) -> None:
         self._client.insert(
@@ -370,19 +370,6 @@ class ScoreStore:
             )
             for r in rows
         ]
-
-
-def _outcome(write: Callable[[], None]) -> WriteOutcome:
-    """Run a direct write (the score group's way, store/writes/plan.py): :data:`STORED`, or
-    :class:`Refused` on a store outage (connection.is_store_outage); a bug is raised."""
-    try:
-        write()
-    except Exception as exc:
-        if not is_store_outage(exc):
-            raise
-        # The message a store outage has always answered with (api/errors.py).
-        return Refused(busy=False, message=f"The store is unavailable: {error_summary(exc)}")
-    return STORED
 
 
 def _ids_of(condition: str, table: str) -> str:

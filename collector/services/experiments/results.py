@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from ...models.scores import ScoreIn
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
 from ...store.request_rows import RequestRow
+from ..refused_writes import raise_if_refused
 from ..runs import RunService
 from ..scores import MAX_BATCH_SCORES, ScoreService
 
@@ -56,12 +57,27 @@ def eval_scores(experiment_id: str, results: Sequence[ResultRow]) -> list[ScoreI
 
 
 class ResultWriter:
-    """Store an experiment's results and its end."""
+    """Store an experiment, its results and its end.
 
-    def __init__(self, store: ExperimentStore, runs: RunService, scores: ScoreService) -> None:
+    Each write the store refuses (an outage) raises its 503 ``STORE_UNAVAILABLE`` with
+    ``Retry-After: retry_after_seconds``, and stops there: what follows it is not written.
+    """
+
+    def __init__(
+        self,
+        store: ExperimentStore,
+        runs: RunService,
+        scores: ScoreService,
+        retry_after_seconds: int = 2,
+    ) -> None:
         self._store = store
         self._runs = runs
         self._scores = scores
+        self._retry_after = retry_after_seconds
+
+    def put(self, project: str, experiment: ExperimentRow) -> None:
+        """Store an experiment (a new version of its id: created, cancelled, ended)."""
+        raise_if_refused(self._store.put(project, experiment), self._retry_after, "experiments")
 
     def save(
         self,
@@ -73,7 +89,11 @@ class ResultWriter:
         """Store the runs' records, then the results, then each verdict as a score on its
         record: a result anyone can read has its record stored."""
         self._runs.store_records(project, records)
-        self._store.put_results(project, experiment.id, results)
+        raise_if_refused(
+            self._store.put_results(project, experiment.id, results),
+            self._retry_after,
+            "experiment results",
+        )
         verdicts = eval_scores(experiment.id, results)
         for start in range(0, len(verdicts), MAX_BATCH_SCORES):
             _, rejected = self._scores.batch(project, verdicts[start : start + MAX_BATCH_SCORES])
@@ -95,5 +115,5 @@ class ResultWriter:
             return current
         spec = {**current.spec, **({"error": reason} if reason else {})}
         done = replace(current, status=status, spec=spec, completed_at=now_ms())
-        self._store.put(project, done)
+        self.put(project, done)
         return done

@@ -89,7 +89,7 @@ class ExperimentRunner:
         for project, row in stale:
             spec = {**row.spec, "error": STOPPED}
             failed = replace(row, status="failed", spec=spec, completed_at=now_ms())
-            self._store.put(project, failed)
+            self._writer.put(project, failed)
         return len(stale)
 
     def close(self) -> None:

@@ -52,11 +52,14 @@ class ExperimentService:
         runs: RunService,
         scores: ScoreService,
         cursor_secret: str,
+        retry_after_seconds: int = 2,
     ) -> None:
+        """A write the store refuses answers 503 ``STORE_UNAVAILABLE`` asking the client to
+        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds)."""
         self._store = store
         self._datasets = datasets
         self._prompts = prompts
-        self._writer = ResultWriter(store, runs, scores)
+        self._writer = ResultWriter(store, runs, scores, retry_after_seconds)
         self._runner = ExperimentRunner(store, runs, self._writer)
         self._scales = ScoreScales(scores)
         self._comparison = Comparison(store, self._scales, cursor_secret)
@@ -114,7 +117,7 @@ class ExperimentService:
         )
         if body.task == "service" and not items:
             experiment = replace(experiment, status="completed", completed_at=now_ms())
-        self._store.put(project, experiment)
+        self._writer.put(project, experiment)
         return experiment, items
 
     def _check_judges(self, project: str, evaluators: Sequence[Evaluator]) -> None:
@@ -151,7 +154,7 @@ class ExperimentService:
         if experiment.status != "running":
             return experiment
         stopped = replace(experiment, status="cancelled", completed_at=now_ms())
-        self._store.put(project, stopped)
+        self._writer.put(project, stopped)
         self._runner.stop(experiment_id)
         return stopped
 

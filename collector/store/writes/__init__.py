@@ -30,13 +30,16 @@ written is declared once, in :mod:`.plan`, and these modules do it:
   answer is priced; a worker pool then writes the record through the request log's
   :class:`RowWriter`, retrying a refusal at the store's ``retry_after``; every read of the
   log first waits for the project's records still being written.
-- **Direct**: scores, experiments, datasets, keys and the collector's upkeep insert one
-  statement per call (few rows, read back at once, or written under a lock of their store).
+- **Direct** (:func:`.direct.direct_write`): scores, experiments, datasets, keys and the
+  collector's upkeep insert one statement per call (few rows, read back at once, or written
+  under a lock of their store). The first four answer each write :data:`STORED` or
+  :class:`Refused` (a store outage) as a :class:`RowWriter` does; a bug is raised.
 """
 
 from __future__ import annotations
 
 from .behind import PendingWrites
+from .direct import direct_write
 from .outcomes import STORED, Refused, Stored, WriteOutcome
 from .plan import WRITE_PLAN, TableGroup, WriteMode
 from .rows import GroupCommitLimits, RowTable, RowWriter
@@ -53,4 +56,5 @@ __all__ = [
     "TableGroup",
     "WriteMode",
     "WriteOutcome",
+    "direct_write",
 ]

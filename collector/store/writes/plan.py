@@ -78,7 +78,7 @@ SCORES = TableGroup(
     WriteMode.DIRECT,
     "a score write reads the id's live version and ends it in the same insert block, under "
     "the store's write lock: batching would have to hold that lock across callers; each "
-    "write answers Stored or Refused (an outage) as a RowWriter's does (ScoreStore.insert)",
+    "write answers Stored or Refused (an outage) as a RowWriter's does (direct_write)",
 )
 EXPERIMENTS = TableGroup(
     "experiments",
@@ -86,14 +86,16 @@ EXPERIMENTS = TableGroup(
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "an experiment's state and its results are few rows per run of many, each read back by "
-    "the console as soon as written",
+    "the console as soon as written; each write answers Stored or Refused (an outage) as a "
+    "RowWriter's does (direct_write)",
 )
 DATASETS = TableGroup(
     "datasets",
     ("datasets", "dataset_items"),
     WriteMode.DIRECT,
     WriteMode.DIRECT,
-    "written by people and scripts at a human pace, read back at once",
+    "written by people and scripts at a human pace, read back at once; each write answers "
+    "Stored or Refused (an outage) as a RowWriter's does (direct_write)",
 )
 KEYS = TableGroup(
     "keys",
@@ -101,7 +103,8 @@ KEYS = TableGroup(
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "rare writes; a key's last use is already gathered in memory and written in the "
-    "background by the key service",
+    "background by the key service; each write answers Stored or Refused (an outage) as a "
+    "RowWriter's does (direct_write)",
 )
 UPKEEP = TableGroup(
     "upkeep",

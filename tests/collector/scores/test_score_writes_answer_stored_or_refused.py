@@ -8,10 +8,7 @@ collector's ``Retry-After``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -19,34 +16,8 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.score_rows import ScoreRow
 from promptrail.collector.store.writes import STORED, Refused
+from tests.collector.outages import RETRY_AFTER, assert_store_unavailable, failing_inserts
 from tests.keys import DEFAULT_AUTH
-
-RETRY_AFTER = 7
-
-
-@contextmanager
-def failing_inserts(api: TestClient, table: str) -> Iterator[None]:
-    """Every insert into ``table`` fails as when merges fall behind (it holds a part)."""
-    services = api.app.state.services
-    name = f"`{services.store.database}`.`{table}`"
-    services.store.client.command(f"ALTER TABLE {name} MODIFY SETTING parts_to_throw_insert = 1")
-    try:
-        yield
-    finally:
-        services.store.client.command(f"ALTER TABLE {name} RESET SETTING parts_to_throw_insert")
-
-
-def assert_store_unavailable(response: Any) -> None:
-    assert response.status_code == 503, response.text
-    assert response.headers["Retry-After"] == str(RETRY_AFTER)
-    error = response.json()["error"]
-    assert (error["type"], error["code"], error["details"]) == (
-        "api_error",
-        "STORE_UNAVAILABLE",
-        {},
-    )
-    assert error["message"].startswith("The store is unavailable: ")
-    assert "TOO_MANY_PARTS" in error["message"]
 
 
 def test_the_score_store_answers_stored_or_refused(settings: Settings) -> None:
