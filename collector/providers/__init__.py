@@ -72,6 +72,9 @@ class CompletionRequest:
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
+    chat: bool = False
+    """A chat prompt's run: its messages and answer are mapped to and from a provider's own
+    shapes (finish reasons as OpenAI's); a text prompt's run is sent as it always was."""
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from . import (
     StreamEvent,
     TextDelta,
     TokenUsage,
+    ToolCall,
     wire_message,
 )
+from ._anthropic_chat import answer_tool, chat_body, finish_reason
 from ._http import (
     as_int,
     error_message,
@@ -72,16 +74,34 @@ class AnthropicProvider:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         )
         usage = payload.get("usage")
-        state = _StreamState()
+        state = _StreamState(answer_tool(request))
         state.count(usage)
+        stop_reason = payload.get("stop_reason")
+        if not request.chat:
+            return Completion(content=text, finish_reason=stop_reason, usage=state.usage())
+        calls: list[ToolCall] = []
+        answered = False
+        for block in blocks:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            if block.get("name") == state.answer_tool:
+                text, answered = text + arguments, True
+            else:
+                calls.append(
+                    ToolCall(str(block.get("id", "")), str(block.get("name", "")), arguments)
+                )
         return Completion(
-            content=text, finish_reason=payload.get("stop_reason"), usage=state.usage()
+            content=text,
+            finish_reason=finish_reason(stop_reason, answered),
+            usage=state.usage(),
+            tool_calls=tuple(calls),
         )
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
         """Yield the text deltas as they arrive, then the stop reason and usage."""
         body = _body(request, stream=True)
-        state = _StreamState()
+        state = _StreamState(answer_tool(request))
         async with (
             open_response(self._client, self.name, _PATH, body, self._policy) as response,
             aclosing(sse_events(self.name, response)) as events,
@@ -95,13 +115,22 @@ class AnthropicProvider:
                     break
         if not state.stopped:
             raise ProviderFailure(self.name, "stream ended before message_stop")
-        yield StreamEnd(state.stop_reason, state.usage())
+        if not request.chat:
+            yield StreamEnd(state.stop_reason, state.usage())
+            return
+        yield StreamEnd(
+            finish_reason(state.stop_reason, state.answered), state.usage(), state.tool_calls()
+        )
 
 
 class _StreamState:
     """What the events of one Messages stream have said so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_tool: str | None = None) -> None:
+        # The tool standing for a JSON-schema answer: its input is relayed as the answer text.
+        self.answer_tool = answer_tool
+        self.answered = False
+        self._calls: dict[int, dict[str, str]] = {}
         self.input_tokens = 0
         self.output_tokens = 0
         self.cached_tokens = 0
@@ -118,6 +147,13 @@ class _StreamState:
             if isinstance(delta, dict) and delta.get("type") == "text_delta":
                 text = delta.get("text")
                 return text if isinstance(text, str) else ""
+            if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                return self._input_piece(payload.get("index"), delta.get("partial_json"))
+        elif kind == "content_block_start":
+            block = payload.get("content_block") or {}
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                call = {"id": str(block.get("id", "")), "name": str(block.get("name", ""))}
+                self._calls[as_int(payload.get("index"))] = {**call, "arguments": ""}
         elif kind == "message_start":
             message = payload.get("message") or {}
             usage = message.get("usage") if isinstance(message, dict) else None
@@ -132,6 +168,25 @@ class _StreamState:
         elif kind == "error":
             raise ProviderFailure(provider, error_message(json.dumps(payload)))
         return ""
+
+    def _input_piece(self, index: Any, piece: Any) -> str:
+        """Absorb a piece of a tool call's input; return it when it is the answer's."""
+        call = self._calls.get(as_int(index))
+        if call is None or not isinstance(piece, str):
+            return ""
+        call["arguments"] += piece
+        if call["name"] == self.answer_tool:
+            self.answered = True
+            return piece
+        return ""
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of the stream, the answer's left out, in their blocks' order."""
+        return tuple(
+            ToolCall(c["id"], c["name"], c["arguments"] or "{}")
+            for _, c in sorted(self._calls.items())
+            if c["name"] != self.answer_tool
+        )
 
     def count(self, usage: Any) -> None:
         """Absorb a usage object (a message's, or a stream event's)."""
@@ -173,6 +228,11 @@ def _body(request: CompletionRequest, stream: bool) -> dict[str, Any]:
     body = {k: v for k, v in request.parameters.items() if k not in _RESERVED}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     body["model"] = request.model
+    if request.chat:
+        chat_body(request, body)
+        if stream:
+            body["stream"] = True
+        return body
     messages = [wire_message(m) for m in request.messages]
     system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
     if system:

@@ -172,7 +172,7 @@ class RunService:
         provider_name, model = route
         variables = {**(body.input_variables or {}), **(body.variables or {})}
         if version.type == "chat":
-            request = self._chat_request(target, version, provider_name, model, variables, body)
+            request = self._chat_request(version, model, variables, body)
         else:
             messages = build_messages(version.template, variables, body.user_input)
             request = CompletionRequest(model, messages, dict(version.parameters))
@@ -194,23 +194,13 @@ class RunService:
 
     @staticmethod
     def _chat_request(
-        target: RunTarget,
         version: PromptVersionRow,
-        provider_name: str,
         model: str,
         variables: dict[str, Any],
         body: RunRequest,
     ) -> CompletionRequest:
-        """Render a chat prompt's messages and carry its tools and answer format."""
-        if provider_name != "openai":
-            # Nothing is sent: the Anthropic mapping of chat prompts is not served yet.
-            raise ValidationFailed(
-                "prompt",
-                f"Prompt '{target.prompt}' is a chat prompt for an Anthropic model, and such "
-                'runs are not served yet (docs/api-notes.md, "Chat prompts"): fetch its '
-                "template payload and call the model from the application",
-                prompt_name=target.prompt,
-            )
+        """Render a chat prompt's messages and carry its tools and answer format (each
+        provider maps them to its own shapes: docs/api-notes.md, "Chat prompts")."""
         messages = render_chat(version, variables, body.placeholders or {}, body.user_input)
         return CompletionRequest(
             model,
@@ -219,6 +209,7 @@ class RunService:
             tools=version.tools,
             tool_choice=version.tool_choice,
             response_format=version.response_format,
+            chat=True,
         )
 
     def retarget(
@@ -231,12 +222,6 @@ class RunService:
             route = provider_for(model)
             if route is None:
                 raise ValidationFailed("model", f"Unknown model '{model}'", model=model)
-            if run.version.type == "chat" and route[0] != "openai":
-                raise ValidationFailed(
-                    "model",
-                    f"Chat prompts run on OpenAI models only for now, not '{model}'",
-                    model=model,
-                )
             provider, request = self._providers[route[0]], replace(request, model=route[1])
         if parameters:
             request = replace(request, parameters={**request.parameters, **parameters})

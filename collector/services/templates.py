@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
+from pydantic import ValidationError as PydanticError
 
 from promptrail._mustache import (
     MustacheError,
@@ -31,6 +32,8 @@ from promptrail._mustache import (
 )
 
 from ..errors import InvalidTemplate, ValidationFailed
+from ..models.chat_prompts import ChatMessage as PromptMessage
+from ..models.chat_prompts import stored
 from ..models.prompts import TemplateOut, VariableSpec
 from ..providers.routing import provider_for
 from ..store.prompts import PromptVersionRow
@@ -257,13 +260,22 @@ def _check_types(schema: dict[str, Any] | None, variables: Mapping[str, Any]) ->
         raise ValidationFailed(field, f"{field}: {error.message}")
 
 
-def _history(name: str, messages: Any) -> list[dict[str, Any]]:
-    """A placeholder's messages, each an object with a role, sent as given."""
+def _history(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A placeholder's messages, checked as a prompt's messages are (a placeholder inside
+    one refused) and sent as given, never rendered."""
+    out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            field = f"placeholders.{name}.{index}"
-            raise ValidationFailed(field, f"{field} is not a message with a role")
-    return [dict(m) for m in messages]
+        field = f"placeholders.{name}.{index}"
+        try:
+            checked = PromptMessage.model_validate(message)
+        except PydanticError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in (field, *first["loc"]))
+            raise ValidationFailed(where, f"{where}: {first['msg']}") from None
+        if checked.type == "placeholder":
+            raise ValidationFailed(field, f"{field}: a placeholder's messages are messages")
+        out.append(stored(checked))
+    return out
 
 
 def _rendered(message: dict[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:

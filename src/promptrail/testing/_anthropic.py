@@ -49,18 +49,27 @@ class AnthropicStub(StubProvider):
     def answer(self, body: dict[str, Any]) -> Response:
         """A message, or its events when the request streams."""
         input_tokens = self.count_words(body["messages"], body.get("system") or "")
-        reply = self.reply_to(body)
+        call = self.script.tool_call
+        reply = call.arguments_json if call else self.reply_to(body)
         if body.get("stream"):
             events = self._events(body["model"], reply, input_tokens)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
+        content: dict[str, Any] = {"type": "text", "text": reply}
+        if call:
+            content = {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.arguments,
+            }
         return JSONResponse(
             {
                 "id": "msg_stub1",
                 "type": "message",
                 "role": "assistant",
                 "model": body["model"],
-                "content": [{"type": "text", "text": reply}],
-                "stop_reason": "end_turn",
+                "content": [content],
+                "stop_reason": "tool_use" if call else "end_turn",
                 "stop_sequence": None,
                 "usage": self._usage(input_tokens, reply),
             }
@@ -111,7 +120,11 @@ class AnthropicStub(StubProvider):
             "usage": self._usage(input_tokens, reply, started=True),
         }
         yield _event("message_start", {"type": "message_start", "message": message})
-        block = {"type": "text", "text": ""}
+        call = self.script.tool_call
+        block: dict[str, Any] = {"type": "text", "text": ""}
+        if call:
+            # A tool call's input comes as pieces of JSON text, as the Messages API sends it.
+            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         start = {"type": "content_block_start", "index": 0, "content_block": block}
         yield _event("content_block_start", start)
         yield _event("ping", {"type": "ping"})
@@ -124,6 +137,8 @@ class AnthropicStub(StubProvider):
                 return
             await self.pause(self.script.chunk_delay)
             delta = {"type": "text_delta", "text": piece}
+            if call:
+                delta = {"type": "input_json_delta", "partial_json": piece}
             yield _event(
                 "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
             )
@@ -132,7 +147,10 @@ class AnthropicStub(StubProvider):
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {
+                    "stop_reason": "tool_use" if call else "end_turn",
+                    "stop_sequence": None,
+                },
                 "usage": self._output_usage(reply),
             },
         )

@@ -23,7 +23,7 @@ MESSAGES: list[dict[str, Any]] = [
     {"type": "placeholder", "name": "history"},
     {"role": "user", "content": [{"type": "text", "text": "About {{topic}}:"}]},
 ]
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
@@ -38,7 +38,7 @@ TOOLS = [
     }
 ]
 TOOL_CHOICE = "required"
-RESPONSE_FORMAT = {
+RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {
         "name": "answer",
@@ -260,14 +260,163 @@ def test_a_placeholder_filled_with_something_not_messages_is_named(
     assert openai_stub.calls == []
 
 
-def test_a_chat_prompt_for_an_anthropic_model_is_still_refused_clearly(
+# -- Anthropic: the same prompt converted (docs/api-notes.md, "Chat prompts") ----------------
+
+CLAUDE = "claude-3-5-haiku-latest"
+SENT_TO_ANTHROPIC = [
+    {"role": "user", "content": [{"type": "text", "text": "Hi {{topic}}"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]},
+    {"role": "user", "content": [{"type": "text", "text": "About Paris:"}]},
+    {"role": "user", "content": [{"type": "text", "text": "And the weather?"}]},
+]
+LOOKUP_TOOL = {
+    "name": "lookup",
+    "input_schema": TOOLS[0]["function"]["parameters"],
+    "description": "Look a city up",
+}
+ANSWER_TOOL = {
+    "name": "answer",
+    "description": "Answer with this tool: its input is the answer.",
+    "input_schema": RESPONSE_FORMAT["json_schema"]["schema"],
+}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_anthropic_run_sends_the_converted_request_and_the_forced_answer_is_the_output(
+    runs_api: TestClient, anthropic_stub: AnthropicStub, streamed: bool
+) -> None:
+    create_chat(runs_api, model=CLAUDE)
+    anthropic_stub.script.tool_call = ToolCallReply("answer", {"text": "Sunny."})
+
+    if streamed:
+        events = stream(runs_api, PATH, **full_body())
+        output = "".join(e["content"] for e in events if e["type"] == "chunk")
+        end, request_id = events[-1], events[0]["request_id"]
+        assert end["type"] == "end" and "tool_calls" not in end
+    else:
+        end = run(runs_api, PATH, **full_body())
+        output, request_id = end["output"], end["id"]
+        assert end["tool_calls"] is None
+
+    assert output == '{"text": "Sunny."}'
+    assert end["finish_reason"] == "stop"
+    body = anthropic_stub.calls[-1].body
+    assert body["system"] == "You help Ada. They are a VIP."
+    assert body["messages"] == SENT_TO_ANTHROPIC
+    assert body["tools"] == [LOOKUP_TOOL, ANSWER_TOOL]
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+    assert (body["model"], body["temperature"], body["max_tokens"]) == (CLAUDE, 0.1, 1024)
+    stored = record(runs_api, request_id)
+    assert stored["input"] == SENT  # the messages as the prompt wrote them, rendered
+    assert stored["output"] == {"content": '{"text": "Sunny."}', "finish_reason": "stop"}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_anthropic_tool_call_is_returned_with_openais_finish_reason(
+    runs_api: TestClient, anthropic_stub: AnthropicStub, streamed: bool
+) -> None:
+    create_chat(runs_api, model=CLAUDE, response_format=None)
+    anthropic_stub.script.tool_call = CALL
+
+    if streamed:
+        events = stream(runs_api, PATH, **full_body())
+        assert [e["type"] for e in events] == ["start", "end"]
+        end, request_id = events[-1], events[0]["request_id"]
+    else:
+        end = run(runs_api, PATH, **full_body())
+        request_id = end["id"]
+        assert end["output"] == ""
+
+    assert (end["finish_reason"], end["tool_calls"]) == ("tool_calls", [CALL_OUT])
+    assert anthropic_stub.calls[-1].body["tool_choice"] == {"type": "any"}
+    assert record(runs_api, request_id)["output"] == {
+        "content": "",
+        "finish_reason": "tool_calls",
+        "tool_calls": [CALL_OUT],
+    }
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("auto", {"type": "auto"}),
+        ("none", {"type": "none"}),
+        ("required", {"type": "any"}),
+        ({"type": "function", "function": {"name": "lookup"}}, {"type": "tool", "name": "lookup"}),
+    ],
+)
+def test_an_anthropic_run_maps_the_tool_choice_and_end_turn_is_stop(
+    runs_api: TestClient, anthropic_stub: AnthropicStub, choice: Any, sent: dict[str, Any]
+) -> None:
+    create_chat(runs_api, model=CLAUDE, response_format=None, tool_choice=choice)
+    anthropic_stub.script.reply = "Sunny."
+
+    result = run(runs_api, PATH, **full_body())
+
+    assert (result["output"], result["finish_reason"]) == ("Sunny.", "stop")
+    body = anthropic_stub.calls[-1].body
+    assert (body["tool_choice"], body["tools"]) == (sent, [LOOKUP_TOOL])
+
+
+def test_an_anthropic_run_turns_tool_messages_and_images_into_its_blocks(
     runs_api: TestClient, anthropic_stub: AnthropicStub
 ) -> None:
-    create_chat(runs_api, model="claude-3-5-haiku-latest")
+    messages = [
+        {"role": "developer", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in {{what}}?"},
+                {"type": "image_url", "image_url": {"url": "https://x.test/{{what}}.png"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "Rainy"},
+    ]
+    create_chat(
+        runs_api,
+        model=CLAUDE,
+        messages=messages,
+        variables_schema=None,
+        tool_choice=None,
+        response_format=None,
+    )
 
-    response = runs_api.post(PATH, json={**full_body(), "stream": True})
+    run(runs_api, PATH, variables={"what": "cat"})
 
-    error = refused(response, "VALIDATION_ERROR")
-    assert error["details"]["field"] == "prompt"
-    assert "Anthropic" in error["message"]
-    assert anthropic_stub.calls == []
+    body = anthropic_stub.calls[-1].body
+    assert body["system"] == "Be brief."
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in cat?"},
+                {"type": "image", "source": {"type": "url", "url": "https://x.test/cat.png"}},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
+                },
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "call_1", "name": "lookup", "input": {"city": "Oslo"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "Rainy"}],
+        },
+    ]
+    assert "tool_choice" not in body

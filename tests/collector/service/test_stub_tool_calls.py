@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anthropic
 import openai
 
-from promptrail.testing import OpenAIStub, ToolCallReply
+from promptrail.testing import AnthropicStub, OpenAIStub, ToolCallReply
 
 CALL = ToolCallReply("lookup", {"city": "Paris", "days": 3}, id="call_7")
 TOOLS: list[Any] = [
@@ -73,3 +74,52 @@ def test_openai_sdk_puts_a_streamed_tool_call_together(openai_stub: OpenAIStub) 
     assert reasons == ["tool_calls"]
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
     assert openai_stub.streams_completed == 1
+
+
+def anthropic_client(stub: AnthropicStub) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=stub.url, api_key="sk-ant-sdk", max_retries=0)
+
+
+ANTHROPIC_TOOLS: list[Any] = [{"name": "lookup", "input_schema": {"type": "object"}}]
+
+
+def test_anthropic_sdk_reads_a_whole_tool_use(anthropic_stub: AnthropicStub) -> None:
+    anthropic_stub.script.tool_call = CALL
+
+    with anthropic_client(anthropic_stub) as client:
+        message = client.messages.create(
+            model="claude-3-5-haiku-latest",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=ANTHROPIC_TOOLS,
+        )
+
+    assert message.stop_reason == "tool_use"
+    [block] = message.content
+    assert block.type == "tool_use"
+    assert (block.id, block.name, block.input) == ("call_7", "lookup", {"city": "Paris", "days": 3})
+
+
+def test_anthropic_sdk_puts_a_streamed_tool_use_together(anthropic_stub: AnthropicStub) -> None:
+    anthropic_stub.script.tool_call = CALL
+
+    with (
+        anthropic_client(anthropic_stub) as client,
+        client.messages.stream(
+            model="claude-3-5-haiku-latest",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=ANTHROPIC_TOOLS,
+        ) as stream,
+    ):
+        pieces = [e.partial_json for e in stream if e.type == "input_json"]
+        message = stream.get_final_message()
+
+    assert len(pieces) > 1  # the input arrived in pieces
+    assert json.loads("".join(pieces)) == {"city": "Paris", "days": 3}
+    assert message.stop_reason == "tool_use"
+    [block] = message.content
+    assert block.type == "tool_use"
+    assert (block.id, block.name, block.input) == ("call_7", "lookup", {"city": "Paris", "days": 3})
+    assert message.usage.output_tokens > 0
+    assert anthropic_stub.streams_completed == 1
