@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._context import remember_rendering
 from ._errors import TemplateError
 from ._mustache import render_mustache
 
@@ -103,6 +104,7 @@ def compile_messages(
     check_values(template, placeholders, values)
     given = placeholders or {}
     compiled: list[dict[str, Any]] = []
+    texts: list[str] = []  # the template's rendered texts, not the placeholders' messages
     for message in template.message_templates or []:
         if message.get("type") == "placeholder":
             compiled.extend(copy.deepcopy(dict(m)) for m in given[str(message["name"])])
@@ -111,15 +113,26 @@ def compile_messages(
         content = rendered.get("content")
         if isinstance(content, str):
             rendered["content"] = render_mustache(content, values)
+            texts.append(rendered["content"])
         elif isinstance(content, list):
             for part in content:
                 if part.get("type") == "text" and isinstance(part.get("text"), str):
                     part["text"] = render_mustache(part["text"], values)
+                    texts.append(part["text"])
                 image = part.get("image_url")
                 if part.get("type") == "image_url" and isinstance(image, dict):
                     image["url"] = render_mustache(str(image.get("url", "")), values)
         compiled.append(rendered)
+    remember_texts(template, texts, values)
     return compiled
+
+
+def remember_texts(template: PromptTemplate, texts: list[str], values: Mapping[str, Any]) -> None:
+    """Link a captured model call that sends one of ``texts`` to this prompt version, with
+    ``values`` as its variables (the way a text template's ``render`` does)."""
+    for text in texts:
+        if text.strip():  # an empty message would link every call that sends one
+            remember_rendering(text, template.prompt_name, template.version, values)
 
 
 def _parameters(template: PromptTemplate) -> dict[str, Any]:
@@ -142,7 +155,9 @@ def openai_kwargs(template: PromptTemplate, messages: list[dict[str, Any]]) -> d
     return {**kwargs, **_parameters(template)}
 
 
-def anthropic_kwargs(template: PromptTemplate, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def anthropic_kwargs(
+    template: PromptTemplate, messages: list[dict[str, Any]], values: Mapping[str, Any]
+) -> dict[str, Any]:
     """Return the arguments of Anthropic's ``messages.create`` for ``messages``.
 
     System and developer messages become ``system``; tools take ``input_schema``; tool
@@ -153,6 +168,7 @@ def anthropic_kwargs(template: PromptTemplate, messages: list[dict[str, Any]]) -
     kwargs: dict[str, Any] = {"model": template.model}
     if system:
         kwargs["system"] = system
+        remember_texts(template, [system], values)  # several system messages joined
     kwargs["messages"] = turns
     tools = [_anthropic_tool(t) for t in template.tools or []]
     choice = _anthropic_choice(template.tool_choice)

@@ -124,7 +124,7 @@ class PromptTemplate(_TemplateFields):
         ``input_schema``), ``tool_choice``, ``max_tokens`` (1024 unless the version sets
         it) and the temperature in ``extra_body``; a JSON-schema ``response_format`` becomes
         a forced tool (docs/sdk.md, "Chat templates")."""
-        return chat_anthropic_kwargs(self, self.compile(placeholders, **variables))
+        return chat_anthropic_kwargs(self, self.compile(placeholders, **variables), variables)
 
     def render(self, variables: Mapping[str, Any] | None = None, /, **values: Any) -> str:
         """Fill every ``{{var}}`` and return the text.

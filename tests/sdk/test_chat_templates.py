@@ -15,6 +15,7 @@ import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import AnthropicStub, OpenAIStub, free_port, serve
+from tests.capture import Records
 from tests.keys import DEFAULT_KEY
 
 MESSAGES: list[dict[str, Any]] = [
@@ -389,3 +390,31 @@ def test_a_chat_template_is_served_from_disk_when_the_collector_is_down(
         ]
         == ANSWER
     )
+
+
+def test_calls_made_with_compiled_messages_are_logged_with_the_prompt_version(
+    capture: str, records: Records, openai_stub: OpenAIStub, anthropic_stub: AnthropicStub
+) -> None:
+    # promptrail.instrument() patches both SDKs (the capture fixture); nothing else is passed.
+    with promptrail.Client(DEFAULT_KEY, capture) as rest:
+        tpl = weather(rest, "gpt-4o-mini")
+        rest.prompts.update("weather", model="claude-sonnet-4")
+        claude = rest.prompts.template("weather")
+    values = {"city": "Paris", "days": 3, "metric": True}
+
+    with openai.OpenAI(api_key="sk-test", base_url=f"{openai_stub.url}/v1") as provider:
+        provider.chat.completions.create(**tpl.openai_kwargs({"history": HISTORY}, **values))
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=anthropic_stub.url) as provider:
+        provider.messages.create(**claude.anthropic_kwargs({"history": []}, **values))
+
+    by_provider = {r["provider"]: r for r in records(expected=2)}
+    assert (by_provider["openai"]["prompt_name"], by_provider["openai"]["version"]) == (
+        "weather",
+        1,
+    )
+    assert (by_provider["anthropic"]["prompt_name"], by_provider["anthropic"]["version"]) == (
+        "weather",
+        2,
+    )
+    assert by_provider["openai"]["input_variables"] == values
+    assert by_provider["anthropic"]["input_variables"] == values
