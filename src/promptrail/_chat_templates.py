@@ -15,13 +15,14 @@ payload carries each variable's type, not the whole schema.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import remember_rendering
 from ._errors import TemplateError
-from ._mustache import render_mustache
+from ._mustache import _RENDERER, parse_mustache
 
 if TYPE_CHECKING:
     from ._templates import PromptTemplate
@@ -93,6 +94,35 @@ def check_values(
             )
 
 
+# A template's texts are parsed once, not per compile (a third of a compile's time was
+# pystache's parse): the collector checked they parse when the version was stored.
+_parsed = functools.lru_cache(maxsize=4096)(parse_mustache)
+
+
+def _render(text: str, values: Mapping[str, Any]) -> str:
+    """Render one text with the shared Mustache renderer (docs/api-notes.md, Chat prompts)."""
+    return str(_RENDERER.render(_parsed(text), values))
+
+
+def _copied(message: Mapping[str, Any]) -> dict[str, Any]:
+    # A copy to render into, so the cached template is left as fetched: parts and image_url
+    # dicts are new; anything else that is not text (tool_calls) is copied deep.
+    copied = {
+        k: v if isinstance(v, str | int | float | None) else copy.deepcopy(v)
+        for k, v in message.items()
+        if k != "content"
+    }
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [
+            {k: dict(v) if k == "image_url" and isinstance(v, dict) else v for k, v in p.items()}
+            for p in content
+        ]
+    if "content" in message:
+        copied["content"] = content
+    return copied
+
+
 def compile_messages(
     template: PromptTemplate, placeholders: Placeholders | None, values: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
@@ -109,19 +139,19 @@ def compile_messages(
         if message.get("type") == "placeholder":
             compiled.extend(copy.deepcopy(dict(m)) for m in given[str(message["name"])])
             continue
-        rendered = copy.deepcopy(message)
+        rendered = _copied(message)
         content = rendered.get("content")
         if isinstance(content, str):
-            rendered["content"] = render_mustache(content, values)
+            rendered["content"] = _render(content, values)
             texts.append(rendered["content"])
         elif isinstance(content, list):
             for part in content:
                 if part.get("type") == "text" and isinstance(part.get("text"), str):
-                    part["text"] = render_mustache(part["text"], values)
+                    part["text"] = _render(part["text"], values)
                     texts.append(part["text"])
                 image = part.get("image_url")
                 if part.get("type") == "image_url" and isinstance(image, dict):
-                    image["url"] = render_mustache(str(image.get("url", "")), values)
+                    image["url"] = _render(str(image.get("url", "")), values)
         compiled.append(rendered)
     remember_texts(template, texts, values)
     return compiled
