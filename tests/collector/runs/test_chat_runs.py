@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.testing import AnthropicStub, OpenAIStub, ToolCallReply
+from tests.collector.experiments.steps import finished, post, results
 from tests.collector.runs.steps import run, stream
 
 PATH = "/v1/prompts/helper/run"
@@ -420,3 +421,36 @@ def test_an_anthropic_run_turns_tool_messages_and_images_into_its_blocks(
         },
     ]
     assert "tool_choice" not in body
+
+
+# -- experiments on the service run chat prompts through the same path ----------------------
+
+
+def test_an_experiment_runs_a_chat_prompt_and_an_unfillable_placeholder_is_a_clear_error(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    simple = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "{{topic}}"}]
+    create_chat(runs_api, messages=simple, tools=None, tool_choice=None, response_format=None)
+    post(runs_api, "/v1/prompts", {"name": "with-history", "type": "chat", "messages": MESSAGES,
+                                   "model": "gpt-4o"})  # fmt: skip
+    post(runs_api, "/v1/datasets", {"name": "topics"})
+    variables = {"topic": "Paris", "user": {"name": "Ada"}, "vip": False}
+    items = [{"id": "p", "input_variables": variables}]
+    post(runs_api, "/v1/datasets/topics/items", {"items": items})
+
+    ran = post(runs_api, "/v1/experiments", {"dataset": "topics", "prompt": "helper"})
+    assert finished(runs_api, ran["id"])["status"] == "completed"
+    [result] = results(runs_api, ran["id"])
+    assert result["status"] == "success", result
+    assert openai_stub.calls[-1].body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Paris"},
+    ]
+
+    calls = len(openai_stub.calls)
+    refused_run = post(runs_api, "/v1/experiments", {"dataset": "topics", "prompt": "with-history"})
+    finished(runs_api, refused_run["id"])
+    [result] = results(runs_api, refused_run["id"])
+    assert result["status"] == "error"
+    assert "history" in result["error"]  # the placeholder an item cannot fill, named
+    assert len(openai_stub.calls) == calls  # nothing was sent for it
