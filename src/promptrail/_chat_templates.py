@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 # Anthropic requires max_tokens; the collector's runs send the same when a version sets none.
 DEFAULT_ANTHROPIC_MAX_TOKENS = 1024
 
+# The forced answer tool's description, the one a run on the collector sends for the same prompt.
+ANSWER_TOOL_DESCRIPTION = "Answer with this tool: its input is the answer."
+
 Placeholders = Mapping[str, Sequence[Mapping[str, Any]]]
 
 # The Python values each JSON type takes (bool is not a number, as in JSON Schema).
@@ -208,7 +211,7 @@ def anthropic_kwargs(
         tools.append(
             {
                 "name": name,
-                "description": "Give the answer: this tool's input is the response.",
+                "description": ANSWER_TOOL_DESCRIPTION,
                 "input_schema": copy.deepcopy(answer.get("schema") or {"type": "object"}),
             }
         )
@@ -247,7 +250,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+        return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
     return ""
 
 

@@ -317,7 +317,7 @@ def test_anthropic_kwargs_drive_the_anthropic_sdk(
         },
         {
             "name": "forecast",
-            "description": "Give the answer: this tool's input is the response.",
+            "description": "Answer with this tool: its input is the answer.",
             "input_schema": ANSWER["json_schema"]["schema"],  # type: ignore[index]
         },
     ]
