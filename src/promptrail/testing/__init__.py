@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from ._anthropic import AnthropicStub
 from ._openai import OpenAIStub
-from ._replies import ECHO_PREFIX, Replies, ReplyRule
+from ._replies import ECHO_PREFIX, Replies, ReplyRule, ToolCallReply
 from ._server import both, free_port, serve, serve_stub
-from ._stub import FIXED_REPLY, KEPT_CALLS, Call, Script, StreamBroken, StubProvider, ToolCallReply
+from ._stub import FIXED_REPLY, KEPT_CALLS, Call, Script, StreamBroken, StubProvider
 
 __all__ = [
     "ECHO_PREFIX",

@@ -16,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ._replies import ToolCallReply
 from ._stub import StreamBroken, StubProvider
 
 # Shaped like _openai.py's map on purpose: each provider names its error types its own way.
@@ -49,10 +50,10 @@ class AnthropicStub(StubProvider):
     def answer(self, body: dict[str, Any]) -> Response:
         """A message, or its events when the request streams."""
         input_tokens = self.count_words(body["messages"], body.get("system") or "")
-        call = self.script.tool_call
+        call = self.tool_call_for(body)
         reply = call.arguments_json if call else self.reply_to(body)
         if body.get("stream"):
-            events = self._events(body["model"], reply, input_tokens)
+            events = self._events(body["model"], reply, input_tokens, call)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
         content: dict[str, Any] = {"type": "text", "text": reply}
         if call:
@@ -108,7 +109,9 @@ class AnthropicStub(StubProvider):
             {"type": "error", "error": error}, status_code=status, headers=self.retry_headers()
         )
 
-    async def _events(self, model: str, reply: str, input_tokens: int) -> AsyncIterator[bytes]:
+    async def _events(
+        self, model: str, reply: str, input_tokens: int, call: ToolCallReply | None = None
+    ) -> AsyncIterator[bytes]:
         message: dict[str, Any] = {
             "id": "msg_stub1",
             "type": "message",
@@ -120,7 +123,6 @@ class AnthropicStub(StubProvider):
             "usage": self._usage(input_tokens, reply, started=True),
         }
         yield _event("message_start", {"type": "message_start", "message": message})
-        call = self.script.tool_call
         block: dict[str, Any] = {"type": "text", "text": ""}
         if call:
             # A tool call's input comes as pieces of JSON text, as the Messages API sends it.

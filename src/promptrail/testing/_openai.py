@@ -16,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ._replies import ToolCallReply
 from ._stub import StreamBroken, StubProvider
 
 _ERRORS = {
@@ -40,12 +41,12 @@ class OpenAIStub(StubProvider):
 
     def answer(self, body: dict[str, Any]) -> Response:
         """A chat completion, or its chunks when the request streams."""
-        call = self.script.tool_call
+        call = self.tool_call_for(body)
         reply = "" if call else self.reply_to(body)
         usage = self._usage(body, call.arguments_json if call else reply)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            events = self._chunks(body["model"], reply, usage if include_usage else None)
+            events = self._chunks(body["model"], reply, usage if include_usage else None, call)
             return StreamingResponse(self.tracked(events), media_type="text/event-stream")
         completion = self._completion(body["model"], reply, usage)
         if call:
@@ -113,7 +114,11 @@ class OpenAIStub(StubProvider):
         }
 
     async def _chunks(
-        self, model: str, reply: str, usage: dict[str, Any] | None
+        self,
+        model: str,
+        reply: str,
+        usage: dict[str, Any] | None,
+        call: ToolCallReply | None = None,
     ) -> AsyncIterator[bytes]:
         def envelope(choices: list[dict[str, Any]]) -> dict[str, Any]:
             return {
@@ -134,7 +139,6 @@ class OpenAIStub(StubProvider):
             return _data(payload)
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        call = self.script.tool_call
         if call:
             # The call's id and name come first, then its arguments in pieces, as OpenAI's do.
             head = {"index": 0, "id": call.id, "type": "function"}

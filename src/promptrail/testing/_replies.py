@@ -10,7 +10,9 @@ one space (a rule without ``match`` or ``regex`` matches everything). ``promptra
 stub-provider`` answers this way by default; ``--replies FILE`` reads the rules from a JSON
 file (:meth:`Replies.load`), ``--fixed`` turns the echo off (unmatched requests get the fixed
 reply). A request with no user text (only a system message, or only images) gets the fixed
-reply too.
+reply too. A rule may answer with a tool call instead of a reply
+(``{"match": "weather", "tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}``):
+the stub then answers as the provider does when the model calls a tool, whole or streamed.
 """
 
 from __future__ import annotations
@@ -18,13 +20,27 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ECHO_PREFIX = "Echo: "
 MAX_RULES = 1000
-_RULE_KEYS = {"match", "regex", "reply"}
+_RULE_KEYS = {"match", "regex", "reply", "tool_call"}
+
+
+@dataclass(frozen=True)
+class ToolCallReply:
+    """A tool call a stub answers with: the tool's name and its arguments (a JSON object)."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str = "call_stub1"
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the JSON text the wire carries."""
+        return json.dumps(self.arguments)
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,8 @@ class ReplyRule:
     reply: str
     match: str | None = None
     regex: re.Pattern[str] | None = None
+    tool_call: ToolCallReply | None = None
+    """Answer with this tool call instead of text (``reply`` is then empty)."""
 
     def applies(self, message: str) -> bool:
         """Whether this rule answers a request whose last user message is ``message``."""
@@ -61,6 +79,16 @@ class Replies:
             if rule.applies(message):
                 return rule.reply
         return echo(message) if self.echo else fixed
+
+    def tool_call(self, message: str | None) -> ToolCallReply | None:
+        """The tool call answering a request whose last user message is ``message``: the
+        first rule that applies, when it is a tool-call rule."""
+        if message is None:
+            return None
+        for rule in self.rules:
+            if rule.applies(message):
+                return rule.tool_call
+        return None
 
     @classmethod
     def from_json(cls, document: Any, *, echo: bool = True) -> Replies:
@@ -98,9 +126,12 @@ def _rule(number: int, raw: Any) -> ReplyRule:
     unknown = set(raw) - _RULE_KEYS
     if unknown:
         raise ValueError(f"{where} has unknown keys {sorted(unknown)}: use match, regex, reply")
-    reply = raw.get("reply")
-    if not isinstance(reply, str) or not reply.strip():
-        raise ValueError(f"{where} needs a reply: a non-empty string")
+    call = _tool_call(where, raw["tool_call"]) if "tool_call" in raw else None
+    reply = raw.get("reply", "" if call else None)
+    if call is not None and reply:
+        raise ValueError(f"{where} gives reply and tool_call: one of them")
+    if call is None and (not isinstance(reply, str) or not reply.strip()):
+        raise ValueError(f"{where} needs a reply: a non-empty string (or a tool_call)")
     if "match" in raw and "regex" in raw:
         raise ValueError(f"{where} gives match and regex: one of them")
     match, pattern = raw.get("match"), raw.get("regex")
@@ -110,10 +141,25 @@ def _rule(number: int, raw: Any) -> ReplyRule:
         if not isinstance(pattern, str) or not pattern:
             raise ValueError(f"{where}: regex is a non-empty string")
         try:
-            return ReplyRule(reply, regex=re.compile(pattern))
+            return ReplyRule(reply, regex=re.compile(pattern), tool_call=call)
         except re.error as exc:
             raise ValueError(f"{where}: the regex does not compile: {exc}") from None
-    return ReplyRule(reply, match=match)
+    return ReplyRule(reply, match=match, tool_call=call)
+
+
+def _tool_call(where: str, raw: Any) -> ToolCallReply:
+    """A rule's ``{"name", "arguments"?, "id"?}`` tool call."""
+    if not isinstance(raw, Mapping) or set(raw) - {"name", "arguments", "id"}:
+        raise ValueError(f'{where}: tool_call is {{"name", "arguments"?, "id"?}}')
+    name, arguments = raw.get("name"), raw.get("arguments", {})
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: tool_call needs a name")
+    if not isinstance(arguments, Mapping):
+        raise ValueError(f"{where}: tool_call.arguments is a JSON object")
+    call_id = raw.get("id", "call_stub1")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"{where}: tool_call.id is a non-empty string")
+    return ToolCallReply(name, dict(arguments), call_id)
 
 
 def echo(message: str) -> str:

@@ -4,7 +4,6 @@ up to the wire format, the stream tracking."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from collections.abc import AsyncIterator
@@ -16,25 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._replies import Replies, last_user_text
+from ._replies import Replies, ToolCallReply, last_user_text
 
 # A demo stub runs for days: it keeps the newest calls only.
 KEPT_CALLS = 10_000
 FIXED_REPLY = "Hello from the stub provider."
-
-
-@dataclass(frozen=True)
-class ToolCallReply:
-    """A tool call a stub answers with: the tool's name and its arguments (a JSON object)."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    id: str = "call_stub1"
-
-    @property
-    def arguments_json(self) -> str:
-        """The arguments as the JSON text the wire carries."""
-        return json.dumps(self.arguments)
 
 
 @dataclass
@@ -141,6 +126,14 @@ class StubProvider:
         if script.replies is None:
             return script.reply
         return script.replies.reply(last_user_text(body.get("messages")), script.reply)
+
+    def tool_call_for(self, body: dict[str, Any]) -> ToolCallReply | None:
+        """The tool call to answer a request with: the script's ``tool_call``, or the one its
+        ``replies`` rule gives for the last user message; None: answer with text."""
+        script = self.script
+        if script.tool_call is not None or script.replies is None:
+            return script.tool_call
+        return script.replies.tool_call(last_user_text(body.get("messages")))
 
     def pieces(self, reply: str | None = None) -> list[str]:
         """Return a reply (the script's by default) split the way it is streamed: one word

@@ -10,8 +10,9 @@ from typing import Any
 
 import anthropic
 import openai
+import pytest
 
-from promptrail.testing import AnthropicStub, OpenAIStub, ToolCallReply
+from promptrail.testing import AnthropicStub, OpenAIStub, Replies, ToolCallReply
 
 CALL = ToolCallReply("lookup", {"city": "Paris", "days": 3}, id="call_7")
 TOOLS: list[Any] = [
@@ -123,3 +124,56 @@ def test_anthropic_sdk_puts_a_streamed_tool_use_together(anthropic_stub: Anthrop
     assert (block.id, block.name, block.input) == ("call_7", "lookup", {"city": "Paris", "days": 3})
     assert message.usage.output_tokens > 0
     assert anthropic_stub.streams_completed == 1
+
+
+RULES = [
+    {"match": "weather", "tool_call": {"name": "lookup", "arguments": {"city": "Oslo"}}},
+    {"match": "hello", "reply": "Hi there."},
+]
+
+
+def test_a_replies_rule_answers_with_a_tool_call_in_both_wire_formats(
+    openai_stub: OpenAIStub, anthropic_stub: AnthropicStub
+) -> None:
+    openai_stub.script.replies = Replies.from_json(RULES)
+    anthropic_stub.script.replies = Replies.from_json(RULES)
+
+    with openai_client(openai_stub) as client:
+        called = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Weather in Oslo?"}]
+        )
+        greeted = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hello"}]
+        )
+    with (
+        anthropic_client(anthropic_stub) as claude,
+        claude.messages.stream(
+            model="claude-3-5-haiku-latest",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Weather in Oslo?"}],
+        ) as stream,
+    ):
+        message = stream.get_final_message()
+
+    [call] = called.choices[0].message.tool_calls or []
+    assert call.function.name == "lookup"  # type: ignore[union-attr]
+    assert json.loads(call.function.arguments) == {"city": "Oslo"}  # type: ignore[union-attr]
+    assert called.choices[0].finish_reason == "tool_calls"
+    assert greeted.choices[0].message.content == "Hi there."
+    [block] = message.content
+    assert block.type == "tool_use" and block.input == {"city": "Oslo"}
+    assert message.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize(
+    ("rule", "says"),
+    [
+        ({"reply": "x", "tool_call": {"name": "f"}}, "reply and tool_call"),
+        ({"tool_call": {"arguments": {}}}, "tool_call needs a name"),
+        ({"tool_call": {"name": "f", "arguments": [1]}}, "arguments is a JSON object"),
+        ({"tool_call": {"name": "f", "args": {}}}, "tool_call is"),
+    ],
+)
+def test_a_bad_tool_call_rule_is_refused_saying_why(rule: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        Replies.from_json([rule])
