@@ -20,7 +20,8 @@ class RunRequest(BaseModel):
     user_input: UserInput | None = Field(
         default=None,
         description="Fills {user_input} when the template uses it; otherwise sent as a user "
-        "message after the rendered template (which then becomes the system message).",
+        "message after the rendered template (which then becomes the system message). For a "
+        "chat prompt: appended as a last user message.",
     )
     variables: dict[str, Any] | None = Field(default=None, description="Template variable values.")
     input_variables: dict[str, Any] | None = Field(
