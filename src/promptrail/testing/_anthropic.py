@@ -70,11 +70,14 @@ class AnthropicStub(StubProvider):
                 "role": "assistant",
                 "model": body["model"],
                 "content": [content],
-                "stop_reason": "tool_use" if call else "end_turn",
+                "stop_reason": "tool_use" if call else self._text_stop(),
                 "stop_sequence": None,
                 "usage": self._usage(input_tokens, reply),
             }
         )
+
+    def _text_stop(self) -> str:
+        return "max_tokens" if self.script.truncated else "end_turn"
 
     def _usage(self, input_tokens: int, reply: str, started: bool = False) -> dict[str, Any]:
         """The usage object as the Messages API counts: ``input_tokens`` leave out the
@@ -150,7 +153,7 @@ class AnthropicStub(StubProvider):
             {
                 "type": "message_delta",
                 "delta": {
-                    "stop_reason": "tool_use" if call else "end_turn",
+                    "stop_reason": "tool_use" if call else self._text_stop(),
                     "stop_sequence": None,
                 },
                 "usage": self._output_usage(reply),

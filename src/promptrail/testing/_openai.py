@@ -106,7 +106,7 @@ class OpenAIStub(StubProvider):
                         "annotations": [],
                     },
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if self.script.truncated else "stop",
                 }
             ],
             "usage": usage,
@@ -161,7 +161,7 @@ class OpenAIStub(StubProvider):
                 return
             await self.pause(self.script.chunk_delay)
             yield chunk({"content": piece})
-        yield chunk({}, finish="stop")
+        yield chunk({}, finish="length" if self.script.truncated else "stop")
         if usage is not None:
             yield _data({**envelope([]), "usage": usage})
         yield b"data: [DONE]\n\n"

@@ -34,6 +34,9 @@ class Script:
     tool_call: ToolCallReply | None = None
     """Answer with a call of this tool instead of text (finish reason ``tool_calls``,
     Anthropic's ``tool_use``), whole or streamed."""
+    truncated: bool = False
+    """The text answer stops at the token limit (OpenAI's finish reason ``length``,
+    Anthropic's stop reason ``max_tokens``)."""
     failures: list[int] = field(default_factory=list)
     """Statuses answered, one per request, before the stub succeeds."""
     retry_after: str | None = None

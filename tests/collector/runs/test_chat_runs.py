@@ -454,3 +454,30 @@ def test_an_experiment_runs_a_chat_prompt_and_an_unfillable_placeholder_is_a_cle
     assert result["status"] == "error"
     assert "history" in result["error"]  # the placeholder an item cannot fill, named
     assert len(openai_stub.calls) == calls  # nothing was sent for it
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", CLAUDE])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_answer_cut_at_the_token_limit_finishes_with_length(
+    runs_api: TestClient,
+    openai_stub: OpenAIStub,
+    anthropic_stub: AnthropicStub,
+    model: str,
+    streamed: bool,
+) -> None:
+    create_chat(runs_api, model=model, response_format=None)
+    for stub in (openai_stub, anthropic_stub):
+        stub.script.reply, stub.script.truncated = "Sunny and", True
+
+    if streamed:
+        events = stream(runs_api, PATH, **full_body())
+        finish, request_id = events[-1]["finish_reason"], events[0]["request_id"]
+    else:
+        result = run(runs_api, PATH, **full_body())
+        finish, request_id = result["finish_reason"], result["id"]
+
+    assert finish == "length"
+    assert record(runs_api, request_id)["output"] == {
+        "content": "Sunny and",
+        "finish_reason": "length",
+    }
