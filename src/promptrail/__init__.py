@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from ._experiments import ExperimentRun, run_experiment
     from ._observe import observe
+    from ._prompt_diff import PromptChange, PromptDiff
     from ._resources.datasets import Dataset, DatasetItem
     from ._resources.experiments import Comparison, Experiment, ExperimentResult
     from ._runtime import flush, init, shutdown, stats
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from ._types import (
         AnalyticsResult,
         BatchResult,
+        Environment,
         Export,
         FeedbackToken,
         Label,
@@ -103,6 +105,7 @@ __all__ += [
     "ConflictError",
     "Dataset",
     "DatasetItem",
+    "Environment",
     "Experiment",
     "ExperimentResult",
     "Export",
@@ -113,7 +116,9 @@ __all__ += [
     "NotFoundError",
     "PayloadTooLargeError",
     "Prompt",
+    "PromptChange",
     "PromptDeleted",
+    "PromptDiff",
     "PromptTemplate",
     "PromptVersion",
     "PromptrailError",
@@ -144,6 +149,7 @@ _LAZY = {
     "._context": "Context context",
     "._experiments": "ExperimentRun run_experiment",
     "._observe": "observe",
+    "._prompt_diff": "PromptChange PromptDiff",
     "._runtime": "flush init shutdown stats",
     "._scores": "current_trace_id feedback_token last_request_id score",
     ".integrations": "instrument uninstrument",
@@ -158,7 +164,7 @@ _LAZY = {
     "._streaming": "AsyncRunStream RunStream",
     "._templates": "PromptTemplate",
     "._types": (
-        "AnalyticsResult BatchResult Export FeedbackToken Label LabelRemoved Prompt "
+        "AnalyticsResult BatchResult Environment Export FeedbackToken Label LabelRemoved Prompt "
         "PromptDeleted PromptVersion RequestLog RequestRecord RequestsDeleted Rollback "
         "RunResult Score ScoreConfig SearchHit Session TemplatePayload Trace Usage User"
     ),

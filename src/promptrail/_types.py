@@ -216,6 +216,10 @@ class RunResult(_Shape):
     cost_known: bool | None = None
     latency_ms: int
     created_at: datetime
+    # A chat prompt's run (None for a text prompt's): why the model stopped (stop, length or
+    # tool_calls), and the tools it called, each {"id", "name", "arguments" (JSON text)}.
+    finish_reason: str | None = None
+    tool_calls: list[dict[str, str]] | None = None
 
 
 class Timing(_Shape):

@@ -104,10 +104,7 @@ SDK_ONLY: dict[type[BaseModel], set[str]] = {
 }
 # Fields of a collector's answer the SDK does not read yet, and why (none: a chat prompt's
 # template payload, its content null, is read whole by the SDK's chat templates).
-NOT_YET_READ: dict[type[BaseModel], set[str]] = {
-    # A chat prompt's run (null for a text prompt's): why the model stopped, its tool calls.
-    sdk.RunResult: {"finish_reason", "tool_calls"},
-}
+NOT_YET_READ: dict[type[BaseModel], set[str]] = {}
 
 # A receiving kind also takes these: JSON numbers take integers; a datetime field takes its
 # ISO 8601 text.
