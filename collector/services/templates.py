@@ -227,6 +227,14 @@ def render_chat(
             f"Missing variables: {', '.join(missing)}", {"missing_variables": missing}
         )
     _check_types(row.variables_schema, variables)
+    if row.variables_schema is None:
+        # Without a schema a plain {{name}} takes text, as the SDK's compile checks it.
+        for name, spec in specs.items():
+            if spec.type == "string" and not isinstance(variables.get(name, ""), str):
+                field = f"variables.{name}"
+                raise ValidationFailed(
+                    field, f"{field}: takes a string (the prompt has no variables_schema)"
+                )
     messages = row.messages or []
     names = [str(m["name"]) for m in messages if m.get("type") == "placeholder"]
     unfilled = sorted({n for n in names if n not in placeholders})

@@ -247,6 +247,21 @@ def test_a_value_of_the_wrong_type_is_named_before_anything_is_sent(
     assert openai_stub.calls == []
 
 
+def test_without_a_schema_a_plain_variable_takes_text_only(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    create_chat(runs_api, variables_schema=None)
+    body = {"variables": {**VARIABLES, "topic": 3}, "placeholders": {"history": []}}
+
+    error = refused(runs_api.post(PATH, json=body), "VALIDATION_ERROR")
+
+    assert error["details"]["field"] == "variables.topic"
+    assert openai_stub.calls == []
+    # A section's and a dotted name's values may be anything.
+    body = {"variables": VARIABLES, "placeholders": {"history": []}}
+    assert runs_api.post(PATH, json=body).status_code == 200
+
+
 def test_a_placeholder_filled_with_something_not_messages_is_named(
     runs_api: TestClient, openai_stub: OpenAIStub
 ) -> None:
