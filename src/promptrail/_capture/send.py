@@ -1,7 +1,7 @@
 """The one send path of capture: records encoded, posted, retried, spooled, counted.
 
 :class:`RecordSender` is what the shipper (``shipping.py``) hands records to: it masks and
-encodes them (msgspec), has them posted gzip-compressed to its endpoint (``post.py``,
+encodes them (``encode.py``, msgspec), has them posted gzip-compressed to its endpoint (``post.py``,
 ``endpoints.py``: ``/v1/requests/batch``, or for scores ``/v1/scores/batch``) with ids derived
 from span ids so a resent batch is stored once, keeps what the collector cannot take within a
 byte budget and, while it is down, hands it to the disk spool (``spool.py``, which replays
@@ -17,17 +17,17 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
 from .._disk import say_unusable
 from .._settings import DEFAULT_BASE_URL as DEFAULT_BASE_URL  # otel.py re-exports it
 from .._settings import api_key_or_environment, base_url_or_environment
+from .encode import Mask as Mask  # pipelines.py, _runtime.py and otel.py take it from here
+from .encode import RecordEncoder
 from .endpoints import RECORDS, Endpoint
 from .post import BatchPoster
 from .reachability import unsent_line
@@ -43,18 +43,12 @@ from .stats import CaptureStats
 
 logger = logging.getLogger("promptrail")
 
-Mask = Callable[[dict[str, Any]], dict[str, Any]]
-
 # Records per post, and their JSON's size: large enough that a deep backlog goes out in few
 # posts (each post waits for the GIL several times while the application is busy), within the
 # collector's limits (PROMPTRAIL_MAX_BATCH_RECORDS, PROMPTRAIL_MAX_BODY_BYTES).
 _BATCH = 4096
 _BATCH_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
-# One compiled encoder call per record (msgspec, a fraction of orjson's per-call cost:
-# docs/benchmarks.md): the record's size is then known exactly and a waiting record keeps only
-# its bytes, not its Python objects.
-_encode_record = msgspec.json.Encoder(enc_hook=str).encode
 # At shutdown, a collector the last post found unreachable gets one attempt this long, not the
 # whole bound: waiting seconds for an answer that will not come only delays the exit.
 QUICK_SHUTDOWN_SECONDS = 1.0
@@ -112,13 +106,11 @@ class RecordSender:
         # One post never outlasts the export it belongs to.
         self._timeout = max(0.001, min(timeout, export_deadline))
         self._max_pending_bytes = max_pending_bytes
-        self._mask = mask
-        self._environment = environment
         self.stats = stats or CaptureStats()
+        self._encoder = RecordEncoder(mask, environment, self.stats, endpoint.typical_bytes)
         self._pending: deque[bytes] = deque()
         self.pending_bytes = 0
         self._warned_full = False
-        self._encoded_records = self._encoded_bytes = 0
         # Records move between pending, exported and dropped under the counters' lock, so a
         # snapshot of the counters never sees a record in two places or in none.
         self._lock = self.stats.lock
@@ -217,29 +209,12 @@ class RecordSender:
 
         Each record gets the sender's environment first (the mask sees it).
         """
-        environment = self._environment
-        if environment is not None:
-            for record in records:
-                record.setdefault("environment", environment)
-        mask = self._mask
-        if mask is None:
-            encoded = [_encode_record(record) for record in records]
-        else:
-            encoded = []
-            for record in records:
-                masked = self._masked(record, mask)
-                if masked is not None:
-                    encoded.append(_encode_record(masked))
-        self._encoded_records += len(encoded)
-        self._encoded_bytes += sum(map(len, encoded))
-        return encoded
+        return self._encoder.encode(records)
 
     @property
     def mean_record_bytes(self) -> int:
         """The mean size of the items encoded so far (a typical item's until there are some)."""
-        if not self._encoded_records:
-            return self._endpoint.typical_bytes
-        return self._encoded_bytes // self._encoded_records
+        return self._encoder.mean_record_bytes
 
     def has_room(self) -> bool:
         """Whether the records waiting for the collector are within their byte budget."""
@@ -315,17 +290,6 @@ class RecordSender:
                 self._send_lock.release()
 
     # -- internals -------------------------------------------------------------------------
-
-    def _masked(self, record: dict[str, Any], mask: Mask) -> dict[str, Any] | None:
-        try:
-            return mask(record)
-        except Exception:
-            # Never ship a record the mask could not clean.
-            with self._lock:
-                self.stats.add("in_flight", -1)
-                self.stats.drop("mask_error")
-            logger.exception("promptrail: mask failed; record dropped")
-            return None
 
     def _enqueue(self, encoded: list[bytes]) -> None:
         """Move records from in flight to pending; those over the byte budget are dropped.
