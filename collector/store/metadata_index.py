@@ -23,7 +23,13 @@ from .request_filters import (
     keyset,
     windows,
 )
-from .request_rows import LIST_COLUMNS, RequestRow, group_copies, item_row, whole_copies
+from .request_rows import (
+    LIST_COLUMNS,
+    RequestRow,
+    group_copies,
+    item_row,
+    read_whole_copies,
+)
 
 # Index entries read at a time by a metadata-filtered page. The first read takes a few pages'
 # worth: a common pair's matches are spread thin, and reading ten times as many entries costs
@@ -199,11 +205,11 @@ class MetadataIndex:
 
         As in a scan of the log, a run of copies cut by LIMIT is left for the next read.
         """
-        fetch = limit
-        while True:
+
+        def read(fetch: int) -> list[tuple[Any, ...]]:
             query_params = {**params, "limit": fetch}
             clause = keyset(where, query_params, after, lower)
-            rows = [
+            return [
                 tuple(r)
                 for r in self.client.query(
                     f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
@@ -212,14 +218,12 @@ class MetadataIndex:
                     settings=PAGE_READ,
                 ).result_rows
             ]
-            runs, complete = whole_copies(rows, fetch)
-            if not runs and not complete:
-                fetch *= 2  # one key holds a whole fetch of copies: read more at once
-                continue
-            keys = [(utc(run[0][1]), str(run[0][0])) for run in runs if not any(r[-1] for r in run)]
-            last = runs[-1][0] if runs else None
-            position = (utc(last[1]), str(last[0])) if last is not None else after
-            return keys, position, complete
+
+        runs, complete, _ = read_whole_copies(read, limit)
+        keys = [(utc(run[0][1]), str(run[0][0])) for run in runs if not any(r[-1] for r in run)]
+        last = runs[-1][0] if runs else None
+        position = (utc(last[1]), str(last[0])) if last is not None else after
+        return keys, position, complete
 
     def _read_keys(
         self, where: str, params: dict[str, Any], keys: list[tuple[datetime, str]]

@@ -8,7 +8,7 @@ come back as column tuples that :func:`stored_row` and :func:`item_row` turn int
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -281,3 +281,18 @@ def whole_copies(
     runs = group_copies(rows)
     complete = len(rows) < limit
     return (runs if complete else runs[:-1]), complete
+
+
+def read_whole_copies(
+    read: Callable[[int], list[tuple[Any, ...]]], fetch: int
+) -> tuple[list[list[tuple[Any, ...]]], bool, int]:
+    """Read rows with ``read(limit)`` until the read holds a whole run of copies or the end.
+
+    Return :func:`whole_copies` of the read and the limit it took: one key can hold a whole
+    fetch of copies, so the limit doubles until a run fits (callers keep it for their next read).
+    """
+    while True:
+        runs, complete = whole_copies(read(fetch), fetch)
+        if runs or complete:
+            return runs, complete, fetch
+        fetch *= 2  # one key holds a whole fetch of copies: read more at once

@@ -16,7 +16,7 @@ from clickhouse_connect.driver.client import Client
 
 from .connection import utc
 from .request_filters import PAGE_READ, SLACK, RequestFilter, environment_clauses, windows
-from .request_rows import LIST_COLUMNS, RequestRow, item_row, whole_copies
+from .request_rows import LIST_COLUMNS, RequestRow, item_row, read_whole_copies
 from .request_tables import REQUEST_ITEMS, REQUEST_METADATA, TRACE_RECORDS
 from .schema import quote
 from .thread_tables import ACTIVITY_ROLLUP, THREAD_ITEMS
@@ -258,19 +258,19 @@ class ThreadReads:
                     " AND (created_at, id) > ({after_at:DateTime64(3, 'UTC')}, {after_id:String})"
                 )
                 params.update(after_at=position[0], after_id=position[1])
-            rows = [
-                tuple(r)
-                for r in self._client.query(
-                    f"SELECT {LIST_COLUMNS}, {sums}is_deleted FROM {self.threads_table} "
-                    f"WHERE {clause} ORDER BY created_at, id LIMIT {{limit:UInt32}}",
-                    parameters={**params, "limit": fetch},
-                    settings=PAGE_READ,
-                ).result_rows
-            ]
-            runs, complete = whole_copies(rows, fetch)
-            if not runs and not complete:
-                fetch *= 2  # one key holds a whole fetch of copies: read more at once
-                continue
+
+            def read(fetch: int, clause: str = clause, sums: str = sums) -> list[tuple[Any, ...]]:
+                return [
+                    tuple(r)
+                    for r in self._client.query(
+                        f"SELECT {LIST_COLUMNS}, {sums}is_deleted FROM {self.threads_table} "
+                        f"WHERE {clause} ORDER BY created_at, id LIMIT {{limit:UInt32}}",
+                        parameters={**params, "limit": fetch},
+                        settings=PAGE_READ,
+                    ).result_rows
+                ]
+
+            runs, complete, fetch = read_whole_copies(read, fetch)
             live = [run[0] for run in runs if not any(r[-1] for r in run)]
             records = [item_row(r) for r in live]
             if sums and complete:  # the trace's first read, all of it
