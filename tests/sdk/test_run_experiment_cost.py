@@ -4,14 +4,11 @@ task, captured and priced by the collector as usual."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import promptrail
 from promptrail.testing import OpenAIStub
-from tests.keys import DEFAULT_KEY
-from tests.provider_clients import close_opened, openai_client
+from tests.capitals_experiment import capitals_task
 
 
 def _records_cost(sdk: promptrail.Client, trace_id: str) -> float:
@@ -22,40 +19,16 @@ def _records_cost(sdk: promptrail.Client, trace_id: str) -> float:
 def test_a_run_experiment_summary_and_results_cost_their_captured_calls(
     live_url: str, sdk: promptrail.Client, openai_stub: OpenAIStub
 ) -> None:
-    openai_stub.script.reply = "Paris is the capital"
-    sdk.datasets.create("capitals")
-    items = [
-        {"id": "fr", "input_variables": {"country": "France"}, "expected_output": "Paris"},
-        {"id": "uk", "input_variables": {"country": "UK"}, "expected_output": "London"},
-    ]
-    assert sdk.datasets.add_items("capitals", items).accepted == 2
-    promptrail.shutdown()
-    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
-    promptrail.instrument()
-    llm = openai_client(openai_stub)
+    with capitals_task(live_url, sdk, openai_stub) as ask:
+        # Run from inside the caller's own observed function: each result is still a trace of
+        # its own, holding its calls alone.
+        @promptrail.observe(name="nightly evaluation")
+        def nightly() -> promptrail.ExperimentRun:
+            return promptrail.run_experiment(
+                "capitals", ask, ["contains"], repetitions=2, client=sdk, progress=False
+            )
 
-    def ask(item: dict[str, Any]) -> str:
-        country = item["input_variables"]["country"]
-        reply = llm.chat.completions.create(
-            model="gpt-4o-mini",
-            messages=[{"role": "user", "content": f"What is the capital of {country}?"}],
-        )
-        return reply.choices[0].message.content or ""
-
-    # Run from inside the caller's own observed function: each result is still a trace of
-    # its own, holding its calls alone.
-    @promptrail.observe(name="nightly evaluation")
-    def nightly() -> promptrail.ExperimentRun:
-        return promptrail.run_experiment(
-            "capitals", ask, ["contains"], repetitions=2, client=sdk, progress=False
-        )
-
-    try:
         run = nightly()
-    finally:
-        promptrail.uninstrument()
-        promptrail.shutdown()
-        close_opened()
 
     results = list(sdk.experiments.results(run.id))
     assert len(results) == 4 and len({r.trace_id for r in results}) == 4

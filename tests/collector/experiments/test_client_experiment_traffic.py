@@ -15,17 +15,11 @@ import pytest
 
 import promptrail
 from promptrail.testing import OpenAIStub
+from tests.capitals_experiment import capitals_task
 from tests.collector.request_log.otlp_payloads import attribute, json_span, string_value
-from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
-from tests.provider_clients import close_opened, openai_client
+from tests.keys import DEFAULT_AUTH
 
 EXPERIMENT = "promptrail-experiment"
-
-
-@pytest.fixture
-def sdk(live_url: str) -> Iterator[promptrail.Client]:
-    with promptrail.Client(api_key=DEFAULT_KEY, base_url=live_url) as client:
-        yield client
 
 
 @pytest.fixture
@@ -46,32 +40,8 @@ def run_capitals(
 ) -> promptrail.ExperimentRun:
     """A two-item experiment whose task asks the model through the real openai SDK, logged
     as an application logs by default (production)."""
-    stub.script.reply = "Paris is the capital"
-    sdk.datasets.create("capitals")
-    items = [
-        {"id": "fr", "input_variables": {"country": "France"}, "expected_output": "Paris"},
-        {"id": "uk", "input_variables": {"country": "UK"}, "expected_output": "London"},
-    ]
-    assert sdk.datasets.add_items("capitals", items).accepted == 2
-    promptrail.shutdown()
-    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
-    promptrail.instrument()
-    llm = openai_client(stub)
-
-    def ask(item: dict[str, Any]) -> str:
-        country = item["input_variables"]["country"]
-        reply = llm.chat.completions.create(
-            model="gpt-4o-mini",
-            messages=[{"role": "user", "content": f"What is the capital of {country}?"}],
-        )
-        return reply.choices[0].message.content or ""
-
-    try:
+    with capitals_task(live_url, sdk, stub) as ask:
         return promptrail.run_experiment("capitals", ask, ["contains"], client=sdk, progress=False)
-    finally:
-        promptrail.uninstrument()
-        promptrail.shutdown()
-        close_opened()
 
 
 def test_a_client_experiments_records_and_traces_are_hidden_from_the_default_views(
