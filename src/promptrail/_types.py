@@ -63,7 +63,20 @@ __all__ = [
 ]
 
 
-class Prompt(_Shape):
+class _ChatFields(_Shape):
+    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
+    # prompts); a text prompt without them has ``type`` "text" and the rest None. Every
+    # version object carries them: a prompt, a version, a rollback's new version.
+    type: str = "text"
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    variables_schema: dict[str, Any] | None = None
+    config: Any = None
+
+
+class Prompt(_ChatFields):
     """Hold a prompt (spec 2.1); get, list and update fill only their subset of fields."""
 
     id: str
@@ -77,15 +90,6 @@ class Prompt(_Shape):
     folder: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
-    # prompts); a text prompt without them has ``type`` "text" and the rest None.
-    type: str = "text"
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
-    variables_schema: dict[str, Any] | None = None
-    config: Any = None
 
 
 class PromptDeleted(_Shape):
@@ -95,7 +99,7 @@ class PromptDeleted(_Shape):
     id: str
 
 
-class PromptVersion(_Shape):
+class PromptVersion(_ChatFields):
     """Hold one version of a prompt (spec 2.2); ``parameters`` only on a single version."""
 
     version: int
@@ -105,32 +109,14 @@ class PromptVersion(_Shape):
     labels: list[str] = Field(default_factory=list)
     note: str | None = None
     parameters: dict[str, Any] | None = None
-    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
-    # prompts); a text prompt without them has ``type`` "text" and the rest None.
-    type: str = "text"
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
-    variables_schema: dict[str, Any] | None = None
-    config: Any = None
 
 
-class Rollback(_Shape):
+class Rollback(_ChatFields):
     """Hold the new version a rollback made, with the note naming both versions."""
 
     version: int
     template: str | None  # None for a chat prompt (its content is ``messages``)
     note: str
-    # A chat prompt's fields, and those either type may carry (docs/api-notes.md, Chat
-    # prompts); a text prompt without them has ``type`` "text" and the rest None.
-    type: str = "text"
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
-    variables_schema: dict[str, Any] | None = None
-    config: Any = None
 
 
 class Label(_Shape):
