@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from ..access.principal import SessionResolver
 from ..config import Settings
 from ..providers import HttpPolicy, Provider, ProviderEndpoint
 from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
@@ -66,6 +67,8 @@ class Services:
     traces: TraceService
     datasets: DatasetService
     experiments: ExperimentService
+    # Set by the accounts service when people may sign in; None: keys only.
+    sessions: SessionResolver | None = None
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
