@@ -239,3 +239,19 @@ class StoreBusy(StoreUnavailable, code="STORE_BUSY"):
 
 class VersionContention(ContractError, status=503, code="VERSION_CONFLICT", type="conflict_error"):
     """Too many concurrent writers kept taking the next version number."""
+
+
+class InsufficientScope(
+    ContractError, status=403, code="INSUFFICIENT_SCOPE", type="permission_error"
+):
+    """A key without the scope a route needs (docs/security.md, "Roles and scopes")."""
+
+    def __init__(self, required: str) -> None:
+        super().__init__(
+            f"This API key lacks the '{required}' scope this request needs", {"required": required}
+        )
+
+
+class Forbidden(ContractError, status=403, code="FORBIDDEN", type="permission_error"):
+    """A signed-in user whose role does not allow the request, or a cookie write without its
+    CSRF token (``details.reason = "csrf"``); details say which."""
