@@ -2,6 +2,7 @@
 // rollback, the run panel, and the side-by-side diff of two versions.
 
 import { api, messageOf } from "./api.js";
+import { chatSections, messageList } from "./chat_messages.js";
 import { diffTable } from "./diff.js";
 import { facts, goTo, h, replace, section } from "./dom.js";
 import { experimentForm } from "./experiments.js";
@@ -63,14 +64,16 @@ export async function showPrompt(view, name) {
     h(
       "div",
       { class: "detail" },
-      section(`Version ${prompt.version}`, [
-        facts([
-          ["Model", prompt.model],
-          ["Created (UTC)", fmt.time(shown.created_at)],
-          ["Id", h("span", { class: "mono" }, prompt.id)],
-        ]),
-        h("pre", { class: "template" }, prompt.template),
-      ]),
+      prompt.type === "chat"
+        ? await chatVersionCards(path, prompt, versions)
+        : section(`Version ${prompt.version}`, [
+            facts([
+              ["Model", prompt.model],
+              ["Created (UTC)", fmt.time(shown.created_at)],
+              ["Id", h("span", { class: "mono" }, prompt.id)],
+            ]),
+            h("pre", { class: "template" }, prompt.template),
+          ]),
       section("Run", await runPanel(name, prompt.version)),
       // Issue 33: the shown version over a dataset, as an experiment.
       section("Run over a dataset", await experimentForm(name, prompt.version)),
@@ -79,6 +82,46 @@ export async function showPrompt(view, name) {
     ),
     section("Version history", await history(path, firstPage, note), "wide"),
   );
+}
+
+/**
+ * A chat prompt's version as cards: its messages, then tools, answer format and variables.
+ * "Version shown" redraws them with another version (the newest page's, or a label's).
+ */
+async function chatVersionCards(path, prompt, versions) {
+  const holder = h("div", { class: "chat-version wide" });
+  const picker = versionSelect("shown-version", versions, prompt.version);
+  const draw = async (number) => {
+    const { data: version } = await api(`${path}/versions/${number}`);
+    replace(
+      holder,
+      section(`Version ${version.version}`, [
+        h(
+          "div",
+          { class: "attach shown-pick" },
+          h("label", { for: picker.id }, "Version shown"),
+          picker,
+        ),
+        facts([
+          ["Type", "chat"],
+          ["Model", version.model],
+          ["Parameters", h("span", { class: "mono" }, JSON.stringify(version.parameters ?? {}))],
+          ["Created (UTC)", fmt.time(version.created_at)],
+          ["Labels", version.labels?.join(", ")],
+          ["Id", h("span", { class: "mono" }, prompt.id)],
+        ]),
+        messageList(version.messages),
+      ]),
+      h(
+        "div",
+        { class: "detail chat-extras" },
+        chatSections(version).map(([title, content]) => section(title, content)),
+      ),
+    );
+  };
+  picker.addEventListener("change", () => draw(Number(picker.value)));
+  await draw(prompt.version);
+  return holder;
 }
 
 function versionSelect(id, versions, chosen) {
