@@ -4,6 +4,7 @@ up to the wire format, the stream tracking."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections.abc import AsyncIterator
@@ -15,7 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._replies import Replies, ToolCallReply, last_user_text
+from ._conversation import answer_schema, forced_tool, instance, offered_tools, tool_results
+from ._conversation import tool_to_call as offered_tool_to_call
+from ._replies import Replies, ReplyRule, ToolCallReply, echo, last_user_text
 
 # A demo stub runs for days: it keeps the newest calls only.
 KEPT_CALLS = 10_000
@@ -124,19 +127,58 @@ class StubProvider:
 
     def reply_to(self, body: dict[str, Any]) -> str:
         """The answer to a request: the script's ``reply``, or what its ``replies`` derive
-        from the request's last user message."""
+        from the request's last user message (or the tool results it ends with); an instance
+        of the answer's schema when an OpenAI request asks for a ``json_schema`` answer and no
+        rule gives the reply (``_conversation.py``)."""
         script = self.script
         if script.replies is None:
             return script.reply
-        return script.replies.reply(last_user_text(body.get("messages")), script.reply)
+        asked, after_tools = _asked(body)
+        rule = _rule(script.replies, asked, after_tools)
+        if rule is not None and rule.tool_call is None:
+            return rule.reply
+        said = self._said(asked)
+        schema = answer_schema(body)
+        return said if schema is None else json.dumps(instance(schema, said))
 
     def tool_call_for(self, body: dict[str, Any]) -> ToolCallReply | None:
-        """The tool call to answer a request with: the script's ``tool_call``, or the one its
-        ``replies`` rule gives for the last user message; None: answer with text."""
+        """The tool call to answer a request with, or None: answer with text.
+
+        The script's ``tool_call`` when set (every request); else, with ``replies``: the
+        tool call of the rule that matches the last user message, else a call of the tool the
+        request forces or of the first it offers, its arguments made from the tool's schema.
+        A conversation that ends with tool results gets text, unless a tool is forced.
+        """
         script = self.script
         if script.tool_call is not None or script.replies is None:
             return script.tool_call
-        return script.replies.tool_call(last_user_text(body.get("messages")))
+        asked, after_tools = _asked(body)
+        if after_tools:
+            forced = forced_tool(body)
+            tool = next((t for t in offered_tools(body) if t.name == forced), None)
+        else:
+            rule = _rule(script.replies, asked, after_tools)
+            if rule is not None:
+                return rule.tool_call
+            tool = offered_tool_to_call(body)
+        if tool is None:
+            return None
+        arguments = instance(tool.schema, self._said(asked))
+        turn = 1 + sum(
+            1
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+        return ToolCallReply(
+            tool.name, arguments if isinstance(arguments, dict) else {}, id=f"call_stub{turn}"
+        )
+
+    def _said(self, asked: str | None) -> str:
+        """The text answer to ``asked`` when no rule gives one: its echo, else the fixed reply."""
+        replies = self.script.replies
+        if asked is None or replies is None or not replies.echo:
+            return self.script.reply
+        return echo(asked)
 
     def pieces(self, reply: str | None = None) -> list[str]:
         """Return a reply (the script's by default) split the way it is streamed: one word
@@ -190,3 +232,24 @@ class StubProvider:
 
 class StreamBroken(RuntimeError):
     """Raised inside a stub's stream to end the connection mid-body (the ``drop`` script)."""
+
+
+def _asked(body: dict[str, Any]) -> tuple[str | None, bool]:
+    """What a request asks the model to answer: the tool results its conversation ends with
+    (and True), else its last user message's text (and False); None: no text."""
+    messages = body.get("messages")
+    results = tool_results(messages)
+    if results is not None:
+        return (results if results.strip() else None), True
+    return last_user_text(messages), False
+
+
+def _rule(replies: Replies, asked: str | None, after_tools: bool) -> ReplyRule | None:
+    """The first rule that applies to ``asked``; after tool results a tool-call rule does not
+    (the model has its tool's answer: calling again would loop the app for ever)."""
+    if asked is None:
+        return None
+    for rule in replies.rules:
+        if rule.applies(asked) and not (after_tools and rule.tool_call is not None):
+            return rule
+    return None
