@@ -22,6 +22,7 @@ from .api.errors import install_error_handlers
 from .api.routes import (
     admin,
     admin_backups,
+    connections,
     datasets,
     environments,
     experiments,
@@ -70,6 +71,7 @@ def _api_router() -> APIRouter:
         experiments,
         admin,
         admin_backups,
+        connections,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)

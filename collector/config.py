@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -69,6 +70,11 @@ class Settings(BaseSettings):
     limit_records: str = ""
     limit_bytes: str = ""
     project_limits: dict[str, ProjectLimitOverride] = Field(default_factory=dict)
+    # Provider connections' secrets are sealed under this key (32 bytes, base64); without it
+    # the embedded store makes a key file in the data dir (docs/security.md, Connections).
+    # The previous keys (comma-separated) still open what they sealed: a rotation.
+    secret_key: SecretStr | None = None
+    secret_key_previous: SecretStr | None = None
 
     @field_validator("database")
     @classmethod
@@ -82,6 +88,18 @@ class Settings(BaseSettings):
     @classmethod
     def _is_limit(cls, value: str) -> str:
         return check_limit(value)
+
+    @field_validator("secret_key", "secret_key_previous")
+    @classmethod
+    def _is_secret_key(cls, value: SecretStr | None) -> SecretStr | None:
+        for key in (value.get_secret_value().split(",") if value else []):
+            try:
+                raw = base64.b64decode(key.strip(), validate=True)
+            except ValueError:
+                raw = b""
+            if len(raw) != 32:
+                raise ValueError("a secret key is 32 bytes in base64 (openssl rand -base64 32)")
+        return value
 
     @field_validator("clickhouse_cluster")
     @classmethod

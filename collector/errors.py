@@ -255,3 +255,23 @@ class InsufficientScope(
 class Forbidden(ContractError, status=403, code="FORBIDDEN", type="permission_error"):
     """A signed-in user whose role does not allow the request, or a cookie write without its
     CSRF token (``details.reason = "csrf"``); details say which."""
+
+
+class ConnectionNotFound(NotFound, code="CONNECTION_NOT_FOUND"):
+    """No provider connection of that name in the caller's project."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Connection '{name}' not found", {"connection": name})
+
+
+class ConnectionAlreadyExists(
+    ContractError, status=409, code="CONNECTION_ALREADY_EXISTS", type="conflict_error"
+):
+    """A live connection of the project already has that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Connection '{name}' already exists", {"connection": name})
+
+
+class BudgetExceeded(ContractError, status=402, code="BUDGET_EXCEEDED", type="budget_error"):
+    """A connection's spend this month has reached its monthly budget: nothing is sent."""

@@ -17,12 +17,16 @@ from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from ..providers.anthropic import AnthropicProvider
 from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
+from ..store.connections import ConnectionStore
 from ..store.database import Store
 from ..store.traces import TraceStore
 from ..store.writes import GroupCommitLimits, PendingWrites, RowWriter
 from ..store.writes.plan import REQUEST_LOG
 from .analytics import AnalyticsService
 from .backups import BackupService
+from .connections.budget import SpendBook
+from .connections.sealing import load_keys
+from .connections.service import ConnectionService
 from .datasets import DatasetService
 from .experiment_traffic import ExperimentTraffic
 from .experiments import ExperimentService
@@ -67,6 +71,7 @@ class Services:
     traces: TraceService
     datasets: DatasetService
     experiments: ExperimentService
+    connections: ConnectionService
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
 
@@ -126,6 +131,14 @@ class Services:
             keys.active_project,
             retry_after,
         )
+        connection_store = ConnectionStore(store.client, store.database, store.cluster)
+        connections = ConnectionService(
+            connection_store,
+            load_keys(settings),
+            SpendBook(connection_store),
+            pending,
+            retry_after,
+        )
         runs = RunService(prompts, records, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
         return cls(
@@ -169,6 +182,7 @@ class Services:
                 settings.cursor_secret,
                 retry_after,
             ),
+            connections=connections,
         )
 
     def start(self) -> None:
@@ -178,6 +192,10 @@ class Services:
         self.keys.start()
         if self.prompts.live_ids.polled:
             self.prompts.start_polling(self.settings.registry_poll_seconds)
+        keys = self.connections.keys
+        if keys is not None and keys.previous:
+            # A key rotation (docs/security.md, Connections): seal every connection again.
+            self.connections.reseal()
         if self.store.is_embedded:
             # The only runner of this store: an experiment still running died with its process.
             self.experiments.recover()

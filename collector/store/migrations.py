@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from clickhouse_connect.driver.client import Client
 
+from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
@@ -325,6 +326,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Chat prompts (docs/api-notes.md, Chat prompts): a version's chat fields in one column,
     # "" for the versions stored before, which read as text prompts without them.
     Migration(28, "prompt_chat_fields", (AddColumn(PROMPT_VERSIONS, "chat"),)),
+    # Provider connections (docs/api-notes.md, Connections): a project's own credentials,
+    # sealed, and when each was last used.
+    Migration(29, "provider_connections", (CONNECTIONS, CONNECTION_USAGE)),
 )
 
 
