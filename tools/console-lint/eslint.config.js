@@ -6,6 +6,8 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
+  // Third-party files served as released (collector/console/static/vendor/README.md).
+  { ignores: ["**/static/vendor/**"] },
   js.configs.recommended,
   {
     files: ["**/*.js"],

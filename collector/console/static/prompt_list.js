@@ -1,6 +1,7 @@
 // The prompt registry: the list (search, folder, tags), and the create and edit forms.
 
 import { api, messageOf } from "./api.js";
+import { chatForm, newChatForm } from "./chat_editor.js";
 import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
@@ -174,17 +175,44 @@ function promptForm(title, values, creating, submit) {
   return form;
 }
 
-/** #/prompts/+new: create a prompt (version 1). */
+/** #/prompts/+new: create a prompt (version 1), a text prompt or (the type chosen) a chat one. */
 export function showNewPrompt(view) {
   const values = { parameters: "{}" };
+  const textForm = promptForm("Create prompt", values, true, async (form) => {
+    const { data } = await api("/prompts", { method: "POST", body: readForm(form, ["folder"]) });
+    window.location.hash = promptHref(data.name);
+  });
+  const holder = h("div", {}, textForm);
+  let chatPage = null;
+  const choose = (type) => {
+    chatPage ??= newChatForm((name) => (window.location.hash = promptHref(name)));
+    replace(holder, type === "chat" ? chatPage : textForm);
+  };
+  const radio = (type, label, hint) =>
+    h(
+      "label",
+      { class: "type-choice" },
+      h("input", {
+        type: "radio",
+        name: "prompt-type",
+        value: type,
+        checked: type === "text",
+        onchange: () => choose(type),
+      }),
+      h("span", {}, h("strong", {}, label), h("span", { class: "hint" }, hint)),
+    );
   replace(
     view,
     h("a", { class: "back", href: "#/prompts" }, "← Prompts"),
     h("h1", {}, "New prompt"),
-    promptForm("Create prompt", values, true, async (form) => {
-      const { data } = await api("/prompts", { method: "POST", body: readForm(form, ["folder"]) });
-      window.location.hash = promptHref(data.name);
-    }),
+    h(
+      "fieldset",
+      { class: "type-choices" },
+      h("legend", {}, "Type"),
+      radio("text", "Text", "a single string with {variable} slots"),
+      radio("chat", "Chat", "messages with roles, Mustache, tools, a JSON answer"),
+    ),
+    holder,
   );
 }
 
@@ -193,6 +221,7 @@ export async function showEditPrompt(view, name) {
   const path = `/prompts/${encodeURIComponent(name)}`;
   const { data: prompt } = await api(path);
   const { data: newest } = await api(`${path}/versions/${prompt.version}`);
+  if (newest.type === "chat") return showEditChat(view, path, prompt, newest);
   const values = {
     template: newest.template,
     model: newest.model,
@@ -213,6 +242,26 @@ export async function showEditPrompt(view, name) {
       body.folder ??= null;
       await api(path, { method: "PATCH", body });
       window.location.hash = promptHref(name);
+    }),
+  );
+}
+
+/** The edit page of a chat prompt: the chat editor, prefilled with the newest version. */
+function showEditChat(view, path, prompt, newest) {
+  const values = {
+    ...newest,
+    description: prompt.description,
+    tags: prompt.tags.join(", "),
+    folder: prompt.folder ?? "",
+  };
+  replace(
+    view,
+    h("a", { class: "back", href: promptHref(prompt.name) }, `← ${prompt.name}`),
+    h("h1", {}, `Edit ${prompt.name}`),
+    h("p", { class: "muted" }, `Saving makes version ${prompt.version + 1}.`),
+    chatForm("Save new version", values, false, async (body) => {
+      await api(path, { method: "PATCH", body });
+      window.location.hash = promptHref(prompt.name);
     }),
   );
 }
