@@ -38,6 +38,7 @@ from .otlp import OtlpService
 from .pricing import GenaiPriceBook
 from .prompts import PromptService
 from .prompts.live_ids import LiveIdIndex
+from .prompts.matching import ChatLinks
 from .prompts.version_cache import VersionCache
 from .rate_limits import ProjectLimits
 from .requests import RequestService
@@ -87,6 +88,9 @@ class Services:
             settings.cursor_secret,
             VersionCache(enabled=store.is_embedded),
             LiveIdIndex(enabled=store.is_embedded or polled, polled=polled),
+            # Linking unnamed records: kept fresh by the writes and the poll; a server without
+            # polling reads a project's chat versions again every few seconds.
+            ChatLinks(store.prompts, max_age=None if store.is_embedded or polled else 5.0),
         )
         prices = GenaiPriceBook()  # one price book: runs and every ingest path price alike
         retry_after = settings.store_retry_after_seconds
@@ -109,6 +113,7 @@ class Services:
             prices=prices,
             retry_after_seconds=retry_after,
             experiments=ExperimentTraffic(store.experiments.client_ids),
+            links=prompts.links,
         )
         pending = PendingWrites(retry_after=retry_after)
         rollups = RollupService(

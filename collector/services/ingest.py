@@ -31,6 +31,7 @@ from ..store.writes import Refused, RowWriter, Stored
 from .dates import to_ms, utc_now_ms
 from .experiment_traffic import ExperimentTraffic
 from .pricing import GenaiPriceBook, PriceBook
+from .prompts.matching import ChatLinks
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _VALID_RECORDS = TypeAdapter(list[RequestRecordIn])
@@ -190,11 +191,14 @@ class IngestService:
         prices: PriceBook | None = None,
         retry_after_seconds: int = 2,
         experiments: ExperimentTraffic | None = None,
+        links: ChatLinks | None = None,
     ) -> None:
         """Read through ``store``, write through ``records``; refusals ask the client to
         come back in ``retry_after_seconds`` (docs/deploy.md). ``experiments`` moves a
-        client experiment's records to the service's own environment."""
+        client experiment's records to the service's own environment; ``links`` links the
+        records that name no prompt to the chat version their messages match."""
         self._store = store
+        self._links = links
         self._experiments = experiments
         self._records = records
         self._prices = prices or GenaiPriceBook()
@@ -374,12 +378,17 @@ class IngestService:
         A record's identity includes created_at (it leads the sort key). A client that sets
         its own id but lets the service pick the time gets, on a retry within
         RETRY_LOOKBACK, the time the first attempt was stored with. A record of a client
-        experiment (``metadata.experiment_id``) is stored under ``promptrail-experiment``.
+        experiment (``metadata.experiment_id``) is stored under ``promptrail-experiment``. A
+        record that names no prompt and whose messages match a chat version of the project
+        is linked to it (docs/api-notes.md, Chat prompts).
         """
         prices = self._prices
         values = [record_values(record, now, prices) for record in records]
         if self._experiments is not None:
             self._experiments.mark(project, values)
+        if self._links is not None:
+            # Records that name no prompt, matched against the project's chat versions.
+            self._links.link(project, values)
         unstamped = [r.id for r in records if r.id and not r.created_at]
         if unstamped:
             known = self._store.created_at_of(project, unstamped, since=now - RETRY_LOOKBACK)

@@ -20,6 +20,7 @@ from ...store.prompts import PromptRef, PromptStore, PromptVersionRow
 from ..cursors import CursorCodec
 from .encoded import EncodedBodies
 from .live_ids import LiveIdIndex
+from .matching import ChatLinks
 from .version_cache import VersionCache
 
 _ID = re.compile(r"^prompt_([0-9a-f]{32})$")
@@ -41,12 +42,15 @@ class PromptServiceBase:
         cursor_secret: str,
         cache: VersionCache | None = None,
         live_ids: LiveIdIndex | None = None,
+        links: ChatLinks | None = None,
     ) -> None:
         self._store = store
         self._cursors = CursorCodec(cursor_secret, "prompts")
         self._version_cursors = CursorCodec(cursor_secret, "prompt-versions")
         self._cache = cache or VersionCache(enabled=False)
         self._ids = live_ids or LiveIdIndex(enabled=False)
+        # The chat versions compiled for linking unnamed records (kept up to date by the writes).
+        self.links = links or ChatLinks(store)
         self.encoded = EncodedBodies()
 
     @property

@@ -7,7 +7,8 @@ store's reads and writes), so routes and other services call one object:
 - :mod:`.fields` a version's fields: each write's body validated and its version built;
 - :mod:`.writes` create, PATCH, rollback and delete (numbering, races, store then index);
 - :mod:`.labels` listing, moving and removing labels;
-- :mod:`.reads` a prompt, its versions and the list.
+- :mod:`.reads` a prompt, its versions and the list;
+- :mod:`.matching` the chat versions compiled to link records that name no prompt.
 
 This module keeps what is the service's own: where several collectors share one store, the
 thread that polls the store for the live-id index (collector/services/prompts/DESIGN.md,
@@ -19,11 +20,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from ...store.prompts import PromptStore
+from ...store.prompts import PromptStore, RegistryChanges
 from .base import LATEST, prompt_ref
 from .live_ids import LiveIdIndex
+from .matching import ChatLinks
 from .reads import LabeledVersion, PromptPage, PromptReads, VersionPage
 from .version_cache import VersionCache
 from .writes import PromptWrites
@@ -57,8 +59,9 @@ class PromptService(PromptWrites, PromptReads):
         cursor_secret: str,
         cache: VersionCache | None = None,
         live_ids: LiveIdIndex | None = None,
+        links: ChatLinks | None = None,
     ) -> None:
-        super().__init__(store, cursor_secret, cache, live_ids)
+        super().__init__(store, cursor_secret, cache, live_ids, links)
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
 
@@ -67,12 +70,25 @@ class PromptService(PromptWrites, PromptReads):
     def poll(self) -> int:
         """Apply to the live-id index what any collector stored in its loaded projects since
         its last read; return how many rows it applied (three queries, none when no project
-        is loaded)."""
-        return self._ids.poll(self._store.changes, POLL_OVERLAP)
+        is loaded). The chat versions kept for linking (:mod:`.matching`) take the same read,
+        widened to their projects (its own, when the index has no project loaded)."""
+        polled = False
+
+        def read(projects: list[str], since: datetime) -> RegistryChanges:
+            nonlocal polled
+            polled = True
+            return self.links.poll_with(self._store.changes, projects, since, POLL_OVERLAP)
+
+        applied = self._ids.poll(read, POLL_OVERLAP)
+        if not polled:
+            self.links.poll(self._store.changes, POLL_OVERLAP)
+        return applied
 
     def reload(self) -> int:
         """Read every loaded project's index afresh from the store (see
-        :meth:`LiveIdIndex.reload`); return how many were loaded."""
+        :meth:`LiveIdIndex.reload`); return how many were loaded. The linking's chat versions
+        are dropped, to be read again on their next use."""
+        self.links.reload()
         return self._ids.reload(self._store.live_prompts)
 
     def start_polling(self, interval: float) -> None:

@@ -75,8 +75,10 @@ class PromptWrites(PromptLabels):
                 claimed = self._store.create(project, row, generation + 1)
                 if claimed:
                     self._ids.created(project, row.name, row.prompt_id, row, generation + 1)
+                    self.links.stored(project, row)
             except BaseException:
                 self._ids.forget(project)  # stored or not: unknown, so load again
+                self.links.forget(project)
                 raise
             if claimed:
                 return True
@@ -130,12 +132,14 @@ class PromptWrites(PromptLabels):
                 except BaseException:
                     # The number may or may not be stored: the index must not keep an older head.
                     self._ids.forget(project)
+                    self.links.forget(project)
                     raise
                 mine = winner == candidate.version_id
                 if winner is None:
                     # Taken but not stored (a failed write of another store client): what
                     # is stored decides, so the index is loaded again.
                     self._ids.forget(project)
+                    self.links.forget(project)
                 else:
                     # The number is durably stored, by this writer or one that beat it: the
                     # index learns it before the cache is cleared, so no read caches an older
@@ -145,6 +149,7 @@ class PromptWrites(PromptLabels):
                             project, prompt_id, candidate.version, candidate if mine else None
                         )
                 if mine:
+                    self.links.stored(project, candidate)
                     self._cache.invalidate(project)
                     return candidate
                 # Another writer took this number; back off a little so the herd spreads out.
@@ -160,6 +165,7 @@ class PromptWrites(PromptLabels):
             name = self._store.mark_deleted(project, prompt_id, datetime.now(UTC))
             if name is not None:
                 self._ids.deleted(project, name, prompt_id)
+                self.links.deleted(project, prompt_id)
         if name is None:
             raise PromptNotFound(ref_text)
         self._cache.invalidate(project)
