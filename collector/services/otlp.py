@@ -8,6 +8,10 @@ promptrail attributes make no record and are not an error; a span that cannot be
 ids, a record failing validation) is counted in the answer's ``partial_success``. An export's
 records are validated in one pass when all are valid (``IngestService.log_built``), one by
 one otherwise.
+A span that names no prompt but whose input messages match a chat version of its project is
+linked to that version by the ingest's preparation, as a JSON record is
+(:mod:`.prompts.matching`): the mapping keeps a span's messages as it found them (OpenAI's
+``content`` or OpenTelemetry's ``parts``), and the matching reads both.
 """
 
 from __future__ import annotations

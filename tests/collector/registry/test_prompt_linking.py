@@ -237,22 +237,38 @@ def test_linked_records_count_in_the_per_version_analytics(api: TestClient) -> N
     assert groups == [("1", 3)]
 
 
-def test_an_otlp_span_with_gen_ai_messages_is_linked(api: TestClient) -> None:
+def _otlp_attributes(shape: str, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """A model call's attributes as another SDK exports them, in one of three conventions."""
+    if shape == "gen_ai.input.messages":
+        parts = [
+            {"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
+            for m in messages
+        ]
+        return {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.input.messages": json.dumps(parts),
+        }
+    if shape == "gen_ai.prompt.N":
+        indexed = {f"gen_ai.prompt.{i}.{key}": m[key] for i, m in enumerate(messages) for key in m}
+        return {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", **indexed}
+    indexed = {
+        f"llm.input_messages.{i}.message.{key}": m[key] for i, m in enumerate(messages) for key in m
+    }
+    return {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", **indexed}
+
+
+@pytest.mark.parametrize(
+    "shape", ["gen_ai.input.messages", "gen_ai.prompt.N", "llm.input_messages"]
+)
+def test_an_otlp_span_with_messages_is_linked(api: TestClient, shape: str) -> None:
     create(api, "support", SUPPORT)
     finished = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(finished))
-    messages = [
-        {"role": "system", "parts": [{"type": "text", "content": m["content"]}]}
-        if m["role"] == "system"
-        else {"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
-        for m in asked(company="Globex")
-    ]
     with provider.get_tracer("another-sdk").start_as_current_span("chat gpt-4o") as span:
-        span.set_attribute("gen_ai.operation.name", "chat")
-        span.set_attribute("gen_ai.provider.name", "openai")
-        span.set_attribute("gen_ai.request.model", "gpt-4o")
-        span.set_attribute("gen_ai.input.messages", json.dumps(messages))
+        span.set_attributes(_otlp_attributes(shape, asked(company="Globex")))
     body = encode_spans(finished.get_finished_spans()).SerializeToString()
 
     response = api.post(
