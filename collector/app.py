@@ -25,6 +25,8 @@ from .api.routes import (
     connections,
     datasets,
     environments,
+    evaluation_rules,
+    evaluators,
     experiments,
     exports,
     faults,
@@ -72,6 +74,8 @@ def _api_router() -> APIRouter:
         admin,
         admin_backups,
         connections,
+        evaluators,
+        evaluation_rules,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)

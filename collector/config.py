@@ -76,6 +76,11 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None
     secret_key_previous: SecretStr | None = None
 
+    # The first instance admin, made at start-up if no user has this e-mail address
+    # (docs/security.md, "Accounts"); both or neither.
+    init_admin_email: str | None = None
+    init_admin_password: SecretStr | None = None
+
     @field_validator("database")
     @classmethod
     def _database_is_identifier(cls, value: str) -> str:

@@ -161,6 +161,26 @@ class ExperimentNotFound(NotFound, code="EXPERIMENT_NOT_FOUND"):
         )
 
 
+class EvaluatorNotFound(NotFound, code="EVALUATOR_NOT_FOUND"):
+    """No named evaluator (or no such version of it) in the caller's project."""
+
+    def __init__(self, name: str, version: int | None = None) -> None:
+        if version is None:
+            super().__init__(f"Evaluator '{name}' not found", {"evaluator": name})
+        else:
+            super().__init__(
+                f"Evaluator '{name}' has no version {version}",
+                {"evaluator": name, "version": version},
+            )
+
+
+class RuleNotFound(NotFound, code="RULE_NOT_FOUND"):
+    """No evaluation rule with that id in the caller's project."""
+
+    def __init__(self, rule_id: str) -> None:
+        super().__init__(f"Evaluation rule '{rule_id}' not found", {"rule_id": rule_id})
+
+
 class InvalidFeedbackToken(
     ContractError, status=401, code="INVALID_FEEDBACK_TOKEN", type="authentication_error"
 ):

@@ -5,6 +5,7 @@ promptrail stub-provider [--host H] [--port P] [--replies FILE] [--fixed]
 promptrail backup DIR [--data-dir DIR]
 promptrail restore DIR [--data-dir DIR] [--replace]
 promptrail keys create | list | revoke | rotate
+promptrail users create --email E --password-stdin [--instance-admin]
 promptrail --version
 
 Each group is a module of this package importing only ``shared.py``; only this module knows them
@@ -24,7 +25,7 @@ import typer
 
 from promptrail import __version__
 
-from . import backup, keys, serve, stub
+from . import backup, keys, serve, stub, users
 from .shared import group
 
 app = group("promptrail collector: a prompt registry and LLM request log.")
@@ -32,6 +33,7 @@ app.add_typer(serve.app)
 app.add_typer(stub.app)
 app.add_typer(backup.app)
 app.add_typer(keys.app, name="keys")
+app.add_typer(users.app, name="users")
 
 
 def _print_version(value: bool) -> None:

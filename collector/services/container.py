@@ -17,11 +17,13 @@ from ..providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from ..providers.anthropic import AnthropicProvider
 from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
+from ..store.accounts import AccountStore
 from ..store.connections import ConnectionStore
 from ..store.database import Store
 from ..store.traces import TraceStore
 from ..store.writes import GroupCommitLimits, PendingWrites, RowWriter
 from ..store.writes.plan import REQUEST_LOG
+from .accounts import Accounts, KeyProjects
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .connections.budget import SpendBook
@@ -73,6 +75,7 @@ class Services:
     datasets: DatasetService
     experiments: ExperimentService
     connections: ConnectionService
+    accounts: Accounts
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
 
@@ -146,10 +149,18 @@ class Services:
         )
         runs = RunService(prompts, records, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
+        # Users, sign-in sessions, projects and members (docs/security.md, "Accounts").
+        accounts = Accounts.build(
+            AccountStore(store.client, store.database, store.cluster),
+            KeyProjects(store.keys.count_for, lambda: {row.project for row in store.keys.rows()}),
+            retry_after,
+        )
         return cls(
             settings=settings,
             store=store,
             keys=keys,
+            accounts=accounts,
+            sessions=accounts.sessions,
             prompts=prompts,
             ingest=ingest,
             records=records,

@@ -9,6 +9,7 @@ from clickhouse_connect.driver.client import Client
 
 from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
+from .evaluation import EVALUATION_DECISIONS, EVALUATION_RULES, EVALUATOR_VERSIONS
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS
@@ -329,6 +330,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Provider connections (docs/api-notes.md, Connections): a project's own credentials,
     # sealed, and when each was last used.
     Migration(29, "provider_connections", (CONNECTIONS, CONNECTION_USAGE)),
+    # Online evaluation (docs/api-notes.md, "Online evaluation"): named evaluators' versions,
+    # rules and one decision per rule and target (see store/evaluation/tables.py).
+    Migration(
+        32,
+        "online_evaluation",
+        (EVALUATOR_VERSIONS, EVALUATION_RULES, EVALUATION_DECISIONS),
+    ),
 )
 
 

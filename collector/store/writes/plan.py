@@ -115,6 +115,16 @@ UPKEEP = TableGroup(
     "migrations), one statement at a time",
 )
 
+EVALUATION = TableGroup(
+    "evaluation",
+    ("evaluator_versions", "evaluation_rules", "evaluation_decisions"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "evaluators and rules are written at a human pace and read back at once; decisions are "
+    "few per target, each read back by its rule's page; each write answers Stored or Refused "
+    "(an outage) as a RowWriter's does (direct_write)",
+)
+
 NOT_WRITTEN: dict[str, str] = {
     "prompt_heads": "filled by a view of prompt_versions on a server; the embedded store "
     "dropped that view (migration 24) and reads each prompt's newest version instead",
@@ -132,5 +142,6 @@ WRITE_PLAN: tuple[TableGroup, ...] = (
     DATASETS,
     KEYS,
     UPKEEP,
+    EVALUATION,
 )
 """Every table group of the store, as :mod:`collector.store.writes` describes them."""

@@ -1,0 +1,64 @@
+"""The first user: ``promptrail users create`` or PROMPTRAIL_INIT_ADMIN_EMAIL/_PASSWORD."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.collector.services.container import Services
+from tests.collector.accounts.steps import ADMIN_EMAIL, ADMIN_PASSWORD
+from tests.collector.processes import CLI
+
+
+def users_create(data_dir: Path, email: str, password: str) -> subprocess.CompletedProcess[str]:
+    """Run ``promptrail users create --instance-admin`` with the password on stdin."""
+    return subprocess.run(
+        [str(CLI), "users", "create", "--email", email, "--password-stdin", "--instance-admin"],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PROMPTRAIL_DATA_DIR": str(data_dir)},
+    )
+
+
+def test_users_create_makes_an_instance_admin_once_and_refuses_short_passwords(
+    tmp_path: Path,
+) -> None:
+    short = users_create(tmp_path, ADMIN_EMAIL, "too short")
+    made = users_create(tmp_path, ADMIN_EMAIL, ADMIN_PASSWORD)
+    again = users_create(tmp_path, ADMIN_EMAIL.upper(), ADMIN_PASSWORD)
+
+    assert short.returncode == 1
+    assert short.stderr.strip() == "error: password must be at least 12 characters"
+    assert made.returncode == 0, made.stderr
+    assert f"created user {ADMIN_EMAIL} (instance admin)" in made.stderr
+    # E-mail addresses are unique whatever their case.
+    assert again.returncode == 1
+    assert "already exists" in again.stderr
+    assert "Traceback" not in short.stderr + again.stderr
+
+
+def _services(client: TestClient) -> Services:
+    services: Services = client.app.state.services  # type: ignore[attr-defined]
+    return services
+
+
+def test_the_environment_s_first_admin_is_made_once_with_an_argon2id_hash(
+    admin_settings: Settings,
+) -> None:
+    with TestClient(create_app(admin_settings)) as first:
+        made = _services(first).accounts.users.get(ADMIN_EMAIL)
+    # A restart with the same environment finds the user and leaves it as it is.
+    with TestClient(create_app(admin_settings)) as second:
+        users = _services(second).accounts.users.list()
+
+    assert [u.id for u in users] == [made.id]
+    assert made.instance_admin and not made.disabled
+    assert made.password_hash.startswith("$argon2id$")
+    assert ADMIN_PASSWORD not in made.password_hash
