@@ -30,6 +30,7 @@ from .connections.budget import SpendBook
 from .connections.sealing import load_keys
 from .connections.service import ConnectionService
 from .datasets import DatasetService
+from .evaluation import Evaluation
 from .experiment_traffic import ExperimentTraffic
 from .experiments import ExperimentService
 from .exports import ExportService
@@ -75,6 +76,7 @@ class Services:
     datasets: DatasetService
     experiments: ExperimentService
     connections: ConnectionService
+    evaluation: Evaluation
     accounts: Accounts
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
@@ -149,6 +151,9 @@ class Services:
         )
         runs = RunService(prompts, records, _providers(settings), prices, pending)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
+        evaluation = Evaluation.build(
+            store.client, store.database, store.cluster, settings.cursor_secret, retry_after
+        )
         # Users, sign-in sessions, projects and members (docs/security.md, "Accounts").
         accounts = Accounts.build(
             AccountStore(store.client, store.database, store.cluster),
@@ -197,7 +202,9 @@ class Services:
                 scores,
                 settings.cursor_secret,
                 retry_after,
+                named_evaluators=evaluation.evaluators,
             ),
+            evaluation=evaluation,
             connections=connections,
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from promptrail._evaluators import BUILT_IN
@@ -27,6 +27,9 @@ _ALLOWED_KEYS = {
     "similarity": {"type", "name"},
     "llm_judge": {"type", "name", "prompt", "label", "version", "categories"},
 }
+# Which named evaluator's version an evaluator came from (docs/api-notes.md, "Online
+# evaluation"): set together when a reference is resolved, kept with the experiment.
+_PROVENANCE = {"evaluator", "evaluator_version"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class Evaluator:
     label: str | None = None
     version: int | None = None
     categories: dict[str, float] = field(default_factory=dict)
+    evaluator: str | None = None
+    evaluator_version: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The evaluator as stored with its experiment (and answered)."""
@@ -51,6 +56,9 @@ class Evaluator:
                 out[key] = getattr(self, key)
         if self.categories:
             out["categories"] = self.categories
+        if self.evaluator is not None:
+            out["evaluator"] = self.evaluator
+            out["evaluator_version"] = self.evaluator_version
         return out
 
 
@@ -69,7 +77,7 @@ def parse_evaluators(raw: Sequence[Any]) -> list[Evaluator]:
         kind = spec["type"]
         if kind not in BUILT_IN:
             raise _bad(index, f"unknown evaluator type {kind!r}: use one of {', '.join(BUILT_IN)}")
-        extra = set(spec) - _ALLOWED_KEYS[kind]
+        extra = set(spec) - _ALLOWED_KEYS[kind] - _PROVENANCE
         if extra:
             raise _bad(index, f"{kind} takes no {', '.join(sorted(extra))}")
         name = spec.get("name", kind)
@@ -80,12 +88,27 @@ def parse_evaluators(raw: Sequence[Any]) -> list[Evaluator]:
             evaluator = Evaluator(kind, name, pattern=_compile(index, spec.get("pattern")))
         elif kind == "llm_judge":
             evaluator = _judge(index, name, spec)
-        parsed.append(evaluator)
+        parsed.append(_with_provenance(index, evaluator, spec))
     names = [e.name for e in parsed]
     for index, name in enumerate(names):
         if name in names[:index]:
             raise _bad(index, f"two evaluators score under the name {name!r}: name one of them")
     return parsed
+
+
+def _with_provenance(index: int, evaluator: Evaluator, spec: dict[str, Any]) -> Evaluator:
+    """The evaluator marked with the named evaluator's version it was resolved from."""
+    if not _PROVENANCE & set(spec):
+        return evaluator
+    named, version = spec.get("evaluator"), spec.get("evaluator_version")
+    if (
+        not isinstance(named, str)
+        or isinstance(version, bool)
+        or not isinstance(version, int)
+        or version < 1
+    ):
+        raise _bad(index, 'refer to a named evaluator as {"evaluator": name, "version"?}')
+    return replace(evaluator, evaluator=named, evaluator_version=version)
 
 
 def _compile(index: int, pattern: Any) -> re.Pattern[str]:

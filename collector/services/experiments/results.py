@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from ...models.scores import ScoreIn
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
@@ -36,10 +37,17 @@ def eval_score_id(experiment_id: str, request_id: str, name: str) -> str:
     return f"eval_{digest[:32]}"
 
 
-def eval_scores(experiment_id: str, results: Sequence[ResultRow]) -> list[ScoreIn]:
+def eval_scores(
+    experiment_id: str, results: Sequence[ResultRow], evaluators: Sequence[Any] = ()
+) -> list[ScoreIn]:
     """Every verdict of these results as a score on its result's record (results without a
-    record have none)."""
+    record have none); a verdict of a named evaluator says which version gave it."""
     created = now_ms()
+    named = {
+        e["name"]: {"evaluator": e["evaluator"], "evaluator_version": e["evaluator_version"]}
+        for e in evaluators
+        if isinstance(e, dict) and "evaluator" in e
+    }
     return [
         ScoreIn(
             id=eval_score_id(experiment_id, result.request_id, name),
@@ -47,7 +55,11 @@ def eval_scores(experiment_id: str, results: Sequence[ResultRow]) -> list[ScoreI
             name=name,
             value=value,
             source="eval",
-            metadata={"experiment_id": experiment_id, "dataset_item_id": result.item_id},
+            metadata={
+                "experiment_id": experiment_id,
+                "dataset_item_id": result.item_id,
+                **named.get(name, {}),
+            },
             created_at=created,
         )
         for result in results
@@ -94,7 +106,7 @@ class ResultWriter:
             self._retry_after,
             "experiment results",
         )
-        verdicts = eval_scores(experiment.id, results)
+        verdicts = eval_scores(experiment.id, results, experiment.spec.get("evaluators", ()))
         for start in range(0, len(verdicts), MAX_BATCH_SCORES):
             _, rejected = self._scores.batch(project, verdicts[start : start + MAX_BATCH_SCORES])
             for _, error in rejected:

@@ -22,6 +22,7 @@ from ...store.datasets import ItemRow
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
 from ..cursors import CursorCodec, time_key
 from ..datasets import DatasetService
+from ..evaluation.evaluators import EvaluatorService
 from ..evaluators import Evaluator, parse_evaluators
 from ..ingest import rejection_of
 from ..prompts import PromptService
@@ -53,10 +54,14 @@ class ExperimentService:
         scores: ScoreService,
         cursor_secret: str,
         retry_after_seconds: int = 2,
+        *,
+        named_evaluators: EvaluatorService,
     ) -> None:
         """A write the store refuses answers 503 ``STORE_UNAVAILABLE`` asking the client to
-        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds)."""
+        come back in ``retry_after_seconds`` (Settings.store_retry_after_seconds);
+        ``named_evaluators`` resolves the evaluators given by name."""
         self._store = store
+        self._named_evaluators = named_evaluators
         self._datasets = datasets
         self._prompts = prompts
         self._writer = ResultWriter(store, runs, scores, retry_after_seconds)
@@ -73,7 +78,10 @@ class ExperimentService:
 
         Every client error is raised here, before anything runs.
         """
-        evaluators = parse_evaluators(body.evaluators)
+        # A named evaluator is fixed at its version now, as the prompt's version is.
+        evaluators = parse_evaluators(
+            self._named_evaluators.resolve_references(project, body.evaluators)
+        )
         dataset = self._datasets.get(project, body.dataset)
         prompt_name, version, model = None, None, body.model
         if body.task == "service":

@@ -1,0 +1,180 @@
+"""Evaluation decisions: every SQL statement that writes or reads them (docs/api-notes.md,
+"Online evaluation"; the table is described in :mod:`.tables`).
+
+A list reads the table with ``FINAL`` (each target's surviving decision only), newest
+``decided_at`` first, then by target; the cursor is that position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from ..schema import quote
+from ..writes import WriteOutcome, direct_write
+from .tables import EVALUATION_DECISIONS
+
+WAITING = "waiting"
+# A final decision's row version is above every waiting one's (a waiting decision's version
+# is its time in microseconds, far below 2**62 until the year 148,000).
+_FINAL = 1 << 62
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    """One decision of a rule on one target."""
+
+    rule_id: str
+    target_type: str
+    target_id: str
+    decision: str
+    reason: str
+    evaluator: str
+    evaluator_version: int
+    decided_at: datetime
+    score_id: str | None = None
+    judge_request_id: str | None = None
+    cost_usd: float | None = None
+
+
+def row_version(decision: str, decided_at: datetime) -> int:
+    """The version a decision's row is written with: later beats earlier, and a final
+    decision beats every ``waiting`` one whatever their times (only ``waiting`` changes
+    later)."""
+    micros = int(decided_at.timestamp() * 1_000_000)
+    return micros if decision == WAITING else _FINAL + micros
+
+
+_COLUMNS = EVALUATION_DECISIONS.inserted_columns()
+_SELECT = (
+    "rule_id, target_type, target_id, decision, reason, evaluator, evaluator_version, "
+    "decided_at, score_id, judge_request_id, cost_usd"
+)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class DecisionStore:
+    """Writes and reads ``evaluation_decisions``."""
+
+    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+        self._client = client
+        self._table = f"{quote(database)}.{quote(EVALUATION_DECISIONS.name)}"
+        self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
+        self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
+
+    def append(self, project: str, rows: Sequence[DecisionRow]) -> WriteOutcome:
+        """Store decisions (each replaces its target's ``waiting`` one, or its older final
+        one). Answers :data:`~..writes.STORED`, or :class:`~..writes.Refused` on an outage."""
+        return direct_write(lambda: self._insert(project, rows))
+
+    def _insert(self, project: str, rows: Sequence[DecisionRow]) -> None:
+        if not rows:
+            return
+        self._client.insert(
+            self._table,
+            [
+                [
+                    project,
+                    d.rule_id,
+                    d.target_type,
+                    d.target_id,
+                    d.decision,
+                    d.reason,
+                    d.evaluator,
+                    d.evaluator_version,
+                    d.score_id,
+                    d.judge_request_id,
+                    d.cost_usd,
+                    d.decided_at,
+                    row_version(d.decision, d.decided_at),
+                ]
+                for d in rows
+            ],
+            column_names=_COLUMNS,
+            column_type_names=EVALUATION_DECISIONS.column_types(_COLUMNS),
+            settings=self._write,
+        )
+
+    def page(
+        self,
+        project: str,
+        rule_id: str,
+        decision: str | None,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[DecisionRow]:
+        """Up to ``limit`` of a rule's decisions (``decision`` only, when given), newest
+        first, after the position ``after`` (decided_at, target_type, target_id)."""
+        where = ["project = {p:String}", "rule_id = {r:String}"]
+        params: dict[str, Any] = {"p": project, "r": rule_id, "limit": limit}
+        if decision is not None:
+            where.append("decision = {d:String}")
+            params["d"] = decision
+        if after is not None:
+            where.append(
+                "(decided_at, target_type, target_id) < "
+                "({at:DateTime64(6, 'UTC')}, {tt:String}, {tid:String})"
+            )
+            params.update(at=after[0], tt=after[1], tid=after[2])
+        result = self._client.query(
+            f"SELECT {_SELECT} FROM {self._table} FINAL WHERE {' AND '.join(where)} "
+            "ORDER BY decided_at DESC, target_type DESC, target_id DESC LIMIT {limit:UInt32}",
+            parameters=params,
+            settings=self._read,
+        )
+        return [_row(r) for r in result.result_rows]
+
+    def of_target(
+        self, project: str, rule_id: str, target_type: str, target_id: str
+    ) -> DecisionRow | None:
+        """The surviving decision of a rule on one target, or None."""
+        result = self._client.query(
+            f"SELECT {_SELECT} FROM {self._table} FINAL WHERE project = {{p:String}} "
+            "AND rule_id = {r:String} AND target_type = {tt:String} AND target_id = {tid:String}",
+            parameters={"p": project, "r": rule_id, "tt": target_type, "tid": target_id},
+            settings=self._read,
+        )
+        rows = result.result_rows
+        return _row(rows[0]) if rows else None
+
+    def counts(
+        self, project: str, rule_ids: Sequence[str], since: timedelta
+    ) -> dict[str, dict[str, int]]:
+        """Per rule, how many of its surviving decisions of each kind were decided within
+        ``since`` of now."""
+        if not rule_ids:
+            return {}
+        result = self._client.query(
+            f"SELECT rule_id, decision, count() FROM {self._table} FINAL "
+            "WHERE project = {p:String} AND rule_id IN {rs:Array(String)} "
+            "AND decided_at >= {since:DateTime64(6, 'UTC')} GROUP BY rule_id, decision",
+            parameters={"p": project, "rs": list(rule_ids), "since": datetime.now(UTC) - since},
+            settings=self._read,
+        )
+        found: dict[str, dict[str, int]] = {}
+        for rule_id, decision, count in result.result_rows:
+            found.setdefault(str(rule_id), {})[str(decision)] = int(count)
+        return found
+
+
+def _row(r: Any) -> DecisionRow:
+    return DecisionRow(
+        rule_id=str(r[0]),
+        target_type=str(r[1]),
+        target_id=str(r[2]),
+        decision=str(r[3]),
+        reason=str(r[4]),
+        evaluator=str(r[5]),
+        evaluator_version=int(r[6]),
+        decided_at=_utc(r[7]),
+        score_id=r[8],
+        judge_request_id=r[9],
+        cost_usd=None if r[10] is None else float(r[10]),
+    )

@@ -1,0 +1,70 @@
+"""The tables of online evaluation (docs/api-notes.md, "Online evaluation"): evaluator
+versions, rules and decisions.
+
+- ``evaluator_versions``: one row per version of a named evaluator. Versions never change
+  once written; a change of definition is the next version.
+- ``evaluation_rules``: rules are mutable, so they are kept as datasets are: a change is a
+  newer row of the same key (newest ``updated_at`` wins), a delete a newer row with
+  ``is_deleted = 1``; reads use ``FINAL``.
+- ``evaluation_decisions``: one decision per (rule, target) survives. The key is
+  (project, rule_id, target_type, target_id) and ``row_version`` orders a target's rows: a
+  final decision's version is always above any ``waiting`` one (see
+  :func:`collector.store.evaluation.decisions.row_version`), so a late ``waiting`` never
+  replaces the final decision, and a final decision written again (a backfill) replaces the
+  older one. Reads use ``FINAL``.
+"""
+
+from __future__ import annotations
+
+from ..schema import Table
+
+EVALUATOR_VERSIONS = Table(
+    name="evaluator_versions",
+    columns=(
+        "project String",
+        "name String",
+        "version UInt32",
+        "definition String",  # JSON: the evaluator object (type, name, and its fields)
+        "created_at DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="(project, name, version)",
+)
+
+EVALUATION_RULES = Table(
+    name="evaluation_rules",
+    columns=(
+        "project String",
+        "id String",
+        "name String",
+        "spec String",  # JSON: every field of the rule but its id and times
+        "created_at DateTime64(3, 'UTC')",
+        "updated_at DateTime64(6, 'UTC')",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("updated_at", "is_deleted"),
+    order_by="(project, id)",
+)
+
+EVALUATION_DECISIONS = Table(
+    name="evaluation_decisions",
+    columns=(
+        "project String",
+        "rule_id String",
+        "target_type LowCardinality(String)",  # record | trace | session
+        "target_id String",
+        "decision LowCardinality(String)",
+        "reason String",
+        "evaluator String",
+        "evaluator_version UInt32",
+        "score_id Nullable(String)",
+        "judge_request_id Nullable(String)",
+        "cost_usd Nullable(Float64)",
+        "decided_at DateTime64(6, 'UTC')",
+        "row_version UInt64",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version",),
+    order_by="(project, rule_id, target_type, target_id)",
+)
