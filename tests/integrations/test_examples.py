@@ -27,6 +27,7 @@ from promptrail.testing import ECHO_PREFIX, serve
 from tests.keys import DEFAULT_KEY
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+README = EXAMPLES.parent / "README.md"
 CLI = Path(sys.executable).parent / "promptrail"
 MODEL = "gpt-4.1-nano"  # not any example's default: proves each reads the one variable
 
@@ -38,6 +39,9 @@ class Expect:
     spans: set[str] = field(default_factory=set)
     prompts: set[str] = field(default_factory=set)
     records: int = 1
+    linked: int = 0
+    """Records of ``prompts`` carrying the prompt's version, of these ``providers``."""
+    providers: set[str] = field(default_factory=set)
 
 
 RUNS = {
@@ -52,6 +56,13 @@ RUNS = {
     "fastapi_middleware.py": Expect(spans={f"chat {MODEL}"}, records=2),
     "feedback_fastapi.py": Expect(spans={f"chat {MODEL}"}),
     "pydantic_ai_agent.py": Expect(spans={"invoke_agent greeter", f"chat {MODEL}"}, records=2),
+    # Two OpenAI calls (the tool call, then the answer to its result), one Anthropic call.
+    "chat_tools.py": Expect(
+        prompts={"example-weather-advice"},
+        records=3,
+        linked=3,
+        providers={"openai", "anthropic"},
+    ),
 }
 
 
@@ -139,3 +150,38 @@ def test_example_runs_against_the_stub_and_its_records_arrive(
     assert {r["prompt_name"] for r in listed} >= expect.prompts
     models = {r["model"] for r in listed if r["model"]}
     assert models == {MODEL}, models
+    linked = [r for r in details if r["prompt_name"] in expect.prompts and r["version"]]
+    assert len(linked) >= expect.linked, listed
+    if expect.providers:
+        assert {r["provider"] for r in linked} == expect.providers, linked
+
+
+def readme_block(heading: str) -> str:
+    """The first Python block under a heading of the README."""
+    after = README.read_text().split(f"\n{heading}\n", 1)[1]
+    return after.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_readme_chat_prompt_quick_start_runs_and_links_its_call_to_the_version(
+    collector: str, stub_env: dict[str, str]
+) -> None:
+    snippet = readme_block("### A chat prompt")
+    env = {**os.environ, **stub_env, "PROMPTRAIL_API_KEY": DEFAULT_KEY}
+    env["PROMPTRAIL_BASE_URL"] = collector
+
+    # Twice: a reader runs it again, and the prompt made the first time is used.
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=120
+        )
+        for _ in range(2)
+    ]
+
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"{ECHO_PREFIX}What should I pack for Lisbon?"
+    with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
+        listed = api.get("/v1/requests", params={"prompt_name": "trip-helper"}).json()["data"]
+    assert [(r["version"], r["input_variables"]) for r in listed] == 2 * [
+        (1, {"name": "Ada", "question": "What should I pack for Lisbon?"})
+    ]
