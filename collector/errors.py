@@ -277,6 +277,56 @@ class Forbidden(ContractError, status=403, code="FORBIDDEN", type="permission_er
     CSRF token (``details.reason = "csrf"``); details say which."""
 
 
+class InvalidCredentials(
+    ContractError, status=401, code="INVALID_CREDENTIALS", type="authentication_error"
+):
+    """A sign-in with a wrong e-mail or password (one answer for both), or no live session."""
+
+
+class SignInLimited(ContractError, status=429, code="RATE_LIMITED", type="rate_limit_error"):
+    """Too many failed sign-ins for one e-mail address within a minute: 429 with
+    ``Retry-After`` (docs/security.md, "Accounts")."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            f"Too many failed sign-ins for this e-mail address; retry after {retry_after} s",
+            {"retry_after": retry_after},
+        )
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class UserNotFound(NotFound, code="USER_NOT_FOUND"):
+    """No user account with that e-mail address."""
+
+    def __init__(self, email: str, message: str | None = None) -> None:
+        super().__init__(message or f"No user with e-mail '{email}'", {"email": email})
+
+
+class ProjectNotFound(NotFound, code="PROJECT_NOT_FOUND"):
+    """No project of that name."""
+
+    def __init__(self, project: str) -> None:
+        super().__init__(f"Project '{project}' not found", {"project": project})
+
+
+class UserAlreadyExists(
+    ContractError, status=409, code="USER_ALREADY_EXISTS", type="conflict_error"
+):
+    """A user already has that e-mail address (in any case)."""
+
+    def __init__(self, email: str) -> None:
+        super().__init__(f"A user with e-mail '{email}' already exists", {"email": email})
+
+
+class ProjectAlreadyExists(
+    ContractError, status=409, code="PROJECT_ALREADY_EXISTS", type="conflict_error"
+):
+    """A project of that name already exists."""
+
+    def __init__(self, project: str) -> None:
+        super().__init__(f"Project '{project}' already exists", {"project": project})
+
+
 class ConnectionNotFound(NotFound, code="CONNECTION_NOT_FOUND"):
     """No provider connection of that name in the caller's project."""
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from clickhouse_connect.driver.client import Client
 
+from .accounts import ACCOUNT_TABLES
 from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
 from .evaluation import EVALUATION_DECISIONS, EVALUATION_RULES, EVALUATOR_VERSIONS
@@ -330,6 +331,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Provider connections (docs/api-notes.md, Connections): a project's own credentials,
     # sealed, and when each was last used.
     Migration(29, "provider_connections", (CONNECTIONS, CONNECTION_USAGE)),
+    # Accounts (docs/security.md, "Accounts"): users, their last sign-in, projects, members
+    # and sign-in sessions (see store/accounts.py).
+    Migration(31, "accounts", ACCOUNT_TABLES),
     # Online evaluation (docs/api-notes.md, "Online evaluation"): named evaluators' versions,
     # rules and one decision per rule and target (see store/evaluation/tables.py).
     Migration(
