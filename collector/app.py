@@ -20,8 +20,10 @@ from .api.body_size import BodyLimitMiddleware
 from .api.cors import FeedbackCorsMiddleware
 from .api.errors import install_error_handlers
 from .api.routes import (
+    accounts,
     admin,
     admin_backups,
+    auth,
     connections,
     datasets,
     environments,
@@ -79,6 +81,9 @@ def _api_router() -> APIRouter:
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)
+    for module in (auth, accounts):
+        router.include_router(module.router)
+    router.include_router(accounts.admin_router)
     return router
 
 
@@ -113,6 +118,10 @@ def open_services(settings: Settings) -> tuple[Services, str | None]:
         services.keys.ensure(settings.init_api_key)
     elif settings.is_embedded and not services.keys.has_keys("default"):
         new_key = services.keys.create("default")
+    if settings.init_admin_email and settings.init_admin_password:
+        services.accounts.ensure_initial_admin(
+            settings.init_admin_email, settings.init_admin_password.get_secret_value()
+        )
     return services, new_key
 
 
