@@ -8,13 +8,14 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from promptrail import __version__
 
+from .api.access import check_access
 from .api.backpressure import IngestGateMiddleware
 from .api.body_size import BodyLimitMiddleware
 from .api.cors import FeedbackCorsMiddleware
@@ -56,7 +57,8 @@ ReadyHook = Callable[[Services, str | None], None]
 
 
 def _api_router() -> APIRouter:
-    router = APIRouter(responses=ERROR_RESPONSES)
+    # Every route's access check (api/access.py), before anything of the route runs.
+    router = APIRouter(responses=ERROR_RESPONSES, dependencies=[Depends(check_access)])
     # Template routes first: their paths are longer forms of the version routes.
     for module in (
         prompts,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from ..access.principal import Principal
 from ..errors import InvalidApiKey
 from ..services.container import Services
+from .access import enforce, key_from_headers
+
+__all__ = ["key_from_headers"]  # read by the error handlers and the feedback-token route
 
 
 # The dependencies are ``async def`` because FastAPI runs a plain ``def`` dependency on its
@@ -29,44 +31,34 @@ _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API k
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
 
 
-def key_from_headers(headers: Mapping[str, str]) -> str | None:
-    """Return the API key of a request: ``Authorization: Bearer`` first, then ``X-API-Key``.
+async def current_principal(request: Request) -> Principal:
+    """The caller of a route that acts in a project: a key or a signed-in user, checked.
 
-    Raise INVALID_API_KEY saying to add ``Bearer `` when the only key sent is an
-    ``Authorization`` header without that scheme (``Authorization: pr-...``): the key was
-    there, so "missing" would mislead.
+    The check is ``api/access.py``'s, made once per request (the API router runs it first);
+    here it is only read back.
     """
-    authorization = headers.get("authorization", "").strip()
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    api_key = headers.get("x-api-key") or None
-    if api_key is None and authorization and scheme.lower() != "bearer":
-        raise InvalidApiKey(
-            "The Authorization header needs the Bearer scheme: send "
-            "'Authorization: Bearer <key>' (add 'Bearer ' before the key), or 'X-API-Key: <key>'"
-        )
-    return api_key
+    principal = await enforce(request)
+    if principal is None:
+        # The table says the route checks its own credential, yet it asks for a caller.
+        raise InvalidApiKey("This route takes no API key")
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
 async def current_project(
-    request: Request,
-    services: ServicesDep,
+    principal: CurrentPrincipal,
     # Read by key_from_headers; declared so that the OpenAPI schema shows both schemes.
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> str:
-    """Authenticate the request by either header; return the project of its key.
+    """Return the project the request acts in: its key's, or the signed-in user's choice.
 
-    The project's request rate is counted here, once its key is known: a request without a
-    valid key is refused (401) before it can count against any project.
+    Authenticated, allowed by the route's entry in the access table and counted against the
+    project's request rate by :func:`~.access.enforce`.
     """
-    raw = key_from_headers(request.headers)
-    project = services.keys.known_project(raw)
-    if project is None:
-        project = await run_in_threadpool(services.keys.authenticate, raw)
-    services.rate_limits.admit_request(project)
-    return project
+    return principal.project
 
 
 Project = Annotated[str, Depends(current_project)]

@@ -11,14 +11,13 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import ContractError, InvalidApiKey, StoreUnavailable, plain_message
+from ..errors import ContractError, StoreUnavailable, plain_message
 from ..store.connection import error_summary, is_store_outage
+from .access import enforce
 from .cors import is_feedback_path
-from .deps import key_from_headers
 
 logger = logging.getLogger("promptrail.api")
 
@@ -69,7 +68,7 @@ def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 async def _unauthenticated(request: Request) -> JSONResponse | None:
-    """Answer 401 when the caller has no valid key, before saying anything about its body.
+    """Answer 401 or 403 when the caller may not call the route, before judging its body.
 
     FastAPI parses a JSON body before it runs the route's dependencies, so a malformed body
     would otherwise be judged before the key is.
@@ -84,9 +83,9 @@ async def _unauthenticated(request: Request) -> JSONResponse | None:
     ):
         return None
     try:
-        await run_in_threadpool(services.keys.authenticate, key_from_headers(request.headers))
-    except InvalidApiKey as failure:
-        return JSONResponse(failure.body(), status_code=failure.status)
+        await enforce(request)  # the route's access check (api/access.py): 401 or 403 first
+    except ContractError as failure:
+        return JSONResponse(failure.body(), status_code=failure.status, headers=failure.headers)
     return None
 
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import ClassVar, Literal
 from weakref import WeakValueDictionary
 
+from ..access.principal import ALL_SCOPES, Scope
 from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
 from ..models.keys import MAX_GRACE_SECONDS
 from ..store.keys import KeyRow, KeyState, KeyStore
@@ -85,10 +86,23 @@ class RotatedKeys:
 
 
 @dataclass(frozen=True)
-class _Checked:
+class KeyGrant:
+    """What an accepted key may do: its project and scopes, and its id (never the key)."""
+
     project: str
+    scopes: frozenset[Scope]
+    key_id: str
+
+
+@dataclass(frozen=True)
+class _Checked:
+    grant: KeyGrant
     # time.time() from which the key is refused (0: at once), or None.
     refused_from: float | None
+
+    @property
+    def project(self) -> str:
+        return self.grant.project
 
     def refused(self, now: float) -> bool:
         return self.refused_from is not None and now >= self.refused_from
@@ -101,7 +115,8 @@ def _refused_from(state: KeyState) -> float | None:
 
 
 def _refused_now(state: KeyState) -> bool:
-    return _Checked(state.project, _refused_from(state)).refused(time.time())
+    refused_from = _refused_from(state)
+    return refused_from is not None and time.time() >= refused_from
 
 
 class KeyCache:
@@ -205,6 +220,11 @@ class KeyService:
         None when the store must be asked (:meth:`authenticate`): an unknown key, a refused one,
         or any key on a ClickHouse server.
         """
+        grant = self.known_grant(raw)
+        return None if grant is None else grant.project
+
+    def known_grant(self, raw: str | None) -> KeyGrant | None:
+        """:meth:`known_project`, with the key's scopes and id."""
         if not raw or self._cache is None:
             return None
         digest = hash_key(raw)
@@ -213,10 +233,14 @@ class KeyService:
         if entry is None or entry.refused(now):
             return None
         self._note_use(digest, now)
-        return entry.project
+        return entry.grant
 
     def authenticate(self, raw: str | None) -> str:
         """Return the project of a key, or raise INVALID_API_KEY (missing, unknown, revoked)."""
+        return self.authenticate_grant(raw).project
+
+    def authenticate_grant(self, raw: str | None) -> KeyGrant:
+        """:meth:`authenticate`, with the key's scopes and id."""
         if not raw:
             raise InvalidApiKey(
                 "Missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
@@ -229,7 +253,7 @@ class KeyService:
         if entry.refused(now):
             raise InvalidApiKey("This API key was revoked")
         self._note_use(digest, now)
-        return entry.project
+        return entry.grant
 
     def _checked(self, digest: str) -> _Checked | None:
         """The key with this hash as checked (cached on the embedded store); None if unknown."""
@@ -238,7 +262,9 @@ class KeyService:
             state = self._store.state(digest)
             if state is None:
                 return None
-            entry = _Checked(state.project, _refused_from(state))
+            entry = _Checked(
+                KeyGrant(state.project, ALL_SCOPES, key_id(digest)), _refused_from(state)
+            )
             if self._cache is not None:
                 self._cache.keep(digest, generation, entry)
         return entry
