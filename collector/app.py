@@ -35,6 +35,8 @@ from .api.routes import (
     faults,
     health,
     labels,
+    members,
+    projects,
     prompts,
     requests,
     runs,
@@ -83,7 +85,7 @@ def _api_router() -> APIRouter:
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)
-    for module in (auth, accounts):
+    for module in (auth, projects, members, accounts):
         router.include_router(module.router)
     router.include_router(accounts.admin_router)
     return router
