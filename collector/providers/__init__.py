@@ -149,10 +149,15 @@ class ProviderFailure(Exception):
 
 @dataclass(frozen=True)
 class ProviderEndpoint:
-    """Where a provider listens and the key it wants (None: send no key)."""
+    """Where a provider listens, the key it wants (None: send no key), and headers sent with
+    every call (a connection's)."""
 
     base_url: str
     api_key: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def __repr__(self) -> str:  # the key and header values stay out of logs and tracebacks
+        return f"ProviderEndpoint({self.base_url!r})"
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def new_client(
     return httpx.AsyncClient(
         base_url=endpoint.base_url,
         verify=_tls_context(),
-        headers=dict(headers),
+        # The provider's own authentication headers win over a connection's.
+        headers={**dict(endpoint.headers), **headers},
         timeout=httpx.Timeout(
             connect=policy.connect_timeout,
             read=policy.read_timeout,

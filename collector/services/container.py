@@ -27,6 +27,7 @@ from .accounts import Accounts, KeyProjects
 from .analytics import AnalyticsService
 from .backups import BackupService
 from .connections.budget import SpendBook
+from .connections.credentials import Credentials
 from .connections.sealing import load_keys
 from .connections.service import ConnectionService
 from .datasets import DatasetService
@@ -145,11 +146,13 @@ class Services:
         connections = ConnectionService(
             connection_store,
             load_keys(settings),
-            SpendBook(connection_store),
+            SpendBook(connection_store, pending.wait),
             pending,
             retry_after,
         )
-        runs = RunService(prompts, records, _providers(settings), prices, pending)
+        environment = _providers(settings)
+        credentials = Credentials(connections, environment, _policy(settings))
+        runs = RunService(prompts, records, environment, prices, pending, credentials)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
         evaluation = Evaluation.build(
             store.client, store.database, store.cluster, settings.cursor_secret, retry_after
@@ -236,9 +239,9 @@ class Services:
         self.store.close()
 
 
-def _providers(settings: Settings) -> dict[str, Provider]:
-    """Build one pooled client per model provider, as the settings configure them."""
-    policy = HttpPolicy(
+def _policy(settings: Settings) -> HttpPolicy:
+    """The timeouts, retries and pool size of every provider client."""
+    return HttpPolicy(
         connect_timeout=settings.provider_connect_timeout,
         read_timeout=settings.provider_read_timeout,
         max_retries=settings.provider_max_retries,
@@ -246,6 +249,11 @@ def _providers(settings: Settings) -> dict[str, Provider]:
         retry_max_delay=settings.provider_retry_max_delay,
         max_connections=settings.provider_max_connections,
     )
+
+
+def _providers(settings: Settings) -> dict[str, Provider]:
+    """Build one pooled client per model provider, as the settings configure them."""
+    policy = _policy(settings)
     openai_key = settings.openai_api_key
     anthropic_key = settings.anthropic_api_key
     return {

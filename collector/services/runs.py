@@ -44,9 +44,11 @@ from ..providers import (
     wire_message,
 )
 from ..providers.routing import provider_for
+from ..store.connections import ConnectionRow
 from ..store.prompts import PromptVersionRow
 from ..store.request_rows import RequestRow, encode_rows
 from ..store.writes import PendingWrites, Refused, RowWriter, WriteOutcome
+from .connections.credentials import Credentials, Route
 from .dates import utc_now_ms
 from .ingest import new_request_id
 from .pricing import PriceBook
@@ -88,6 +90,10 @@ class PreparedRun:
     pre_process_ms: int
     # The record's environment: a run's own, or the service's (an experiment's runs).
     environment: str = "production"
+    # The connection whose credentials the call uses (None: the server's environment), and
+    # the model as written (``<connection>/<model>``), which the record keeps.
+    connection: ConnectionRow | None = None
+    written_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,9 +146,12 @@ class RunService:
         providers: Mapping[str, Provider],
         prices: PriceBook,
         pending: PendingWrites,
+        credentials: Credentials | None = None,
     ) -> None:
         """Write run records through ``records`` (the request log's writer), behind their
-        answers on ``pending``."""
+        answers on ``pending``; route models by ``credentials`` (the credential order of
+        docs/api-notes.md, Connections), else to ``providers`` alone."""
+        self._credentials = credentials
         self._prompts = prompts
         self._records = records
         self._pending = pending
@@ -152,8 +161,14 @@ class RunService:
 
     # -- 1. prepare ------------------------------------------------------------------------
 
-    async def prepare(self, project: str, target: RunTarget, body: RunRequest) -> PreparedRun:
-        """Resolve, route and render; raise the client errors before anything is sent."""
+    async def prepare(
+        self, project: str, target: RunTarget, body: RunRequest, admit: bool = True
+    ) -> PreparedRun:
+        """Resolve, route and render; raise the client errors before anything is sent.
+
+        ``admit`` False leaves the connection's checks (:meth:`admit`) to the caller, which
+        may send the run to another model first (:meth:`retarget`).
+        """
         started = time.perf_counter()
         created_at = utc_now_ms()
         version = self._prompts.cached_version(
@@ -161,15 +176,15 @@ class RunService:
         )
         if version is None:
             version = await anyio.to_thread.run_sync(self._resolve, project, target)
-        route = provider_for(version.model)
+        route = await self._route(project, version.model)
         if route is None:
             raise ValidationFailed(
                 "model",
-                f"Unknown model '{version.model}': name it openai/<model> or "
-                "anthropic/<model>, or use a gpt-, o1, o3, o4, chatgpt- or claude- model",
+                f"Unknown model '{version.model}': name it openai/<model>, anthropic/<model> "
+                "or <connection>/<model>, or use a gpt-, o1, o3, o4, chatgpt- or claude- model",
                 model=version.model,
             )
-        provider_name, model = route
+        model = route.model
         variables = {**(body.input_variables or {}), **(body.variables or {})}
         if version.type == "chat":
             request = self._chat_request(version, model, variables, body)
@@ -178,19 +193,45 @@ class RunService:
             request = CompletionRequest(model, messages, dict(version.parameters))
             if body.user_input is not None and USER_INPUT in template_variables(version.template):
                 variables[USER_INPUT] = body.user_input
+        if admit and route.connection is not None:
+            await self._admit(project, route.connection)
         return PreparedRun(
             project=project,
             request_id=new_request_id(created_at),
             created_at=created_at,
             version=version,
-            provider=self._providers[provider_name],
+            provider=route.provider,
             request=request,
             input_variables=variables,
             metadata=body.metadata,
             stream=body.stream,
             started=started,
             pre_process_ms=_ms(time.perf_counter() - started),
+            connection=route.connection,
+            written_model=version.model if route.connection is not None else None,
         )
+
+    async def _route(self, project: str, model: str) -> Route | None:
+        if self._credentials is not None:
+            return await self._credentials.aroute(project, model)
+        routed = provider_for(model)
+        return None if routed is None else Route(self._providers[routed[0]], routed[1])
+
+    def routable(self, project: str, model: str) -> bool:
+        """Whether ``model`` routes to a provider for ``project`` (from a worker thread)."""
+        if self._credentials is not None:
+            return self._credentials.route(project, model) is not None
+        return provider_for(model) is not None
+
+    async def admit(self, run: PreparedRun) -> None:
+        """Check the connection a run goes through (link-local base URL: 400; budget
+        reached: 402), before anything is sent."""
+        if run.connection is not None:
+            await self._admit(run.project, run.connection)
+
+    async def _admit(self, project: str, connection: ConnectionRow) -> None:
+        assert self._credentials is not None  # a connection is routed by the credentials
+        await self._credentials.admit(project, connection)
 
     @staticmethod
     def _chat_request(
@@ -217,15 +258,27 @@ class RunService:
     ) -> PreparedRun:
         """Return ``run`` sent to ``model`` and with ``parameters`` laid over the version's
         (an experiment's overrides); an unroutable model is a 400 naming ``model``."""
-        provider, request = run.provider, run.request
         if model is not None:
-            route = provider_for(model)
+            if self._credentials is not None:
+                route = self._credentials.route(run.project, model)
+            else:
+                routed = provider_for(model)
+                route = None if routed is None else Route(self._providers[routed[0]], routed[1])
             if route is None:
                 raise ValidationFailed("model", f"Unknown model '{model}'", model=model)
-            provider, request = self._providers[route[0]], replace(request, model=route[1])
+            run = replace(
+                run,
+                provider=route.provider,
+                request=replace(run.request, model=route.model),
+                connection=route.connection,
+                written_model=model if route.connection is not None else None,
+            )
         if parameters:
-            request = replace(request, parameters={**request.parameters, **parameters})
-        return replace(run, provider=provider, request=request)
+            run = replace(
+                run,
+                request=replace(run.request, parameters={**run.request.parameters, **parameters}),
+            )
+        return run
 
     def _resolve(self, project: str, target: RunTarget) -> PromptVersionRow:
         return self._prompts.resolve_version(
@@ -363,18 +416,24 @@ class RunService:
             at=run.created_at,
             cache_write_tokens=usage.cache_write_tokens,
         )
+        metadata = run.metadata
+        if run.connection is not None:
+            # Tagged so that the connection's spend is the sum of its records' costs.
+            metadata = {**metadata, "connection": run.connection.name}
+            assert self._credentials is not None
+            self._credentials.charge(run.project, run.connection.name, cost or 0.0, run.created_at)
         row = RequestRow(
             id=run.request_id,
             created_at=run.created_at,
             prompt_name=run.version.name,
             version=run.version.version,
-            model=run.request.model,
+            model=run.written_model or run.request.model,
             provider=run.provider.name,
             status="error" if outcome.error is not None else "success",
             input_variables=run.input_variables,
             input=[wire_message(m) for m in run.request.messages],
             output=_output(outcome),
-            metadata=run.metadata,
+            metadata=metadata,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             total_tokens=usage.total_tokens,
@@ -439,6 +498,8 @@ class RunService:
         """Close every provider's pooled connections."""
         for provider in self._providers.values():
             await provider.aclose()
+        if self._credentials is not None:
+            await self._credentials.aclose()
 
     def close(self) -> None:
         """Close the providers' connections (from the app's lifespan, or with no loop)."""

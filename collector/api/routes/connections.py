@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from ...models.connections import ConnectionIn, ConnectionOut, ConnectionPatch
+from ...models.connections import CheckOut, ConnectionIn, ConnectionOut, ConnectionPatch
 from ...models.envelopes import Data
 from ..deps import Project, ServicesDep
 
@@ -51,3 +51,13 @@ def delete_connection(
 ) -> Data[ConnectionOut]:
     """Delete a connection; answers what it was."""
     return Data(data=services.connections.delete(project, name))
+
+
+@router.post("/{name}/check", response_model=Data[CheckOut])
+async def check_connection(
+    name: ConnectionRef, project: Project, services: ServicesDep
+) -> Data[CheckOut]:
+    """Make one minimal call through the connection: ok, auth_invalid, unreachable,
+    quota_exceeded or error, and how long it took."""
+    result = await services.connections.check(project, name)
+    return Data(data=CheckOut(**vars(result)))

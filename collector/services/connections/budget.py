@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -42,8 +43,16 @@ class _Spend:
 class SpendBook:
     """Month-to-date spend per (project, connection): summed, then counted up."""
 
-    def __init__(self, store: ConnectionStore, resum_seconds: float = RESUM_SECONDS) -> None:
+    def __init__(
+        self,
+        store: ConnectionStore,
+        settle: Callable[[str], None] | None = None,
+        resum_seconds: float = RESUM_SECONDS,
+    ) -> None:
+        """``settle(project)`` waits for the project's records still being written behind
+        (``PendingWrites.wait``), so that a sum counts every call this collector made."""
         self._store = store
+        self._settle = settle
         self._resum = resum_seconds
         self._spend: dict[tuple[str, str], _Spend] = {}
         self._lock = threading.Lock()
@@ -63,6 +72,8 @@ class SpendBook:
         if entry is not None:
             return entry.total
         month = month_start()
+        if self._settle is not None:
+            self._settle(project)
         summed = self._store.spend(project, name, month)
         with self._lock:
             entry = self._spend.get(key)
@@ -101,5 +112,5 @@ class SpendBook:
         if spent >= budget:
             raise BudgetExceeded(
                 f"Connection '{name}' has spent ${spent:.4f} of its ${budget:.2f} monthly budget",
-                {"connection": name, "budget_usd": budget, "spent_usd": round(spent, 6)},
+                {"connection": name, "budget_usd": budget, "spent_usd": round(spent, 10)},
             )

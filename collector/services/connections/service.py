@@ -16,14 +16,17 @@ import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+import anyio
+
 from ...errors import ConnectionAlreadyExists, ConnectionNotFound, ValidationFailed
 from ...models.connections import ConnectionIn, ConnectionOut, ConnectionPatch
 from ...store.connections import ConnectionRow, ConnectionStore
 from ...store.writes import PendingWrites
 from ..refused_writes import raise_if_refused
 from .budget import SpendBook
+from .check import CheckResult, check_connection
 from .sealing import KeySource, SealBroken, Sealer, seal_context
-from .urls import check_host, parse_base_url
+from .urls import acheck_host, check_host, parse_base_url
 
 logger = logging.getLogger("promptrail.connections")
 
@@ -127,7 +130,7 @@ class ConnectionService:
             header_names=list(row.header_names),
             api_key_hint=row.api_key_hint,
             monthly_budget_usd=row.monthly_budget_usd,
-            spend_this_month_usd=round(self.spend.spent(project, row.name), 6),
+            spend_this_month_usd=round(self.spend.spent(project, row.name), 10),
             created_at=row.created_at,
             updated_at=row.updated_at,
             last_used_at=max(used) if used else None,
@@ -148,6 +151,14 @@ class ConnectionService:
             ) from None
         data = json.loads(raw)
         return Secrets(str(data["api_key"]), dict(data.get("headers") or {}))
+
+    async def check(self, project: str, name: str) -> CheckResult:
+        """Make the connection's one minimal call (docs/api-notes.md, Connections)."""
+        row = await anyio.to_thread.run_sync(self._get, project, name)
+        if row.base_url is not None:
+            await acheck_host(parse_base_url(row.base_url)[1])
+        secrets = self.secrets(project, row)
+        return await check_connection(row, secrets.api_key, secrets.headers)
 
     # -- writes ----------------------------------------------------------------------------
 

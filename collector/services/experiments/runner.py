@@ -205,8 +205,10 @@ class ExperimentRunner:
         )
         target = RunTarget(experiment.prompt_name or "", number=experiment.version)
         try:
-            run = await self._runs.prepare(project, target, body)
+            run = await self._runs.prepare(project, target, body, admit=False)
             run = self._runs.retarget(run, experiment.model, experiment.spec.get("parameters"))
+            # The connection's budget and base URL, checked for the model actually called.
+            await self._runs.admit(run)
             # Experiment traffic is the service's own: hidden from the production views.
             run = replace(run, environment=EXPERIMENT_ENVIRONMENT)
         except ContractError as exc:

@@ -17,7 +17,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from ...errors import ExperimentNotFound, ValidationFailed
 from ...models.experiments import ExperimentIn, ResultIn
-from ...providers.routing import provider_for
 from ...store.datasets import ItemRow
 from ...store.experiments import ExperimentRow, ExperimentStore, ResultRow
 from ..cursors import CursorCodec, time_key
@@ -66,6 +65,7 @@ class ExperimentService:
         self._prompts = prompts
         self._writer = ResultWriter(store, runs, scores, retry_after_seconds)
         self._runner = ExperimentRunner(store, runs, self._writer)
+        self._routable = runs.routable
         self._scales = ScoreScales(scores)
         self._comparison = Comparison(store, self._scales, cursor_secret)
         self._cursors = CursorCodec(cursor_secret, "experiments")
@@ -95,7 +95,7 @@ class ExperimentService:
             )
             prompt_name, version = row.name, row.version
             model = body.model or row.model
-            if provider_for(model) is None:
+            if not self._routable(project, model):
                 raise ValidationFailed("model", f"Unknown model '{model}'", model=model)
             self._check_judges(project, evaluators)
         elif body.prompt is not None or body.version is not None or body.label is not None:
