@@ -11,6 +11,7 @@ in memory. Every failure is one line on stderr and exit status 1.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,14 @@ def run_backup(settings: Settings, directory: Path) -> None:
     if job.status != "completed":
         raise fail(f"the backup failed: {job.error}")
     print(f"backed up {settings.data_dir.resolve()} to {directory}")
+    key_file = settings.data_dir / "connections.key"
+    if settings.secret_key is None and key_file.exists():
+        # Never copied into a backup (docs/security.md, Connections).
+        print(
+            f"not backed up: {key_file.resolve()}, the key of the provider connections' "
+            "secrets; keep a copy of it apart: restoring the connections needs it",
+            file=sys.stderr,
+        )
 
 
 def run_restore(settings: Settings, directory: Path, replace: bool) -> None:

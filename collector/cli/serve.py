@@ -61,7 +61,8 @@ def serve(
     def on_ready(services: object, new_key: str | None) -> None:
         if settings.is_embedded:
             write_runtime(settings.data_dir, RuntimeInfo(base_url, os.getpid(), token))
-        _print_banner(settings, base_url, new_key)
+        keys = getattr(getattr(services, "connections", None), "keys", None)
+        _print_banner(settings, base_url, new_key, keys.origin if keys is not None else None)
 
     tune_for_ingest()
     try:
@@ -86,7 +87,9 @@ def serve(
         remove_runtime(settings.data_dir, os.getpid())
 
 
-def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> None:
+def _print_banner(
+    settings: Settings, base_url: str, new_key: str | None, secret_key: str | None = None
+) -> None:
     out = Console(soft_wrap=True)  # no line breaks inside a key or a command to copy
     out.print(f"\n[bold]promptrail collector[/bold] listening on {base_url}")
     out.print(f"  store: {settings.store_url} (database {settings.database})")
@@ -102,6 +105,9 @@ def _print_banner(settings: Settings, base_url: str, new_key: str | None) -> Non
     if settings.data_dir != DEFAULT_DATA_DIR:
         keys += f" --data-dir {shlex.quote(str(settings.data_dir))}"
     out.print(f"  new API key: {keys}", highlight=False, markup=False)
+    if secret_key is not None:
+        # Where the key sealing the provider connections' secrets is (docs/security.md).
+        out.print(f"  connections' secret key: {secret_key}", highlight=False, markup=False)
     key = new_key or "$PROMPTRAIL_API_KEY"
     out.print(f"  try: curl -s -H 'Authorization: Bearer {key}' {base_url}/v1/prompts\n")
 

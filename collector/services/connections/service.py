@@ -204,7 +204,14 @@ class ConnectionService:
         if "api_key" in given and body.api_key is None:
             raise ValidationFailed("api_key", "api_key cannot be removed; set a new one")
         if body.api_key is not None or "headers" in given:
-            old = self.secrets(project, row)
+            try:
+                old = self.secrets(project, row)
+            except ValidationFailed:
+                # Sealed under a lost key: a new key (and headers, when it had some) replace
+                # what no longer opens.
+                if body.api_key is None or ("headers" not in given and row.header_names):
+                    raise
+                old = Secrets(body.api_key, {})
             headers = dict(body.headers or {}) if "headers" in given else old.headers
             api_key = body.api_key if body.api_key is not None else old.api_key
             changed = replace(changed, header_names=tuple(headers), api_key_hint=key_hint(api_key))

@@ -245,3 +245,62 @@ def test_another_project_neither_sees_nor_changes_a_connection(api: TestClient) 
     )
     assert made.status_code == 201
     assert api.get("/v1/connections/team-openai").json()["data"]["api_key_hint"] == "…1234"
+
+
+def test_a_rotated_key_reseals_every_connection_at_start(
+    settings: Settings, tmp_path: Path
+) -> None:
+    old = base64.b64encode(bytes(range(32))).decode()
+    new = base64.b64encode(bytes(range(1, 33))).decode()
+    first = settings.model_copy(update={"secret_key": SecretStr(old), "data_dir": tmp_path})
+    with TestClient(create_app(first), headers=DEFAULT_AUTH) as client:
+        _create(client, headers={"X-Org": HEADER_SECRET})
+    rotated = settings.model_copy(
+        update={
+            "secret_key": SecretStr(new),
+            "secret_key_previous": SecretStr(old),
+            "data_dir": tmp_path,
+        }
+    )
+    with TestClient(create_app(rotated), headers=DEFAULT_AUTH):
+        pass
+    # Now the new key alone opens it: the old one can go.
+    alone = settings.model_copy(update={"secret_key": SecretStr(new), "data_dir": tmp_path})
+    with TestClient(create_app(alone), headers=DEFAULT_AUTH) as client:
+        connections = client.app.state.services.connections  # type: ignore[attr-defined]
+        row = connections.find("default", "team-openai")
+        opened = connections.secrets("default", row)
+        assert (opened.api_key, opened.headers) == (SECRET, {"X-Org": HEADER_SECRET})
+        # A PATCH that needs the secrets works too.
+        changed = client.patch("/v1/connections/team-openai", json={"headers": {}})
+        assert changed.status_code == 200, changed.text
+
+
+def test_a_connection_sealed_under_a_lost_key_says_to_set_its_key_again(
+    settings: Settings, tmp_path: Path
+) -> None:
+    first = settings.model_copy(
+        update={"secret_key": SecretStr(base64.b64encode(bytes(32)).decode()), "data_dir": tmp_path}
+    )
+    with TestClient(create_app(first), headers=DEFAULT_AUTH) as client:
+        _create(client)
+    other = settings.model_copy(
+        update={"secret_key": SecretStr(base64.b64encode(bytes([7]) * 32).decode())}
+    )
+    with TestClient(create_app(other), headers=DEFAULT_AUTH) as client:
+        assert client.post("/v1/connections/team-openai/check").status_code == 400
+        refused = client.patch("/v1/connections/team-openai", json={"headers": {"X-A": "b"}})
+        assert refused.status_code == 400
+        assert "set its api_key again" in refused.json()["error"]["message"]
+        assert (
+            client.patch("/v1/connections/team-openai", json={"api_key": SECRET}).status_code == 200
+        )
+
+
+def test_the_start_up_lines_name_the_key_file(
+    capsys: pytest.CaptureFixture[str], settings: Settings
+) -> None:
+    from promptrail.collector.cli.serve import _print_banner
+
+    _print_banner(settings, "http://127.0.0.1:8000", None, "/data/connections.key")
+    assert "connections' secret key: /data/connections.key" in capsys.readouterr().out
