@@ -29,6 +29,7 @@ when its copy is older than ``max_age`` seconds.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import OrderedDict, defaultdict
@@ -43,7 +44,7 @@ from promptrail._mustache import MustacheError, parse_mustache
 from ...store.prompts import PromptStore, PromptVersionRow, RegistryChanges
 
 # How many leading literal characters of a version's first message file it in the index.
-_PREFIX = 16
+_PREFIX = 64
 # Compiled versions kept over all projects; the least recently used projects are dropped first.
 _MAX_PATTERNS = 200_000
 # Projects kept (most hold no chat version: an empty entry says so without a read).
@@ -52,6 +53,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANY = "(?:.*?)"
 _VARIABLE = "(.*?)"
 
+_log = logging.getLogger(__name__)
 # Reads what was stored in some projects since a time (``PromptStore.changes``).
 ChangeReader = Callable[[list[str], datetime], RegistryChanges]
 # A message as compared: its role and its content's (kind, text) items.
@@ -145,9 +147,15 @@ class _Version:
 
     def match(self, messages: Sequence[_Message]) -> dict[str, str] | None:
         """The plain variables' text when the messages match, else None."""
-        if None not in self.steps and len(messages) != len(self.steps):
-            return None
         found: list[tuple[str, str]] = []
+        if None not in self.steps:
+            # No placeholder: message i against step i, no search (most versions).
+            if len(messages) != len(self.steps):
+                return None
+            for step, message in zip(self.steps, messages, strict=True):
+                if step is None or not step.match(message, found):
+                    return None
+            return found_values(found)
         return found_values(found) if self._walk(0, messages, 0, found) else None
 
     def _walk(
@@ -381,7 +389,17 @@ class ChatLinks:
         candidates = [row for row in rows if not row["prompt_name"] and type(row["input"]) is list]
         if not candidates:
             return 0
-        index = self._project(project).index
+        try:
+            index = self._project(project).index
+        except Exception:
+            # Linking is a convenience: a store that cannot answer now must not cost the
+            # records, which are stored unlinked (the next batch tries the read again).
+            _log.warning(
+                "chat versions of project %s unreadable; its records are stored unlinked",
+                project,
+                exc_info=True,
+            )
+            return 0
         if not index.buckets and not index.loose:
             return 0
         linked = 0

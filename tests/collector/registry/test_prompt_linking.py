@@ -215,6 +215,25 @@ def test_a_version_made_after_the_project_was_read_is_matched_at_once(api: TestC
     assert link_of(stored(api, rolled)) == ("support", 3, "matched")
 
 
+def test_records_are_stored_unlinked_when_the_chat_versions_cannot_be_read(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(api, "support", SUPPORT)
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+
+    def unreadable(*_: Any) -> None:
+        raise ConnectionError("store away")
+
+    # The registry's read fails (a store away); the request log's insert still works.
+    monkeypatch.setattr(services.store.prompts, "changes", unreadable)
+    (request_id,) = log(api, record(asked()))
+    assert link_of(stored(api, request_id)) == UNLINKED
+
+    monkeypatch.undo()
+    (later,) = log(api, record(asked()))
+    assert link_of(stored(api, later)) == ("support", 1, "matched")
+
+
 def test_linked_records_count_in_the_per_version_analytics(api: TestClient) -> None:
     create(api, "support", SUPPORT)
     patch(api, "support", messages=SUPPORT_V2)
