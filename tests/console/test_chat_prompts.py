@@ -5,11 +5,14 @@ inputs, in Chromium at laptop and phone width, light and dark."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from promptrail.testing import OpenAIStub, ToolCallReply
 
 from .conftest import LAPTOP, PHONE, Console
 from .steps import card, fits, post, settled
@@ -258,3 +261,172 @@ def test_editing_a_chat_prompt_starts_from_its_newest_version_and_saves_the_next
     assert "response_format" not in saved
     assert saved["tools"] == [WEATHER_TOOL]
     assert saved["variables_schema"] == SCHEMA
+
+
+def seed_outcomes(client: httpx.Client) -> None:
+    """Records of versions 1 and 2 of "forecast" in the last hour, with helpfulness scores:
+    version 1 four calls (one failed, slower, cheaper), version 2 two (none failed)."""
+    when = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    calls = [(1, 400, "error"), (1, 300, "success"), (1, 200, "success"), (1, 100, "success")]
+    calls += [(2, 90, "success"), (2, 60, "success")]
+    records = [
+        {
+            "id": f"req_forecast_{n}",
+            "created_at": when,
+            "prompt_name": "forecast",
+            "version": version,
+            "model": "gpt-4o-mini",
+            "provider": "openai",
+            "status": status,
+            **({"error": "provider timed out"} if status == "error" else {}),
+            "input_variables": {"city": "Oslo", "days": 3},
+            "output": {"content": "Rain.", "finish_reason": "stop"},
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+            "latency_ms": latency,
+        }
+        for n, (version, latency, status) in enumerate(calls)
+    ]
+    assert post(client, "/v1/requests/batch", {"records": records})["rejected"] == []
+    for n, (version, _, _) in enumerate(calls):
+        value = 0.5 if version == 1 else 1.0
+        post(
+            client,
+            "/v1/scores",
+            {"request_id": f"req_forecast_{n}", "name": "helpfulness", "value": value},
+        )
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_two_versions_diff_beside_their_outcomes_over_one_window(
+    console: Console, client: httpx.Client, viewport: dict[str, int]
+) -> None:
+    create_chat(client)
+    changed_tool = json.loads(json.dumps(WEATHER_TOOL))
+    changed_tool["function"]["parameters"]["properties"]["unit"] = {"enum": ["C", "F", "K"]}
+    first = {**MESSAGES[0], "content": "You forecast the weather, briefly."}
+    client.patch(
+        "/v1/prompts/forecast",
+        json={
+            "messages": [first, *MESSAGES[1:]],
+            "tools": [changed_tool],
+            "parameters": {"temperature": 0.7},
+        },
+    ).raise_for_status()
+    seed_outcomes(client)
+    console.page.set_viewport_size(viewport)
+    page = settled(console.sign_in(route="#/prompts/forecast"))
+    page.get_by_label("Version", exact=True).select_option("1")
+    page.get_by_label("with", exact=True).select_option("2")
+    page.get_by_role("button", name="Show diff").click()
+
+    expect(page.get_by_role("heading", name="forecast: v1 → v2")).to_be_visible()
+    settled(page)
+    # The changes are the diff route's, each with its two sides.
+    api_changes = client.get("/v1/prompts/forecast/diff?from=1&to=2").json()["data"]["changes"]
+    changes = page.get_by_role("list", name="Changes").locator(":scope > li")
+    expect(changes.locator(".change-path")).to_have_text([c["path"] for c in api_changes])
+    assert "tools.get_weather.parameters.properties.unit.enum" in [c["path"] for c in api_changes]
+    message = changes.filter(has_text="messages[0].content")
+    expect(message.locator("ins").first).to_be_visible()
+    words = lambda tag: [w for w in message.locator(tag).all_inner_texts() if w.strip()]  # noqa: E731
+    assert words("del") == ["weather.{{#metric}}", "Use", "Celsius.{{/metric}}"]
+    assert words("ins") == ["weather,", "briefly."]
+
+    # Beside it, the two versions' outcomes over the same window, as analytics give them.
+    outcomes = (
+        card(page, "Outcomes")
+        .locator("table.outcomes tbody tr")
+        .evaluate_all("rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))")
+    )
+    shown = {row[0].split("\n")[0]: row[1:] for row in outcomes}
+    assert shown["Records"] == ["4", "2", ""]
+    assert shown["Error rate"] == ["25.0%", "0.0%", "\u221225.0%"]
+    assert shown["helpfulness (mean)"] == ["0.5", "1", "+0.5"]
+    latency = client.get(
+        "/v1/requests/analytics",
+        params={"metric": "latency", "group_by": "version", "prompt_name": "forecast"},
+    ).json()["data"]["groups"]
+    p95 = {g["name"]: round(g["p95"]) for g in latency}
+    assert shown["p95 latency"][:2] == [f"{p95['1']:,} ms", f"{p95['2']:,} ms"]
+    better = card(page, "Outcomes").locator("td.change.better")
+    # Error rate, both latencies and the score; the same tokens cost the same per record.
+    expect(better).to_have_count(4)
+    assert fits(page)
+    # The table fits its card too (no sideways scrolling inside it), phone included.
+    wrap = card(page, "Outcomes").locator(".table-wrap")
+    assert wrap.evaluate("el => el.scrollWidth <= el.clientWidth")
+    both_schemes(console, f"chat-diff-{viewport['width']}", page)
+
+    # Another window is one click: the figures are asked again for it.
+    card(page, "Outcomes").get_by_role("link", name="Last 24 hours").click()
+    expect(card(page, "Outcomes").get_by_role("link", name="Last 24 hours")).to_have_attribute(
+        "aria-current", "page"
+    )
+    expect(card(page, "Outcomes").locator("tbody tr").first).to_contain_text("4")
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_the_run_panel_types_the_variables_by_the_schema_and_fills_placeholders_as_json(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub, viewport: dict[str, int]
+) -> None:
+    openai_stub.script.reply = '{"summary": "Rain, then sun."}'
+    create_chat(client)
+    console.page.set_viewport_size(viewport)
+    page = settled(console.sign_in(route="#/prompts/forecast"))
+    run = page.get_by_role("form", name="Run this prompt")
+    expect(run.locator(".field > label")).to_have_text(
+        ["city", "days", "metric", "history (placeholder)", "User input (optional)"]
+    )
+    # Each variable's input is of its schema's type, and says whether it is required.
+    expect(run.get_by_label("days", exact=True)).to_have_attribute("type", "number")
+    assert run.get_by_label("metric", exact=True).evaluate("el => el.tagName") == "SELECT"
+    expect(run.locator(".field", has=page.get_by_label("days", exact=True))).to_contain_text(
+        "integer, required"
+    )
+    expect(run.locator(".field", has=page.get_by_label("metric", exact=True))).to_contain_text(
+        "boolean, optional"
+    )
+
+    run.get_by_role("button", name="Run").click()
+    expect(run.get_by_role("alert")).to_contain_text("Fill in city, days")
+    run.get_by_label("city", exact=True).fill("Oslo")
+    run.get_by_label("days", exact=True).fill("2.5")
+    run.get_by_label("history (placeholder)").fill('[{"role": "user", "content": "Hi"')
+    run.get_by_role("button", name="Run").click()
+    expect(run.get_by_role("alert")).to_contain_text("days must be a whole number")
+    expect(run.get_by_role("alert")).to_contain_text("history must be a JSON list of messages")
+    assert openai_stub.calls == []
+
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
+    run.get_by_label("days", exact=True).fill("3")
+    run.get_by_label("metric", exact=True).select_option("true")
+    run.get_by_label("history (placeholder)").fill(json.dumps(history))
+    run.get_by_role("button", name="Run").click()
+
+    expect(run.locator("pre.run-output")).to_have_text('{"summary": "Rain, then sun."}')
+    expect(run.get_by_role("status")).to_contain_text("Done:")
+    sent = openai_stub.calls[-1].body
+    assert sent["messages"] == [
+        {"role": "system", "content": "You forecast the weather. Use Celsius."},
+        *history,
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "The next 3 days in Oslo, please."},
+                {"type": "image_url", "image_url": {"url": "https://maps.example/Oslo.png"}},
+            ],
+        },
+    ]
+    assert sent["tools"] == [WEATHER_TOOL]
+    assert sent["response_format"] == ANSWER_FORMAT
+    logged = client.get("/v1/requests", params={"prompt_name": "forecast"}).json()["data"]
+    assert logged[0]["input_variables"] == {"city": "Oslo", "days": 3, "metric": True}
+    assert fits(page)
+    both_schemes(console, f"chat-run-{viewport['width']}", page)
+
+    # A model that calls a tool: the call is shown with its arguments.
+    openai_stub.script.tool_call = ToolCallReply("get_weather", {"city": "Oslo", "unit": "C"})
+    run.get_by_role("button", name="Run").click()
+    calls = run.get_by_role("list", name="Tool calls")
+    expect(calls).to_have_text('tool call get_weather({"city": "Oslo", "unit": "C"})')
+    expect(run.get_by_role("status")).to_contain_text("Finished: tool_calls.")

@@ -83,9 +83,16 @@ function pairChanges(rows) {
   return paired;
 }
 
-/** A side-by-side table of the diff of `before` and `after`, headed by the two titles. */
-export function diffTable(before, after, leftTitle, rightTitle) {
-  const rows = lineDiff(before, after);
+/**
+ * A side-by-side table of the diff of `before` and `after`, headed by the two titles.
+ * `leftEmpty` / `rightEmpty`: that side has no value at all (an added or removed field), so
+ * it has no lines, not one empty line.
+ */
+export function diffTable(before, after, leftTitle, rightTitle, options = {}) {
+  const lines = (text, none) => (none ? [] : text.split("\n"));
+  const rows = pairChanges(
+    editScript(lines(before, options.leftEmpty), lines(after, options.rightEmpty)),
+  );
   return h(
     "table",
     { class: "diff" },
@@ -123,5 +130,45 @@ export function diffTable(before, after, leftTitle, rightTitle) {
         );
       }),
     ),
+  );
+}
+
+/** A change's value as diffable text: a string as it is, anything else as indented JSON. */
+function changeText(value) {
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+/**
+ * The diff route's changes (`GET /v1/prompts/{name}/diff`) as a list: each change's path
+ * (`messages[2].content`, `tools.get_weather.parameters.properties.unit`), whether it was added,
+ * removed or changed, and the two sides as a side-by-side table, changed words marked.
+ */
+export function changeList(changes, leftTitle, rightTitle) {
+  if (!changes.length) return h("p", { class: "muted" }, "The two versions are the same.");
+  return h(
+    "ol",
+    { class: "changes", "aria-label": "Changes" },
+    changes.map((change) => {
+      const before = "before" in change ? changeText(change.before) : null;
+      const after = "after" in change ? changeText(change.after) : null;
+      return h(
+        "li",
+        { class: `change-item ${change.kind}` },
+        h(
+          "div",
+          { class: "change-head" },
+          h("span", { class: "mono change-path" }, change.path),
+          h("span", { class: `badge change-kind ${change.kind}` }, change.kind),
+        ),
+        h(
+          "div",
+          { class: "table-wrap" },
+          diffTable(before ?? "", after ?? "", leftTitle, rightTitle, {
+            leftEmpty: before === null,
+            rightEmpty: after === null,
+          }),
+        ),
+      );
+    }),
   );
 }

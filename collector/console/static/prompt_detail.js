@@ -3,13 +3,14 @@
 
 import { api, messageOf } from "./api.js";
 import { chatSections, messageList } from "./chat_messages.js";
-import { diffTable } from "./diff.js";
+import { changeList, diffTable } from "./diff.js";
 import { facts, goTo, h, replace, section } from "./dom.js";
 import { experimentForm } from "./experiments.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
 import { promptHref } from "./prompt_list.js";
 import { runPanel } from "./run.js";
+import { WINDOWS, outcomesCard } from "./version_outcomes.js";
 
 /** Run an action of the page; on success reload the page, on failure say why in `note`. */
 function action(note, act) {
@@ -189,16 +190,26 @@ function labelTable(path, labels, versions, note) {
   ];
 }
 
-function comparePicker(name, versions) {
-  const older = versionSelect("compare-a", versions, versions[1]?.version ?? versions[0]?.version);
-  const newer = versionSelect("compare-b", versions, versions[0]?.version);
+/** From and to: the prompt page's (newest two versions chosen) and the diff page's. */
+function comparePicker(name, versions, chosen = [], days = null) {
+  const older = versionSelect(
+    "compare-a",
+    versions,
+    chosen[0] ?? versions[1]?.version ?? versions[0]?.version,
+  );
+  const newer = versionSelect("compare-b", versions, chosen[1] ?? versions[0]?.version);
   return h(
     "form",
     {
       class: "attach",
+      "aria-label": "Compare versions",
       onsubmit: (event) => {
         event.preventDefault();
-        window.location.hash = promptHref(name, `/diff?a=${older.value}&b=${newer.value}`);
+        const window_ = days ? `&days=${days}` : "";
+        window.location.hash = promptHref(
+          name,
+          `/diff?a=${older.value}&b=${newer.value}${window_}`,
+        );
       },
     },
     h("label", { for: older.id }, "Version"),
@@ -282,26 +293,64 @@ function historyRows(path, versions, newest, note) {
   );
 }
 
-/** #/prompts/<name>/diff?a=N&b=M: template, model and parameters side by side. */
+/**
+ * #/prompts/<name>/diff?a=N&b=M&days=D: what changed from version N to M and, beside it, the
+ * two versions' outcomes over the last D days (30 by default). A text prompt's template,
+ * model and parameters are compared line by line, as before chat prompts; a chat prompt's
+ * changes are the diff route's, per message, tool and parameter.
+ */
 export async function showDiff(view, name, query) {
   const path = `/prompts/${encodeURIComponent(name)}`;
   const [a, b] = [query.get("a"), query.get("b")];
-  const [{ data: left }, { data: right }] = await Promise.all([
+  const days = Number(query.get("days")) || WINDOWS[0][0];
+  const [{ data: left }, { data: right }, { data: versions }] = await Promise.all([
     api(`${path}/versions/${encodeURIComponent(a)}`),
     api(`${path}/versions/${encodeURIComponent(b)}`),
+    api(`${path}/versions?${new URLSearchParams({ limit: PAGE_SIZE })}`),
   ]);
   const json = (value) => JSON.stringify(value, null, 2);
   const [l, r] = [`v${left.version}`, `v${right.version}`];
+  const hrefOf = (from, to, window) =>
+    promptHref(name, `/diff?${new URLSearchParams({ a: from, b: to, days: window })}`);
+  let changes;
+  if (left.type === "chat" || right.type === "chat") {
+    const { data } = await api(`${path}/diff`, {
+      query: { from: left.version, to: right.version },
+    });
+    changes = [section("Changes", changeList(data.changes, l, r), "wide")];
+  } else {
+    changes = [
+      section(
+        "Template",
+        h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r)),
+        "wide",
+      ),
+      section("Model", diffTable(left.model, right.model, l, r), "wide"),
+      section(
+        "Parameters",
+        diffTable(json(left.parameters), json(right.parameters), l, r),
+        "wide",
+      ),
+    ];
+  }
+  let outcomes;
+  try {
+    outcomes = await outcomesCard(name, left.version, right.version, days, (n) =>
+      hrefOf(left.version, right.version, n),
+    );
+  } catch (error) {
+    outcomes = h("p", { class: "error" }, messageOf(error));
+  }
   replace(
     view,
     h("a", { class: "back", href: promptHref(name) }, `← ${name}`),
     h("h1", {}, `${name}: v${left.version} → v${right.version}`),
-    section(
-      "Template",
-      h("div", { class: "table-wrap" }, diffTable(left.template, right.template, l, r)),
-      "wide",
+    comparePicker(name, versions, [left.version, right.version], days),
+    h(
+      "div",
+      { class: "diff-layout" },
+      h("div", { class: "diff-main" }, changes),
+      section("Outcomes", outcomes, "outcomes-card"),
     ),
-    section("Model", diffTable(left.model, right.model, l, r), "wide"),
-    section("Parameters", diffTable(json(left.parameters), json(right.parameters), l, r), "wide"),
   );
 }

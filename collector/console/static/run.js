@@ -3,6 +3,7 @@
 // server-sent events ("data: <json>" blocks separated by a blank line).
 
 import { api, messageOf, request } from "./api.js";
+import { chatRunFields } from "./chat_run.js";
 import { costText, field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
@@ -14,6 +15,7 @@ import * as fmt from "./format.js";
 export async function runPanel(name, version) {
   const path = `/prompts/${encodeURIComponent(name)}`;
   const template = await api(`${path}/versions/${version}/template`);
+  if (template.type === "chat") return chatPanel(path, version, template);
   const variables = Object.keys(template.variables).map((variable) => {
     const input = h("textarea", { id: `run-${variable}`, name: variable, rows: 2 });
     // Named "empty value" and described by its variable's label, not labelled with the
@@ -87,6 +89,56 @@ export async function runPanel(name, version) {
   return form;
 }
 
+/**
+ * A chat prompt's panel: variables typed by its schema (chat_run.js), a JSON text area per
+ * placeholder, the streamed answer and, when the model calls tools, the calls.
+ */
+function chatPanel(path, version, template) {
+  const fields = chatRunFields(template);
+  const userInput = h("textarea", { id: "run-user-input", rows: 2 });
+  const output = h("pre", { class: "output run-output", "aria-live": "polite" });
+  const status = h("p", { class: "run-status", role: "status" });
+  const button = h("button", { type: "submit" }, "Run");
+  const form = h(
+    "form",
+    // Our checks say what is wrong (a number's step included), not the browser's bubbles.
+    { class: "run", "aria-label": "Run this prompt", novalidate: true },
+    fields.elements,
+    field("User input (optional)", userInput, "sent as a last user message"),
+    button,
+    status,
+    output,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const read = fields.read();
+    if (read.problems) {
+      replace(output);
+      return replace(
+        status,
+        h(
+          "span",
+          { class: "error", role: "alert" },
+          `${read.problems.join(". ")}. Nothing was run.`,
+        ),
+      );
+    }
+    const body = { variables: read.variables, placeholders: read.placeholders, stream: true };
+    if (userInput.value) body.user_input = userInput.value;
+    button.disabled = true;
+    replace(output);
+    replace(status, "Running…");
+    try {
+      await stream(`${path}/versions/${version}/run`, body, output, status);
+    } catch (error) {
+      replace(status, h("span", { class: "error" }, messageOf(error)));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
+}
+
 async function stream(path, body, output, status) {
   const response = await request(path, { method: "POST", body });
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -129,7 +181,12 @@ function show(event, output, status, requestId) {
       `Done: ${fmt.count(usage.total_tokens)} tokens, `,
       costText(usage.estimated_cost_usd, event.cost_known),
       ".",
+      // A chat run says how it finished and which tools the model called.
+      event.finish_reason && event.finish_reason !== "stop"
+        ? ` Finished: ${event.finish_reason}.`
+        : null,
       recordLink(requestId),
+      toolCallList(event.tool_calls),
     );
   }
   return requestId;
@@ -140,4 +197,22 @@ function recordLink(requestId) {
   if (!requestId) return null;
   const href = `#/requests/${encodeURIComponent(requestId)}`;
   return [" ", h("a", { href, class: "run-record" }, "See the record")];
+}
+
+/** The tools a chat run's model called: each name and its arguments (a JSON string). */
+function toolCallList(calls) {
+  if (!calls?.length) return null;
+  return h(
+    "ul",
+    { class: "chat-parts run-tool-calls", "aria-label": "Tool calls" },
+    calls.map((call) =>
+      h(
+        "li",
+        {},
+        h("span", { class: "badge" }, "tool call"),
+        " ",
+        h("span", { class: "mono" }, `${call.name}(${call.arguments})`),
+      ),
+    ),
+  );
 }
