@@ -304,3 +304,19 @@ def test_the_start_up_lines_name_the_key_file(
 
     _print_banner(settings, "http://127.0.0.1:8000", None, "/data/connections.key")
     assert "connections' secret key: /data/connections.key" in capsys.readouterr().out
+
+
+def test_the_raw_key_is_in_no_file_of_the_store_or_the_data_dir(
+    api: TestClient, settings: Settings, store_url: str
+) -> None:
+    _create(api, headers={"X-Org": HEADER_SECRET})
+    services = api.app.state.services  # type: ignore[attr-defined]
+    services.store.client.command(
+        f"OPTIMIZE TABLE `{settings.database}`.provider_connections FINAL"
+    )
+    roots = [Path(store_url.removeprefix("chdb://")), Path(settings.data_dir)]
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        raw = path.read_bytes()
+        assert SECRET.encode() not in raw and HEADER_SECRET.encode() not in raw, path
