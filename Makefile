@@ -108,6 +108,7 @@ bench-peers: $(STAMP)
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP)
 	$(PY) benchmarks/prompts.py --prompts 10000
+	$(PY) benchmarks/chat_prompts.py --prompts 10000
 	$(PY) benchmarks/runs.py
 	$(PY) benchmarks/experiments.py
 	$(PY) benchmarks/request_log.py --records 1000000
