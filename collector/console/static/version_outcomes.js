@@ -98,7 +98,8 @@ const mean = (value) => (Math.round(value * 1000) / 1000).toString();
 export async function outcomesCard(name, from, to, days, hrefOf) {
   const figures = await outcomes(name, days);
   const pick = (group, read) => [from, to].map((v) => (group[v] ? read(group[v]) : null));
-  const records = pick(figures.cost, (g) => g.count);
+  // A version with no record in the window has 0 records (and no other figure).
+  const records = pick(figures.cost, (g) => g.count).map((n) => n ?? 0);
   const withRecords = (read) => (g) => (g.count ? read(g) : null);
   const rows = [
     row("Records", records, null, fmt.count),
