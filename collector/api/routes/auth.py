@@ -11,7 +11,6 @@ import hmac
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
 from ...access.principal import SESSION_COOKIE, SignedIn
 from ...errors import Forbidden, InvalidCredentials
@@ -19,12 +18,10 @@ from ...models.accounts import LoginIn, ProjectRole, SessionOut, SignedOut, User
 from ...models.envelopes import Data
 from ...services.container import Services
 from ...store.accounts import UserRow
+from ..access import CSRF_HEADER, enforce, signed_in_user
 from ..deps import ServicesDep
 
 router = APIRouter(prefix="/auth", tags=["auth"])
-
-CSRF_HEADER = "x-csrf-token"
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def session_out(user: UserRow, signed_in: SignedIn) -> SessionOut:
@@ -42,9 +39,8 @@ def _resolve(request: Request, services: Services) -> SignedIn | None:
 
 
 def _check_csrf(request: Request, signed_in: SignedIn) -> None:
-    # A page of another site can make the browser send the cookie, never read the token.
-    if request.method in _SAFE_METHODS:
-        return
+    # Sign-out checks its own (its route is public in the access table): a page of another
+    # site can make the browser send the cookie, never read the token.
     sent = request.headers.get(CSRF_HEADER, "")
     if not sent or not hmac.compare_digest(sent.encode(), signed_in.csrf_token.encode()):
         raise Forbidden(
@@ -52,13 +48,13 @@ def _check_csrf(request: Request, signed_in: SignedIn) -> None:
         )
 
 
-async def current_user(request: Request, services: ServicesDep) -> SignedIn:
-    """The signed-in user of the request's session cookie (401 without a live session); a
-    write must repeat the session's CSRF token (403 FORBIDDEN, ``details.reason = "csrf"``)."""
-    signed_in = await run_in_threadpool(_resolve, request, services)
+async def current_user(request: Request) -> SignedIn:
+    """The signed-in user of a route for users (the access check resolved its cookie and its
+    CSRF token); 401 when the caller is no signed-in user."""
+    await enforce(request)
+    signed_in = signed_in_user(request)
     if signed_in is None:
         raise InvalidCredentials("Not signed in: sign in with POST /v1/auth/login")
-    _check_csrf(request, signed_in)
     return signed_in
 
 

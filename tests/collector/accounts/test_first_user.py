@@ -12,7 +12,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.container import Services
 from tests.collector.accounts.steps import ADMIN_EMAIL, ADMIN_PASSWORD
-from tests.collector.processes import CLI
+from tests.collector.processes import CLI, collector
 
 
 def users_create(data_dir: Path, email: str, password: str) -> subprocess.CompletedProcess[str]:
@@ -42,6 +42,22 @@ def test_users_create_makes_an_instance_admin_once_and_refuses_short_passwords(
     assert again.returncode == 1
     assert "already exists" in again.stderr
     assert "Traceback" not in short.stderr + again.stderr
+
+
+def test_users_create_beside_a_running_collector_makes_a_user_who_signs_in(
+    tmp_path: Path,
+) -> None:
+    log: list[str] = []
+    with collector(tmp_path, log) as api:
+        made = users_create(tmp_path, ADMIN_EMAIL, ADMIN_PASSWORD)
+        login = api.post("/v1/auth/login", json={"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD})
+
+    assert made.returncode == 0, made.stderr
+    assert login.status_code == 200, login.text
+    data = login.json()["data"]
+    assert data["user"]["instance_admin"] is True
+    # The first instance admin owns the project of the collector's key.
+    assert data["projects"] == [{"name": "default", "role": "owner"}]
 
 
 def _services(client: TestClient) -> Services:

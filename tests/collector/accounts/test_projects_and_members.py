@@ -16,6 +16,7 @@ from tests.collector.accounts.steps import (
     make_user,
     sign_in,
 )
+from tests.keys import DEFAULT_AUTH
 
 Session = tuple[TestClient, dict[str, str]]
 
@@ -191,3 +192,22 @@ def test_a_cookie_write_without_the_csrf_token_is_refused(team: dict[str, Sessio
     assert [m["email"] for m in ada.get("/v1/projects/team/members").json()["data"]] == [
         ADMIN_EMAIL
     ]
+
+
+def test_a_key_with_the_admin_scope_manages_members_of_its_own_project_but_no_admins(
+    team: dict[str, Session],
+) -> None:
+    ada, _ = team["ada"]
+    key = TestClient(ada.app, headers=DEFAULT_AUTH)  # a key made before scopes: every scope
+
+    added = key.put("/v1/projects/default/members/bob@example.com", json={"role": "member"})
+    listed = key.get("/v1/projects/default/members")
+    admin = key.put("/v1/projects/default/members/bob@example.com", json={"role": "admin"})
+    other_project = key.get("/v1/projects/team/members")
+
+    assert added.status_code == 200, added.text
+    assert {m["email"] for m in listed.json()["data"]} == {ADMIN_EMAIL, "bob@example.com"}
+    assert admin.status_code == 403
+    assert error(admin)["details"]["required_role"] == "owner"
+    assert other_project.status_code == 404
+    assert error(other_project)["code"] == "PROJECT_NOT_FOUND"
