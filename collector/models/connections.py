@@ -15,9 +15,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 CONNECTION_NAME_PATTERN = r"^[a-z0-9_-]{1,64}$"
 MAX_HEADERS = 20
 MAX_MODELS = 200
-# A header name is an HTTP token; a value one line of printable text.
+# A header name is an HTTP token; a value one line of printable ASCII (what the HTTP client
+# sends as it is); a key printable ASCII without spaces (it travels in a header).
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
-_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]{0,4096}$")
+_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]{0,4096}$")
+_API_KEY = re.compile(r"^[\x21-\x7e]+$")
 # Headers a connection may not set: the provider's own authentication and the request framing.
 RESERVED_HEADERS = frozenset(
     {"authorization", "x-api-key", "host", "content-length", "content-type", "transfer-encoding"}
@@ -29,20 +31,20 @@ ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 def _api_key(value: str) -> str:
-    if not value or value != value.strip() or any(c in value for c in "\r\n\0"):
-        raise ValueError("the API key must be one line without surrounding spaces")
+    if not _API_KEY.fullmatch(value):
+        raise ValueError("the API key must be printable ASCII without spaces")
     return value
 
 
 def _headers(value: dict[str, str]) -> dict[str, str]:
     for name, text in value.items():
-        if not _HEADER_NAME.match(name):
+        if not _HEADER_NAME.fullmatch(name):
             raise ValueError("a header name is letters, digits and -_.!#$%&'*+^`|~")
         if name.lower() in RESERVED_HEADERS:
             raise ValueError(f"header '{name}' is set by the collector itself")
-        if not _HEADER_VALUE.match(text):
+        if not _HEADER_VALUE.fullmatch(text):
             # The value is secret: the message names the header only.
-            raise ValueError(f"header '{name}' has a value that is not one line of text")
+            raise ValueError(f"header '{name}' has a value that is not one line of ASCII text")
     return value
 
 

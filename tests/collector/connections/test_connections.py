@@ -89,6 +89,14 @@ def test_a_name_in_use_is_a_409_and_unknown_names_404(api: TestClient) -> None:
         ({"name": "ok", "provider": "mistral", "api_key": "k"}, "provider"),
         ({"name": "ok", "provider": "openai"}, "api_key"),
         ({"name": "ok", "provider": "openai", "api_key": ""}, "api_key"),
+        ({"name": "ok", "provider": "openai", "api_key": "sk-é-key"}, "api_key"),
+        ({"name": "ok", "provider": "openai", "api_key": "sk key"}, "api_key"),
+        ({"name": "ok", "provider": "openai", "api_key": "sk-key\n"}, "api_key"),
+        (
+            {"name": "ok", "provider": "openai", "api_key": "k", "headers": {"X-A": "b\n"}},
+            "headers",
+        ),
+        ({"name": "ok", "provider": "openai", "api_key": "k", "headers": {"X-A": "é"}}, "headers"),
         ({"name": "ok", "provider": "openai", "api_key": "k", "base_url": "ftp://h/"}, "base_url"),
         ({"name": "ok", "provider": "openai", "api_key": "k", "base_url": "nourl"}, "base_url"),
         (
