@@ -10,7 +10,13 @@ from clickhouse_connect.driver.client import Client
 from .accounts import ACCOUNT_TABLES
 from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
-from .evaluation import EVALUATION_DECISIONS, EVALUATION_RULES, EVALUATOR_VERSIONS
+from .evaluation import (
+    EVALUATION_DECISION_TIMES,
+    EVALUATION_DECISION_TIMES_MV,
+    EVALUATION_DECISIONS,
+    EVALUATION_RULES,
+    EVALUATOR_VERSIONS,
+)
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS
@@ -335,11 +341,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     # and sign-in sessions (see store/accounts.py).
     Migration(31, "accounts", ACCOUNT_TABLES),
     # Online evaluation (docs/api-notes.md, "Online evaluation"): named evaluators' versions,
-    # rules and one decision per rule and target (see store/evaluation/tables.py).
+    # rules and one decision per rule and target, and the decisions in time order for a
+    # rule's list and counts (see store/evaluation/tables.py).
     Migration(
         32,
         "online_evaluation",
-        (EVALUATOR_VERSIONS, EVALUATION_RULES, EVALUATION_DECISIONS),
+        (
+            EVALUATOR_VERSIONS,
+            EVALUATION_RULES,
+            EVALUATION_DECISIONS,
+            EVALUATION_DECISION_TIMES,
+            EVALUATION_DECISION_TIMES_MV,
+        ),
     ),
 )
 

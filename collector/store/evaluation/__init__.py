@@ -3,10 +3,18 @@ rules (:mod:`.definitions`) and decisions (:mod:`.decisions`); the tables in :mo
 
 from .decisions import WAITING, DecisionRow, DecisionStore, row_version
 from .definitions import EvaluationStore, EvaluatorVersionRow, RuleRow
-from .tables import EVALUATION_DECISIONS, EVALUATION_RULES, EVALUATOR_VERSIONS
+from .tables import (
+    EVALUATION_DECISION_TIMES,
+    EVALUATION_DECISION_TIMES_MV,
+    EVALUATION_DECISIONS,
+    EVALUATION_RULES,
+    EVALUATOR_VERSIONS,
+)
 
 __all__ = [
     "EVALUATION_DECISIONS",
+    "EVALUATION_DECISION_TIMES",
+    "EVALUATION_DECISION_TIMES_MV",
     "EVALUATION_RULES",
     "EVALUATOR_VERSIONS",
     "WAITING",

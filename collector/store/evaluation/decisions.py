@@ -1,8 +1,8 @@
 """Evaluation decisions: every SQL statement that writes or reads them (docs/api-notes.md,
 "Online evaluation"; the table is described in :mod:`.tables`).
 
-A list reads the table with ``FINAL`` (each target's surviving decision only), newest
-``decided_at`` first, then by target; the cursor is that position.
+A list is newest ``decided_at`` first, then by target; the cursor is that position. It reads
+candidates in time order and keeps each target's surviving decision (see :mod:`.tables`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from clickhouse_connect.driver.client import Client
 
 from ..schema import quote
 from ..writes import WriteOutcome, direct_write
-from .tables import EVALUATION_DECISIONS
+from .tables import EVALUATION_DECISION_TIMES, EVALUATION_DECISIONS
 
 WAITING = "waiting"
 # A final decision's row version is above every waiting one's (a waiting decision's version
@@ -66,6 +66,7 @@ class DecisionStore:
     def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
         self._client = client
         self._table = f"{quote(database)}.{quote(EVALUATION_DECISIONS.name)}"
+        self._times = f"{quote(database)}.{quote(EVALUATION_DECISION_TIMES.name)}"
         self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
         self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
 
@@ -111,7 +112,41 @@ class DecisionStore:
         limit: int,
     ) -> list[DecisionRow]:
         """Up to ``limit`` of a rule's decisions (``decision`` only, when given), newest
-        first, after the position ``after`` (decided_at, target_type, target_id)."""
+        first, after the position ``after`` (decided_at, target_type, target_id).
+
+        Candidates are read from the time order (``evaluation_decision_times``) a batch at a
+        time; each is kept when it is its target's surviving row (a ``waiting`` since replaced
+        is not, and shows where its final decision was decided instead).
+        """
+        found: list[DecisionRow] = []
+        seen: set[tuple[str, str]] = set()
+        batch = max(2 * limit, 100)
+        while True:
+            candidates = self._candidates(project, rule_id, decision, after, batch)
+            live = self._surviving(project, rule_id, {(c[1], c[2]) for c in candidates})
+            for _, target_type, target_id, version in candidates:
+                key = (target_type, target_id)
+                row = live.get(key)
+                if row is None or key in seen or row[1] != version:
+                    continue
+                if decision is not None and row[0].decision != decision:
+                    continue
+                seen.add(key)
+                found.append(row[0])
+                if len(found) == limit:
+                    return found
+            if len(candidates) < batch:
+                return found
+            after = candidates[-1][:3]
+
+    def _candidates(
+        self,
+        project: str,
+        rule_id: str,
+        decision: str | None,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[tuple[datetime, str, str, int]]:
         where = ["project = {p:String}", "rule_id = {r:String}"]
         params: dict[str, Any] = {"p": project, "r": rule_id, "limit": limit}
         if decision is not None:
@@ -124,12 +159,32 @@ class DecisionStore:
             )
             params.update(at=after[0], tt=after[1], tid=after[2])
         result = self._client.query(
-            f"SELECT {_SELECT} FROM {self._table} FINAL WHERE {' AND '.join(where)} "
+            f"SELECT decided_at, target_type, target_id, row_version FROM {self._times} "
+            f"WHERE {' AND '.join(where)} "
             "ORDER BY decided_at DESC, target_type DESC, target_id DESC LIMIT {limit:UInt32}",
             parameters=params,
             settings=self._read,
         )
-        return [_row(r) for r in result.result_rows]
+        return [(_utc(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in result.result_rows]
+
+    def _surviving(
+        self, project: str, rule_id: str, keys: set[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[DecisionRow, int]]:
+        """Each target's surviving decision and its row version, by (target_type, target_id)."""
+        if not keys:
+            return {}
+        result = self._client.query(
+            f"SELECT {_SELECT}, row_version FROM {self._table} FINAL "
+            "WHERE project = {p:String} AND rule_id = {r:String} "
+            "AND (target_type, target_id) IN {keys:Array(Tuple(String, String))}",
+            parameters={"p": project, "r": rule_id, "keys": sorted(keys)},
+            settings=self._read,
+        )
+        rows = {}
+        for r in result.result_rows:
+            row = _row(r)
+            rows[(row.target_type, row.target_id)] = (row, int(r[11]))
+        return rows
 
     def of_target(
         self, project: str, rule_id: str, target_type: str, target_id: str
@@ -147,14 +202,22 @@ class DecisionStore:
     def counts(
         self, project: str, rule_ids: Sequence[str], since: timedelta
     ) -> dict[str, dict[str, int]]:
-        """Per rule, how many of its surviving decisions of each kind were decided within
-        ``since`` of now."""
+        """Per rule, how many targets' decisions of each kind were decided within ``since``
+        of now.
+
+        Read from the time order: each target decided in the window counts once, under its
+        newest row there (a final decision outranks a ``waiting`` one, as in the decisions'
+        own table). A ``waiting`` written after its target's final decision, which the table
+        of decisions ignores, is counted as waiting if that final one is older than the window.
+        """
         if not rule_ids:
             return {}
         result = self._client.query(
-            f"SELECT rule_id, decision, count() FROM {self._table} FINAL "
-            "WHERE project = {p:String} AND rule_id IN {rs:Array(String)} "
-            "AND decided_at >= {since:DateTime64(6, 'UTC')} GROUP BY rule_id, decision",
+            "SELECT rule_id, decision, count() FROM ("
+            "SELECT rule_id, argMax(decision, row_version) AS decision "
+            f"FROM {self._times} WHERE project = {{p:String}} AND rule_id IN {{rs:Array(String)}} "
+            "AND decided_at >= {since:DateTime64(6, 'UTC')} "
+            "GROUP BY rule_id, target_type, target_id) GROUP BY rule_id, decision",
             parameters={"p": project, "rs": list(rule_ids), "since": datetime.now(UTC) - since},
             settings=self._read,
         )

@@ -11,12 +11,18 @@ versions, rules and decisions.
   final decision's version is always above any ``waiting`` one (see
   :func:`collector.store.evaluation.decisions.row_version`), so a late ``waiting`` never
   replaces the final decision, and a final decision written again (a backfill) replaces the
-  older one. Reads use ``FINAL``.
+  older one. A target's surviving decision is read with ``FINAL`` by its key.
+- ``evaluation_decision_times``: every row written to ``evaluation_decisions`` (a view copies
+  them), sorted by time within each rule, so a rule's page of decisions newest first and its
+  counts of the last 24 hours read a range of that order instead of merging every decision of
+  the rule (~70-90 ms at 1M decisions of one rule with ``FINAL`` and a sort). A row read there
+  is a candidate; it is shown only if it is its target's surviving row in
+  ``evaluation_decisions`` (same ``row_version``).
 """
 
 from __future__ import annotations
 
-from ..schema import Table
+from ..schema import Table, View
 
 EVALUATOR_VERSIONS = Table(
     name="evaluator_versions",
@@ -67,4 +73,30 @@ EVALUATION_DECISIONS = Table(
     engine="ReplacingMergeTree",
     engine_args=("row_version",),
     order_by="(project, rule_id, target_type, target_id)",
+    # A page resolves its ~100 candidates by key, each in a granule of its own (target ids
+    # are spread over the key): small granules read ~100 x 256 rows instead of ~100 x 8,192.
+    settings=("index_granularity = 256",),
+)
+
+EVALUATION_DECISION_TIMES = Table(
+    name="evaluation_decision_times",
+    columns=(
+        "project String",
+        "rule_id String",
+        "decided_at DateTime64(6, 'UTC')",
+        "target_type LowCardinality(String)",
+        "target_id String",
+        "decision LowCardinality(String)",
+        "row_version UInt64",
+    ),
+    order_by="(project, rule_id, decided_at, target_type, target_id)",
+)
+
+EVALUATION_DECISION_TIMES_MV = View(
+    name="evaluation_decision_times_mv",
+    to_table="evaluation_decision_times",
+    select=(
+        "SELECT project, rule_id, decided_at, target_type, target_id, decision, row_version "
+        "FROM {db}.evaluation_decisions"
+    ),
 )

@@ -134,3 +134,26 @@ def test_sampling_is_deterministic_and_takes_about_its_fraction() -> None:
     mine = {i for i in ids if in_sample("rule_a", i, 0.5)}
     theirs = {i for i in ids if in_sample("rule_b", i, 0.5)}
     assert 0.4 < len(mine & theirs) / len(mine) < 0.6
+
+
+def test_a_target_decided_again_is_listed_once_where_its_surviving_decision_was_made(
+    api: TestClient, rule: Rule
+) -> None:
+    decide = evaluation(api).decisions.decide
+    for n in range(3):
+        decide("default", rule, "session", f"s{n}", "scored", "")
+    # Many late waiting rows (a slow worker) after the final ones: newer, and never shown.
+    for _ in range(40):
+        for n in range(3):
+            decide("default", rule, "session", f"s{n}", "waiting", "late")
+    assert [d["target_id"] for d in decisions(api, rule.id, limit=1)] == ["s2", "s1", "s0"]
+    assert decisions(api, rule.id, decision="waiting") == []
+    # A final decision made again (a backfill) moves its target to the top, still once.
+    decide("default", rule, "session", "s0", "error", "judge failed")
+    listed = decisions(api, rule.id, limit=2)
+    assert [(d["target_id"], d["decision"]) for d in listed] == [
+        ("s0", "error"),
+        ("s2", "scored"),
+        ("s1", "scored"),
+    ]
+    assert [d["target_id"] for d in decisions(api, rule.id, decision="scored")] == ["s2", "s1"]
