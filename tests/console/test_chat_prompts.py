@@ -328,7 +328,10 @@ def test_two_versions_diff_beside_their_outcomes_over_one_window(
     assert "tools.get_weather.parameters.properties.unit.enum" in [c["path"] for c in api_changes]
     message = changes.filter(has_text="messages[0].content")
     expect(message.locator("ins").first).to_be_visible()
-    words = lambda tag: [w for w in message.locator(tag).all_inner_texts() if w.strip()]  # noqa: E731
+
+    def words(tag: str) -> list[str]:
+        return [w for w in message.locator(tag).all_inner_texts() if w.strip()]
+
     assert words("del") == ["weather.{{#metric}}", "Use", "Celsius.{{/metric}}"]
     assert words("ins") == ["weather,", "briefly."]
 
