@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ...errors import ValidationFailed
 from ...store.accounts import AccountStore, UserRow
 from .login_limits import LoginLimits
 from .members import Actor, Member, MemberService
@@ -75,5 +76,10 @@ class Accounts:
         whether it was created. An existing user is left as it is (its password too)."""
         if self.users.find(email) is not None:
             return False
-        self.create_user(email, password, instance_admin=True)
+        try:
+            self.create_user(email, password, instance_admin=True)
+        except ValidationFailed as exc:
+            # Said at start-up: name the setting, not a request's field.
+            setting = f"PROMPTRAIL_INIT_ADMIN_{str(exc.details.get('field', '')).upper()}"
+            raise ValueError(f"{setting}: {exc.message}") from None
         return True

@@ -6,7 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
@@ -78,3 +80,16 @@ def test_the_environment_s_first_admin_is_made_once_with_an_argon2id_hash(
     assert made.instance_admin and not made.disabled
     assert made.password_hash.startswith("$argon2id$")
     assert ADMIN_PASSWORD not in made.password_hash
+
+
+def test_a_bad_initial_admin_password_stops_the_start_naming_the_setting(
+    admin_settings: Settings,
+) -> None:
+    short = admin_settings.model_copy(update={"init_admin_password": SecretStr("short")})
+
+    with pytest.raises(ValueError) as stopped, TestClient(create_app(short)):
+        pass
+
+    assert str(stopped.value) == (
+        "PROMPTRAIL_INIT_ADMIN_PASSWORD: password must be at least 12 characters"
+    )

@@ -130,22 +130,45 @@ def test_sign_out_ends_the_session_at_once_and_needs_the_csrf_token(browser: Tes
     assert replayed.status_code == 401
 
 
-def test_disabling_a_user_ends_its_sessions_at_once(browser: TestClient) -> None:
+def test_disabling_a_user_or_a_new_password_ends_its_sessions_at_once(
+    browser: TestClient,
+) -> None:
     admin_csrf = sign_in(browser, ADMIN_EMAIL, ADMIN_PASSWORD)
     make_user(browser, admin_csrf, "bob@example.com", name="Bob")
-    bob = browser_of(browser)
-    sign_in(bob, "bob@example.com")
-    before = bob.get("/v1/auth/me").status_code
+    make_user(browser, admin_csrf, "carol@example.com")
+    bob, carol = browser_of(browser), browser_of(browser)
+    bob_csrf = sign_in(bob, "bob@example.com")
+    sign_in(carol, "carol@example.com")
+    before = [bob.get("/v1/auth/me").status_code, carol.get("/v1/auth/me").status_code]
 
-    _services(browser).accounts.users.update("bob@example.com", disabled=True)
-    after = bob.get("/v1/auth/me")
-    again = _login(bob, "bob@example.com", PASSWORD)
+    # Only an instance admin changes accounts.
+    by_bob = bob.patch(
+        "/v1/users/accounts/carol@example.com", json={"disabled": True}, headers=bob_csrf
+    )
+    disabled = browser.patch(
+        "/v1/users/accounts/BOB@example.com", json={"disabled": True}, headers=admin_csrf
+    )
+    new_password = browser.patch(
+        "/v1/users/accounts/carol@example.com",
+        json={"password": "another long password"},
+        headers=admin_csrf,
+    )
+    after = [bob.get("/v1/auth/me").status_code, carol.get("/v1/auth/me").status_code]
+    bob_again = _login(bob, "bob@example.com", PASSWORD)
+    carol_old = _login(carol, "carol@example.com", PASSWORD)
+    carol_new = _login(carol, "carol@example.com", "another long password")
 
-    assert before == 200
-    assert after.status_code == 401
+    assert before == [200, 200]
+    assert by_bob.status_code == 403
+    assert disabled.status_code == 200
+    assert disabled.json()["data"]["disabled"] is True
+    assert new_password.status_code == 200
+    assert after == [401, 401]
     # A disabled user's right password gets the answer of a wrong one.
-    assert again.status_code == 401
-    assert error(again)["code"] == "INVALID_CREDENTIALS"
+    assert bob_again.status_code == 401
+    assert error(bob_again)["code"] == "INVALID_CREDENTIALS"
+    assert carol_old.status_code == 401
+    assert carol_new.status_code == 200
 
 
 def test_password_hashes_are_argon2id_and_never_answered(browser: TestClient) -> None:
