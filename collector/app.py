@@ -34,6 +34,7 @@ from .api.routes import (
     exports,
     faults,
     health,
+    keys,
     labels,
     members,
     projects,
@@ -82,6 +83,7 @@ def _api_router() -> APIRouter:
         connections,
         evaluators,
         evaluation_rules,
+        keys,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)
@@ -121,7 +123,7 @@ def open_services(settings: Settings) -> tuple[Services, str | None]:
     if settings.init_api_key:
         services.keys.ensure(settings.init_api_key)
     elif settings.is_embedded and not services.keys.has_keys("default"):
-        new_key = services.keys.create("default")
+        new_key = services.keys.create("default", created_by="start-up")
     if settings.init_admin_email and settings.init_admin_password:
         services.accounts.ensure_initial_admin(
             settings.init_admin_email, settings.init_admin_password.get_secret_value()

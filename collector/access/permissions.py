@@ -68,6 +68,27 @@ SCOPE_GRANTS: Mapping[Scope, frozenset[Scope]] = {
 """Scope a route needs -> the scopes of a key that grant it."""
 
 
+def held_scopes(scopes: frozenset[Scope] | None, role: Role | None) -> frozenset[Scope]:
+    """Every scope a caller holds: a key's and those they grant; a user's role's.
+
+    A key a caller makes may hold no scope beyond these (docs/api-notes.md, "Keys and
+    scopes").
+    """
+    if scopes is not None:
+        return frozenset(s for s, granted_by in SCOPE_GRANTS.items() if scopes & granted_by)
+    return ROLE_SCOPES.get(role, frozenset()) if role else frozenset()
+
+
+ROLE_SCOPES: Mapping[Role, frozenset[Scope]] = {
+    "owner": frozenset(SCOPE_GRANTS),
+    "admin": frozenset(SCOPE_GRANTS),
+    "member": frozenset({"ingest", "prompts:read", "read", "write"}),
+    "viewer": frozenset({"prompts:read", "read"}),
+    "annotator": frozenset({"ingest"}),
+}
+"""The scopes whose routes a role may call (the most a key made by such a user could do)."""
+
+
 @dataclass(frozen=True)
 class Permission:
     """What the caller of one route needs."""

@@ -1,6 +1,6 @@
 """``promptrail keys create | list | revoke | rotate``.
 
-promptrail keys create --project NAME
+promptrail keys create --project NAME [--scopes ingest,prompts:read] [--expires-in 90d] [--name N]
 promptrail keys list [--project NAME] [--all] [--json]
 promptrail keys revoke KEY_ID_OR_KEY
 promptrail keys rotate --project NAME [--grace SECONDS] [--json]
@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import httpx
 import typer
 
+from ..access.principal import SCOPES
 from ..config import Settings
+from ..errors import plain_message
 from ..models.keys import (
     MAX_GRACE_SECONDS,
+    KeyCreate,
     KeyCreated,
     KeyCreatedData,
     KeyData,
@@ -30,6 +33,7 @@ from ..models.keys import (
     KeyOut,
     KeyRotated,
     KeyRotatedData,
+    parse_duration,
 )
 from ..runtime_file import RuntimeInfo, read_runtime
 from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
@@ -49,17 +53,76 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) i
 
 
 @app.command("create")
-def create_key(project: Project, data_dir: DataDir = None) -> None:
+def create_key(
+    project: Project,
+    scopes: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SCOPES",
+            help="What the key may do, comma-separated: ingest, prompts:read, read, write, "
+            "admin (docs/api-notes.md, 'Keys and scopes') [default: every scope]",
+        ),
+    ] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option(metavar="DURATION", help="Expire after 90d, 12h, 30m or 45s [default: never]"),
+    ] = None,
+    name: Annotated[str | None, typer.Option(metavar="NAME", help="A name to tell it by")] = None,
+    data_dir: DataDir = None,
+) -> None:
     """Create an API key and print it once (it is stored hashed)."""
+    body = _create_body(project, scopes, expires_in, name)
     data = _admin(
         settings_for(data_dir),
         "POST",
         "/keys",
-        lambda keys: KeyCreatedData(data=KeyCreated(project=project, api_key=keys.create(project))),
-        body={"project": project},
+        lambda keys: KeyCreatedData(data=_created(keys, body)),
+        body=body.model_dump(mode="json", exclude_none=True),
     )
-    console.print(f"API key for project '{project}' (shown once, stored hashed):")
+    shown = ", ".join(data.get("scopes") or SCOPES)
+    every = " (every scope)" if set(data.get("scopes") or SCOPES) == set(SCOPES) else ""
+    expiry = f", expires {_time(data['expires_at'])}" if data.get("expires_at") else ""
+    console.print(
+        f"API key {data.get('key_id') or ''} for project '{project}', scopes {shown}{every}"
+        f"{expiry} (shown once, stored hashed):",
+        highlight=False,
+        markup=False,
+    )
     print(data["api_key"])
+
+
+def _created(keys: KeyService, body: KeyCreate) -> KeyCreated:
+    from ..services.keys import created_key
+
+    return created_key(keys, body)
+
+
+def _create_body(
+    project: str, scopes: str | None, expires_in: str | None, name: str | None
+) -> KeyCreate:
+    """The admin route's body, or one line saying what is wrong with an option."""
+    try:
+        seconds = None if expires_in is None else parse_duration(expires_in)
+    except ValueError as exc:
+        raise fail(f"--expires-in: {exc}") from None
+    try:
+        return KeyCreate(
+            project=project,
+            scopes=None if scopes is None else [s.strip() for s in scopes.split(",") if s.strip()],
+            expires_in=seconds,
+            name=name,
+        )
+    except ValueError as exc:  # a pydantic ValidationError is one
+        errors = getattr(exc, "errors", None)
+        message = str(exc) if errors is None else "; ".join(_option_error(e) for e in errors())
+        raise fail(message) from None
+
+
+def _option_error(error: Any) -> str:
+    field = ".".join(str(p) for p in error.get("loc", ())) or "option"
+    if field.startswith("scopes"):
+        return f"--scopes: each scope is one of {', '.join(SCOPES)}"
+    return f"--{field.replace('_', '-')}: {plain_message(str(error.get('msg', '')))}"
 
 
 @app.command("list")
@@ -203,16 +266,18 @@ def _print_keys(keys: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("PROJECT", "KEY ID", "PREFIX", "CREATED", "LAST USED", "STATUS"):
+    for column in ("PROJECT", "KEY ID", "PREFIX", "SCOPES", "CREATED", "LAST USED", "STATUS"):
         table.add_column(column, no_wrap=True)
     for key in keys:
         status = key["status"]
-        if status != "active":
-            status += f" {_time(key['revoked_at'])}"
+        when = key["expires_at"] if status == "expired" else key["revoked_at"]
+        if status != "active" and when:
+            status += f" {_time(when)}"
         table.add_row(
             key["project"],
             key["key_id"],
             f"{key['prefix']}…",
+            ",".join(key.get("scopes") or ()),
             _time(key["created_at"]),
             _time(key["last_used_at"]) if key["last_used_at"] else "never",
             status,

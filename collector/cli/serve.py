@@ -97,7 +97,8 @@ def _print_banner(
     out.print(f"  API docs: {base_url}/docs")
     if new_key:
         out.print(
-            f"  development API key for project 'default' (shown once): [bold]{new_key}[/bold]"
+            "  development API key for project 'default', with every scope (shown once): "
+            f"[bold]{new_key}[/bold]"
         )
     elif settings.init_api_key:
         out.print("  API key: the one in PROMPTRAIL_INIT_API_KEY (project 'default')")

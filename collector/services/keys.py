@@ -24,14 +24,14 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import ClassVar, Literal
 from weakref import WeakValueDictionary
 
-from ..access.principal import ALL_SCOPES, Scope
+from ..access.principal import ALL_SCOPES, SCOPES, Scope
 from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
-from ..models.keys import MAX_GRACE_SECONDS
-from ..store.keys import KeyRow, KeyState, KeyStore
+from ..models.keys import MAX_GRACE_SECONDS, KeyCreate, KeyCreated
+from ..store.keys import KeyRow, KeyState, KeyStore, NewKey
 from ..store.writes import Refused, WriteOutcome
 from .refused_writes import raise_if_refused
 
@@ -48,7 +48,7 @@ _KEY_ID = re.compile(rf"{KEY_ID_PREFIX}([0-9a-f]{{{_ID_HEX}}})")
 # Each key's last use is written at most this often by each collector.
 USAGE_WRITE_SECONDS = 60.0
 
-KeyStatus = Literal["active", "expiring", "revoked"]
+KeyStatus = Literal["active", "expiring", "revoked", "expired"]
 
 
 def hash_key(raw: str) -> str:
@@ -68,11 +68,23 @@ class KeyInfo:
     key_id: str
     project: str
     prefix: str
+    name: str
+    scopes: list[Scope]  # in the docs' order
     created_at: datetime
+    created_by: str
     last_used_at: datetime | None
+    expires_at: datetime | None
     status: KeyStatus
     # When the key stops (expiring) or stopped (revoked) working; None while active.
     revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A new key (shown once) and how a list shows it."""
+
+    api_key: str
+    info: KeyInfo
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,8 @@ class _Checked:
     grant: KeyGrant
     # time.time() from which the key is refused (0: at once), or None.
     refused_from: float | None
+    # time.time() from which the key has expired, or None.
+    expires_at: float | None
 
     @property
     def project(self) -> str:
@@ -106,6 +120,9 @@ class _Checked:
 
     def refused(self, now: float) -> bool:
         return self.refused_from is not None and now >= self.refused_from
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
 
 def _refused_from(state: KeyState) -> float | None:
@@ -188,12 +205,53 @@ class KeyService:
 
     # -- issuing ---------------------------------------------------------------------------
 
-    def create(self, project: str) -> str:
+    def create(
+        self, project: str, scopes: Iterable[Scope] = ALL_SCOPES, created_by: str = ""
+    ) -> str:
         """Create a key for ``project`` and return it; only its hash is kept."""
+        return self.issue(project, scopes, created_by=created_by).api_key
+
+    def issue(
+        self,
+        project: str,
+        scopes: Iterable[Scope] = ALL_SCOPES,
+        expires_in: int | None = None,
+        created_by: str = "",
+        name: str | None = None,
+    ) -> IssuedKey:
+        """Create a key for ``project`` with ``scopes``, working for ``expires_in`` seconds
+        (None: until revoked); return it (shown once) with how a list shows it."""
         _check_project(project)
+        wanted = frozenset(scopes)
+        if not wanted:
+            raise ValidationFailed("scopes", "a key needs at least one scope")
         raw = KEY_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
-        self._stored(self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC)))
-        return raw
+        now = datetime.now(UTC)
+        key = NewKey(
+            key_hash=hash_key(raw),
+            project=project,
+            key_prefix=raw[:8],
+            created_at=now,
+            scopes=wanted,
+            expires_at=now + timedelta(seconds=expires_in) if expires_in else None,
+            created_by=created_by,
+            name=name or "",
+        )
+        self._stored(self._store.insert(key))
+        row = KeyRow(
+            project=project,
+            refused_from=None,
+            revoked_now=False,
+            scopes=wanted,
+            expires_at=key.expires_at,
+            key_hash=key.key_hash,
+            key_prefix=key.key_prefix,
+            created_at=now,
+            last_used_at=None,
+            created_by=created_by,
+            name=key.name,
+        )
+        return IssuedKey(raw, self._info(row))
 
     def ensure(self, raw: str, project: str = "default") -> bool:
         """Make sure ``raw`` is a key of ``project``; return whether it was created.
@@ -205,7 +263,10 @@ class KeyService:
             if _refused_now(state):
                 logger.warning("the initial API key is revoked: requests with it get 401")
             return False
-        self._stored(self._store.insert(hash_key(raw), project, raw[:8], datetime.now(UTC)))
+        key = NewKey(
+            hash_key(raw), project, raw[:8], datetime.now(UTC), ALL_SCOPES, None, "start-up"
+        )
+        self._stored(self._store.insert(key))
         return True
 
     def has_keys(self, project: str) -> bool:
@@ -230,7 +291,7 @@ class KeyService:
         digest = hash_key(raw)
         _, entry = self._cache.lookup(digest)
         now = time.time()
-        if entry is None or entry.refused(now):
+        if entry is None or entry.refused(now) or entry.expired(now):
             return None
         self._note_use(digest, now)
         return entry.grant
@@ -252,6 +313,8 @@ class KeyService:
         now = time.time()
         if entry.refused(now):
             raise InvalidApiKey("This API key was revoked")
+        if entry.expired(now):
+            raise InvalidApiKey("This API key has expired")
         self._note_use(digest, now)
         return entry.grant
 
@@ -263,7 +326,9 @@ class KeyService:
             if state is None:
                 return None
             entry = _Checked(
-                KeyGrant(state.project, ALL_SCOPES, key_id(digest)), _refused_from(state)
+                KeyGrant(state.project, state.scopes, key_id(digest)),
+                _refused_from(state),
+                state.expires_at.timestamp() if state.expires_at else None,
             )
             if self._cache is not None:
                 self._cache.keep(digest, generation, entry)
@@ -274,7 +339,10 @@ class KeyService:
     def active_project(self, digest: str) -> str | None:
         """Return the project of the key with this hash while it is accepted, else None."""
         entry = self._checked(digest)
-        return None if entry is None or entry.refused(time.time()) else entry.project
+        now = time.time()
+        if entry is None or entry.refused(now) or entry.expired(now):
+            return None
+        return entry.project
 
     def hashes_by_id(self) -> dict[str, str]:
         """Return key id -> key hash of every key of the store (revoked ones too)."""
@@ -316,7 +384,8 @@ class KeyService:
                 "'promptrail keys create'",
                 {"project": project},
             )
-        raw = self.create(project)
+        # The new key may do what the old ones did together, no more.
+        raw = self.create(project, frozenset().union(*(row.scopes for row in old)))
         self._stored(
             self._store.revoke(
                 [(row.key_hash, row.project) for row in old], datetime.now(UTC), grace_seconds
@@ -352,6 +421,8 @@ class KeyService:
         status: KeyStatus = "active"
         if row.revoked_now or row.refused_from is not None:
             status = "revoked" if _refused_now(row) else "expiring"
+        if status != "revoked" and row.expires_at and row.expires_at.timestamp() <= time.time():
+            status = "expired"
         with self._used_lock:
             unwritten = self._used.get(row.key_hash)
         last_used = row.last_used_at
@@ -362,8 +433,12 @@ class KeyService:
             key_id=key_id(row.key_hash),
             project=row.project,
             prefix=row.key_prefix,
+            name=row.name,
+            scopes=[scope for scope in SCOPES if scope in row.scopes],
             created_at=row.created_at,
+            created_by=row.created_by,
             last_used_at=last_used,
+            expires_at=row.expires_at,
             status=status,
             revoked_at=row.refused_from,
         )
@@ -418,3 +493,22 @@ class KeyService:
 def _check_project(project: str) -> None:
     if not _PROJECT.fullmatch(project):
         raise ValidationFailed("project", "project must be 1-64 letters, digits, '_', '.', or '-'")
+
+
+def created_key(keys: KeyService, body: KeyCreate, created_by: str = "cli") -> KeyCreated:
+    """Make the key ``promptrail keys create`` asks for (every scope unless it names some)."""
+    issued = keys.issue(
+        body.project,
+        body.scopes or ALL_SCOPES,
+        expires_in=body.expires_in,
+        created_by=created_by,
+        name=body.name,
+    )
+    return KeyCreated(
+        project=issued.info.project,
+        api_key=issued.api_key,
+        key_id=issued.info.key_id,
+        scopes=issued.info.scopes,
+        expires_at=issued.info.expires_at,
+        name=issued.info.name,
+    )

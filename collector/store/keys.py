@@ -9,17 +9,34 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
+from ..access.principal import SCOPES, Scope
 from .schema import Table, quote
 from .writes import WriteOutcome, direct_write
 
-# Point lookups by hash on every request: the hash leads the sort key.
-API_KEYS = Table(
+# The key table as made before keys had scopes (migration 1; migration 30 adds the rest).
+API_KEYS_BEFORE_30 = Table(
     name="api_keys",
     columns=(
         "key_hash String",
         "project String",
         "key_prefix String",
         "created_at DateTime64(3, 'UTC')",
+    ),
+    engine="ReplacingMergeTree",
+    order_by="key_hash",
+)
+
+# Point lookups by hash on every request: the hash leads the sort key. A key made before
+# scopes existed reads (and, once its part is rewritten, stores) every scope, as it could do
+# everything (docs/api-notes.md, "Keys and scopes"); every key made since names its own.
+API_KEYS = Table(
+    name="api_keys",
+    columns=(
+        *API_KEYS_BEFORE_30.columns,
+        f"scopes Array(String) DEFAULT [{', '.join(repr(s) for s in SCOPES)}]",
+        "expires_at Nullable(DateTime64(3, 'UTC')) DEFAULT NULL",
+        "created_by String DEFAULT ''",
+        "name String DEFAULT ''",
     ),
     engine="ReplacingMergeTree",
     order_by="key_hash",
@@ -55,13 +72,17 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class KeyState:
-    """What a request's key check needs: the project, and whether and when it is refused."""
+    """What a request's key check needs: the project, the scopes, whether and when it is
+    refused."""
 
     project: str
     # The earliest moment a revocation refuses the key from (None: never revoked).
     refused_from: datetime | None
     # Whether a revocation without grace refuses it now, whatever the clock says.
     revoked_now: bool
+    scopes: frozenset[Scope]
+    # When the key stops working by itself (None: never).
+    expires_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,27 @@ class KeyRow(KeyState):
     key_prefix: str
     created_at: datetime
     last_used_at: datetime | None
+    created_by: str
+    name: str
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A key to store: its hash, never the key."""
+
+    key_hash: str
+    project: str
+    key_prefix: str
+    created_at: datetime
+    scopes: frozenset[Scope]
+    expires_at: datetime | None = None
+    created_by: str = ""
+    name: str = ""
+
+
+def _scopes(values: Any) -> frozenset[Scope]:
+    # Only names the code knows: a store written by a newer release may know more.
+    return frozenset(s for s in SCOPES if s in set(values))
 
 
 def _time(milliseconds: Any) -> datetime | None:
@@ -104,20 +146,28 @@ class KeyStore:
             f"FROM {self._revocations}"
         )
 
-    def insert(
-        self, key_hash: str, project: str, key_prefix: str, created_at: datetime
-    ) -> WriteOutcome:
-        """Store one key hash for a project.
+    def insert(self, key: NewKey) -> WriteOutcome:
+        """Store one key (its hash) for a project.
 
         Every write of this store answers :data:`~.writes.STORED`, or :class:`~.writes.Refused`
         on a store outage (the service answers its 503); a bug is raised. A refused write
         stored nothing; rows are only added, so a retry is harmless.
         """
+        row = [
+            key.key_hash,
+            key.project,
+            key.key_prefix,
+            key.created_at,
+            sorted(key.scopes, key=SCOPES.index),
+            key.expires_at,
+            key.created_by,
+            key.name,
+        ]
         return direct_write(
             lambda: self._client.insert(
                 self._table,
-                [[key_hash, project, key_prefix, created_at]],
-                column_names=["key_hash", "project", "key_prefix", "created_at"],
+                [row],
+                column_names=API_KEYS.inserted_columns(),
                 settings=self._write_settings,
             )
         )
@@ -128,29 +178,35 @@ class KeyStore:
         # made this check (run on every request on a server) markedly slower, the more so
         # on a busy machine (docs/benchmarks.md, "API key checks").
         rows = self._client.query(
-            "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now "
+            "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now, "
+            "scopes, toUnixTimestamp64Milli(expires_at) AS expires "
             f"FROM {self._table} WHERE key_hash = {{h:String}} "
             "UNION ALL SELECT 0, project, "
             "toUnixTimestamp64Milli(revoked_at + toIntervalSecond(grace_seconds)), "
-            f"grace_seconds = 0 FROM {self._revocations} WHERE key_hash = {{h:String}}",
+            "grace_seconds = 0, CAST([] AS Array(String)), "
+            "CAST(NULL AS Nullable(Int64)) "
+            f"FROM {self._revocations} WHERE key_hash = {{h:String}}",
             parameters={"h": key_hash},
             settings=self._check_settings,
         ).result_rows
-        projects = [str(row[1]) for row in rows if row[0]]
-        if not projects:
+        keys = [row for row in rows if row[0]]
+        if not keys:
             return None
         ends = [int(row[2]) for row in rows if not row[0]]
         return KeyState(
-            projects[0],
+            str(keys[0][1]),
             _time(min(ends)) if ends else None,
             any(row[3] for row in rows if not row[0]),
+            _scopes(keys[0][4]),
+            _time(keys[0][5]),
         )
 
     def rows(self, project: str | None = None, hash_prefix: str | None = None) -> list[KeyRow]:
         """Return the keys of one project (or all), or those whose hash starts so."""
         rows = self._client.query(
             "SELECT k.project, r.refused_from, r.revoked_now, k.key_hash, k.key_prefix, "
-            "toUnixTimestamp64Milli(k.created_at), toUnixTimestamp64Milli(u.last_used_at) "
+            "toUnixTimestamp64Milli(k.created_at), toUnixTimestamp64Milli(u.last_used_at), "
+            "k.scopes, toUnixTimestamp64Milli(k.expires_at), k.created_by, k.name "
             f"FROM {self._table} AS k FINAL "
             f"LEFT JOIN ({self._refusals} GROUP BY key_hash) AS r ON r.key_hash = k.key_hash "
             "LEFT JOIN (SELECT key_hash, maxOrNull(last_used_at) AS last_used_at "
@@ -169,6 +225,10 @@ class KeyStore:
                 key_prefix=str(row[4]),
                 created_at=_time(row[5]) or _EPOCH,
                 last_used_at=_time(row[6]),
+                scopes=_scopes(row[7]),
+                expires_at=_time(row[8]),
+                created_by=str(row[9]),
+                name=str(row[10]),
             )
             for row in rows
         ]

@@ -19,7 +19,7 @@ from .evaluation import (
 )
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
-from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS
+from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .request_tables import (
     REQUEST_IDS,
@@ -99,7 +99,7 @@ _WIDE_COPY = (
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "api_keys", (API_KEYS,)),
+    Migration(1, "api_keys", (API_KEYS_BEFORE_30,)),
     Migration(
         2,
         "prompt_registry",
@@ -337,6 +337,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Provider connections (docs/api-notes.md, Connections): a project's own credentials,
     # sealed, and when each was last used.
     Migration(29, "provider_connections", (CONNECTIONS, CONNECTION_USAGE)),
+    # Scoped keys (docs/api-notes.md, "Keys and scopes"): each key's scopes, expiry, maker and
+    # name. The keys stored before read as every scope, as they could do everything before.
+    Migration(
+        30,
+        "api_key_scopes",
+        tuple(AddColumn(API_KEYS, c) for c in ("scopes", "expires_at", "created_by", "name")),
+    ),
     # Accounts (docs/security.md, "Accounts"): users, their last sign-in, projects, members
     # and sign-in sessions (see store/accounts.py).
     Migration(31, "accounts", ACCOUNT_TABLES),

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends
 
 from ...models.envelopes import Data
 from ...models.keys import KeyCreate, KeyCreated, KeyOut, KeyRevoke, KeyRotate, KeyRotated
+from ...services.keys import created_key
 from ..deps import ServicesDep, require_admin
 
 router = APIRouter(
@@ -21,8 +22,8 @@ router = APIRouter(
 
 @router.post("/keys", status_code=201, response_model=Data[KeyCreated])
 def create_key(body: KeyCreate, services: ServicesDep) -> Data[KeyCreated]:
-    """Create an API key for a project."""
-    return Data(data=KeyCreated(project=body.project, api_key=services.keys.create(body.project)))
+    """Create an API key for a project (every scope unless ``scopes`` says)."""
+    return Data(data=created_key(services.keys, body))
 
 
 @router.get("/keys", response_model=Data[list[KeyOut]])

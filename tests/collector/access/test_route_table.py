@@ -7,12 +7,8 @@ names it before that reaches a user.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from fastapi import FastAPI
-from fastapi.routing import APIRoute, iter_route_contexts
-from starlette.routing import Mount
+from fastapi.routing import APIRoute
 
 from promptrail.collector.access.permissions import (
     ROUTES,
@@ -26,19 +22,7 @@ from promptrail.collector.access.principal import SCOPES
 from promptrail.collector.api.deps import current_principal, current_project
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-
-
-def app_routes(app: FastAPI) -> Iterator[tuple[str, str, object]]:
-    """(method, path as served, the route) of every route the app serves; a mount as ``*``."""
-    for context in iter_route_contexts(app.routes):
-        path = context.path
-        assert path is not None
-        if isinstance(context.original_route, Mount):
-            yield "*", path, context.original_route
-            continue
-        for method in sorted(context.methods or ()):
-            if method != "HEAD":
-                yield method, path, context.original_route
+from tests.collector.access.steps import app_routes
 
 
 @pytest.fixture(scope="module")
