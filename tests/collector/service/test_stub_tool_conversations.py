@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import anthropic
+import jsonschema  # type: ignore[import-untyped]
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
@@ -231,3 +232,44 @@ def test_anthropic_forced_answer_tool_is_called_with_an_instance_of_its_schema(
     assert use.type == "tool_use" and use.name == "advice"
     assert use.input == {"advice": f"{ECHO_PREFIX}{QUESTION}", "warm": True}
     assert message.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object"},
+        {
+            "type": "object",
+            "properties": {
+                "stops": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "city": {"type": "string"},
+                            "nights": {"type": "integer", "minimum": 1},
+                        },
+                    },
+                },
+                "budget": {"type": ["null", "number"]},
+                "mode": {"anyOf": [{"const": "train"}, {"const": "plane"}]},
+                "confirmed": {"type": "boolean"},
+            },
+            "required": ["stops", "budget", "mode", "confirmed"],
+        },
+    ],
+    ids=["empty", "nested"],
+)
+def test_the_arguments_of_a_stub_tool_call_are_valid_for_the_tools_schema(
+    openai_echo: OpenAIStub, schema: dict[str, Any]
+) -> None:
+    tool: Any = {"type": "function", "function": {"name": "plan", "parameters": schema}}
+    with openai_client(openai_echo) as client:
+        turn = openai_turn(
+            client, False, messages=[{"role": "user", "content": QUESTION}], tools=[tool]
+        )
+
+    [call] = turn["calls"]
+    arguments = json.loads(call["arguments"])
+    jsonschema.validate(arguments, schema)
+    assert isinstance(arguments, dict)
