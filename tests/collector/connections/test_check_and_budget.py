@@ -192,3 +192,44 @@ def test_a_zero_budget_refuses_every_call_and_the_spend_is_summed_from_the_log(
     refused = runs_api.post("/v1/prompts/greet/run", json={"variables": {"name": "Ada"}})
     assert refused.status_code == 402
     assert len(openai_stub.calls) == calls
+
+
+@pytest.mark.cost
+def test_the_budget_check_does_not_sum_the_log_per_call(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    services = runs_api.app.state.services  # type: ignore[attr-defined]
+    store = services.connections.spend._store
+    sums: list[str] = []
+    summed = store.spend
+
+    def counted(project: str, name: str, since: Any) -> float:
+        sums.append(name)
+        return summed(project, name, since)
+
+    store.spend = counted
+    _connect(
+        runs_api,
+        name="c",
+        provider="openai",
+        base_url=f"{openai_stub.url}/v1",
+        monthly_budget_usd=10,
+    )
+    create_prompt(runs_api)
+    total = 0.0
+    for _ in range(5):
+        total += run(runs_api, variables={"name": "Ada"})["usage"]["estimated_cost_usd"]
+    shown = runs_api.get("/v1/connections/c").json()["data"]
+    assert shown["spend_this_month_usd"] == pytest.approx(total)
+    assert sums == ["c"]  # summed once (when it was made), then counted up per call
+
+
+def test_the_last_use_is_stored(runs_api: TestClient, openai_stub: OpenAIStub) -> None:
+    _connect(runs_api, name="c", provider="openai", base_url=f"{openai_stub.url}/v1")
+    assert runs_api.get("/v1/connections/c").json()["data"]["last_used_at"] is None
+    create_prompt(runs_api)
+    run(runs_api, variables={"name": "Ada"})
+    services = runs_api.app.state.services  # type: ignore[attr-defined]
+    services.pending.wait("default")
+    services.connections._used.clear()  # what another collector of the store sees
+    assert runs_api.get("/v1/connections/c").json()["data"]["last_used_at"] is not None
