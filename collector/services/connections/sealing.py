@@ -73,11 +73,21 @@ def load_keys(settings: Settings) -> KeySource | None:
     return KeySource(_key_file(path), str(path), path, previous)
 
 
+def _read_key_file(path: Path) -> bytes:
+    try:
+        key = _decode(path.read_text())
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise ValueError(f"{path} is not a key: 32 bytes in base64 expected")
+    return key
+
+
 def _key_file(path: Path) -> bytes:
     """Read the key file, or make it: created 0600 (never readable by others, whatever the
     umask), the key written once."""
     try:
-        return _decode(path.read_text())
+        return _read_key_file(path)
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +96,7 @@ def _key_file(path: Path) -> bytes:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         # Another collector of this process made it first: use theirs.
-        return _decode(path.read_text())
+        return _read_key_file(path)
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, base64.b64encode(key) + b"\n")

@@ -328,3 +328,13 @@ def test_the_raw_key_is_in_no_file_of_the_store_or_the_data_dir(
     for path in files:
         raw = path.read_bytes()
         assert SECRET.encode() not in raw and HEADER_SECRET.encode() not in raw, path
+
+
+def test_a_damaged_key_file_stops_the_start_saying_so(settings: Settings, tmp_path: Path) -> None:
+    from promptrail.collector.services.connections.sealing import load_keys
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / KEY_FILE_NAME).write_text("not a key\n")
+    with pytest.raises(ValueError, match="is not a key: 32 bytes in base64 expected"):
+        load_keys(settings.model_copy(update={"data_dir": damaged}))
