@@ -7,8 +7,9 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from .json_values import LONE_SURROGATE, check_json, is_valid_text
 from .requests import RecordKind
 from .scores import ScoreName
 
@@ -26,7 +27,7 @@ Decision = Literal[
 ]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 Text = Annotated[str, Field(min_length=1, max_length=200)]
-MetadataValue = str | int | float | bool
+MetadataValue = str | bool | int | Annotated[float, Field(allow_inf_nan=False)]
 WEEK_SECONDS = 7 * 24 * 3600
 
 # The mapping's paths: the record's ``input`` or ``input_variables``, one input variable, the
@@ -43,6 +44,8 @@ PATH_GRAMMAR = (
 
 def check_path(path: str) -> str:
     """Return a mapping path of the grammar, or raise ValueError saying what it may be."""
+    if not is_valid_text(path):
+        raise ValueError(LONE_SURROGATE)
     if not _PATH.match(path):
         raise ValueError(f"'{path}' is not a mapping path: use {PATH_GRAMMAR}")
     return path
@@ -60,9 +63,10 @@ class RuleFilter(BaseModel):
     kind: RecordKind | None = None
     status: Literal["success", "error"] | None = None
     span_name: Text | None = None
-    metadata: dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue] = Field(
-        default_factory=dict, max_length=20
-    )
+    metadata: Annotated[
+        dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue],
+        AfterValidator(check_json),
+    ] = Field(default_factory=dict, max_length=20)
 
 
 class RuleMapping(BaseModel):

@@ -8,6 +8,7 @@ a regex that does not compile, a judge without its prompt), before anything runs
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,7 @@ from typing import Any
 from promptrail._evaluators import BUILT_IN
 
 from ..errors import ValidationFailed
+from ..models.json_values import json_problem
 
 MAX_EVALUATORS = 20
 _NAME = re.compile(r"^[A-Za-z0-9_.:\-]{1,100}$")
@@ -74,6 +76,9 @@ def parse_evaluators(raw: Sequence[Any]) -> list[Evaluator]:
     for index, spec in enumerate(raw):
         if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
             raise _bad(index, "each evaluator is an object with a type")
+        problem = json_problem(spec, "")
+        if problem is not None:  # a lone surrogate: it could be neither stored nor answered
+            raise _bad(index, problem[1])
         kind = spec["type"]
         if kind not in BUILT_IN:
             raise _bad(index, f"unknown evaluator type {kind!r}: use one of {', '.join(BUILT_IN)}")
@@ -135,7 +140,11 @@ def _judge(index: int, name: str, spec: dict[str, Any]) -> Evaluator:
         raise _bad(index, "a judge's version is a positive integer")
     categories = spec.get("categories") or {}
     if not isinstance(categories, dict) or not all(
-        isinstance(k, str) and k and isinstance(v, int | float) and not isinstance(v, bool)
+        isinstance(k, str)
+        and k
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
         for k, v in categories.items()
     ):
         raise _bad(index, "categories map each category's name to a number")

@@ -9,14 +9,18 @@ newest version's makes none and answers that version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import EvaluatorNotFound, ValidationFailed
+from ...models.evaluation import EVALUATOR_NAME_PATTERN
+from ...models.json_values import json_problem
 from ...store.evaluation import EvaluationStore, EvaluatorVersionRow
 from ..evaluators import parse_evaluators
 from ..refused_writes import raise_if_refused
 
+_NAME = re.compile(EVALUATOR_NAME_PATTERN)
 # The keys of an evaluator object a message of the parser may be about, in the order checked.
 _FIELDS = ("pattern", "prompt", "label", "version", "categories", "name")
 
@@ -85,9 +89,11 @@ class EvaluatorService:
                     index=index,
                 )
             name, version = spec["evaluator"], spec.get("version")
-            if not isinstance(name, str) or not name:
+            if not isinstance(name, str) or not _NAME.match(name):
                 raise ValidationFailed(
-                    "evaluators", "evaluator is a named evaluator's name", index=index
+                    "evaluators",
+                    "evaluator is a named evaluator's name (1-100 letters, digits or _.:-)",
+                    index=index,
                 )
             if version is not None and (
                 isinstance(version, bool) or not isinstance(version, int) or version < 1
@@ -105,6 +111,10 @@ class EvaluatorService:
 def check_definition(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """The checked form of an evaluator object stored under ``name``, or 400
     VALIDATION_ERROR naming the field at fault."""
+    problem = json_problem(raw, "")
+    if problem is not None:  # a lone surrogate, or nesting too deep to store
+        field, message = problem
+        raise ValidationFailed(field.lstrip(".") or "body", message)
     if "evaluator" in raw or "evaluator_version" in raw:
         raise ValidationFailed("evaluator", "a named evaluator's definition names no evaluator")
     try:

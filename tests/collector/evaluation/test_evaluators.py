@@ -150,3 +150,35 @@ def test_another_project_sees_none_of_a_project_s_evaluators(
     # Its own evaluator of the same name starts at version 1.
     assert put_evaluator(other, "exact", {"type": "contains"})["version"] == 1
     assert api.get("/v1/evaluators/exact").json()["data"]["type"] == "exact_match"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"type": "regex", "pattern": "a\\ud800"}', "pattern"),
+        ('{"type": "llm_judge", "prompt": "p", "categories": {"\\udfff": 1}}', "categories"),
+        ('{"type": "llm_judge", "prompt": "p", "categories": {"good": NaN}}', "categories"),
+        ('{"type": "llm_judge", "prompt": "p", "categories": {"good": Infinity}}', "categories"),
+    ],
+)
+def test_text_that_cannot_be_stored_and_numbers_that_are_none_are_a_400(
+    api: TestClient, text: str, field: str
+) -> None:
+    response = api.put(
+        "/v1/evaluators/e", content=text.encode(), headers={"content-type": "application/json"}
+    )
+    assert_error(response, 400, "VALIDATION_ERROR", field)
+    assert api.get("/v1/evaluators").json()["data"] == []
+
+
+def test_an_experiment_s_inline_evaluator_with_a_lone_surrogate_is_a_400(api: TestClient) -> None:
+    post(api, "/v1/datasets", {"name": "d"})
+    text = (
+        '{"dataset": "d", "task": "client", '
+        '"evaluators": [{"type": "regex", "pattern": "\\ud800"}]}'
+    )
+    response = api.post(
+        "/v1/experiments", content=text.encode(), headers={"content-type": "application/json"}
+    )
+    assert assert_error(response, 400, "VALIDATION_ERROR", "evaluators")["index"] == 0
+    assert api.get("/v1/experiments").json()["data"] == []

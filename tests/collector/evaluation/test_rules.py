@@ -239,3 +239,23 @@ def test_another_project_sees_and_changes_none_of_a_project_s_rules(
     )
     assert_error(response, 404, "EVALUATOR_NOT_FOUND")
     assert api.get(f"/v1/evaluation-rules/{rule['id']}").json()["data"] == rule
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ('"mapping": {"input": "metadata.\\ud800", "output": "output"}', "mapping.input"),
+        ('"filter": {"metadata": {"k": "\\ud800"}}', "filter.metadata"),
+        ('"filter": {"metadata": {"k": NaN}}', "filter.metadata"),
+        ('"daily_budget_usd": Infinity', "daily_budget_usd"),
+    ],
+)
+def test_text_that_cannot_be_stored_and_numbers_that_are_none_are_a_400(
+    api: TestClient, fields: str, field: str
+) -> None:
+    text = '{"name": "r", "evaluator": "exact", "target": "record", ' + fields + "}"
+    response = api.post(
+        "/v1/evaluation-rules", content=text.encode(), headers={"content-type": "application/json"}
+    )
+    assert_error(response, 400, "VALIDATION_ERROR", field)
+    assert api.get("/v1/evaluation-rules").json()["data"] == []
