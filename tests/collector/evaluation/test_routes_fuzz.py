@@ -37,7 +37,12 @@ SCALAR = st.one_of(
 JSON_VALUE = st.recursive(
     SCALAR,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.one_of(st.text(max_size=8), st.sampled_from(["\udfff", "\x00", "output"])),
+            inner,
+            max_size=3,
+        ),
     ),
     max_leaves=6,
 )
