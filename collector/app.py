@@ -39,6 +39,7 @@ from .api.routes import (
     members,
     projects,
     prompts,
+    protected_labels,
     requests,
     runs,
     scores,
@@ -84,6 +85,7 @@ def _api_router() -> APIRouter:
         evaluators,
         evaluation_rules,
         keys,
+        protected_labels,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)

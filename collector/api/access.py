@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
+from ..access.caller import set_caller
 from ..access.permissions import Permission, api_permission
 from ..access.principal import SESSION_COOKIE, Principal, SignedIn
 from ..errors import Forbidden, InsufficientScope, InvalidApiKey, ProjectNotFound
@@ -96,6 +97,7 @@ async def enforce(request: Request) -> Principal | None:
         services.rate_limits.admit_request(principal.project)
     _check(request, permission, principal, signed_in)
     request.scope[_PRINCIPAL] = principal
+    set_caller(principal)  # for the checks services make (protected labels)
     return principal
 
 

@@ -20,6 +20,7 @@ from ..providers.openai import OpenAIProvider
 from ..store.accounts import AccountStore
 from ..store.connections import ConnectionStore
 from ..store.database import Store
+from ..store.protected_labels import ProtectedLabelStore
 from ..store.traces import TraceStore
 from ..store.writes import GroupCommitLimits, PendingWrites, RowWriter
 from ..store.writes.plan import REQUEST_LOG
@@ -44,6 +45,7 @@ from .prompts import PromptService
 from .prompts.live_ids import LiveIdIndex
 from .prompts.matching import ChatLinks
 from .prompts.version_cache import VersionCache
+from .protected_labels import ProtectedLabels
 from .rate_limits import ProjectLimits
 from .requests import RequestService
 from .rollups import RollupService
@@ -79,6 +81,7 @@ class Services:
     connections: ConnectionService
     evaluation: Evaluation
     accounts: Accounts
+    protected_labels: ProtectedLabels
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
 
@@ -157,6 +160,11 @@ class Services:
         evaluation = Evaluation.build(
             store.client, store.database, store.cluster, settings.cursor_secret, retry_after
         )
+        # Checked on every label change of the registry (docs/api-notes.md, "Protected labels").
+        protected_labels = ProtectedLabels(
+            ProtectedLabelStore(store.client, store.database, store.cluster), retry_after
+        )
+        prompts.label_guard = protected_labels
         # Users, sign-in sessions, projects and members (docs/security.md, "Accounts").
         accounts = Accounts.build(
             AccountStore(store.client, store.database, store.cluster),
@@ -168,6 +176,7 @@ class Services:
             store=store,
             keys=keys,
             accounts=accounts,
+            protected_labels=protected_labels,
             sessions=accounts.sessions,
             prompts=prompts,
             ingest=ingest,

@@ -21,6 +21,7 @@ from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
+from .protected_labels import PROTECTED_LABELS
 from .request_tables import (
     REQUEST_IDS,
     REQUEST_IDS_MV,
@@ -339,10 +340,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(29, "provider_connections", (CONNECTIONS, CONNECTION_USAGE)),
     # Scoped keys (docs/api-notes.md, "Keys and scopes"): each key's scopes, expiry, maker and
     # name. The keys stored before read as every scope, as they could do everything before.
+    # And each project's protected labels (docs/api-notes.md, "Protected labels").
     Migration(
         30,
-        "api_key_scopes",
-        tuple(AddColumn(API_KEYS, c) for c in ("scopes", "expires_at", "created_by", "name")),
+        "scoped_keys_protected_labels",
+        (
+            *(AddColumn(API_KEYS, c) for c in ("scopes", "expires_at", "created_by", "name")),
+            PROTECTED_LABELS,
+        ),
     ),
     # Accounts (docs/security.md, "Accounts"): users, their last sign-in, projects, members
     # and sign-in sessions (see store/accounts.py).

@@ -9,7 +9,9 @@ stored label: it always names the newest version and can be neither set nor remo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ...errors import LabelNotFound, ValidationFailed
 from ...models.prompts import check_label
@@ -17,8 +19,28 @@ from ...store.prompts import PromptVersionRow
 from .base import LATEST, PromptServiceBase
 
 
+class LabelGuard(Protocol):
+    """Refuses the request's caller a change of a protected label (services/protected_labels.py)."""
+
+    def check(self, project: str, labels: Iterable[str]) -> None:
+        """Raise when the caller may not change one of ``labels`` in ``project``."""
+        ...
+
+    def restricted(self, project: str) -> bool:
+        """Whether the caller would be refused some label change in ``project``."""
+        ...
+
+
 class PromptLabels(PromptServiceBase):
     """The label routes' rules, and the label moves every write shares."""
+
+    # Set by the services container; None (a service built without one): no label is protected.
+    label_guard: LabelGuard | None = None
+
+    def _check_protected(self, project: str, labels: Iterable[str]) -> None:
+        """Before anything is stored: refuse a change of a protected label."""
+        if self.label_guard is not None:
+            self.label_guard.check(project, labels)
 
     def labels(self, project: str, ref_text: str) -> list[tuple[str, int, datetime]]:
         """Return the prompt's labels and the versions they point at."""
@@ -29,6 +51,7 @@ class PromptLabels(PromptServiceBase):
     ) -> tuple[str, int, datetime]:
         """Attach a label to a version, moving it off any other."""
         self._check_settable(label)
+        self._check_protected(project, [label])
         row = self._version_for_write(project, ref_text, version)
         at = self._set_labels(project, row.prompt_id, [label], row.version, row)
         self._cache.invalidate(project)
@@ -37,6 +60,7 @@ class PromptLabels(PromptServiceBase):
     def remove_label(self, project: str, ref_text: str, label: str) -> None:
         """Detach a label; 404 LABEL_NOT_FOUND when it is not attached (however it is spelt)."""
         self._check_removable(label)
+        self._check_protected(project, [label])
         prompt_id = self._write_id(project, ref_text)
         if label not in {name for name, _, _ in self._store.labels(project, prompt_id)}:
             raise LabelNotFound(ref_text, label)

@@ -42,6 +42,7 @@ class PromptWrites(PromptLabels):
         one group commit (version 1 and the name claim, stored with other writers' rows);
         creates of other names run at the same time.
         """
+        self._check_protected(project, body.labels)
         row = first_version(body)
         with self._ids.holding(project, f"name/{body.name}"):
             claimed = self._claim(project, row)
@@ -94,6 +95,7 @@ class PromptWrites(PromptLabels):
 
     def update(self, project: str, ref_text: str, body: PromptUpdate) -> PromptVersionRow:
         """Make version N+1 from the newest version and the given fields."""
+        self._check_protected(project, body.labels)
         row = self._next_version(project, ref_text, patched_version(body))
         self._attach_labels(project, row, body.labels)
         return row
@@ -102,6 +104,7 @@ class PromptWrites(PromptLabels):
         self, project: str, ref_text: str, target: int, labels: list[str]
     ) -> PromptVersionRow:
         """Make version N+1 with the target version's template, model and parameters."""
+        self._check_protected(project, labels)
         source = self._version_for_write(project, ref_text, target)
         row = self._next_version(project, ref_text, restored_version(source, target))
         self._attach_labels(project, row, labels)
@@ -161,6 +164,11 @@ class PromptWrites(PromptLabels):
     def delete(self, project: str, ref_text: str) -> str:
         """Soft-delete a prompt; return its public id."""
         prompt_id = self._write_id(project, ref_text)
+        if self.label_guard is not None and self.label_guard.restricted(project):
+            # Deleting the prompt removes its labels: a protected one needs an admin.
+            self._check_protected(
+                project, [n for n, _, _ in self._store.labels(project, prompt_id)]
+            )
         with self._ids.writing(project):
             name = self._store.mark_deleted(project, prompt_id, datetime.now(UTC))
             if name is not None:

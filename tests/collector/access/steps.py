@@ -1,12 +1,23 @@
-"""Steps the access tests share: the routes an app serves, as the access table names them."""
+"""Steps the access tests share: the routes an app serves, as the access table names them; the
+signed-in browsers of conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
+from fastapi.testclient import TestClient
 from starlette.routing import Mount
+
+from promptrail.collector.access.principal import Role
+
+PASSWORD = "correct horse battery"
+PROMPT = {"name": "greet", "template": "Hi {{n}}", "model": "gpt-4o"}
+
+# conftest.py's ``sign_in``: a browser signed in with a role in project default, and the CSRF
+# header its writes send.
+SignIn = Callable[[Role], tuple[TestClient, dict[str, str]]]
 
 
 def app_routes(app: FastAPI) -> Iterator[tuple[str, str, object]]:

@@ -8,42 +8,15 @@ go over HTTP (ASGI transport) with the session cookie as a browser sends it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
-from promptrail.collector.access.principal import SESSION_COOKIE, Role
-from promptrail.collector.services.accounts.members import Actor
+from promptrail.collector.access.principal import SESSION_COOKIE
+from tests.collector.access.steps import PROMPT, SignIn
 from tests.collector.contract import assert_error
 
-PASSWORD = "correct horse battery"
-PROMPT = {"name": "greet", "template": "Hi {{n}}", "model": "gpt-4o"}
 RECORD = {"model": "gpt-4o-mini", "input": "hi", "output": {"content": "hello"}}
-
-SignIn = Callable[[Role], tuple[TestClient, dict[str, str]]]
-
-
-@pytest.fixture
-def sign_in(api: TestClient) -> SignIn:
-    """A browser signed in as a user holding ``role`` in project default: its client (the
-    session cookie set) and the CSRF header its writes send."""
-    accounts = api.app.state.services.accounts  # type: ignore[attr-defined]
-    # The first instance admin owns the projects without members (default, of the test key).
-    accounts.create_user("owner@example.com", PASSWORD, instance_admin=True)
-
-    def as_role(role: Role) -> tuple[TestClient, dict[str, str]]:
-        email = f"{role}@example.com"
-        if role != "owner":
-            accounts.create_user(email, PASSWORD)
-            accounts.members.put("default", email, role, Actor(role="owner"))
-        session = accounts.sessions.sign_in(email, PASSWORD)
-        browser = TestClient(api.app, cookies={SESSION_COOKIE: session.token})
-        return browser, {"X-CSRF-Token": session.signed_in.csrf_token}
-
-    assert api.post("/v1/prompts", json=PROMPT).status_code == 201
-    return as_role
 
 
 def refused_for_role(response: Any, required_role: str) -> None:
