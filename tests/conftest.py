@@ -22,6 +22,7 @@ pytest_plugins = ["tests.capture"]
 
 # Where a run's temporary directories go when neither --basetemp nor PYTEST_DEBUG_TEMPROOT says.
 MEMORY = Path("/dev/shm")
+TIKTOKEN_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "tiktoken"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,6 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
         and os.access(MEMORY, os.W_OK)
     ):
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY)
+    # tiktoken's encodings as `make install` left them (tools/tiktoken_cache.py): a test run
+    # started without make still counts tokens offline.
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
     # A cost guard asserts how a right answer is reached (the SQL run, the number of queries or
     # store calls), so a refactor can tell a slower plan from a wrong answer (tests/README.md).
     config.addinivalue_line(
