@@ -125,6 +125,25 @@ EVALUATION = TableGroup(
     "(an outage) as a RowWriter's does (direct_write)",
 )
 
+ACCOUNTS = TableGroup(
+    "accounts",
+    ("users", "user_logins", "projects", "memberships", "auth_sessions", "protected_labels"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "people, projects, roles and sign-in sessions change at a human pace and are read back "
+    "at once (a sign-out must end its session for the next request); rows are only added, "
+    "read with FINAL; each write waits for its insert",
+)
+
+CONNECTIONS = TableGroup(
+    "connections",
+    ("provider_connections", "provider_connection_usage"),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "a connection is written by an admin and read back at once; its last use is gathered "
+    "in memory and written in the background, as a key's is",
+)
+
 NOT_WRITTEN: dict[str, str] = {
     "prompt_heads": "filled by a view of prompt_versions on a server; the embedded store "
     "dropped that view (migration 24) and reads each prompt's newest version instead",
@@ -143,5 +162,7 @@ WRITE_PLAN: tuple[TableGroup, ...] = (
     KEYS,
     UPKEEP,
     EVALUATION,
+    ACCOUNTS,
+    CONNECTIONS,
 )
 """Every table group of the store, as :mod:`collector.store.writes` describes them."""
