@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import ClassVar, Literal
 from weakref import WeakValueDictionary
 
+from ..access.permissions import SCOPE_GRANTS
 from ..access.principal import ALL_SCOPES, SCOPES, Scope
 from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
 from ..models.keys import MAX_GRACE_SECONDS, KeyCreate, KeyCreated
@@ -337,10 +338,13 @@ class KeyService:
     # -- feedback tokens (services/feedback_tokens.py) -------------------------------------
 
     def active_project(self, digest: str) -> str | None:
-        """Return the project of the key with this hash while it is accepted, else None."""
+        """Return the project of the key with this hash while it is accepted and may write
+        scores (a feedback token writes one for its key), else None."""
         entry = self._checked(digest)
         now = time.time()
         if entry is None or entry.refused(now) or entry.expired(now):
+            return None
+        if entry.grant.scopes.isdisjoint(SCOPE_GRANTS["ingest"]):
             return None
         return entry.project
 

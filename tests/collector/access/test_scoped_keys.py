@@ -18,7 +18,9 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.services import feedback_tokens
 from promptrail.collector.services import keys as key_rules
+from promptrail.collector.services.feedback_tokens import TokenScope
 from tests.collector.contract import assert_error
 from tests.collector.processes import cli
 from tests.collector.upgrades import store_before
@@ -195,3 +197,31 @@ def test_keys_create_with_scopes_and_expiry_on_the_command_line(tmp_path: Path) 
         assert bad.returncode != 0
         assert "Traceback" not in bad.stdout + bad.stderr
         assert named in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_feedback_token_works_only_for_a_key_that_may_write_scores(api: TestClient) -> None:
+    """The SDK mints tokens with its key, offline; the browser's vote is a score of that key."""
+    record = api.post("/v1/requests", json=RECORD)
+    assert record.is_success, record.text
+    request_id = record.json()["data"]["id"]
+    browser = TestClient(api.app)  # no key at all
+    for scopes, accepted in ((["ingest", "prompts:read"], True), (["read"], False)):
+        key = make_key(api, {"scopes": scopes})["api_key"]
+        scope = TokenScope(
+            key_id=key_rules.key_id(key_rules.hash_key(key)),
+            request_id=request_id,
+            trace_id=None,
+            name="helpful",
+            data_type="numeric",
+            categories=None,
+            expires=int(datetime.now(UTC).timestamp()) + 60,
+            score_id=feedback_tokens.new_score_id(),
+        )
+        token = feedback_tokens.mint(scope, key_rules.hash_key(key))
+
+        posted = browser.post(f"/v1/feedback/{token}", json={"value": 1})
+
+        if accepted:
+            assert posted.status_code == 201, posted.text
+        else:
+            assert_error(posted, 401, "INVALID_FEEDBACK_TOKEN", type_="authentication_error")
