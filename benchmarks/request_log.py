@@ -18,6 +18,15 @@ embedded chDB table with the log's DDL (``requests`` alone: no views, no HTTP, n
 timed), in a process of its own, and prints both rates and their ratio (issue 35.2).
 ``--reads-now`` measures the reads right after the ingest, as the issue did, without waiting
 for the rollup's sealing or a quiet machine.
+
+    .venv/bin/python benchmarks/request_log.py --records 50000 --chat-versions 0,1000,0,1000
+
+``--chat-versions`` measures the linking of records that name no prompt (issue 48): for each
+count, on a fresh collector, it creates that many chat versions in the project (prompts of
+five versions each), then ingests records that name no prompt and carry chat messages: half
+rendered from one of 1,000 such versions, a quarter differing from one in a single character,
+a quarter unrelated. The same records every run; only the registry differs, so the rates
+compare the ingest with and without the versions to match against (no reads measured).
 """
 
 from __future__ import annotations
@@ -352,8 +361,9 @@ def ingest(
     collector_pid: int,
     client_cost: bool = True,
     ids: str = "bench",
+    pool: list[dict[str, Any]] | None = None,
 ) -> IngestResult:
-    pool = make_pool(random.Random(1), client_cost=client_cost)
+    pool = pool or make_pool(random.Random(1), client_cost=client_cost)
     bodies = Bodies(total, size, pool, datetime.now(UTC), ids)
     bodies.prepare()
     numbers = iter(range(bodies.count))
@@ -719,6 +729,176 @@ def write_docs(
     write_section("\n".join(lines))
 
 
+# Chat prompts the linking benchmark's records are drawn from: this many prompts of 5 versions.
+CHAT_PROMPTS = 200
+CHAT_VERSIONS_EACH = 5
+# Seconds given to the store's merges of the version writes before an ingest is timed.
+SETTLE_SECONDS = 10.0
+LINKING_SECTION = "## Chat prompt linking (`benchmarks/request_log.py --chat-versions`)"
+
+
+def chat_template(prompt: int, version: int) -> list[dict[str, Any]]:
+    """The messages of a chat prompt's version: a system text of its own and a question,
+    with a conversation's history between them for every third prompt."""
+    system = (
+        f"You are assistant {prompt:03d} of the {WORDS[prompt % len(WORDS)]} desk, revision "
+        f"{version}. Answer in {{{{lang}}}}.{{{{#vip}}}} The user is a VIP.{{{{/vip}}}} "
+        "Keep answers under {{limit}} words."
+    )
+    history = [{"type": "placeholder", "name": "history"}] if prompt % 3 == 0 else []
+    return [{"role": "system", "content": system}, *history, {"role": "user", "content": "{{q}}"}]
+
+
+def chat_pool(rng: random.Random) -> list[dict[str, Any]]:
+    """The default pool's records with no prompt name and chat messages as their input: half
+    rendered from one of the chat versions, a quarter one character off, a quarter unrelated."""
+    pool = make_pool(rng)
+    for body in pool:
+        del body["prompt_name"], body["version"], body["input_variables"]
+        prompt, version = rng.randrange(CHAT_PROMPTS), rng.randint(1, CHAT_VERSIONS_EACH)
+        lang, question = rng.choice(["English", "French"]), text(rng, 20, 200)
+        system = (
+            f"You are assistant {prompt:03d} of the {WORDS[prompt % len(WORDS)]} desk, "
+            f"revision {version}. Answer in {lang}. Keep answers under {rng.randint(20, 90)} "
+            "words."
+        )
+        draw = rng.random()
+        if draw >= 0.75:
+            system = f"Summarise the ticket for the {rng.choice(WORDS)} team in {lang}."
+        elif draw >= 0.5:
+            system = system.removesuffix(".") + "!"  # the literal text differs: no match
+        history = (
+            [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi!"}]
+            if prompt % 3 == 0
+            else []
+        )
+        body["input"] = [
+            {"role": "system", "content": system},
+            *history,
+            {"role": "user", "content": question},
+        ]
+    return pool
+
+
+def create_chat_versions(base: str, count: int) -> None:
+    """Create ``count`` chat versions: prompts of CHAT_VERSIONS_EACH versions (PATCHes)."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+        for made in range(count):
+            prompt, version = divmod(made, CHAT_VERSIONS_EACH)
+            messages = chat_template(prompt, version + 1)
+            if version == 0:
+                response = client.post(
+                    "/v1/prompts",
+                    json={
+                        "name": f"chat-{prompt:04d}",
+                        "type": "chat",
+                        "messages": messages,
+                        "model": "gpt-4o",
+                    },
+                )
+            else:
+                response = client.patch(
+                    f"/v1/prompts/chat-{prompt:04d}", json={"messages": messages}
+                )
+            response.raise_for_status()
+
+
+def warm_up(base: str, body: dict[str, Any]) -> float:
+    """Log one record like the run's, so the collector reads (and compiles) the project's chat
+    versions before the clock starts, then let the store's merges of the writes settle: the
+    rates compare steady ingest, and the one read is given apart (docs/benchmarks.md)."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+        began = time.perf_counter()
+        response = client.post("/v1/requests", json={**body, "id": "req_warm_up"})
+        response.raise_for_status()
+        first_ms = (time.perf_counter() - began) * 1000
+    time.sleep(SETTLE_SECONDS)
+    return first_ms
+
+
+def linked_count(base: str) -> int:
+    """How many stored records the collector linked (``metadata.prompt_link = matched``)."""
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {KEY}"}) as client:
+        response = client.get(
+            "/v1/requests/analytics",
+            params={"metric": "usage", "group_by": "version", "metadata.prompt_link": "matched"},
+        )
+        response.raise_for_status()
+        return sum(int(group["count"]) for group in response.json()["data"]["groups"])
+
+
+def measure_linking(args: argparse.Namespace, counts: list[int]) -> None:
+    """Ingest the same unnamed chat records on a fresh collector for each count of chat
+    versions, one after the other; print (and with --write-docs record) the rates."""
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    pool = chat_pool(random.Random(1))
+    runs: list[tuple[int, IngestResult, int, float]] = []
+    for count in counts:
+        data_dir = Path(tempfile.mkdtemp(prefix="promptrail-bench-linking-"))
+        with collector(data_dir, KEY, PROMPTRAIL_MAX_BODY_BYTES=str(64 << 20)) as served:
+            create_chat_versions(served.url, count)
+            first_ms = warm_up(served.url, pool[0])
+            result = ingest(
+                served.url, args.records, args.batch, args.workers, served.process.pid, pool=pool
+            )
+            linked = linked_count(served.url)
+        runs.append((count, result, linked, first_ms))
+        print(
+            f"{count:>6} chat versions: {ingest_summary(args, result)}; {linked:,} linked; "
+            f"the first unnamed record took {first_ms:.0f} ms",
+            flush=True,
+        )
+    rates: dict[int, list[float]] = {}
+    cpu: dict[int, list[float]] = {}
+    for count, result, _, _ in runs:
+        cpu.setdefault(count, []).append(result.collector_cpu / result.accepted * 1e6)
+        rates.setdefault(count, []).append(result.accepted / result.elapsed)
+    base = statistics.mean(rates[min(rates)])
+    base_cpu = statistics.mean(cpu[min(cpu)])
+    ratios = [
+        f"{count:,} chat versions: {statistics.mean(values):,.0f} records/s "
+        f"({statistics.mean(values) / base - 1:+.1%}), collector CPU "
+        f"{statistics.mean(cpu[count]):.0f} µs per record "
+        f"({statistics.mean(cpu[count]) / base_cpu - 1:+.1%}) against {min(rates):,}"
+        for count, values in sorted(rates.items())
+    ]
+    for line in ratios:
+        print(line)
+    if not args.write_docs:
+        return
+    lines = [
+        LINKING_SECTION,
+        "",
+        f"Command: `.venv/bin/python benchmarks/request_log.py --records {args.records} "
+        f"--chat-versions {','.join(map(str, counts))}`  ",
+        f"Machine: {Machine.current().line()}  ",
+        f"Date: {datetime.now(UTC):%Y-%m-%d}; embedded store (chDB), a fresh collector per run, "
+        f"the runs one after the other; load average before: {load}. The machine was shared "
+        "with other work during the runs, so the rates move by more than the linking costs "
+        "between runs of the same count.",
+        "",
+        "Records name no prompt and carry chat messages: half rendered from one of 1,000 chat "
+        "versions (200 prompts of 5), a quarter one character off one, a quarter unrelated.",
+        "",
+        "| chat versions | records/s | collector CPU per record | records linked "
+        "| first unnamed record |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {count:,} | {result.accepted / result.elapsed:,.0f} | "
+            f"{result.collector_cpu / result.accepted * 1e6:.0f} µs | {linked:,} | "
+            f"{first_ms:.0f} ms |"
+            for count, result, linked, first_ms in runs
+        ),
+        "",
+        *(f"- {line}." for line in ratios),
+        "",
+    ]
+    write_section("\n".join(lines))
+    print(f"wrote {DOCS}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -754,7 +934,15 @@ def main() -> None:
         action="store_true",
         help="skip the ingest: measure reads on --data-dir as an earlier run loaded it",
     )
+    parser.add_argument(
+        "--chat-versions",
+        help="measure the linking of unnamed records: counts of chat versions to ingest "
+        "against, one fresh collector each, in order (e.g. 0,1000,0,1000)",
+    )
     args = parser.parse_args()
+    if args.chat_versions is not None:
+        measure_linking(args, [int(count) for count in args.chat_versions.split(",")])
+        return
     if args.raw_worker:
         print(
             json.dumps(asdict(raw_insert(args.records, args.batch, args.raw_worker, args.workers)))

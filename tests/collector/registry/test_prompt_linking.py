@@ -328,9 +328,12 @@ def collectors(settings: Settings) -> Iterator[tuple[Services, Services]]:
         services.close()
 
 
+@pytest.mark.parametrize("b_reads_the_prompt", [False, True])
 def test_a_version_written_on_another_collector_links_after_the_poll(
-    collectors: tuple[Services, Services],
+    collectors: tuple[Services, Services], b_reads_the_prompt: bool
 ) -> None:
+    """B's poll brings A's new version to its linking, whether or not B's live-id index holds
+    the project (the poll then reads for both at once)."""
     a, b = collectors
     a.prompts.create("default", PromptCreate.model_validate(
         {"name": "support", "type": "chat", "messages": SUPPORT, "model": "gpt-4o"}
@@ -346,9 +349,14 @@ def test_a_version_written_on_another_collector_links_after_the_poll(
         return row.prompt_name, row.version
 
     assert linked(b, asked()) == ("support", 1)  # B reads the project's versions here
+    if b_reads_the_prompt:
+        assert b.prompts.resolve_version("default", "support").version == 1
+        assert b.prompts.live_ids.indexed("default")
     a.prompts.update("default", "support", PromptUpdate.model_validate({"messages": SUPPORT_V2}))
     assert linked(b, v2) == ("", 0)  # B has not polled since A's write
 
     b.prompts.poll()
 
     assert linked(b, v2) == ("support", 2)
+    if b_reads_the_prompt:
+        assert b.prompts.resolve_version("default", "support").version == 2
