@@ -254,7 +254,13 @@ def _content(content: Any) -> tuple[tuple[str, str], ...] | None:
 
 def record_messages(value: Any) -> list[_Message] | None:
     """A record's ``input`` as messages to compare, or None when it is not a list of chat
-    messages (each an object with a text ``role`` and a content or OpenTelemetry ``parts``)."""
+    messages (each an object with a text ``role`` and a content or OpenTelemetry ``parts``).
+    An Anthropic call's ``{"system", "messages"}`` (as the SDK's capture logs it) reads as its
+    system text as a first system message, then its messages."""
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        system = value.get("system")
+        head = [] if system is None else [{"role": "system", "content": system}]
+        value = [*head, *value["messages"]]
     if not isinstance(value, list) or not value:
         return None
     messages: list[_Message] = []
@@ -386,7 +392,9 @@ class ChatLinks:
         A linked row takes the version's prompt name and number and ``metadata.prompt_link =
         "matched"``, and, when it has none, ``input_variables`` from the text each plain
         variable stood for."""
-        candidates = [row for row in rows if not row["prompt_name"] and type(row["input"]) is list]
+        candidates = [
+            row for row in rows if not row["prompt_name"] and type(row["input"]) in (list, dict)
+        ]
         if not candidates:
             return 0
         try:

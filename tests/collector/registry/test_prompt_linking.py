@@ -125,6 +125,21 @@ def test_a_batch_record_matching_a_chat_version_is_linked_with_its_variables(
     assert stored(api, kept)["input_variables"] == given
 
 
+def test_an_anthropic_call_with_its_system_apart_is_linked(api: TestClient) -> None:
+    create(api, "support", SUPPORT)
+    system, question = asked(company="Initech")
+    anthropic_input = {
+        "system": system["content"],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": question["content"]}]}],
+    }
+
+    (request_id,) = log(api, record([]) | {"input": anthropic_input})
+
+    data = stored(api, request_id)
+    assert link_of(data) == ("support", 1, "matched")
+    assert data["input_variables"]["company"] == "Initech"
+
+
 def test_a_literal_difference_or_another_role_is_not_linked(api: TestClient) -> None:
     create(api, "support", SUPPORT)
     changed = asked()
