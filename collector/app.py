@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute
 from promptrail import __version__
 
 from .api.access import check_access
+from .api.audit_hook import audit_writes
 from .api.backpressure import IngestGateMiddleware
 from .api.body_size import BodyLimitMiddleware
 from .api.cors import FeedbackCorsMiddleware
@@ -24,6 +25,7 @@ from .api.routes import (
     accounts,
     admin,
     admin_backups,
+    audit,
     auth,
     connections,
     datasets,
@@ -62,7 +64,11 @@ ReadyHook = Callable[[Services, str | None], None]
 
 def _api_router() -> APIRouter:
     # Every route's access check (api/access.py), before anything of the route runs.
-    router = APIRouter(responses=ERROR_RESPONSES, dependencies=[Depends(check_access)])
+    # Then the audit log's hook (api/audit_hook.py): its entry is appended before the answer.
+    router = APIRouter(
+        responses=ERROR_RESPONSES,
+        dependencies=[Depends(check_access), Depends(audit_writes, scope="function")],
+    )
     # Template routes first: their paths are longer forms of the version routes.
     for module in (
         prompts,
@@ -92,6 +98,8 @@ def _api_router() -> APIRouter:
     for module in (auth, projects, members, accounts):
         router.include_router(module.router)
     router.include_router(accounts.admin_router)
+    router.include_router(audit.router)
+    router.include_router(audit.admin_router)
     return router
 
 

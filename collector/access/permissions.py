@@ -198,6 +198,7 @@ ROUTES: Mapping[str, Mapping[str, Permission]] = {
         # The loopback administration of ``promptrail keys`` and backups.
         "/v1/admin/keys": ADMIN_TOKEN,
         "/v1/admin/backups/{job_id}": ADMIN_TOKEN,
+        "/v1/admin/audit/verify": ADMIN_TOKEN,
     },
     "POST": {
         "/v1/prompts": WRITE,

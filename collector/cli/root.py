@@ -6,6 +6,7 @@ promptrail backup DIR [--data-dir DIR]
 promptrail restore DIR [--data-dir DIR] [--replace]
 promptrail keys create | list | revoke | rotate
 promptrail users create --email E --password-stdin [--instance-admin]
+promptrail audit verify [--data-dir DIR]
 promptrail --version
 
 Each group is a module of this package importing only ``shared.py``; only this module knows them
@@ -25,7 +26,7 @@ import typer
 
 from promptrail import __version__
 
-from . import backup, keys, serve, stub, users
+from . import audit, backup, keys, serve, stub, users
 from .shared import group
 
 app = group("promptrail collector: a prompt registry and LLM request log.")
@@ -34,6 +35,7 @@ app.add_typer(stub.app)
 app.add_typer(backup.app)
 app.add_typer(keys.app, name="keys")
 app.add_typer(users.app, name="users")
+app.add_typer(audit.app, name="audit")
 
 
 def _print_version(value: bool) -> None:

@@ -18,6 +18,7 @@ from ..providers.anthropic import AnthropicProvider
 from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..store.accounts import AccountStore
+from ..store.audit import AuditStore
 from ..store.connections import ConnectionStore
 from ..store.database import Store
 from ..store.protected_labels import ProtectedLabelStore
@@ -26,6 +27,7 @@ from ..store.writes import GroupCommitLimits, PendingWrites, RowWriter
 from ..store.writes.plan import REQUEST_LOG
 from .accounts import Accounts, KeyProjects
 from .analytics import AnalyticsService
+from .audit import AuditService, key_hints
 from .backups import BackupService
 from .connections.budget import SpendBook
 from .connections.credentials import Credentials
@@ -84,6 +86,8 @@ class Services:
     protected_labels: ProtectedLabels
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
+    # The audit log (docs/security.md, "Audit log"); set by build.
+    audit: AuditService | None = None
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -218,6 +222,11 @@ class Services:
             ),
             evaluation=evaluation,
             connections=connections,
+            audit=AuditService(
+                AuditStore(store.client, store.database, store.cluster),
+                key_hints(store.keys),
+                sole_writer=store.is_embedded,
+            ),
         )
 
     def start(self) -> None:

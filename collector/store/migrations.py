@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from clickhouse_connect.driver.client import Client
 
 from .accounts import ACCOUNT_TABLES
+from .audit import AUDIT_LOG
 from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
 from .evaluation import (
@@ -366,6 +367,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             EVALUATION_DECISION_TIMES_MV,
         ),
     ),
+    # The audit log (docs/security.md, "Audit log"): one hash-chained row per audited write.
+    Migration(34, "audit_log", (AUDIT_LOG,)),
 )
 
 

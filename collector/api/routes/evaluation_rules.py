@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from ...models.envelopes import Data, Page, Pagination
 from ...models.evaluation import BackfillOut, Decision, DecisionOut, RuleIn, RuleOut, RulePatch
 from ...services.evaluation import Rule
 from ...store.evaluation import DecisionRow
+from ..audit_hook import note_created
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/evaluation-rules", tags=["evaluation"])
@@ -49,9 +50,13 @@ def _decision_out(row: DecisionRow) -> DecisionOut:
 
 
 @router.post("", status_code=201, response_model=Data[RuleOut])
-def create_rule(body: RuleIn, project: Project, services: ServicesDep) -> Data[RuleOut]:
+def create_rule(
+    body: RuleIn, request: Request, project: Project, services: ServicesDep
+) -> Data[RuleOut]:
     """Create a rule running a named evaluator on new production data."""
-    return Data(data=rule_out(services.evaluation.rules.create(project, body)))
+    rule = services.evaluation.rules.create(project, body)
+    note_created(request, rule.id)  # the audit entry's id (api/audit_hook.py)
+    return Data(data=rule_out(rule))
 
 
 @router.get("", response_model=Page[RuleOut])

@@ -11,6 +11,7 @@ from ...errors import InsufficientScope
 from ...models.envelopes import Data
 from ...models.keys import KeyCreated, KeyOut, NewKey
 from ..access import signed_in_user
+from ..audit_hook import note_created
 from ..deps import CurrentPrincipal, ServicesDep
 
 router = APIRouter(prefix="/keys", tags=["keys"])
@@ -33,6 +34,7 @@ def create_key(
         name=body.name,
     )
     info = issued.info
+    note_created(request, info.key_id)  # the audit entry's id (api/audit_hook.py)
     return Data(
         data=KeyCreated(
             project=info.project,

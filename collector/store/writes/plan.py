@@ -125,6 +125,16 @@ EVALUATION = TableGroup(
     "(an outage) as a RowWriter's does (direct_write)",
 )
 
+AUDIT = TableGroup(
+    "audit",
+    ("audit_log",),
+    WriteMode.DIRECT,
+    WriteMode.DIRECT,
+    "one row per audited write, at a human pace; each append is serialized by the audit "
+    "service's lock (the chain's order) and answers Stored or Refused (an outage) as a "
+    "RowWriter's does (direct_write)",
+)
+
 ACCOUNTS = TableGroup(
     "accounts",
     ("users", "user_logins", "projects", "memberships", "auth_sessions", "protected_labels"),
@@ -164,5 +174,6 @@ WRITE_PLAN: tuple[TableGroup, ...] = (
     EVALUATION,
     ACCOUNTS,
     CONNECTIONS,
+    AUDIT,
 )
 """Every table group of the store, as :mod:`collector.store.writes` describes them."""
