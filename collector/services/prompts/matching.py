@@ -30,7 +30,6 @@ when its copy is older than ``max_age`` seconds.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
@@ -50,8 +49,6 @@ _MAX_PATTERNS = 200_000
 # Projects kept (most hold no chat version: an empty entry says so without a read).
 _MAX_PROJECTS = 100_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ANY = "(?:.*?)"
-_VARIABLE = "(.*?)"
 
 _log = logging.getLogger(__name__)
 # Reads what was stored in some projects since a time (``PromptStore.changes``).
@@ -61,45 +58,68 @@ _Message = tuple[str, tuple[tuple[str, str], ...]]
 
 
 @dataclass(frozen=True)
-class PromptLink:
-    """The version a record's messages matched, and the text each plain variable stood for."""
-
-    prompt_name: str
-    version: int
-    variables: dict[str, str]
-
-
-@dataclass(frozen=True)
 class _Text:
-    """One template text compiled: a regex, the variable of each group, its leading literal."""
+    """One template text compiled: its literal chunks, with a tag between each two (its
+    variable's name, or None for a tag that stands for any text), and its leading literal.
 
-    regex: re.Pattern[str]
-    names: tuple[str, ...]
-    prefix: str
+    Every tag stands for any text, so the text matches when it starts with the first chunk,
+    ends with the last, and holds the others in order between them: found leftmost, each
+    tag's text is what a lazy match would give it. ``str.find`` calls, linear in the text,
+    where a regular expression of several lazy groups could backtrack for as long as a
+    record's text is long to the power of its groups.
+    """
+
+    chunks: tuple[str, ...]
+    names: tuple[str | None, ...]
+
+    @property
+    def prefix(self) -> str:
+        return self.chunks[0]
 
     @classmethod
     def compile(cls, template: str) -> _Text:
-        pieces: list[str] = []
-        names: list[str] = []
-        prefix: list[str] = []
-        leading = True
+        chunks: list[str] = []
+        names: list[str | None] = []
+        literal: list[str] = []
         for node in parse_mustache(template)._parse_tree:
             if isinstance(node, str):
-                pieces.append(re.escape(node))
-                if leading:
-                    prefix.append(node)
+                literal.append(node)
                 continue
             kind = type(node).__name__
             if kind in ("_CommentNode", "_ChangeNode"):
                 continue  # renders nothing: the literal text goes on
-            leading = False
+            chunks.append("".join(literal))
+            literal = []
             key = str(getattr(node, "key", ""))
-            if kind in ("_EscapeNode", "_LiteralNode") and key != "." and "." not in key:
-                pieces.append(_VARIABLE)
-                names.append(key)
-            else:
-                pieces.append(_ANY)
-        return cls(re.compile("".join(pieces), re.DOTALL), tuple(names), "".join(prefix))
+            plain = kind in ("_EscapeNode", "_LiteralNode") and key != "." and "." not in key
+            names.append(key if plain else None)
+        chunks.append("".join(literal))
+        return cls(tuple(chunks), tuple(names))
+
+    def match(self, text: str, found: list[tuple[str, str]]) -> bool:
+        """Whether ``text`` matches; the plain variables' text is added to ``found``."""
+        chunks = self.chunks
+        first, last = chunks[0], chunks[-1]
+        if not self.names:
+            return text == first
+        end = len(text) - len(last)
+        if end < len(first) or not text.startswith(first) or not text.endswith(last):
+            return False
+        at = len(first)
+        names = self.names
+        for index in range(1, len(chunks) - 1):
+            chunk = chunks[index]
+            place = text.find(chunk, at, end)
+            if place < 0:
+                return False
+            name = names[index - 1]
+            if name is not None:
+                found.append((name, text[at:place]))
+            at = place + len(chunk)
+        name = names[-1]
+        if name is not None:
+            found.append((name, text[at:end]))
+        return True
 
 
 @dataclass(frozen=True)
@@ -114,12 +134,8 @@ class _Step:
         if role != self.role or len(items) != len(self.items):
             return False
         for (kind, text), (want, pattern) in zip(items, self.items, strict=True):
-            if kind != want:
+            if kind != want or not pattern.match(text, found):
                 return False
-            matched = pattern.regex.fullmatch(text)
-            if matched is None:
-                return False
-            found.extend(zip(pattern.names, matched.groups(), strict=True))
         return True
 
 
