@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from promptrail._mustache import render_mustache
 from promptrail.collector.config import Settings
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
@@ -138,6 +139,48 @@ def test_an_anthropic_call_with_its_system_apart_is_linked(api: TestClient) -> N
     data = stored(api, request_id)
     assert link_of(data) == ("support", 1, "matched")
     assert data["input_variables"]["company"] == "Initech"
+
+
+EVERY_FEATURE = [
+    {
+        "role": "system",
+        "content": "Hello {{user.name}}!\n{{#items}}\n- {{.}}\n{{/items}}\n{{^items}}\n"
+        "Nothing listed.\n{{/items}}\n{{! a note }}Tone: {{{tone}}}.",
+    },
+    {"type": "placeholder", "name": "history"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "{{question}}"},
+            {"type": "image_url", "image_url": {"url": "https://img.test/{{image}}.png"}},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("items", [["tea", "cake"], []])
+def test_messages_rendered_by_the_collectors_renderer_are_linked(
+    api: TestClient, items: list[str]
+) -> None:
+    """Dotted names, sections over a list, inverted sections, standalone tag lines, comments,
+    triple mustaches and image URLs: what the renderer makes of them is matched."""
+    create(api, "features", EVERY_FEATURE)
+    values: dict[str, Any] = {"user": {"name": "Ann"}, "items": items, "tone": "<warm>"}
+    values |= {"question": "Why?", "image": "cat"}
+    system = render_mustache(str(EVERY_FEATURE[0]["content"]), values)
+    user = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Why?"},
+            {"type": "image_url", "image_url": {"url": "https://img.test/cat.png"}},
+        ],
+    }
+
+    (request_id,) = log(api, record([{"role": "system", "content": system}, user]))
+
+    data = stored(api, request_id)
+    assert link_of(data) == ("features", 1, "matched")
+    assert data["input_variables"] == {"tone": "<warm>", "question": "Why?", "image": "cat"}
 
 
 def test_a_literal_difference_or_another_role_is_not_linked(api: TestClient) -> None:
