@@ -39,6 +39,7 @@ from .api.routes import (
     keys,
     labels,
     members,
+    oidc,
     projects,
     prompts,
     protected_labels,
@@ -95,7 +96,7 @@ def _api_router() -> APIRouter:
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)
-    for module in (auth, projects, members, accounts):
+    for module in (auth, projects, members, accounts, oidc):
         router.include_router(module.router)
     router.include_router(accounts.admin_router)
     router.include_router(audit.router)

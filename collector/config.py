@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .access.principal import ROLES
 from .models.rate_limit_settings import ProjectLimitOverride, check_limit
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -81,6 +82,19 @@ class Settings(BaseSettings):
     init_admin_email: str | None = None
     init_admin_password: SecretStr | None = None
 
+    # Single sign-on with OpenID Connect (docs/security.md, "SSO"): on when the issuer, the
+    # client id and its secret are set. The role map is JSON {"<group>": "<project>:<role>"};
+    # allowed domains are comma-separated (empty: any); the public URL is the collector's
+    # address as browsers see it (default: the request's).
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_role_claim: str = "groups"
+    oidc_role_map: dict[str, str] = Field(default_factory=dict)
+    oidc_allowed_domains: str = ""
+    oidc_scopes: str = "openid email profile"
+    public_url: str | None = None
+
     @field_validator("database")
     @classmethod
     def _database_is_identifier(cls, value: str) -> str:
@@ -104,6 +118,18 @@ class Settings(BaseSettings):
                 raw = b""
             if len(raw) != 32:
                 raise ValueError("a secret key is 32 bytes in base64 (openssl rand -base64 32)")
+        return value
+
+    @field_validator("oidc_role_map")
+    @classmethod
+    def _is_role_map(cls, value: dict[str, str]) -> dict[str, str]:
+        for group, target in value.items():
+            project, _, role = target.rpartition(":")
+            if not project or role not in ROLES:
+                raise ValueError(
+                    f"group {group!r} maps to {target!r}: each value is '<project>:<role>', "
+                    f"the role one of {', '.join(ROLES)}"
+                )
         return value
 
     @field_validator("clickhouse_cluster")

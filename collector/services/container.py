@@ -53,6 +53,7 @@ from .requests import RequestService
 from .rollups import RollupService
 from .runs import RunService
 from .scores import ScoreService
+from .sso import SsoConfig, SsoService
 from .traces import TraceService
 
 
@@ -86,6 +87,8 @@ class Services:
     protected_labels: ProtectedLabels
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
+    # Sign-in through an OpenID Connect provider (docs/security.md, "SSO").
+    sso: SsoService | None = None
     # The audit log (docs/security.md, "Audit log"); set by build.
     audit: AuditService | None = None
 
@@ -222,6 +225,12 @@ class Services:
             ),
             evaluation=evaluation,
             connections=connections,
+            sso=SsoService(
+                SsoConfig.from_settings(settings),
+                accounts,
+                AccountStore(store.client, store.database, store.cluster),
+                retry_after,
+            ),
             audit=AuditService(
                 AuditStore(store.client, store.database, store.cluster),
                 key_hints(store.keys),
