@@ -149,6 +149,18 @@ def _label(s: Services, project: str, ref: str) -> Any:
     }
 
 
+def _dataset(s: Services, project: str, name: str) -> Any:
+    from ..models.datasets import DatasetOut
+
+    return DatasetOut.of(s.datasets.get(project, name))
+
+
+def _rule(s: Services, project: str, rule_id: str) -> Any:
+    from .routes.evaluation_rules import rule_out
+
+    return rule_out(s.evaluation.rules.get(project, rule_id))
+
+
 def _member(s: Services, project: str, email: str) -> Any:
     owner = Actor("owner")
     members = s.accounts.members.list(project, owner)
@@ -176,9 +188,9 @@ _READERS: Mapping[str, Reader] = {
     "prompt": _prompt,
     "label": _label,
     "connection": lambda s, p, name: s.connections.get(p, name),
-    "dataset": lambda s, p, name: s.datasets.get(p, name),
+    "dataset": _dataset,
     "evaluator": lambda s, p, name: s.evaluation.evaluators.resolve(p, name),
-    "rule": lambda s, p, rule_id: s.evaluation.rules.get(p, rule_id),
+    "rule": _rule,
     "member": _member,
     "protected_labels": lambda s, p, _: {"labels": list(s.protected_labels.get(p).labels)},
     "user": _user,
