@@ -40,6 +40,7 @@ from .api.routes import (
     labels,
     members,
     oidc,
+    playground,
     projects,
     prompts,
     protected_labels,
@@ -93,6 +94,7 @@ def _api_router() -> APIRouter:
         evaluation_rules,
         keys,
         protected_labels,
+        playground,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)

@@ -42,6 +42,7 @@ from .faults import FaultService
 from .ingest import IngestService
 from .keys import KeyCache, KeyService
 from .otlp import OtlpService
+from .playground.service import PlaygroundService
 from .pricing import GenaiPriceBook
 from .prompts import PromptService
 from .prompts.live_ids import LiveIdIndex
@@ -85,6 +86,7 @@ class Services:
     evaluation: Evaluation
     accounts: Accounts
     protected_labels: ProtectedLabels
+    playground: PlaygroundService
     # Set by the accounts service when people may sign in; None: keys only.
     sessions: SessionResolver | None = None
     # Sign-in through an OpenID Connect provider (docs/security.md, "SSO").
@@ -184,6 +186,7 @@ class Services:
             keys=keys,
             accounts=accounts,
             protected_labels=protected_labels,
+            playground=PlaygroundService(runs, prompts, datasets, prices),
             sessions=accounts.sessions,
             prompts=prompts,
             ingest=ingest,

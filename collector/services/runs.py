@@ -19,7 +19,6 @@ A run has three steps, and only the first can fail with a plain client error:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -30,17 +29,15 @@ from typing import Any
 
 import anyio
 
-from ..errors import UpstreamProviderFailed, ValidationFailed
-from ..models.runs import RunRequest, RunResult, RunUsage
+from ..errors import ValidationFailed
+from ..models.runs import RunRequest, RunResult
 from ..providers import (
-    ChatMessage,
     CompletionRequest,
     Provider,
     ProviderFailure,
     StreamEnd,
     TextDelta,
     TokenUsage,
-    ToolCall,
     wire_message,
 )
 from ..providers.routing import provider_for
@@ -53,11 +50,23 @@ from .dates import utc_now_ms
 from .ingest import new_request_id
 from .pricing import PriceBook
 from .prompts import PromptService
-from .templates import render_chat, render_template, template_variables
+from .run_parts import (
+    USER_INPUT,
+    Outcome,
+    Relayed,
+    build_messages,
+    internal_error,
+    ms,
+    output_of,
+    provider_error,
+    reason,
+    usage_of,
+)
+from .templates import render_chat, template_variables
+
+__all__ = ["PreparedRun", "RecordKeeper", "Relayed", "RunService", "RunTarget", "build_messages"]
 
 logger = logging.getLogger("promptrail.runs")
-
-USER_INPUT = "user_input"
 
 RecordKeeper = Callable[[RequestRow], None]
 """Takes a finished run's record to store it with the caller's own batch (an experiment's
@@ -94,46 +103,6 @@ class PreparedRun:
     # the model as written (``<connection>/<model>``), which the record keeps.
     connection: ConnectionRow | None = None
     written_model: str | None = None
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What the provider call produced (a failure keeps the text relayed before it)."""
-
-    content: str
-    finish_reason: str | None
-    usage: TokenUsage
-    llm_call_ms: int
-    time_to_first_token_ms: int | None = None
-    error: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-def build_messages(
-    template: str, variables: Mapping[str, Any], user_input: str | None
-) -> tuple[ChatMessage, ...]:
-    """Render the template and place ``user_input`` as docs/api-notes.md, "Runs" says.
-
-    >>> build_messages("Be brief.", {}, "Hi")
-    (ChatMessage(role='system', content='Be brief.'), ChatMessage(role='user', content='Hi'))
-    """
-    fills_template = USER_INPUT in template_variables(template)
-    values = {name: variable_text(value) for name, value in variables.items()}
-    if fills_template and user_input is not None:
-        values[USER_INPUT] = user_input
-    rendered = render_template(template, values)
-    if user_input is not None and not fills_template:
-        return ChatMessage("system", rendered), ChatMessage("user", user_input)
-    return (ChatMessage("user", rendered),)
-
-
-def variable_text(value: Any) -> str:
-    """Return the text a variable renders as: strings as they are, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _ms(seconds: float) -> int:
-    return max(0, round(seconds * 1000))
 
 
 class RunService:
@@ -176,13 +145,33 @@ class RunService:
         )
         if version is None:
             version = await anyio.to_thread.run_sync(self._resolve, project, target)
-        route = await self._route(project, version.model)
+        return await self.prepare_version(
+            project, version, body, admit=admit, started=started, created_at=created_at
+        )
+
+    async def prepare_version(
+        self,
+        project: str,
+        version: PromptVersionRow,
+        body: RunRequest,
+        *,
+        model: str | None = None,
+        admit: bool = True,
+        started: float | None = None,
+        created_at: datetime | None = None,
+    ) -> PreparedRun:
+        """Route and render a version already in hand (``model``: another model than the
+        version's, as written); raise the client errors before anything is sent."""
+        started = time.perf_counter() if started is None else started
+        created_at = utc_now_ms() if created_at is None else created_at
+        written = version.model if model is None else model
+        route = await self._route(project, written)
         if route is None:
             raise ValidationFailed(
                 "model",
-                f"Unknown model '{version.model}': name it openai/<model>, anthropic/<model> "
+                f"Unknown model '{written}': name it openai/<model>, anthropic/<model> "
                 "or <connection>/<model>, or use a gpt-, o1, o3, o4, chatgpt- or claude- model",
-                model=version.model,
+                model=written,
             )
         model = route.model
         variables = {**(body.input_variables or {}), **(body.variables or {})}
@@ -206,10 +195,14 @@ class RunService:
             metadata=body.metadata,
             stream=body.stream,
             started=started,
-            pre_process_ms=_ms(time.perf_counter() - started),
+            pre_process_ms=ms(time.perf_counter() - started),
             connection=route.connection,
-            written_model=version.model if route.connection is not None else None,
+            written_model=written if route.connection is not None else None,
         )
+
+    async def aroute(self, project: str, model: str) -> Route | None:
+        """The route of ``model`` for ``project`` by the credential order; None: unknown."""
+        return await self._route(project, model)
 
     async def _route(self, project: str, model: str) -> Route | None:
         if self._credentials is not None:
@@ -298,18 +291,18 @@ class RunService:
         try:
             completion = await run.provider.complete(run.request)
         except BaseException as exc:
-            llm_call_ms = _ms(time.perf_counter() - call_started)
-            failure = _Outcome("", None, TokenUsage(), llm_call_ms, error=_reason(exc))
+            llm_call_ms = ms(time.perf_counter() - call_started)
+            failure = Outcome("", None, TokenUsage(), llm_call_ms, error=reason(exc))
             if isinstance(exc, ProviderFailure):
                 self._store_quietly(run, failure, keep)
-                raise _provider_error(run, exc) from None
+                raise provider_error(run, exc) from None
             self._store_quietly(run, failure)
             raise
-        outcome = _Outcome(
+        outcome = Outcome(
             completion.content,
             completion.finish_reason,
             completion.usage,
-            _ms(time.perf_counter() - call_started),
+            ms(time.perf_counter() - call_started),
             tool_calls=completion.tool_calls,
         )
         row = self._store(run, outcome, keep)
@@ -321,7 +314,7 @@ class RunService:
             version=row.version,
             model=row.model,
             metadata=row.metadata,
-            usage=_usage(row),
+            usage=usage_of(row),
             cost_known=row.cost_known,
             latency_ms=row.latency_ms,
             created_at=row.created_at,
@@ -340,51 +333,26 @@ class RunService:
         goes away closes this iterator, which closes the upstream stream, and the record says
         so.
         """
-        call_started = time.perf_counter()
-        first_token: float | None = None
-        pieces: list[str] = []
-        end: StreamEnd | None = None
-
-        def outcome(error: str | None = None) -> _Outcome:
-            return _Outcome(
-                "".join(pieces),
-                end.finish_reason if end else None,
-                end.usage if end else TokenUsage(),
-                _ms(time.perf_counter() - call_started),
-                None if first_token is None else _ms(first_token - call_started),
-                error,
-                end.tool_calls if end else (),
-            )
-
         try:
             yield {"type": "start", "request_id": run.request_id}
-            async with aclosing(run.provider.stream(run.request)) as events:
-                async for event in events:
-                    if isinstance(event, TextDelta):
-                        if first_token is None:
-                            first_token = time.perf_counter()
-                        pieces.append(event.content)
-                        yield {"type": "chunk", "content": event.content}
-                    else:
-                        end = event
-            row = self._store(run, outcome())
-        except ProviderFailure as exc:
-            self._store_quietly(run, outcome(exc.message))
-            yield {"type": "error", "error": _provider_error(run, exc).body()["error"]}
-            return
-        except Exception as exc:
-            logger.exception("run %s failed", run.request_id)
-            self._store_quietly(run, outcome(_reason(exc)))
-            yield {"type": "error", "error": _internal_error(run)}
-            return
         except BaseException as exc:
-            # Cancelled, or closed by a client that went away: the upstream stream is closed
-            # by now; keep the record of what was relayed.
-            self._store_quietly(run, outcome(_reason(exc)))
+            self._store_quietly(run, Outcome("", None, TokenUsage(), 0, error=reason(exc)))
             raise
+        finished: Relayed | None = None
+        async with aclosing(self.relay(run)) as relayed:
+            async for item in relayed:
+                if isinstance(item, str):
+                    yield {"type": "chunk", "content": item}
+                else:
+                    finished = item
+        assert finished is not None  # a relay ends with how it ended
+        if finished.error is not None or finished.row is None:
+            yield {"type": "error", "error": finished.error or internal_error(run)}
+            return
+        row = finished.row
         last: dict[str, Any] = {
             "type": "end",
-            "usage": _usage(row).model_dump(),
+            "usage": usage_of(row).model_dump(),
             "cost_known": row.cost_known,
         }
         if run.version.type == "chat":
@@ -393,10 +361,63 @@ class RunService:
                 last["tool_calls"] = row.output["tool_calls"]
         yield last
 
+    async def relay(
+        self, run: PreparedRun, keep: RecordKeeper | None = None
+    ) -> AsyncGenerator[str | Relayed, None]:
+        """Stream a run from its provider: yield each text delta, then one :class:`Relayed`
+        (the record, and the error body when the provider or the service failed).
+
+        The record is handed to the store (or to ``keep``) before the last item; a caller
+        that closes this iterator early closes the upstream stream, and the record (written
+        behind: no caller is left to keep it) says so.
+        """
+        call_started = time.perf_counter()
+        first_token: float | None = None
+        pieces: list[str] = []
+        end: StreamEnd | None = None
+
+        def outcome(error: str | None = None) -> Outcome:
+            return Outcome(
+                "".join(pieces),
+                end.finish_reason if end else None,
+                end.usage if end else TokenUsage(),
+                ms(time.perf_counter() - call_started),
+                None if first_token is None else ms(first_token - call_started),
+                error,
+                end.tool_calls if end else (),
+            )
+
+        try:
+            async with aclosing(run.provider.stream(run.request)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        if first_token is None:
+                            first_token = time.perf_counter()
+                        pieces.append(event.content)
+                        yield event.content
+                    else:
+                        end = event
+            row = self._store(run, outcome(), keep)
+        except ProviderFailure as exc:
+            failed = self._store_quietly(run, outcome(exc.message), keep)
+            yield Relayed(failed, provider_error(run, exc).body()["error"])
+            return
+        except Exception as exc:
+            logger.exception("run %s failed", run.request_id)
+            failed = self._store_quietly(run, outcome(reason(exc)), keep)
+            yield Relayed(failed, internal_error(run))
+            return
+        except BaseException as exc:
+            # Cancelled, or closed by a client that went away: the upstream stream is closed
+            # by now; keep the record of what was relayed.
+            self._store_quietly(run, outcome(reason(exc)))
+            raise
+        yield Relayed(row)
+
     # -- 3. store --------------------------------------------------------------------------
 
     def _store(
-        self, run: PreparedRun, outcome: _Outcome, keep: RecordKeeper | None = None
+        self, run: PreparedRun, outcome: Outcome, keep: RecordKeeper | None = None
     ) -> RequestRow:
         """Price the run and hand its record to the store (one insert, in the background),
         or to ``keep``.
@@ -432,18 +453,18 @@ class RunService:
             status="error" if outcome.error is not None else "success",
             input_variables=run.input_variables,
             input=[wire_message(m) for m in run.request.messages],
-            output=_output(outcome),
+            output=output_of(outcome),
             metadata=metadata,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             total_tokens=usage.total_tokens,
             estimated_cost_usd=cost or 0.0,
             cost_known=cost is not None,
-            latency_ms=_ms(time.perf_counter() - run.started),
+            latency_ms=ms(time.perf_counter() - run.started),
             time_to_first_token_ms=outcome.time_to_first_token_ms,
             pre_process_ms=run.pre_process_ms,
             llm_call_ms=outcome.llm_call_ms,
-            post_process_ms=_ms(time.perf_counter() - post_started),
+            post_process_ms=ms(time.perf_counter() - post_started),
             integration={"pre_process_executed": True, "post_process_executed": True, "errors": []},
             error=outcome.error or "",
             cached_tokens=usage.cached_tokens,
@@ -458,13 +479,14 @@ class RunService:
         return row
 
     def _store_quietly(
-        self, run: PreparedRun, outcome: _Outcome, keep: RecordKeeper | None = None
-    ) -> None:
-        """Store a failed run's record; log (never raise) a failure."""
+        self, run: PreparedRun, outcome: Outcome, keep: RecordKeeper | None = None
+    ) -> RequestRow | None:
+        """Store a failed run's record; log (never raise) a failure (then None)."""
         try:
-            self._store(run, outcome, keep)
+            return self._store(run, outcome, keep)
         except Exception:
             logger.exception("record of failed run %s not stored", run.request_id)
+            return None
 
     def store_records(self, project: str, rows: Sequence[RequestRow]) -> None:
         """Insert records kept by their caller (one insert for them all) and return once
@@ -517,48 +539,3 @@ class RunService:
         the loop must not end before the providers' connections are closed."""
         if self._closing is not None:
             await self._closing
-
-
-def _output(outcome: _Outcome) -> dict[str, Any]:
-    """A record's output: the text and finish reason, and the tool calls when there are."""
-    output: dict[str, Any] = {"content": outcome.content, "finish_reason": outcome.finish_reason}
-    if outcome.tool_calls:
-        output["tool_calls"] = [call.as_dict() for call in outcome.tool_calls]
-    return output
-
-
-def _usage(row: RequestRow) -> RunUsage:
-    return RunUsage(
-        prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens,
-        total_tokens=row.total_tokens,
-        estimated_cost_usd=row.estimated_cost_usd,
-        cached_tokens=row.cached_tokens,
-        cache_write_tokens=row.cache_write_tokens,
-        reasoning_tokens=row.reasoning_tokens,
-    )
-
-
-def _reason(exc: BaseException) -> str:
-    """Return the error text a failed run's record keeps."""
-    if isinstance(exc, ProviderFailure):
-        return exc.message
-    if isinstance(exc, Exception):
-        return f"internal error: {type(exc).__name__}"
-    return "client disconnected before the end of the run"
-
-
-def _provider_error(run: PreparedRun, exc: ProviderFailure) -> UpstreamProviderFailed:
-    return UpstreamProviderFailed(
-        exc.message,
-        {"request_id": run.request_id, "provider": exc.provider, "provider_status": exc.status},
-    )
-
-
-def _internal_error(run: PreparedRun) -> dict[str, Any]:
-    return {
-        "type": "api_error",
-        "message": "Internal error; see the collector log",
-        "code": "INTERNAL_ERROR",
-        "details": {"request_id": run.request_id},
-    }

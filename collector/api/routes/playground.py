@@ -1,0 +1,42 @@
+"""Playground runs (docs/api-notes.md, "Playground"): a prompt tried on several inputs, models
+and repetitions at once, nothing written to the registry.
+
+Without ``stream`` the answer is ``data`` = the run and its cells; with ``stream: true`` it is
+a ``text/event-stream`` of ``data: <json>`` events (start, chunk and end of each cell as they
+come, done). Every client error, the estimate above ``max_cost_usd`` (402) among them, is a
+plain JSON error, before anything is called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse
+
+from ...models.envelopes import Data, ErrorBody
+from ...models.playground import PlaygroundRunIn, PlaygroundRunOut
+from ..deps import Project, ServicesDep
+from .runs import _PING_SECONDS, _sse
+
+router = APIRouter(prefix="/playground", tags=["playground"])
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The run, or with `stream: true` a stream of server-sent events",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    402: {"model": ErrorBody, "description": "BUDGET_EXCEEDED (details.estimated_usd)"},
+}
+
+
+@router.post("/runs", response_model=Data[PlaygroundRunOut], responses=_RESPONSES)
+async def run_playground(
+    body: PlaygroundRunIn, project: Project, services: ServicesDep
+) -> Data[PlaygroundRunOut] | EventSourceResponse:
+    """Run every cell (input x model x repetition), at most 8 at once."""
+    playground = services.playground
+    plan = await playground.plan(project, body)
+    if plan.stream:
+        return EventSourceResponse(_sse(playground.stream(plan)), ping=_PING_SECONDS, sep="\n")
+    return Data(data=await playground.run(plan))

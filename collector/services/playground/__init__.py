@@ -1,0 +1,1 @@
+"""Playground runs: try a prompt on several inputs, models and repetitions at once."""

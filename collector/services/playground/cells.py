@@ -1,0 +1,121 @@
+"""One playground cell: a prepared run (see :mod:`..runs`) called through its provider's
+stream, its deltas handed on, its record kept with the run's others.
+
+A cell that cannot run (a dataset item lacking a variable, a connection at its budget) is an
+error cell and the others run on; a cell refused before its call has no record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...errors import ContractError
+from ...models.playground import CellHead, PlaygroundCell
+from ...models.requests import PLAYGROUND_ENVIRONMENT
+from ...models.runs import RunUsage
+from ..dates import utc_now_ms
+from ..ingest import new_request_id
+from ..run_parts import Relayed, usage_of
+from ..runs import PreparedRun, RecordKeeper, RunService
+
+logger = logging.getLogger("promptrail.playground")
+
+Deltas = Callable[[int, str], Awaitable[None]]
+"""Takes each text delta of a cell (its number, the text) as it arrives."""
+Ended = Callable[[PlaygroundCell], None]
+"""Takes each cell as it finishes."""
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """A cell of a run: what it is, and its prepared run (None: ``error`` says why not)."""
+
+    head: CellHead
+    run: PreparedRun | None
+    error: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+def failed(head: CellHead, error: dict[str, Any], request_id: str | None = None) -> PlaygroundCell:
+    """A cell that made no answer: its error, nothing spent."""
+    return PlaygroundCell(
+        **head.model_dump(),
+        request_id=request_id,
+        output="",
+        usage=RunUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0, estimated_cost_usd=0),
+        latency_ms=0,
+        time_to_first_token_ms=None,
+        estimated_cost_usd=0.0,
+        cost_known=True,
+        status="error",
+        error=error,
+    )
+
+
+def internal(head: CellHead) -> PlaygroundCell:
+    """A cell the service failed (the collector's log says why)."""
+    return failed(
+        head,
+        {
+            "type": "api_error",
+            "message": "Internal error; see the collector log",
+            "code": "INTERNAL_ERROR",
+            "details": {},
+        },
+    )
+
+
+async def run_cell(
+    runs: RunService,
+    planned: PlannedCell,
+    keep: RecordKeeper,
+    deltas: Deltas | None = None,
+) -> PlaygroundCell:
+    """Admit and call one cell; its record goes to ``keep``, its deltas to ``deltas``."""
+    head = planned.head
+    if planned.run is None:
+        return failed(head, planned.error or {})
+    now = utc_now_ms()
+    run = replace(
+        planned.run,
+        request_id=new_request_id(now),
+        created_at=now,
+        started=time.perf_counter(),
+        environment=PLAYGROUND_ENVIRONMENT,
+        metadata=planned.metadata or {},
+    )
+    try:
+        # A connection at its budget (402) or whose host turned link-local (400): no call.
+        await runs.admit(run)
+    except ContractError as exc:
+        return failed(head, exc.body()["error"])
+    finished: Relayed | None = None
+    async with aclosing(runs.relay(run, keep)) as relayed:
+        async for item in relayed:
+            if isinstance(item, str):
+                if deltas is not None:
+                    await deltas(head.cell, item)
+            else:
+                finished = item
+    if finished is None or finished.row is None:
+        error = finished.error if finished is not None and finished.error else None
+        return failed(head, error or internal(head).error or {}, run.request_id)
+    row = finished.row
+    return PlaygroundCell(
+        **head.model_dump(),
+        request_id=row.id,
+        output=str(row.output.get("content") or ""),
+        usage=usage_of(row),
+        latency_ms=row.latency_ms,
+        time_to_first_token_ms=row.time_to_first_token_ms,
+        estimated_cost_usd=row.estimated_cost_usd,
+        cost_known=row.cost_known,
+        status="error" if finished.error is not None else "success",
+        error=finished.error,
+        tool_calls=row.output.get("tool_calls"),
+    )

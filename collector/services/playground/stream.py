@@ -1,0 +1,63 @@
+"""A playground run as server-sent events: ``start`` with the cells, then each cell's
+``chunk`` and ``end`` events interleaved as they arrive, then ``done``.
+
+The cells run in one task; their deltas and ends go through a queue to the stream. A client
+that goes away closes the stream: the cells still running are cancelled (each one's record
+says so) and the records already made are stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from ...models.playground import PlaygroundCell
+from .cells import Deltas, Ended
+
+if TYPE_CHECKING:
+    from .service import Plan
+
+CellRunner = Callable[[Deltas, Ended], Coroutine[Any, Any, list[PlaygroundCell]]]
+"""Runs a plan's cells, handing their deltas and ends on (:meth:`PlaygroundService._cells`)."""
+
+
+async def multiplex(
+    plan: Plan, cells: CellRunner, finish: Callable[[], None]
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Yield a run's events; ``finish`` stores its records once the cells are over."""
+    yield {
+        "type": "start",
+        "id": plan.id,
+        "estimated_cost_usd": plan.estimate.cost_usd,
+        "estimate_method": plan.estimate.method,
+        "cells": [c.head.model_dump() for c in plan.cells],
+    }
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def delta(cell: int, text: str) -> None:
+        queue.put_nowait({"type": "chunk", "cell": cell, "delta": text})
+
+    def ended(cell: PlaygroundCell) -> None:
+        queue.put_nowait({"type": "end", **cell.model_dump(mode="json")})
+
+    task = asyncio.create_task(cells(delta, ended))
+    try:
+        remaining = len(plan.cells)
+        while remaining:
+            event = await queue.get()
+            if event["type"] == "end":
+                remaining -= 1
+            yield event
+        finished = await task
+        yield {
+            "type": "done",
+            "id": plan.id,
+            "estimated_cost_usd": plan.estimate.cost_usd,
+            "cost_usd": round(sum(c.estimated_cost_usd for c in finished), 10),
+        }
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finish()
