@@ -32,7 +32,7 @@ from ..access.permissions import SCOPE_GRANTS
 from ..access.principal import ALL_SCOPES, SCOPES, Scope
 from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
 from ..models.keys import MAX_GRACE_SECONDS, KeyCreate, KeyCreated
-from ..store.keys import KeyRow, KeyState, KeyStore, NewKey
+from ..store.keys import KeyGrants, KeyRow, KeyState, KeyStore, NewKey
 from ..store.writes import Refused, WriteOutcome
 from .refused_writes import raise_if_refused
 
@@ -48,6 +48,9 @@ _ID_HEX = 12
 _KEY_ID = re.compile(rf"{KEY_ID_PREFIX}([0-9a-f]{{{_ID_HEX}}})")
 # Each key's last use is written at most this often by each collector.
 USAGE_WRITE_SECONDS = 60.0
+
+# How many keys' scopes and expiry a collector keeps in memory at most.
+_MAX_KEPT_GRANTS = 100_000
 
 KeyStatus = Literal["active", "expiring", "revoked", "expired"]
 
@@ -203,6 +206,8 @@ class KeyService:
         self._used_lock = threading.Lock()
         self._stop = threading.Event()
         self._writer: threading.Thread | None = None
+        self._grants: dict[str, KeyGrants] = {}  # key hash -> scopes and expiry
+        self._grants_lock = threading.Lock()
 
     # -- issuing ---------------------------------------------------------------------------
 
@@ -326,14 +331,31 @@ class KeyService:
             state = self._store.state(digest)
             if state is None:
                 return None
+            grants = self._grants_of(digest)
+            if grants is None:  # made and gone between the two reads: a restore; unknown
+                return None
             entry = _Checked(
-                KeyGrant(state.project, state.scopes, key_id(digest)),
+                KeyGrant(state.project, grants.scopes, key_id(digest)),
                 _refused_from(state),
-                state.expires_at.timestamp() if state.expires_at else None,
+                grants.expires_at.timestamp() if grants.expires_at else None,
             )
             if self._cache is not None:
                 self._cache.keep(digest, generation, entry)
         return entry
+
+    def _grants_of(self, digest: str) -> KeyGrants | None:
+        """A key's scopes and expiry: never changed once made, so kept for the process's life
+        (exact on a ClickHouse server too, where every check still reads the revocations)."""
+        with self._grants_lock:
+            known = self._grants.get(digest)
+        if known is None:
+            known = self._store.grants(digest)
+            if known is not None:
+                with self._grants_lock:
+                    if len(self._grants) >= _MAX_KEPT_GRANTS:
+                        self._grants.clear()  # a bound, not an eviction policy: keys are few
+                    self._grants[digest] = known
+        return known
 
     # -- feedback tokens (services/feedback_tokens.py) -------------------------------------
 

@@ -72,7 +72,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class KeyState:
-    """What a request's key check needs: the project, the scopes, whether and when it is
+    """What a request's key check reads each time: the project, whether and when it is
     refused."""
 
     project: str
@@ -80,6 +80,12 @@ class KeyState:
     refused_from: datetime | None
     # Whether a revocation without grace refuses it now, whatever the clock says.
     revoked_now: bool
+
+
+@dataclass(frozen=True)
+class KeyGrants:
+    """What a key may do and until when: fixed when it is made, so read once per process."""
+
     scopes: frozenset[Scope]
     # When the key stops working by itself (None: never).
     expires_at: datetime | None
@@ -95,6 +101,8 @@ class KeyRow(KeyState):
     last_used_at: datetime | None
     created_by: str
     name: str
+    scopes: frozenset[Scope]
+    expires_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -177,29 +185,39 @@ class KeyStore:
         # A UNION of two point reads, not a JOIN: a JOIN builds a hash table per query, which
         # made this check (run on every request on a server) markedly slower, the more so
         # on a busy machine (docs/benchmarks.md, "API key checks").
+        # Only the columns that change (by a revocation) or are needed at once: a key's scopes
+        # and expiry never change, and each column read costs (docs/benchmarks.md, "API key
+        # checks"), so they are read once by :meth:`grants`.
         rows = self._client.query(
-            "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now, "
-            "scopes, toUnixTimestamp64Milli(expires_at) AS expires "
+            "SELECT 1 AS is_key, project, toInt64(0) AS refused_from, 0 AS revoked_now "
             f"FROM {self._table} WHERE key_hash = {{h:String}} "
             "UNION ALL SELECT 0, project, "
             "toUnixTimestamp64Milli(revoked_at + toIntervalSecond(grace_seconds)), "
-            "grace_seconds = 0, CAST([] AS Array(String)), "
-            "CAST(NULL AS Nullable(Int64)) "
-            f"FROM {self._revocations} WHERE key_hash = {{h:String}}",
+            f"grace_seconds = 0 FROM {self._revocations} WHERE key_hash = {{h:String}}",
             parameters={"h": key_hash},
             settings=self._check_settings,
         ).result_rows
-        keys = [row for row in rows if row[0]]
-        if not keys:
+        projects = [str(row[1]) for row in rows if row[0]]
+        if not projects:
             return None
         ends = [int(row[2]) for row in rows if not row[0]]
         return KeyState(
-            str(keys[0][1]),
+            projects[0],
             _time(min(ends)) if ends else None,
             any(row[3] for row in rows if not row[0]),
-            _scopes(keys[0][4]),
-            _time(keys[0][5]),
         )
+
+    def grants(self, key_hash: str) -> KeyGrants | None:
+        """Return a key's scopes and expiry (fixed when it was made); None if unknown."""
+        rows = self._client.query(
+            "SELECT scopes, toUnixTimestamp64Milli(expires_at) "
+            f"FROM {self._table} WHERE key_hash = {{h:String}} LIMIT 1",
+            parameters={"h": key_hash},
+            settings=self._check_settings,
+        ).result_rows
+        if not rows:
+            return None
+        return KeyGrants(_scopes(rows[0][0]), _time(rows[0][1]))
 
     def rows(self, project: str | None = None, hash_prefix: str | None = None) -> list[KeyRow]:
         """Return the keys of one project (or all), or those whose hash starts so."""

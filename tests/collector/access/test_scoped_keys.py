@@ -18,9 +18,11 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.errors import InvalidApiKey
 from promptrail.collector.services import feedback_tokens
 from promptrail.collector.services import keys as key_rules
 from promptrail.collector.services.feedback_tokens import TokenScope
+from promptrail.collector.services.keys import KeyService
 from tests.collector.contract import assert_error
 from tests.collector.processes import cli
 from tests.collector.upgrades import store_before
@@ -225,3 +227,26 @@ def test_a_feedback_token_works_only_for_a_key_that_may_write_scores(api: TestCl
             assert posted.status_code == 201, posted.text
         else:
             assert_error(posted, 401, "INVALID_FEEDBACK_TOKEN", type_="authentication_error")
+
+
+@pytest.mark.cost
+def test_a_collector_on_a_server_reads_a_keys_scopes_once_and_its_revocation_each_time(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a collector on a ClickHouse server checks keys (no shared cache): the scopes and
+    expiry never change, so only the first check reads them; a revocation still counts at once."""
+    store = api.app.state.services.store  # type: ignore[attr-defined]
+    server_like = KeyService(store.keys)
+    made = make_key(api, {"scopes": ["read", "ingest"], "expires_in": "1d"})
+    reads: list[str] = []
+    grants = store.keys.grants
+    monkeypatch.setattr(store.keys, "grants", lambda h: reads.append(h) or grants(h))
+
+    for _ in range(3):
+        grant = server_like.authenticate_grant(made["api_key"])
+        assert grant.scopes == {"read", "ingest"} and grant.project == "default"
+
+    assert len(reads) == 1
+    server_like.revoke(made["key_id"])
+    with pytest.raises(InvalidApiKey):
+        server_like.authenticate_grant(made["api_key"])
