@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.access.permissions import permission_for
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from tests.collector.contract import assert_error
@@ -167,18 +168,32 @@ def _every_v1_route() -> list[tuple[str, str]]:
         if not path.startswith("/v1/"):
             continue
         filled = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), "x"), path)
-        routes.extend((method.upper(), filled.removeprefix("/v1")) for method in operations)
+        routes.extend((method.upper(), filled.removeprefix("/v1"), path) for method in operations)
     return sorted(routes)
 
 
-# The one route that takes no key, by the contract (docs/api-notes.md, "Scores and feedback"): its
-# token is its credential.
-KEYLESS = [("POST", "/feedback/x")]
-ALL_ROUTES = [route for route in _every_v1_route() if route not in KEYLESS]
+def _keyless(method: str, template: str) -> bool:
+    """A route the access table opens to callers without a key: the feedback route (its token
+    is its credential, docs/api-notes.md "Scores and feedback") and sign-in's own routes."""
+    permission = permission_for(method, template)
+    return permission is not None and permission.access in ("public", "feedback_token")
 
 
-def test_the_only_keyless_route_is_feedback_and_it_refuses_a_bad_token(anon: TestClient) -> None:
-    assert set(KEYLESS) <= set(_every_v1_route())
+KEYLESS = [(m, p) for m, p, template in _every_v1_route() if _keyless(m, template)]
+ALL_ROUTES = [(m, p) for m, p, template in _every_v1_route() if not _keyless(m, template)]
+
+
+def test_the_keyless_routes_are_feedback_and_sign_in_and_feedback_refuses_a_bad_token(
+    anon: TestClient,
+) -> None:
+    assert {path for _, path in KEYLESS} - {"/feedback/x"} <= {
+        "/auth/login",
+        "/auth/logout",
+        "/auth/me",
+        "/auth/oidc/login",
+        "/auth/oidc/callback",
+    }
+    assert ("POST", "/feedback/x") in KEYLESS
     for prefix in PREFIXES:
         for headers in BAD_AUTH_HEADERS:
             response = anon.post(f"{prefix}/feedback/x", json={"value": 1}, headers=headers)
