@@ -69,7 +69,7 @@ class Console:
         """Load the console and sign in with ``key`` through the form."""
         page = self.open(route)
         page.get_by_label("API key").fill(key)
-        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name="Use this key").click()
         # Signed in or refused, the form says so once the key check has answered: a test's
         # next step then reads the page the check led to, not the form.
         expect(page.get_by_text("Checking the key…")).to_have_count(0)

@@ -3,12 +3,16 @@ panel) and reads (a table's rows, a detail's facts), and the API calls that set 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
+from pydantic import SecretStr
 
-from .conftest import Console
+from promptrail.collector.config import Settings
+
+from .conftest import Console, _new_console
 
 
 def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:
@@ -86,3 +90,51 @@ def run_panel(
     create(client, "greeting", template, **fields)
     page = console.sign_in(route="#/prompts/greeting")
     return page, page.get_by_role("form", name="Run this prompt")
+
+
+# Accounts: a collector whose first instance admin comes from the environment, and its people.
+ADMIN_EMAIL = "ada@example.com"
+ADMIN_PASSWORD = "correct horse battery staple"
+PASSWORD = "a long enough password"
+
+
+def team_settings(settings: Settings) -> Settings:
+    """``settings`` whose collector makes the instance admin ADMIN_EMAIL at start-up (the
+    owner of project default)."""
+    return settings.model_copy(
+        update={"init_admin_email": ADMIN_EMAIL, "init_admin_password": SecretStr(ADMIN_PASSWORD)}
+    )
+
+
+def signed_in(url: str, email: str = ADMIN_EMAIL, password: str = PASSWORD) -> httpx.Client:
+    """An HTTP client signed in as ``email`` (a cookie), its writes carrying the CSRF token."""
+    client = httpx.Client(base_url=url, timeout=30)
+    response = client.post("/v1/auth/login", json={"email": email, "password": password})
+    assert response.status_code == 200, response.text
+    client.headers["X-CSRF-Token"] = response.json()["data"]["csrf_token"]
+    return client
+
+
+def add_person(admin: httpx.Client, email: str, role: str, project: str = "default") -> None:
+    """Make the user ``email`` (password PASSWORD) as the instance admin and give it ``role``."""
+    post(admin, "/v1/users/accounts", {"email": email, "password": PASSWORD})
+    response = admin.put(f"/v1/projects/{project}/members/{email}", json={"role": role})
+    assert response.status_code == 200, response.text
+
+
+def password_sign_in(
+    console: Console, email: str, password: str = PASSWORD, route: str = ""
+) -> Page:
+    """Load the console and sign in with e-mail and password through the form."""
+    page = console.open(route)
+    form = page.get_by_role("form", name="Sign in with an account")
+    form.get_by_label("E-mail").fill(email)
+    form.get_by_label("Password").fill(password)
+    form.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    return settled(page)
+
+
+def new_tab(browser: Browser, url: str, **context: Any) -> Iterator[Console]:
+    """A fresh tab (cookies and storage of its own) on the collector at ``url``."""
+    yield from _new_console(browser, url, **context)

@@ -1,8 +1,12 @@
 // The console talks to the collector only through the public /v1 API, as any client does.
-// The API key lives in this tab's session storage and travels in the X-API-Key header: never
-// in a URL (which would land in access logs and browser history).
+// A signed-in user's session is the collector's HttpOnly cookie (same origin, so fetch sends
+// it); its CSRF token is kept in memory (GET /v1/auth/me answers it again after a reload) and
+// sent as X-CSRF-Token on every write, the chosen project as X-Promptrail-Project.
+// An API key (the single-user default) lives in this tab's session storage and travels in the
+// X-API-Key header: never in a URL (which would land in access logs and browser history).
 
 const STORAGE_KEY = "promptrail.apiKey";
+const PROJECT_KEY = "promptrail.project";
 
 /** An error answer of the API: status, and the contract's {type, code, message, details}. */
 export class ApiError extends Error {
@@ -15,16 +19,43 @@ export class ApiError extends Error {
 }
 
 export const session = {
-  /** Called when the API stops accepting the stored key (revoked, or a new data directory). */
+  /** Called when the API stops accepting the key or the session (revoked, signed out). */
   onExpired: () => {},
+  /** The signed-in user: {user, projects: [{name, role}], csrf_token}; null with a key. */
+  account: null,
   get key() {
     return sessionStorage.getItem(STORAGE_KEY);
+  },
+  /** Whether a key or a user session speaks for this tab. */
+  get signedIn() {
+    return Boolean(this.key || this.account);
+  },
+  /** The project a user acts in: the one chosen in this tab, else the user's first. */
+  get project() {
+    const projects = this.account ? this.account.projects : [];
+    const chosen = sessionStorage.getItem(PROJECT_KEY);
+    if (projects.some((project) => project.name === chosen)) return chosen;
+    return projects.length ? projects[0].name : "";
+  },
+  set project(name) {
+    sessionStorage.setItem(PROJECT_KEY, name);
+  },
+  /** The user's role in the chosen project; null for a key (its scopes decide, server-side). */
+  get role() {
+    if (!this.account) return null;
+    const found = this.account.projects.find((project) => project.name === this.project);
+    return found ? found.role : null;
   },
   signIn(key) {
     sessionStorage.setItem(STORAGE_KEY, key);
   },
+  /** Keep a signed-in user's answer of POST /v1/auth/login or GET /v1/auth/me. */
+  signInAs(account) {
+    this.account = account;
+  },
   signOut() {
     sessionStorage.removeItem(STORAGE_KEY);
+    this.account = null;
   },
 };
 
@@ -39,19 +70,28 @@ export function apiUrl(path, query = {}) {
 
 /** Fetch /v1<path> with the key; resolve to the raw Response, reject with ApiError. */
 export async function request(path, { method = "GET", query, body, key = session.key } = {}) {
-  const headers = { "X-API-Key": key || "" };
+  const headers = {};
+  if (key) headers["X-API-Key"] = key;
+  else if (session.account) {
+    headers["X-Promptrail-Project"] = session.project;
+    if (method !== "GET") headers["X-CSRF-Token"] = session.account.csrf_token;
+  }
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(apiUrl(path, query), {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     cache: "no-store",
+    credentials: "same-origin",
   });
   if (!response.ok) {
     const error = new ApiError(response.status, await errorOf(response));
-    if (error.status === 401 && key === session.key) {
+    // Only a refusal of this tab's own credentials signs it out: not a key being checked on
+    // the form, nor a wrong password.
+    if (error.status === 401 && session.signedIn && key === session.key) {
+      const wasKey = Boolean(session.key);
       session.signOut();
-      session.onExpired();
+      session.onExpired(wasKey);
     }
     throw error;
   }

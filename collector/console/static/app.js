@@ -1,5 +1,5 @@
-// The console's shell: sign-in, navigation and the hash router (#/requests…, #/prompts…,
-// #/analytics).
+// The console's shell: sign-in, navigation, the project switcher and the hash router
+// (#/requests…, #/prompts…, #/analytics, #/settings/…).
 // Hash routes keep the collector's own paths free for the API and need no server routes.
 
 import { showAnalytics } from "./analytics.js";
@@ -12,6 +12,9 @@ import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
 import { showReview } from "./review.js";
+import { can } from "./roles.js";
+import { showSettings } from "./settings.js";
+import { showSignIn } from "./signin.js";
 import { showSession, showSessions } from "./sessions.js";
 import { showTrace, showTraces } from "./traces.js";
 import { showUser, showUsers } from "./users.js";
@@ -22,16 +25,19 @@ let view = main;
 const nav = document.getElementById("nav");
 const account = document.getElementById("account");
 
+// Each section and what the role must be able to do to see it (roles.js): an annotator reads
+// no prompts or experiments, and only an admin manages the project's settings.
 const SECTIONS = [
   ["#/requests", "Requests"],
   ["#/traces", "Traces"],
   ["#/sessions", "Sessions"],
   ["#/users", "Users"],
-  ["#/prompts", "Prompts"],
-  ["#/review", "Review"],
+  ["#/prompts", "Prompts", "readPrompts"],
+  ["#/review", "Review", "score"],
   ["#/analytics", "Analytics"],
   ["#/datasets", "Datasets"],
-  ["#/experiments", "Experiments"],
+  ["#/experiments", "Experiments", "readPrompts"],
+  ["#/settings", "Settings", "admin"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
 const params = (query) => new URLSearchParams(query || "");
@@ -65,10 +71,23 @@ const ROUTES = [
   [/^#\/sessions(?:\?(.*))?$/, (query) => showSessions(view, params(query))],
   [/^#\/users\/([^/?]+)$/, (encoded) => showUser(view, name(encoded))],
   [/^#\/users(?:\?(.*))?$/, (query) => showUsers(view, params(query))],
+  [/^#\/settings(?:\/([a-z]+))?$/, (page) => showSettings(view, page || "members")],
 ];
 
-function route() {
-  if (!session.key) return showSignIn();
+// A tab with no key asks once whether the browser holds a live session cookie (a reload, the
+// way back from SSO); after that, only signing in makes one.
+let askedSession = false;
+
+async function route() {
+  if (!session.signedIn && !askedSession) {
+    askedSession = true;
+    try {
+      session.signInAs((await api("/auth/me")).data);
+    } catch {
+      // No live session: the sign-in page.
+    }
+  }
+  if (!session.signedIn) return signInPage();
   const hash = window.location.hash || "#/requests";
   showChrome(hash);
   for (const [pattern, show] of ROUTES) {
@@ -113,72 +132,79 @@ function failed(page, error) {
 function showChrome(hash) {
   replace(
     nav,
-    SECTIONS.map(([href, label]) =>
+    SECTIONS.filter(([, , action]) => !action || can(action)).map(([href, label]) =>
       h("a", { href, "aria-current": hash.startsWith(href) ? "page" : null }, label),
     ),
   );
-  replace(account, h("button", { type: "button", class: "quiet", onclick: signOut }, "Sign out"));
+  replace(
+    account,
+    session.account ? projectSwitcher(hash) : null,
+    session.account ? h("span", { class: "who" }, session.account.user.email) : null,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "quiet",
+        onclick: signOut,
+        title: session.account ? `Signed in as ${session.account.user.email}` : null,
+      },
+      "Sign out",
+    ),
+  );
 }
 
-function signOut() {
+/** The user's projects and roles (GET /v1/auth/me); choosing one reloads the section's list. */
+function projectSwitcher(hash) {
+  const chosen = session.project;
+  const select = h(
+    "select",
+    { id: "project", "aria-label": "Project", title: "The project every page shows" },
+    session.account.projects.map(({ name: project, role }) =>
+      h("option", { value: project, selected: project === chosen }, `${project} · ${role}`),
+    ),
+  );
+  select.addEventListener("change", () => {
+    session.project = select.value;
+    // A record or prompt of one project is not in another: back to the section's list.
+    const section = SECTIONS.find(([href]) => hash.startsWith(href));
+    const target = section && (!section[2] || can(section[2])) ? section[0] : "#/requests";
+    if (window.location.hash === target) route();
+    else window.location.hash = target;
+  });
+  return select;
+}
+
+async function signOut() {
+  if (session.account) {
+    try {
+      await api("/auth/logout", { method: "POST" });
+    } catch {
+      // Signed out here whatever the collector answered: the cookie ends with its session.
+    }
+  }
   session.signOut();
-  showSignIn("Signed out.");
+  signInPage("Signed out.");
 }
 
-function showSignIn(message = "") {
+function signInPage(message = "", focusKey = false) {
   routes += 1; // a route still loading must not draw over the form
+  main.removeAttribute("aria-busy");
   replace(nav);
   replace(account);
-  const input = h("input", {
-    id: "api-key",
-    type: "password",
-    autocomplete: "off",
-    spellcheck: "false",
-    required: true,
+  showSignIn(main, {
+    message,
+    focusKey,
+    // Back to the page the user was on (the address kept it), or the request log.
+    done: () => {
+      if (!window.location.hash.startsWith("#/")) window.location.hash = "#/requests";
+      else route();
+    },
   });
-  const note = h("p", { class: message ? "note" : "note hidden", role: "status" }, message);
-  const form = h(
-    "form",
-    { class: "sign-in", onsubmit: (event) => signIn(event, input, note) },
-    h("h1", {}, "Sign in"),
-    h(
-      "p",
-      {},
-      "Paste an API key of your project. It stays in this browser tab (session storage) and is " +
-        "sent only to this collector, in a request header.",
-    ),
-    h("label", { for: "api-key" }, "API key"),
-    input,
-    h("button", { type: "submit" }, "Sign in"),
-    note,
-  );
-  replace(main, form);
-  input.focus();
 }
 
-async function signIn(event, input, note) {
-  event.preventDefault();
-  const key = input.value.trim();
-  note.className = "note";
-  replace(note, "Checking the key…");
-  main.setAttribute("aria-busy", "true");
-  try {
-    await api("/requests", { query: { limit: 1 }, key });
-  } catch (error) {
-    main.removeAttribute("aria-busy");
-    note.className = "note error";
-    note.setAttribute("role", "alert");
-    if (error instanceof ApiError && error.status === 401) {
-      return replace(note, "This API key was not accepted. Check it and paste it again.");
-    }
-    return replace(note, messageOf(error));
-  }
-  session.signIn(key);
-  if (!window.location.hash.startsWith("#/")) window.location.hash = "#/requests";
-  else route();
-}
-
-session.onExpired = () =>
-  showSignIn("This API key is no longer accepted. Paste a valid key to sign in again.");
+session.onExpired = (wasKey) =>
+  wasKey
+    ? signInPage("This API key is no longer accepted. Paste a valid key to sign in again.", true)
+    : signInPage("Your session has ended. Sign in again to go back where you were.");
 window.addEventListener("hashchange", route);
 route();

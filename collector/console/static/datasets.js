@@ -8,6 +8,7 @@ import { facts, field, goTo, h, longText, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
 import { listRow, listTable } from "./traces.js";
+import { can } from "./roles.js";
 
 /** The route of dataset `name` (or of one of its sub-pages, `rest` starting with "/" or "?"). */
 export function datasetHref(name, rest = "") {
@@ -33,7 +34,7 @@ export async function showDatasets(view) {
       h("h1", {}, "Datasets"),
       h("a", { class: "button quiet", href: "#/experiments" }, "Experiments"),
     ),
-    createForm(),
+    can("write") ? createForm() : null,
     results,
   );
   await paged(results, listTable(DATASET_COLUMNS, body, "Datasets"), {
@@ -122,7 +123,7 @@ export async function showDataset(view, name) {
           },
           "Experiments on it",
         ),
-        deleteDatasetButton(path, dataset.name, note),
+        can("write") ? deleteDatasetButton(path, dataset.name, note) : null,
       ),
     ),
     note,
@@ -176,8 +177,8 @@ function itemCard(path, item, note) {
       { class: "item-head" },
       h("span", { class: "mono item-id" }, item.id),
       source ? h("a", { href: `#/requests/${encodeURIComponent(source)}` }, "its record") : null,
-      edit,
-      remove,
+      // Hidden from who may not write (still made: the handlers below hang on them).
+      can("write") ? [edit, remove] : null,
     ),
     body,
   );

@@ -124,7 +124,7 @@ export function longText(value, className = "") {
  * Put `text` on the clipboard. The Clipboard API exists only in secure contexts (https,
  * localhost); a collector reached over plain http on a LAN falls back to copying a selection.
  */
-async function copy(text) {
+export async function copy(text) {
   try {
     await navigator.clipboard.writeText(text);
     return true;

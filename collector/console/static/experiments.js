@@ -10,6 +10,7 @@ import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { promptHref } from "./prompt_list.js";
 import { scoreBadges, scoreText } from "./scores.js";
 import { listRow, listTable } from "./traces.js";
+import { can } from "./roles.js";
 
 /** The route of experiment `id`. */
 export function experimentHref(id) {
@@ -232,7 +233,8 @@ function experimentHead(path, experiment, note) {
   const summary = experiment.summary;
   const counts = experiment.counts;
   const running = experiment.status === "running";
-  const cancel = running ? h("button", { type: "button", class: "quiet" }, "Cancel") : null;
+  const cancel =
+    running && can("write") ? h("button", { type: "button", class: "quiet" }, "Cancel") : null;
   cancel?.addEventListener("click", async () => {
     try {
       await api(`${path}/cancel`, { method: "POST" });

@@ -1,7 +1,7 @@
 // One prompt: its newest version, labels (attach, move, remove), version history with
 // rollback, the run panel, and the side-by-side diff of two versions.
 
-import { api, messageOf } from "./api.js";
+import { api, messageOf, session } from "./api.js";
 import { chatSections, messageList } from "./chat_messages.js";
 import { changeList, diffTable } from "./diff.js";
 import { facts, goTo, h, replace, section } from "./dom.js";
@@ -10,6 +10,7 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
 import { promptHref } from "./prompt_list.js";
 import { runPanel } from "./run.js";
+import { can } from "./roles.js";
 import { WINDOWS, outcomesCard } from "./version_outcomes.js";
 
 /** Run an action of the page; on success reload the page, on failure say why in `note`. */
@@ -49,9 +50,12 @@ export async function showPrompt(view, name) {
       h(
         "div",
         { class: "export" },
-        h("a", { class: "button quiet", href: promptHref(name, "/edit") }, "Edit"),
+        can("write")
+          ? h("a", { class: "button quiet", href: promptHref(name, "/edit") }, "Edit")
+          : null,
         // Its records still to score, oldest first (the queue asks which score name).
-        h(
+        can("score") &&
+          h(
           "a",
           {
             class: "button quiet",
@@ -75,10 +79,13 @@ export async function showPrompt(view, name) {
             ]),
             h("pre", { class: "template" }, prompt.template),
           ]),
-      section("Run", await runPanel(name, prompt.version)),
+      // A run and an experiment are writes (records, results): hidden from who may not write.
+      can("write") ? section("Run", await runPanel(name, prompt.version)) : null,
       // Issue 33: the shown version over a dataset, as an experiment.
-      section("Run over a dataset", await experimentForm(name, prompt.version)),
-      section("Labels", labelTable(path, labels, versions, note)),
+      can("write")
+        ? section("Run over a dataset", await experimentForm(name, prompt.version))
+        : null,
+      section("Labels", labelTable(path, labels, versions, note, await protectedLabels())),
       section("Compare versions", comparePicker(name, versions)),
     ),
     section("Version history", await history(path, firstPage, note), "wide"),
@@ -136,7 +143,22 @@ function versionSelect(id, versions, chosen) {
   );
 }
 
-function labelTable(path, labels, versions, note) {
+/**
+ * The labels a member may not attach, move or remove (docs/api-notes.md, "Protected labels"):
+ * asked only of a signed-in member; an admin (and a key, whose scopes the console does not
+ * know) is shown every control, a viewer none.
+ */
+async function protectedLabels() {
+  if (!session.account || !can("write") || can("admin")) return new Set();
+  try {
+    const path = `/projects/${encodeURIComponent(session.project)}/protected-labels`;
+    return new Set((await api(path)).data.labels);
+  } catch {
+    return new Set(); // the collector still refuses what the member may not do
+  }
+}
+
+function labelTable(path, labels, versions, note, locked) {
   const rows = labels.map((label) => {
     const target = versionSelect(`move-${label.label}`, versions, label.version);
     const move = action(note, () =>
@@ -148,19 +170,23 @@ function labelTable(path, labels, versions, note) {
     const remove = action(note, () =>
       api(`${path}/labels/${encodeURIComponent(label.label)}`, { method: "DELETE" }),
     );
+    const controls = h(
+      "td",
+      { class: "label-actions" },
+      h("label", { for: target.id, class: "visually-hidden" }, `Move ${label.label} to`),
+      target,
+      h("button", { type: "button", class: "quiet", onclick: move }, `Move ${label.label}`),
+      h("button", { type: "button", class: "quiet", onclick: remove }, `Remove ${label.label}`),
+    );
+    const lockedText = locked.has(label.label) ? "protected: an admin moves it" : "";
     return h(
       "tr",
       {},
       h("th", { scope: "row" }, h("span", { class: "badge label" }, label.label)),
       h("td", {}, `v${label.version}`),
-      h(
-        "td",
-        { class: "label-actions" },
-        h("label", { for: target.id, class: "visually-hidden" }, `Move ${label.label} to`),
-        target,
-        h("button", { type: "button", class: "quiet", onclick: move }, `Move ${label.label}`),
-        h("button", { type: "button", class: "quiet", onclick: remove }, `Remove ${label.label}`),
-      ),
+      can("write") && !locked.has(label.label)
+        ? controls
+        : h("td", { class: "muted" }, lockedText),
     );
   });
   const name = h("input", { id: "new-label", placeholder: "e.g. production", required: true });
@@ -186,7 +212,7 @@ function labelTable(path, labels, versions, note) {
     rows.length
       ? h("table", { class: "kv labels" }, h("tbody", {}, rows))
       : h("p", { class: "muted" }, "No labels yet."),
-    attach,
+    can("write") ? attach : null,
   ];
 }
 
@@ -275,7 +301,7 @@ function historyRows(path, versions, newest, note) {
       h(
         "td",
         { class: "actions-cell" },
-        v.version === newest
+        v.version === newest || !can("write")
           ? ""
           : h(
               "button",

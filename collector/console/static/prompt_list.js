@@ -5,6 +5,7 @@ import { chatForm, newChatForm } from "./chat_editor.js";
 import { field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
+import { can } from "./roles.js";
 
 const FILTERS = [
   ["search", "Search", "name or words"],
@@ -27,7 +28,7 @@ export async function showPrompts(view, filters) {
       "div",
       { class: "page-head" },
       h("h1", {}, "Prompts"),
-      h("a", { class: "button", href: "#/prompts/+new" }, "New prompt"),
+      can("write") ? h("a", { class: "button", href: "#/prompts/+new" }, "New prompt") : null,
     ),
     promptFilters(filters),
     results,

@@ -12,6 +12,7 @@ import { searchFilters, searchForm, showHits } from "./search.js";
 import { traceHref, traceSection } from "./trace.js";
 import { sessionHref, userHref } from "./traces.js";
 import { environmentField } from "./environments.js";
+import { can } from "./roles.js";
 
 const FILTERS = [
   "prompt_name",
@@ -83,13 +84,13 @@ export async function showRequests(view, filters) {
       "div",
       { class: "page-head" },
       h("h1", {}, "Requests"),
-      query ? null : exportButtons(exportFilters(filters)),
+      query || !can("write") ? null : exportButtons(exportFilters(filters)),
     ),
     searchForm(query, environment),
     query
       ? h("a", { class: "back", href: "#/requests" }, "← All requests")
       : requestFilters(filters),
-    query ? searchFilters(query, filters) : addFromLogPanel(logFilters(filters)),
+    query ? searchFilters(query, filters) : can("write") && addFromLogPanel(logFilters(filters)),
     results,
   );
   if (query) await showHits(results, query, environment);
@@ -233,7 +234,7 @@ export async function showRequest(view, id, back = "") {
       trace,
       scoresSection(record, configs),
       detailSections(record),
-      addRecordPanel(record),
+      can("write") && addRecordPanel(record),
     ),
   );
 }

@@ -6,6 +6,7 @@
 import { api, messageOf, session } from "./api.js";
 import { facts, field, h, longText, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
+import { can } from "./roles.js";
 
 /** A score's value as text: booleans as true/false, numbers to three decimals at most. */
 export function scoreText(value) {
@@ -36,13 +37,14 @@ function badgeClass(value, dataType = null) {
 
 // The data type of each score name, as far as the console has learnt it: a list item's means
 // are numbers for numeric and boolean scores alike, so a boolean's badge needs the name's type
-// (its score config's, else its newest score's). Kept per API key (per project).
+// (its score config's, else its newest score's). Kept per API key or chosen project.
 let typesOf = { key: null, known: new Map(), asked: new Map(), configs: null };
 
 /** The types learnt with the key signed in now (a new key starts afresh). */
 function currentTypes() {
-  if (typesOf.key !== session.key) {
-    typesOf = { key: session.key, known: new Map(), asked: new Map(), configs: null };
+  const owner = session.key || `project:${session.project}`;
+  if (typesOf.key !== owner) {
+    typesOf = { key: owner, known: new Map(), asked: new Map(), configs: null };
   }
   return typesOf;
 }
@@ -186,11 +188,14 @@ function scoresCard(target, given, configs, options, lead = null) {
   const scores = [...given];
   const onTracePage = "trace_id" in target;
   scoreList(list, scores, onTracePage);
-  const form = scoreForm(target, configs, options, (score) => {
-    scores.unshift(score);
-    scoreList(list, scores, onTracePage);
-    options.onSaved?.(score);
-  });
+  // A viewer reads scores and gives none: no form to be refused.
+  const form = can("score")
+    ? scoreForm(target, configs, options, (score) => {
+        scores.unshift(score);
+        scoreList(list, scores, onTracePage);
+        options.onSaved?.(score);
+      })
+    : null;
   return section("Scores", [lead, list, form], "scores-card");
 }
 
