@@ -29,7 +29,7 @@ from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
 DISCOVERY_SECONDS = 3600.0
-JWKS_REFRESH_SECONDS = 60.0
+JWKS_REFRESH_SECONDS = 10.0
 LEEWAY_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 10.0
 

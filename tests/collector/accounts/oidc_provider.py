@@ -11,7 +11,8 @@ which the collector must refuse). A user signs in on Django's own login form; it
 carries no claims beyond the required ones, as some providers do.
 
 ``POST /testing/users`` (this harness only) makes or changes a user:
-``{"username", "password", "email", "groups": [...], "email_verified": true|false|null}``.
+``{"username", "password", "email", "groups": [...], "email_verified": true|false|null}``;
+``POST /testing/rotate-key`` replaces its signing key by a new one (a key rotation).
 It prints its base URL on one line once it serves.
 """
 
@@ -137,6 +138,17 @@ def _set_user(request: Any) -> Any:
     return JsonResponse({"id": user.id})
 
 
+def _rotate_key(request: Any) -> Any:
+    from django.core.management import call_command
+    from django.http import JsonResponse
+    from oidc_provider.models import RSAKey
+
+    old = list(RSAKey.objects.values_list("id", flat=True))
+    call_command("creatersakey", stdout=io.StringIO())
+    RSAKey.objects.filter(id__in=old).delete()
+    return JsonResponse({"kid": RSAKey.objects.get().kid})
+
+
 def _urls() -> list[Any]:
     from django.contrib.auth.views import LoginView
     from django.urls import include, path
@@ -146,6 +158,7 @@ def _urls() -> list[Any]:
         path("accounts/login/", LoginView.as_view()),
         path("openid/", include("oidc_provider.urls", namespace="oidc_provider")),
         path("testing/users", csrf_exempt(_set_user)),
+        path("testing/rotate-key", csrf_exempt(_rotate_key)),
     ]
 
 

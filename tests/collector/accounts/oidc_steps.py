@@ -59,6 +59,12 @@ class IdP:
         response = httpx.post(f"{self.url}/testing/users", json=body, timeout=30)
         assert response.status_code == 200, response.text
 
+    def rotate_key(self) -> str:
+        """Replace the provider's signing key by a new one; return the new key's id."""
+        response = httpx.post(f"{self.url}/testing/rotate-key", timeout=60)
+        assert response.status_code == 200, response.text
+        return str(response.json()["kid"])
+
     def signing_key_pem(self) -> tuple[str, str]:
         """The provider's RSA private key (PEM) and its key id, read from its database."""
         with sqlite3.connect(self.directory / "provider.sqlite3") as db:

@@ -23,7 +23,11 @@ from promptrail.collector.access.principal import SESSION_COOKIE
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.services.sso.flow_state import FLOW_COOKIE
-from promptrail.collector.services.sso.provider import Provider, TokenRejected
+from promptrail.collector.services.sso.provider import (
+    JWKS_REFRESH_SECONDS,
+    Provider,
+    TokenRejected,
+)
 from tests.collector.accounts.oidc_provider import CLIENT_ID, CLIENT_SECRET, HS256_CLIENT_ID
 from tests.collector.accounts.oidc_steps import (
     IdP,
@@ -459,3 +463,26 @@ def test_the_id_token_check_refuses_another_key_and_unsigned_tokens(idp: IdP) ->
     with pytest.raises(TokenRejected, match="none"):
         provider.check_id_token(f"eyJhbGciOiJub25lIn0.{payload}.", "the-nonce")
     assert kid
+
+
+def test_a_rotated_provider_key_is_fetched_again_but_not_on_every_unknown_key_id(
+    tmp_path: Path,
+) -> None:
+    now = [1000.0]
+    with running_provider(tmp_path / "idp") as rotating:
+        provider = Provider(rotating.issuer, CLIENT_ID, clock=lambda: now[0])
+        assert provider.check_id_token(_signed(rotating, _claims(rotating)), "the-nonce")
+        new_kid = rotating.rotate_key()
+        token = _signed(rotating, _claims(rotating))
+        header = token.split(".")[0]
+        assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["kid"] == (
+            new_kid
+        )
+
+        # The keys were read a moment ago: an unknown key id does not read them again yet.
+        with pytest.raises(TokenRejected, match="kid"):
+            provider.check_id_token(token, "the-nonce")
+        now[0] += JWKS_REFRESH_SECONDS
+        claims = provider.check_id_token(token, "the-nonce")
+
+    assert claims["iss"] == rotating.issuer
