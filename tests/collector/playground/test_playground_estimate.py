@@ -10,6 +10,7 @@ import pytest
 import tiktoken
 from fastapi.testclient import TestClient
 
+from promptrail.collector.services.playground import estimate
 from promptrail.collector.services.playground.estimate import TOKENIZERS
 from promptrail.collector.services.pricing import GenaiPriceBook
 from promptrail.testing import AnthropicStub, OpenAIStub
@@ -138,3 +139,28 @@ def test_a_connection_at_its_budget_refuses_its_cells_and_the_others_run(
     assert capped["error"]["details"]["connection"] == "capped"
     assert other["status"] == "success"
     assert openai_stub.calls == [] and len(anthropic_stub.calls) == 1
+
+
+def test_without_tiktokens_files_the_estimate_is_approximate_and_the_run_goes_ahead(
+    runs_api: TestClient, openai_stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+
+    def offline(name: str) -> tiktoken.Encoding:
+        loads.append(name)
+        raise ConnectionError("no route to the download server")
+
+    monkeypatch.setattr(estimate.tiktoken, "get_encoding", offline)
+    services = runs_api.app.state.services  # type: ignore[attr-defined]
+    monkeypatch.setattr(services.playground, "_tokenizers", estimate.Tokenizers())
+    for _ in range(2):
+        data = play(
+            runs_api,
+            prompt={"template": TEXT, "model": "gpt-4o-mini"},
+            variables={"team": "the platform team"},
+        )
+        assert data["estimate_method"] == "approximate"
+        assert data["estimated_input_tokens"] == math.ceil(len(RENDERED) / 4) + 4 + 3
+        assert data["cells"][0]["status"] == "success"
+    # The failure is remembered: one attempt, not one a run.
+    assert loads == ["o200k_base"]
