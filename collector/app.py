@@ -167,9 +167,13 @@ def create_app(
         if on_ready is not None:
             on_ready(services, new_key)
         services.start()
+        if services.evaluation_worker is not None:
+            services.evaluation_worker.start()
         try:
             yield
         finally:
+            if services.evaluation_worker is not None:
+                await services.evaluation_worker.stop()
             services.close()
             await services.runs.wait_closed()
             logger.info("store closed")

@@ -277,6 +277,21 @@ class RequestListItem(RowModel):
         return cls.of(row, scores=scores or {}, usage=UsageOut.of(row))
 
 
+class EvaluationOut(BaseModel):
+    """A rule's decision on a record, trace or session, as its detail shows it
+    (docs/api-notes.md, "Online evaluation")."""
+
+    rule_id: str
+    evaluator: str
+    evaluator_version: int
+    decision: str
+    reason: str
+    score_id: str | None = None
+    judge_request_id: str | None = None
+    cost_usd: float | None = None
+    decided_at: datetime
+
+
 class RequestDetail(RowModel):
     """One record (spec 2.5 detail), with what captured calls add."""
 
@@ -311,13 +326,23 @@ class RequestDetail(RowModel):
         default_factory=list,
         description="The scores on the record and on its trace, newest first.",
     )
+    evaluations: list[EvaluationOut] = Field(
+        default_factory=list,
+        description="Each evaluation rule's decision on the record, with its reason.",
+    )
 
     @classmethod
-    def of_record(cls, row: RequestRow, scores: Sequence[ScoreRow] = ()) -> RequestDetail:
-        """A record as its detail (and the answer of a log) shows it, with its scores."""
+    def of_record(
+        cls, row: RequestRow, scores: Sequence[ScoreRow] = (), evaluations: Sequence[Any] = ()
+    ) -> RequestDetail:
+        """A record as its detail (and the answer of a log) shows it, with its scores and
+        its evaluations (decision rows)."""
         return cls.of(
             row,
             scores=[ScoreOut.of(s) for s in scores],
+            evaluations=[
+                EvaluationOut.model_validate(e, from_attributes=True) for e in evaluations
+            ],
             usage=UsageDetailOut.of(row),
             timing=TimingOut.of_record(row),
             integration=IntegrationOut.of_record(row.integration),

@@ -35,6 +35,8 @@ from .connections.sealing import load_keys
 from .connections.service import ConnectionService
 from .datasets import DatasetService
 from .evaluation import Evaluation
+from .evaluation.judging import Judges
+from .evaluation.worker import EvaluationWorker
 from .experiment_traffic import ExperimentTraffic
 from .experiments import ExperimentService
 from .exports import ExportService
@@ -93,6 +95,9 @@ class Services:
     sso: SsoService | None = None
     # The audit log (docs/security.md, "Audit log"); set by build.
     audit: AuditService | None = None
+    # Online evaluation's worker (docs/api-notes.md, "Online evaluation"), started by the
+    # app's lifespan; set by build.
+    evaluation_worker: EvaluationWorker | None = None
 
     @classmethod
     def build(cls, settings: Settings, store: Store) -> Services:
@@ -235,9 +240,17 @@ class Services:
                 retry_after,
             ),
             audit=AuditService(
-                AuditStore(store.client, store.database, store.cluster),
+                AuditStore(store.client, store.database, store.cluster, settings.store_url),
                 key_hints(store.keys),
-                sole_writer=store.is_embedded,
+            ),
+            evaluation_worker=EvaluationWorker(
+                evaluation.work,
+                evaluation.decision_store,
+                evaluation.evaluators,
+                prompts,
+                scores,
+                Judges(runs),
+                pending.wait,
             ),
         )
 
@@ -266,6 +279,8 @@ class Services:
         self.rollups.close()
         self.keys.close()
         self.prompts.close()
+        if self.audit is not None:
+            self.audit.close()
         self.store.close()
 
 

@@ -18,6 +18,7 @@ from .evaluation import (
     EVALUATION_RULES,
     EVALUATOR_VERSIONS,
 )
+from .evaluation_work import EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
@@ -369,6 +370,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # The audit log (docs/security.md, "Audit log"): one hash-chained row per audited write.
     Migration(34, "audit_log", (AUDIT_LOG,)),
+    # The evaluation worker (docs/api-notes.md, "Online evaluation"): records in arrival
+    # order, each rule's watermark in it, and the decisions by target for the details (see
+    # store/evaluation_work.py).
+    Migration(36, "evaluation_work", EVALUATION_WORK),
 )
 
 

@@ -323,4 +323,5 @@ def get_request(
 ) -> Data[RequestDetail]:
     """Return one record with its model, timing and integration."""
     row, scores = services.requests.detail(project, request_id)
-    return Data(data=RequestDetail.of_record(row, scores))
+    evaluations = services.evaluation.decisions.on_target(project, "record", row.id)
+    return Data(data=RequestDetail.of_record(row, scores, evaluations))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from clickhouse_connect.driver.client import Client
 
 from ...store.evaluation import DecisionStore, EvaluationStore
+from ...store.evaluation_work import EvaluationWorkStore
 from .decisions import DecisionService
 from .evaluators import EvaluatorService
 from .rules import Rule, RuleService
@@ -28,6 +29,8 @@ class Evaluation:
     evaluators: EvaluatorService
     rules: RuleService
     decisions: DecisionService
+    work: EvaluationWorkStore
+    decision_store: DecisionStore
 
     @classmethod
     def build(
@@ -38,7 +41,7 @@ class Evaluation:
         cursor_secret: str,
         retry_after_seconds: int,
     ) -> Evaluation:
-        """Wire the three services over the store's client."""
+        """Wire the services over the store's client."""
         store = EvaluationStore(client, database, cluster)
         decision_store = DecisionStore(client, database, cluster)
         evaluators = EvaluatorService(store, retry_after_seconds)
@@ -49,8 +52,11 @@ class Evaluation:
             cursor_secret,
             retry_after_seconds,
         )
-        decisions = DecisionService(decision_store, rules, cursor_secret, retry_after_seconds)
-        return cls(evaluators, rules, decisions)
+        work = EvaluationWorkStore(client, database, cluster)
+        decisions = DecisionService(
+            decision_store, rules, cursor_secret, retry_after_seconds, work=work
+        )
+        return cls(evaluators, rules, decisions, work, decision_store)
 
 
 __all__ = [

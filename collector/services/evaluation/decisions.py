@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from ...errors import ValidationFailed
 from ...models.evaluation import DECISIONS
 from ...store.evaluation import DecisionRow, DecisionStore
+from ...store.evaluation_work import EvaluationWorkStore
 from ..cursors import CursorCodec
 from ..refused_writes import raise_if_refused
 from .rules import Rule, RuleService
@@ -29,8 +30,10 @@ class DecisionService:
         rules: RuleService,
         cursor_secret: str,
         retry_after_seconds: int = 2,
+        work: EvaluationWorkStore | None = None,
     ) -> None:
         self._store = store
+        self._work = work
         self._rules = rules
         self._cursors = CursorCodec(cursor_secret, "evaluation decisions")
         self._retry_after = retry_after_seconds
@@ -98,3 +101,11 @@ class DecisionService:
             limit,
             lambda r: {"at": r.decided_at.isoformat(), "type": r.target_type, "id": r.target_id},
         )
+
+    def on_target(self, project: str, target_type: str, target_id: str) -> list[DecisionRow]:
+        """Every live rule's decision on one target (what its detail shows), oldest first."""
+        if self._work is None:
+            return []
+        rows = self._work.of_target(project, target_type, target_id)
+        live = self._work.live_rule_ids(project, sorted({r.rule_id for r in rows}))
+        return [r for r in rows if r.rule_id in live]
