@@ -144,6 +144,15 @@ def _fits_type(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+SourceRunId = Annotated[
+    str,
+    Field(
+        pattern=r"^pg_[0-9a-f]{32}$",
+        description="The playground run (pg_<32 hex>) this version was saved from.",
+    ),
+]
+
+
 class _VersionExtras(_Input):
     """The fields either type of prompt may carry on each version (docs/api-notes.md)."""
 
@@ -168,6 +177,7 @@ class PromptCreate(_VersionExtras):
     tags: Tags = Field(default_factory=list)
     folder: Folder = None
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
+    source_run_id: SourceRunId | None = None
 
     _content_fits_type = field_validator("template", "messages", mode="after")(_fits_type)
 
@@ -190,6 +200,9 @@ class PromptUpdate(_VersionExtras):
     tags: Tags | None = None
     folder: Folder = None
     labels: list[LabelName] = Field(default_factory=list, max_length=20)
+    source_run_id: SourceRunId | None = Field(
+        default=None, description="Kept by the new version only (never inherited)."
+    )
 
     @field_validator(
         "name",
@@ -239,12 +252,15 @@ class _ChatAnswer(RowModel):
     response_format: dict[str, Any] | None = None
     variables_schema: dict[str, Any] | None = None
     config: Any = None
+    source_run_id: str | None = None
 
     # No return annotation: pydantic then documents the model's own fields in the OpenAPI
     # schema (an annotated wrap serializer would document its return type instead).
     @model_serializer(mode="wrap")
     def _set_fields_only(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
+        if data.get("source_run_id") is None:
+            data.pop("source_run_id", None)
         for key in _CHAT_FIELDS:
             if data.get(key) is None:
                 data.pop(key, None)

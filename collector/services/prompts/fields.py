@@ -30,7 +30,7 @@ EXTRAS = ("tools", "tool_choice", "response_format", "variables_schema", "config
 # not stored on the version; ``name`` and ``type`` cannot change).
 PATCHABLE = ("template", "messages", "model", "description", "parameters", "tags", "folder")
 # The fields a rollback copies from the version it restores; the rest stay the newest's.
-RESTORED = ("template", "messages", "model", "parameters", *EXTRAS)
+RESTORED = ("template", "messages", "model", "parameters", *EXTRAS, "source_run_id")
 
 # Builds version N+1's fields from version N (the writer numbers and stamps it).
 Build = Callable[[PromptVersionRow], PromptVersionRow]
@@ -60,6 +60,7 @@ def first_version(body: PromptCreate) -> PromptVersionRow:
         created_at=now,
         type=body.type,
         messages=messages,
+        source_run_id=body.source_run_id,
         **{key: stored(getattr(body, key)) for key in EXTRAS},
     )
 
@@ -86,6 +87,8 @@ def patched_version(body: PromptUpdate) -> Build:
         if key in fields and getattr(body, key) is not None
     }
     changes.update({key: stored(getattr(body, key)) for key in EXTRAS if key in fields})
+    # The run a version was saved from is the new version's alone: never inherited.
+    changes["source_run_id"] = body.source_run_id
     name = body.name
     kind = body.type
 

@@ -69,10 +69,20 @@ class PromptVersionRow:
     response_format: dict[str, Any] | None = None
     variables_schema: dict[str, Any] | None = None
     config: Any = None
+    # The playground run (``pg_…``) the version was saved from, if any; kept in ``chat``.
+    source_run_id: str | None = None
 
 
 # The version fields the ``chat`` column holds, beside ``type``.
-CHAT_FIELDS = ("messages", "tools", "tool_choice", "response_format", "variables_schema", "config")
+CHAT_FIELDS = (
+    "messages",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "variables_schema",
+    "config",
+    "source_run_id",
+)
 # What a read of whole versions selects; :func:`_packed_version` takes them in this order.
 VERSION_COLUMNS = "version_json, chat"
 
