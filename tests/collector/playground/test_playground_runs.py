@@ -59,6 +59,10 @@ def test_a_matrix_of_inputs_models_and_repetitions_is_answered_and_logged(
     assert listed == []
     shown = runs_api.get("/v1/requests", params={"environment": "promptrail-playground"})
     assert len(shown.json()["data"]) == 8
+    # A run's records, found by its id.
+    params = {"environment": "promptrail-playground", "metadata.playground_run_id": runs[0]["id"]}
+    found = runs_api.get("/v1/requests", params=params).json()["data"]
+    assert sorted(r["id"] for r in found) == sorted(c["request_id"] for c in runs[0]["cells"])
 
 
 def test_a_stored_version_runs_with_overrides_and_the_registry_is_untouched(
