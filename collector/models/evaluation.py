@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from .json_values import LONE_SURROGATE, check_json, is_valid_text
 from .requests import RecordKind
@@ -158,6 +158,16 @@ class EvaluatorDetailOut(EvaluatorOut):
     """A named evaluator with every version, newest first."""
 
     versions: list[EvaluatorVersionOut]
+
+
+class BackfillIn(BaseModel):
+    """``POST /v1/evaluation-rules/{id}/backfill``: the window of the records' creation
+    times, ``from`` included, ``to`` not."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    since: AwareDatetime = Field(alias="from")
+    until: AwareDatetime = Field(alias="to")
 
 
 class BackfillOut(BaseModel):

@@ -35,6 +35,7 @@ from .connections.sealing import load_keys
 from .connections.service import ConnectionService
 from .datasets import DatasetService
 from .evaluation import Evaluation
+from .evaluation.backfill import Backfills
 from .evaluation.judging import Judges
 from .evaluation.worker import EvaluationWorker
 from .experiment_traffic import ExperimentTraffic
@@ -185,6 +186,17 @@ class Services:
             KeyProjects(store.keys.count_for, lambda: {row.project for row in store.keys.rows()}),
             retry_after,
         )
+        # Online evaluation's worker and its backfills (docs/api-notes.md, "Online evaluation").
+        worker = EvaluationWorker(
+            evaluation.work,
+            evaluation.decision_store,
+            evaluation.evaluators,
+            prompts,
+            scores,
+            Judges(runs),
+            pending.wait,
+        )
+        worker.backfills = Backfills(worker, evaluation.work, evaluation.rules)
         return cls(
             settings=settings,
             store=store,
@@ -243,15 +255,7 @@ class Services:
                 AuditStore(store.client, store.database, store.cluster, settings.store_url),
                 key_hints(store.keys),
             ),
-            evaluation_worker=EvaluationWorker(
-                evaluation.work,
-                evaluation.decision_store,
-                evaluation.evaluators,
-                prompts,
-                scores,
-                Judges(runs),
-                pending.wait,
-            ),
+            evaluation_worker=worker,
         )
 
     def start(self) -> None:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
+from ...errors import ValidationFailed
 from ...models.envelopes import Data, Page, Pagination
-from ...models.evaluation import BackfillOut, Decision, DecisionOut, RuleIn, RuleOut, RulePatch
+from ...models.evaluation import (
+    BackfillIn,
+    BackfillOut,
+    Decision,
+    DecisionOut,
+    RuleIn,
+    RuleOut,
+    RulePatch,
+)
 from ...services.evaluation import Rule
 from ...store.evaluation import DecisionRow
 from ..audit_hook import note_created
@@ -71,7 +81,24 @@ def list_rules(
 @router.get("/{id}", response_model=Data[RuleOut])
 def get_rule(id: RuleId, project: Project, services: ServicesDep) -> Data[RuleOut]:
     """One rule with its decisions of the last 24 hours by kind and its backfill."""
-    return Data(data=rule_out(services.evaluation.rules.get(project, id)))
+    rule = services.evaluation.rules.get(project, id)
+    worker = services.evaluation_worker
+    if worker is not None and worker.backfills is not None:
+        rule = replace(rule, backfill=worker.backfills.status(project, id))
+    return Data(data=rule_out(rule))
+
+
+@router.post("/{id}/backfill", status_code=202, response_model=Data[BackfillOut])
+async def backfill_rule(
+    id: RuleId, body: BackfillIn, project: Project, services: ServicesDep
+) -> Data[BackfillOut]:
+    """Run the rule on the records created in [from, to), deciding as the live path does;
+    its progress is on the rule's GET."""
+    worker = services.evaluation_worker
+    if worker is None or worker.backfills is None:
+        raise ValidationFailed("id", "this collector runs no evaluation worker")
+    job = await worker.backfills.start(project, id, body.since, body.until)
+    return Data(data=BackfillOut.model_validate(job.as_json()))
 
 
 @router.patch("/{id}", response_model=Data[RuleOut])

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -40,6 +40,9 @@ from .evaluators import EvaluatorService
 from .judging import Judges, Verdict, run_code, score_id
 from .sampling import in_sample
 from .targets import mapped, matches
+
+if TYPE_CHECKING:
+    from .backfill import Backfills
 
 logger = logging.getLogger("promptrail.evaluation")
 
@@ -105,6 +108,8 @@ class EvaluationWorker:
         self._poll = poll_seconds
         self._states: dict[str, _RuleState] = {}
         self._task: asyncio.Task[None] | None = None
+        # The rules' backfills (set by the services' container), stopped with the worker.
+        self.backfills: Backfills | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -114,7 +119,10 @@ class EvaluationWorker:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        """Stop polling (a batch being decided is dropped: its watermark did not move)."""
+        """Stop polling (a batch being decided is dropped: its watermark did not move) and
+        the backfills running here."""
+        if self.backfills is not None:
+            await self.backfills.stop()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
