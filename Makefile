@@ -129,6 +129,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py
 	$(PY) benchmarks/connections.py
+	$(PY) benchmarks/audit.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

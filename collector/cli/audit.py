@@ -44,8 +44,11 @@ def _on_store(settings: Any) -> dict[str, Any]:
 
     with open_store(settings) as store:
         try:
-            audit = AuditStore(store.client, store.database, store.cluster)
-            verdict = verify_chain(audit.walk())
+            audit = AuditStore(store.client, store.database, store.cluster, settings.store_url)
+            try:
+                verdict = verify_chain(audit.walk())
+            finally:
+                audit.close()
         except Exception as exc:
             raise fail(f"the store {settings.store_url} failed: {first_line(exc)}") from None
     return verdict.as_json()

@@ -7,8 +7,9 @@ Every audited write appends one entry ``{"id", "at", "actor", "role", "project",
 ``json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` encoded as
 UTF-8: anyone can recompute the chain with their own tool.
 
-Appends are serialized by one lock, which also keeps the chain's head (the newest seq and hash)
-in memory, so an append costs one insert and no read on a store this process alone writes.
+Appends are serialized by the store's chain lock, which also keeps the chain's head (the
+newest seq and hash) in memory: on the embedded store an append costs a journal append and
+no read (``store/audit.py``).
 Secrets never reach an entry: every ``before`` and ``after`` passes :func:`redact`.
 """
 
@@ -19,7 +20,6 @@ import binascii
 import hashlib
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -194,26 +194,21 @@ def entry_of(row: AuditRow) -> dict[str, Any]:
 class AuditService:
     """Appends audited writes to the one chain and lists them (docs/security.md, "Audit log")."""
 
-    def __init__(
-        self,
-        store: AuditStore,
-        key_hint: Callable[[str], str],
-        sole_writer: bool,
-    ) -> None:
+    def __init__(self, store: AuditStore, key_hint: Callable[[str], str]) -> None:
         self._store = store
         self._key_hint = key_hint
-        # On a store this process alone writes (the embedded one), the head read at the first
-        # append stays right; on a server another collector may append, so every append reads
-        # the head again (docs/security.md, "Audit log", says what that leaves open).
-        self._sole_writer = sole_writer
-        self._lock = threading.Lock()
-        self._head: tuple[int, str] | None = None
         self._hints: dict[str, str] = {}
 
     @property
     def store(self) -> AuditStore:
         """The audit table's store (read by ``promptrail audit verify``)."""
         return self._store
+
+    def cheap(self, principal: Principal) -> bool:
+        """Whether :meth:`record` for ``principal`` needs no store round trip (its key's hint
+        known, the append kept in memory and a journal): safe to call on the event loop."""
+        known = principal.key_id is None or principal.key_id in self._hints
+        return known and self._store.appends_in_memory
 
     def actor(self, principal: Principal, email: str | None) -> Actor:
         """The actor of a principal: a user (``email`` from its session) or a key and its hint."""
@@ -243,9 +238,10 @@ class AuditService:
         content, and leaves the chain whole: the write it describes has already happened.
         """
         actor = self.actor(principal, email)
+        at = datetime.now(UTC)
         entry: dict[str, Any] = {
             "id": f"aud_{uuid.uuid4().hex}",
-            "at": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
+            "at": at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
             "actor": actor.as_json(),
             "role": principal.role,
             "project": principal.project,
@@ -258,34 +254,28 @@ class AuditService:
             entry["before"] = redact(before)
         if after is not None:
             entry["after"] = redact(after)
-        with self._lock:
-            seq, prev = self._current_head()
+
+        def make(seq: int, prev: str) -> AuditRow:
             entry["prev_hash"] = prev or GENESIS
             text = canonical(entry)
-            digest = chain_hash(entry["prev_hash"], text)
-            row = AuditRow(
-                seq=seq + 1,
+            return AuditRow(
+                seq=seq,
                 id=entry["id"],
-                at=datetime.fromisoformat(entry["at"]),
+                at=at,
                 project=principal.project,
                 actor=actor.id,
                 resource_type=resource_type,
                 resource_id=resource_id,
                 entry=text,
-                hash=digest,
+                hash=chain_hash(entry["prev_hash"], text),
             )
-            outcome = self._store.append(row)
-            if isinstance(outcome, Refused):
-                logger.error("audit entry not stored (%s): %s", outcome.message, text)
-                return None
-            self._head = (row.seq, digest)
-        entry["hash"] = digest
-        return entry
 
-    def _current_head(self) -> tuple[int, str]:
-        if self._head is None or not self._sole_writer:
-            self._head = self._store.head()
-        return self._head
+        stored = self._store.append(make)
+        if isinstance(stored, Refused):
+            logger.error("audit entry not stored (%s): %s", stored.message, canonical(entry))
+            return None
+        entry["hash"] = stored.hash
+        return entry
 
     def page(
         self, where: AuditFilter, limit: int, cursor: str | None
@@ -311,8 +301,11 @@ class AuditService:
 
     def verify(self) -> Verdict:
         """Recompute the whole chain from the store."""
-        with self._lock:
-            return verify_chain(self._store.walk())
+        return verify_chain(self._store.walk())
+
+    def close(self) -> None:
+        """Done: the store applies what it journaled."""
+        self._store.close()
 
 
 def key_hints(keys: KeyStore) -> Callable[[str], str]:

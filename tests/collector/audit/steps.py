@@ -34,5 +34,6 @@ def raw_table(api: TestClient) -> str:
     """Every stored audit row as text, every column: what a reader of the store's files sees."""
     services = api.app.state.services  # type: ignore[attr-defined]
     table = services.audit.store.table
+    services.audit.store.settle()  # what was journaled is in the table
     rows = services.store.client.query(f"SELECT * FROM {table}").result_rows
     return "\n".join(repr(row) for row in rows)

@@ -43,6 +43,7 @@ def four_writes(api: TestClient) -> list[dict[str, Any]]:
 def rows(api: TestClient) -> tuple[Any, str, list[list[Any]]]:
     services = api.app.state.services  # type: ignore[attr-defined]
     client, table = services.store.client, services.audit.store.table
+    services.audit.store.settle()  # what was journaled is in the table
     stored = client.query(f"SELECT * FROM {table} ORDER BY seq").result_rows
     return client, table, [list(r) for r in stored]
 
