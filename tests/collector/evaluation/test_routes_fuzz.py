@@ -130,3 +130,18 @@ def test_rule_patch(api: TestClient, body: Any) -> None:
     response = send(api, "PATCH", f"/v1/evaluation-rules/{rule['id']}", body)
     if not assert_contract_4xx_or_ok(response):
         assert api.get(f"/v1/evaluation-rules/{rule['id']}").json()["data"] == rule
+
+
+WINDOW = {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00+02:00"}
+
+
+@FUZZ
+@given(body=body_of(WINDOW))
+def test_rule_backfill(api: TestClient, body: Any) -> None:
+    put_evaluator(api, "exact", {"type": "exact_match"})
+    listed = api.get("/v1/evaluation-rules").json()["data"]
+    rule = listed[0] if listed else create_rule(api)
+    response = send(api, "POST", f"/v1/evaluation-rules/{rule['id']}/backfill", body)
+    if assert_contract_4xx_or_ok(response):
+        assert response.status_code == 202
+        assert response.json()["data"]["status"] == "running"
