@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 
 from ...models.envelopes import Data, Page, Pagination
@@ -18,6 +18,7 @@ from ...models.experiments import (
 )
 from ...models.requests import BatchResult, RejectedRecord
 from ...services.experiments import EMPTY_SUMMARY, Computed, ExperimentRow
+from ..audit_hook import note_created
 from ..deps import Project, ServicesDep
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -41,13 +42,14 @@ class ComparePageOut(BaseModel):
 
 @router.post("", status_code=201, response_model=Data[ExperimentOut])
 async def create_experiment(
-    body: ExperimentIn, project: Project, services: ServicesDep
+    body: ExperimentIn, request: Request, project: Project, services: ServicesDep
 ) -> Data[ExperimentOut]:
     """Start a prompt version over a dataset (``status`` running), or with ``task: client``
     open an experiment whose results the client posts."""
     experiments = services.experiments
     row, items = await anyio.to_thread.run_sync(experiments.create, project, body)
     experiments.start(project, row, items)
+    note_created(request, row.id)  # the audit entry's id (api/audit_hook.py)
     return Data(data=_experiment_out(row, Computed(0, 0, EMPTY_SUMMARY)))
 
 
