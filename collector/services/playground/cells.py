@@ -57,17 +57,17 @@ def failed(head: CellHead, error: dict[str, Any], request_id: str | None = None)
     )
 
 
+INTERNAL_ERROR: dict[str, Any] = {
+    "type": "api_error",
+    "message": "Internal error; see the collector log",
+    "code": "INTERNAL_ERROR",
+    "details": {},
+}
+
+
 def internal(head: CellHead) -> PlaygroundCell:
     """A cell the service failed (the collector's log says why)."""
-    return failed(
-        head,
-        {
-            "type": "api_error",
-            "message": "Internal error; see the collector log",
-            "code": "INTERNAL_ERROR",
-            "details": {},
-        },
-    )
+    return failed(head, INTERNAL_ERROR)
 
 
 async def run_cell(
@@ -79,7 +79,7 @@ async def run_cell(
     """Admit and call one cell; its record goes to ``keep``, its deltas to ``deltas``."""
     head = planned.head
     if planned.run is None:
-        return failed(head, planned.error or {})
+        return failed(head, planned.error or INTERNAL_ERROR)
     now = utc_now_ms()
     run = replace(
         planned.run,
@@ -103,8 +103,9 @@ async def run_cell(
             else:
                 finished = item
     if finished is None or finished.row is None:
-        error = finished.error if finished is not None and finished.error else None
-        return failed(head, error or internal(head).error or {}, run.request_id)
+        # The call ended but its record could not be made (the log says why).
+        error = finished.error if finished is not None else None
+        return failed(head, error or INTERNAL_ERROR, run.request_id)
     row = finished.row
     return PlaygroundCell(
         **head.model_dump(),

@@ -37,6 +37,7 @@ from ...models.playground import (
     PlaygroundCell,
     PlaygroundRunIn,
     PlaygroundRunOut,
+    PromptOverrides,
     StoredPrompt,
 )
 from ...models.runs import RunRequest
@@ -303,7 +304,9 @@ def _inline_version(prompt: InlinePrompt) -> PromptVersionRow:
     )
 
 
-def _overridden(version: PromptVersionRow, given: set[str], overrides: Any) -> PromptVersionRow:
+def _overridden(
+    version: PromptVersionRow, given: set[str], overrides: PromptOverrides
+) -> PromptVersionRow:
     """``version`` with the overrides laid over it, as a PATCH setting them would make it;
     the record of such a version names the prompt with version 0 (it is not stored)."""
     other = "template" if version.type == "chat" else "messages"
