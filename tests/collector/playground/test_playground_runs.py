@@ -175,3 +175,54 @@ def test_bad_runs_are_refused_before_anything_is_called(
         "INVALID_TEMPLATE"
     )
     assert openai_stub.calls == []
+
+
+def test_a_model_named_through_a_connection_keeps_its_name_in_the_cell_and_record(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    made = runs_api.post(
+        "/v1/connections",
+        json={
+            "name": "team",
+            "provider": "openai",
+            "api_key": "sk-team-connection-0001",
+            "base_url": f"{openai_stub.url}/v1",
+        },
+    )
+    assert made.status_code == 201, made.text
+    data = play(runs_api, prompt=INLINE, variables={"name": "Ada"}, models=["team/gpt-4o-mini"])
+    (cell,) = data["cells"]
+    assert cell["status"] == "success" and cell["model"] == "team/gpt-4o-mini"
+    assert openai_stub.calls[-1].body["model"] == "gpt-4o-mini"
+    assert openai_stub.calls[-1].headers["authorization"] == "Bearer sk-team-connection-0001"
+    detail = record(runs_api, cell["request_id"])
+    assert detail["model"] == "team/gpt-4o-mini"
+    assert detail["metadata"]["connection"] == "team"
+
+
+def test_a_chat_prompt_with_tools_answers_the_tool_call_in_its_cell(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.script.replies = Replies()
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+    data = play(
+        runs_api,
+        prompt={
+            "type": "chat",
+            "messages": [{"role": "user", "content": "Weather in {{city}}?"}],
+            "model": "gpt-4o-mini",
+            "tools": [tool],
+            "tool_choice": "required",
+        },
+        variables={"city": "Paris"},
+    )
+    (cell,) = data["cells"]
+    assert cell["status"] == "success"
+    assert [c["name"] for c in cell["tool_calls"]] == ["get_weather"]
+    assert openai_stub.calls[-1].body["tools"][0]["function"]["name"] == "get_weather"
