@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ...models.playground import PlaygroundCell
 from .cells import Deltas, Ended
 
@@ -59,5 +61,9 @@ async def multiplex(
     finally:
         if not task.done():
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            # Shielded: a client that went away cancels this stream's scope at every await;
+            # the cells' own clean-up (closing their upstream streams, their records) must
+            # still run to its end before the run's records are stored.
+            with anyio.CancelScope(shield=True):
+                await asyncio.gather(task, return_exceptions=True)
         finish()
