@@ -3,8 +3,8 @@ the order records arrived, each rule's durable watermark in it, the records a ba
 the decisions a batch already has, a rule's spend today and a target's decisions.
 
 - ``evaluation_arrivals``: one row per record stored in the request log (a view copies
-  ``(project, now, id, created_at)`` from each insert, so nothing in the write path changes),
-  in arrival order within each project. Records of the service's own environments
+  ``(project, now, id, created_at, trace_id)`` from each insert, so nothing in the write path
+  changes), in arrival order within each project. Records of the service's own environments
   (``promptrail-…``: experiments, the playground, the judges' own calls) are left out, and so
   are tombstones. A retried copy of a record arrives again: the worker skips a target whose
   rule has already decided it finally.
@@ -39,7 +39,10 @@ EVALUATION_ARRIVALS = Table(
         "arrived_at DateTime64(6, 'UTC')",
         "id String",
         "created_at DateTime64(3, 'UTC')",
+        "trace_id String",
     ),
+    # A trace's last arrival is read by its id: the granules holding it.
+    indexes=("INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 1",),
     order_by="(project, arrived_at, id)",
     # Positions older than a month are read only by a backfill, which reads the log itself.
     ttl="toDateTime(arrived_at) + INTERVAL 31 DAY",
@@ -51,7 +54,8 @@ EVALUATION_ARRIVALS_MV = View(
     name="evaluation_arrivals_mv",
     to_table="evaluation_arrivals",
     select=(
-        "SELECT project, now64(6) AS arrived_at, id, created_at FROM {db}.requests{local} "
+        "SELECT project, now64(6) AS arrived_at, id, created_at, trace_id "
+        "FROM {db}.requests{local} "
         f"WHERE is_deleted = 0 AND NOT startsWith(environment, '{RESERVED_PREFIX}')"
     ),
     sharded=True,
@@ -106,6 +110,7 @@ class Arrival:
     arrived_at: datetime
     id: str
     created_at: datetime
+    trace_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ class Candidate:
     input_variables: dict[str, Any]
     output: dict[str, Any]
     metadata: dict[str, Any]
+    trace_id: str = ""
+    parent_span_id: str = ""
 
 
 def _utc(value: datetime) -> datetime:
@@ -192,7 +199,7 @@ class EvaluationWorkStore:
         """Up to ``limit`` records of the project that arrived after ``after`` and no later
         than ``until``, in arrival order."""
         result = self._client.query(
-            f"SELECT arrived_at, id, created_at FROM {self._arrivals} "
+            f"SELECT arrived_at, id, created_at, trace_id FROM {self._arrivals} "
             "WHERE project = {p:String} AND arrived_at <= {until:DateTime64(6, 'UTC')} "
             "AND (arrived_at, id) > ({at:DateTime64(6, 'UTC')}, {id:String}) "
             "ORDER BY arrived_at, id LIMIT {limit:UInt32}",
@@ -205,7 +212,19 @@ class EvaluationWorkStore:
             },
             settings=self._read,
         )
-        return [Arrival(_utc(r[0]), str(r[1]), _utc(r[2])) for r in result.result_rows]
+        return [Arrival(_utc(r[0]), str(r[1]), _utc(r[2]), str(r[3])) for r in result.result_rows]
+
+    def last_arrivals(self, project: str, trace_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each trace's newest record arrived."""
+        if not trace_ids:
+            return {}
+        result = self._client.query(
+            f"SELECT trace_id, max(arrived_at) FROM {self._arrivals} "
+            "WHERE project = {p:String} AND trace_id IN {ids:Array(String)} GROUP BY trace_id",
+            parameters={"p": project, "ids": list(trace_ids)},
+            settings=self._read,
+        )
+        return {str(r[0]): _utc(r[1]) for r in result.result_rows}
 
     def created_between(
         self, project: str, since: datetime, until: datetime, after: str, limit: int
@@ -245,17 +264,30 @@ class EvaluationWorkStore:
         """The live records of ``keys`` (created_at, id), with what rules read of them."""
         if not keys:
             return []
-        result = self._client.query(
-            "SELECT id, created_at, prompt_name, version, model, kind, toString(status), "
-            "span_name, input, input_variables, output, metadata "
-            f"FROM {self._requests} FINAL WHERE project = {{p:String}} "
-            "AND created_at IN {ats:Array(DateTime64(3, 'UTC'))} AND id IN {ids:Array(String)} "
-            "AND is_deleted = 0",
-            parameters={
+        return self._candidates(
+            "created_at IN {ats:Array(DateTime64(3, 'UTC'))} AND id IN {ids:Array(String)}",
+            {
                 "p": project,
                 "ats": sorted({k[0] for k in keys}),
                 "ids": sorted({k[1] for k in keys}),
             },
+        )
+
+    def trace_candidates(self, project: str, trace_ids: Sequence[str]) -> list[Candidate]:
+        """Every live record of the traces ``trace_ids``."""
+        if not trace_ids:
+            return []
+        return self._candidates(
+            "trace_id IN {ids:Array(String)}", {"p": project, "ids": sorted(set(trace_ids))}
+        )
+
+    def _candidates(self, where: str, params: dict[str, Any]) -> list[Candidate]:
+        result = self._client.query(
+            "SELECT id, created_at, prompt_name, version, model, kind, toString(status), "
+            "span_name, input, input_variables, output, metadata, trace_id, parent_span_id "
+            f"FROM {self._requests} FINAL WHERE project = {{p:String}} AND {where} "
+            f"AND is_deleted = 0 AND NOT startsWith(environment, '{RESERVED_PREFIX}')",
+            parameters=params,
             settings=self._read,
         )
         return [
@@ -272,6 +304,8 @@ class EvaluationWorkStore:
                 input_variables=_json(r[9], {}) or {},
                 output=_json(r[10], {}) or {},
                 metadata=_json(r[11], {}) or {},
+                trace_id=str(r[12]),
+                parent_span_id=str(r[13]),
             )
             for r in result.result_rows
         ]

@@ -29,9 +29,19 @@ class Mapped:
     expected: Any
 
 
-def matches(spec: RuleIn, record: Candidate, label_version: int | None) -> bool:
+@dataclass(frozen=True)
+class Target:
+    """A record, trace or session a rule's filter matched, with its mapped values."""
+
+    type: str
+    id: str
+    given: Mapped
+
+
+def matches(spec: RuleIn, record: Candidate, label_version: int | None, span: bool = True) -> bool:
     """Whether ``record`` passes the rule's filter (``label_version``: the version the
-    filter's label names now; None when it names none)."""
+    filter's label names now; None when it names none; ``span`` False: leave out the span
+    name, which a trace tests on its root)."""
     rule = spec.filter
     if rule.prompt_name is not None and record.prompt_name != rule.prompt_name:
         return False
@@ -39,7 +49,7 @@ def matches(spec: RuleIn, record: Candidate, label_version: int | None) -> bool:
         return False
     if rule.label is not None and (label_version is None or record.version != label_version):
         return False
-    for field in ("model", "kind", "status", "span_name"):
+    for field in ("model", "kind", "status", "span_name") if span else ("model", "kind", "status"):
         wanted = getattr(rule, field)
         if wanted is not None and getattr(record, field) != wanted:
             return False
@@ -82,3 +92,34 @@ def mapped(spec: RuleIn, record: Candidate) -> Mapped:
 def as_text(value: Any) -> str:
     """A mapped value as the text an evaluator reads (anything but a string as JSON)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+MODEL_CALLS = ("llm", "embedding")
+
+
+def root_of(records: list[Candidate]) -> Candidate:
+    """A trace's root: its record without a parent (else its oldest)."""
+    ordered = sorted(records, key=lambda r: (r.created_at, r.id))
+    return next((r for r in ordered if not r.parent_span_id), ordered[0])
+
+
+def trace_target(
+    spec: RuleIn, trace_id: str, records: list[Candidate], label_version: int | None
+) -> Target | None:
+    """The trace as a rule's target when one of its records passes the filter (its root's
+    span name for ``span_name``); its input is its root's, its output its last model call's."""
+    if not records:
+        return None
+    root = root_of(records)
+    if spec.filter.span_name is not None and root.span_name != spec.filter.span_name:
+        return None
+    if not any(matches(spec, r, label_version, span=False) for r in records):
+        return None
+    ordered = sorted(records, key=lambda r: (r.created_at, r.id))
+    calls = [r for r in ordered if r.kind in MODEL_CALLS] or ordered
+    last = calls[-1]
+    given = mapped(spec, root)
+    answer = mapped(spec, last)
+    if spec.mapping is not None and spec.mapping.output.startswith("metadata."):
+        return Target("trace", trace_id, given)
+    return Target("trace", trace_id, Mapped(given.input, answer.output, given.expected))

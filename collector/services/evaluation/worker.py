@@ -39,7 +39,7 @@ from ..scores import ScoreService
 from .evaluators import EvaluatorService
 from .judging import Judges, Verdict, run_code, score_id
 from .sampling import in_sample
-from .targets import mapped, matches
+from .targets import Target, mapped, matches, trace_target
 
 if TYPE_CHECKING:
     from .backfill import Backfills
@@ -160,8 +160,8 @@ class EvaluationWorker:
 
     async def _rule(self, project: str, row: RuleRow) -> bool:
         spec = RuleIn.model_validate(row.spec)
-        if spec.target != "record":
-            return False  # traces and sessions are not judged yet (docs/api-notes.md)
+        if spec.target == "session":
+            return False  # sessions are not judged yet (docs/api-notes.md)
         state = self.state(row.id)
         async with state.lock:
             if state.marks is None:
@@ -171,6 +171,10 @@ class EvaluationWorker:
                 await self._follow(project, row, state, cutoff)
                 return False
             busy = False
+            if spec.target == "trace":
+                busy = await self._trace_stage(project, row, spec, state, "seen", cutoff)
+                quiet = cutoff - timedelta(seconds=spec.idle_seconds)
+                return await self._trace_stage(project, row, spec, state, "due", quiet) or busy
             if spec.delay_seconds > 0:
                 busy = await self._stage(project, row, spec, state, "seen", cutoff)
             due = cutoff - timedelta(seconds=spec.delay_seconds)
@@ -216,6 +220,47 @@ class EvaluationWorker:
         state.marks[stage] = last
         return len(arrivals) == BATCH
 
+    async def _trace_stage(
+        self,
+        project: str,
+        row: RuleRow,
+        spec: RuleIn,
+        state: _RuleState,
+        stage: str,
+        until: datetime,
+    ) -> bool:
+        """A trace is read with each of its records' arrivals; on arrival (``seen``) it gets
+        ``waiting`` (or ``not_sampled``), and it is decided at its newest record's arrival
+        once that is ``idle_seconds`` old (an earlier record's arrival leaves it to the
+        newest's)."""
+        assert state.marks is not None
+        after = state.marks.get(stage, (row.created_at, ""))
+        arrivals: list[Arrival] = await anyio.to_thread.run_sync(
+            self._work.arrivals, project, after, until, BATCH
+        )
+        if not arrivals:
+            return False
+        traces = sorted({a.trace_id for a in arrivals if a.trace_id})
+        if stage == "due" and traces:
+            newest = await anyio.to_thread.run_sync(self._work.last_arrivals, project, traces)
+            traces = [t for t in traces if newest.get(t, until) <= until]
+        records = await anyio.to_thread.run_sync(self._work.trace_candidates, project, traces)
+        by_trace: dict[str, list[Candidate]] = {}
+        for record in records:
+            by_trace.setdefault(record.trace_id, []).append(record)
+        label_version = await self._label_version(project, spec)
+        targets = [
+            t
+            for t in (trace_target(spec, k, by_trace.get(k, []), label_version) for k in traces)
+            if t is not None
+        ]
+        outcome = await self.decide_targets(project, row, spec, targets, waiting=stage == "seen")
+        await anyio.to_thread.run_sync(self.store, project, outcome)
+        last = (arrivals[-1].arrived_at, arrivals[-1].id)
+        await anyio.to_thread.run_sync(self._work.advance, project, row.id, stage, last)
+        state.marks[stage] = last
+        return len(arrivals) == BATCH
+
     # -- deciding (the live path and backfills alike) ---------------------------------------
 
     async def decide(
@@ -227,29 +272,45 @@ class EvaluationWorker:
         waiting: bool = False,
         again: bool = False,
     ) -> Outcome:
-        """Decide the records of ``records`` matching the rule: on arrival of a delayed rule
-        (``waiting``) only ``waiting`` or ``not_sampled``; else finally. A target the rule
-        already decided finally is skipped unless ``again`` (a backfill evaluates again)."""
+        """Decide the records of ``records`` matching the rule (see :meth:`decide_targets`)."""
         label_version = await self._label_version(project, spec)
-        matching = [r for r in records if matches(spec, r, label_version)]
-        if not matching:
+        targets = [
+            Target("record", r.id, mapped(spec, r))
+            for r in records
+            if matches(spec, r, label_version)
+        ]
+        return await self.decide_targets(project, row, spec, targets, waiting, again)
+
+    async def decide_targets(
+        self,
+        project: str,
+        row: RuleRow,
+        spec: RuleIn,
+        targets: Sequence[Target],
+        waiting: bool = False,
+        again: bool = False,
+    ) -> Outcome:
+        """Decide targets matching the rule: on arrival (``waiting``) only ``waiting`` or
+        ``not_sampled``; else finally. A target the rule already decided finally is skipped
+        unless ``again`` (a backfill evaluates again)."""
+        if not targets:
             return Outcome()
         prior = await anyio.to_thread.run_sync(
-            self._work.decided, project, row.id, "record", [r.id for r in matching]
+            self._work.decided, project, row.id, targets[0].type, [t.id for t in targets]
         )
         todo = [
-            r
-            for r in matching
-            if again or prior.get(r.id) is None or (prior[r.id] == "waiting" and not waiting)
+            t
+            for t in targets
+            if again or prior.get(t.id) is None or (prior[t.id] == "waiting" and not waiting)
         ]
         outcome = Outcome()
         if not todo:
             return outcome
         if waiting:
-            for record in todo:
-                sampled = in_sample(row.id, record.id, spec.sampling)
+            for target in todo:
+                sampled = in_sample(row.id, target.id, spec.sampling)
                 outcome.decisions.append(
-                    self._row(row, spec, record.id, *_arrival_decision(spec, sampled))
+                    self._row(row, spec, target, *_arrival_decision(spec, target.type, sampled))
                 )
             return outcome
         evaluator, version, problem = await self._evaluator(project, spec)
@@ -258,20 +319,21 @@ class EvaluationWorker:
             1 if spec.daily_budget_usd is not None or evaluator is None else JUDGES_AT_ONCE
         )
 
-        async def one(record: Candidate) -> tuple[Candidate, Verdict]:
+        async def one(target: Target) -> tuple[Target, Verdict]:
             async with gate:
-                return record, await self._verdict(
-                    project, row, spec, state, evaluator, problem, record
+                return target, await self._verdict(
+                    project, row, spec, state, evaluator, problem, target
                 )
 
-        for record, verdict in await asyncio.gather(*(one(r) for r in todo)):
+        for target, verdict in await asyncio.gather(*(one(t) for t in todo)):
             sid = None
             if verdict.decision == "scored":
-                sid = score_id(row.id, record.id)
+                sid = score_id(row.id, target.id)
+                on = "request_id" if target.type == "record" else "trace_id"
                 outcome.scores.append(
                     {
                         "id": sid,
-                        "request_id": record.id,
+                        on: target.id,
                         "name": spec.score_name or spec.evaluator,
                         "value": verdict.value,
                         "source": "eval",
@@ -286,7 +348,7 @@ class EvaluationWorker:
                 self._row(
                     row,
                     spec,
-                    record.id,
+                    target,
                     verdict.decision,
                     verdict.reason,
                     version,
@@ -305,9 +367,9 @@ class EvaluationWorker:
         state: _RuleState,
         evaluator: Evaluator | None,
         problem: str,
-        record: Candidate,
+        target: Target,
     ) -> Verdict:
-        if not in_sample(row.id, record.id, spec.sampling):
+        if not in_sample(row.id, target.id, spec.sampling):
             return Verdict(decision="not_sampled", reason=_outside(spec))
         if evaluator is None:
             return Verdict(decision="error", reason=problem)
@@ -324,10 +386,9 @@ class EvaluationWorker:
                 decision="rate_limited",
                 reason=f"over the rule's {spec.max_per_minute} evaluations a minute",
             )
-        given = mapped(spec, record)
         if evaluator.type != "llm_judge":
-            return run_code(evaluator, given)
-        verdict = await self._judges.judge(project, row.id, evaluator, record.id, given)
+            return run_code(evaluator, target.given)
+        verdict = await self._judges.judge(project, row.id, evaluator, target.id, target.given)
         if verdict.cost_usd:
             state.spent += verdict.cost_usd
         return verdict
@@ -353,7 +414,7 @@ class EvaluationWorker:
         self,
         row: RuleRow,
         spec: RuleIn,
-        target_id: str,
+        target: Target,
         decision: str,
         reason: str,
         version: int,
@@ -363,8 +424,8 @@ class EvaluationWorker:
     ) -> DecisionRow:
         return DecisionRow(
             rule_id=row.id,
-            target_type="record",
-            target_id=target_id,
+            target_type=target.type,
+            target_id=target.id,
             decision=decision,
             reason=reason,
             evaluator=spec.evaluator,
@@ -409,10 +470,17 @@ class EvaluationWorker:
         return state.spent
 
 
-def _arrival_decision(spec: RuleIn, sampled: bool) -> tuple[str, str, int]:
+def _arrival_decision(spec: RuleIn, target_type: str, sampled: bool) -> tuple[str, str, int]:
     version = spec.evaluator_version or 0
     if not sampled:
         return "not_sampled", _outside(spec), version
+    if target_type != "record":
+        return (
+            "waiting",
+            f"the rule's idle time of {spec.idle_seconds} s: decided once the {target_type} "
+            "has had no new record that long",
+            version,
+        )
     due = datetime.now(UTC) + timedelta(seconds=spec.delay_seconds)
     return (
         "waiting",
