@@ -22,7 +22,16 @@ from pydantic import (
 
 from .chat_prompts import Config, Messages, ResponseFormat, ToolChoice, Tools, VariablesSchema
 from .json_values import check_json
-from .prompts import ModelName, Parameters, Template, _fits_type, check_label
+from .prompts import (
+    Description,
+    Folder,
+    ModelName,
+    Parameters,
+    Tags,
+    Template,
+    _fits_type,
+    check_label,
+)
 from .runs import RunUsage
 
 MAX_MODELS = 10
@@ -55,8 +64,13 @@ class InlinePrompt(_Input):
 
 class PromptOverrides(_Input):
     """Fields laid over a stored version, each replacing the version's own, as a PATCH
-    setting them would; an extra set to null leaves it out."""
+    setting them would; an extra set to null leaves it out. ``type`` must be the prompt's;
+    ``description``, ``tags`` and ``folder`` are taken and change nothing a cell sends."""
 
+    type: Literal["text", "chat"] | None = None
+    description: Description | None = None
+    tags: Tags | None = None
+    folder: Folder = None
     template: Template | None = None
     messages: Messages | None = None
     model: ModelName | None = None

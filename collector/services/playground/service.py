@@ -191,9 +191,10 @@ class PlaygroundService:
                 )
             )
         overrides = prompt.overrides
-        if overrides is None or not overrides.model_fields_set:
+        if overrides is None:
             return version, None
-        return _overridden(version, overrides.model_fields_set, overrides), version.version
+        changed = _overridden(version, overrides.model_fields_set, overrides)
+        return (version, None) if changed is version else (changed, version.version)
 
     async def _inputs(
         self, project: str, body: PlaygroundRunIn
@@ -307,8 +308,13 @@ def _inline_version(prompt: InlinePrompt) -> PromptVersionRow:
 def _overridden(
     version: PromptVersionRow, given: set[str], overrides: PromptOverrides
 ) -> PromptVersionRow:
-    """``version`` with the overrides laid over it, as a PATCH setting them would make it;
-    the record of such a version names the prompt with version 0 (it is not stored)."""
+    """``version`` with the overrides laid over it, as a PATCH setting them would make it
+    (its number 0: it is not stored), or ``version`` itself when none changes a call."""
+    if overrides.type is not None and overrides.type != version.type:
+        raise ValidationFailed(
+            "prompt.overrides.type",
+            f"A prompt's type is fixed at create: this is a {version.type} prompt",
+        )
     other = "template" if version.type == "chat" else "messages"
     if other in given:
         kind = "text" if other == "template" else "chat"
@@ -317,6 +323,8 @@ def _overridden(
             f"{other} belongs to {kind} prompts; this is a {version.type} prompt",
         )
     changes = {key: stored(getattr(overrides, key)) for key in _OVERRIDABLE if key in given}
+    if not changes:
+        return version  # nothing a cell sends changes: the stored version as it is
     if changes.get("template") is not None:
         parse_template(changes["template"])
     if changes.get("messages") is not None:

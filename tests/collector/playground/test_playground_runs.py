@@ -226,3 +226,35 @@ def test_a_chat_prompt_with_tools_answers_the_tool_call_in_its_cell(
     assert cell["status"] == "success"
     assert [c["name"] for c in cell["tool_calls"]] == ["get_weather"]
     assert openai_stub.calls[-1].body["tools"][0]["function"]["name"] == "get_weather"
+
+
+def test_overrides_that_change_nothing_sent_run_the_stored_version_and_type_is_fixed(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    create_prompt(runs_api)
+    data = play(
+        runs_api,
+        prompt={"name": "greet", "overrides": {"description": "draft", "tags": ["x"]}},
+        variables={"name": "Ada"},
+    )
+    detail = record(runs_api, data["cells"][0]["request_id"])
+    assert detail["version"] == 1 and "base_version" not in detail["metadata"]
+    refused = runs_api.post(
+        PATH,
+        json={"prompt": {"name": "greet", "overrides": {"type": "chat"}}, "variables": {}},
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["details"]["field"] == "prompt.overrides.type"
+    chat_field = runs_api.post(
+        PATH,
+        json={
+            "prompt": {
+                "name": "greet",
+                "overrides": {"messages": [{"role": "user", "content": "Hi"}]},
+            },
+            "variables": {"name": "Ada"},
+        },
+    )
+    assert chat_field.status_code == 400
+    assert chat_field.json()["error"]["details"]["field"] == "prompt.overrides.messages"
+    assert len(openai_stub.calls) == 1
