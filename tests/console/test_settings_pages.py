@@ -182,3 +182,35 @@ def test_the_settings_pages_fit_laptop_and_phone_in_light_and_dark(
             settled(page)
             assert fits(page), name
             tab.screenshot(f"settings-{name}-{width}-{scheme}", for_docs=False)
+
+
+def test_the_audit_log_shows_who_changed_what_with_before_and_after(
+    tab: Console, admin: httpx.Client
+) -> None:
+    post(admin, "/v1/users/accounts", {"email": "bob@example.com", "password": "x" * 16})
+    for role in ("viewer", "member"):
+        response = admin.put("/v1/projects/default/members/bob@example.com", json={"role": role})
+        assert response.status_code == 200, response.text
+    response = admin.put("/v1/projects/default/protected-labels", json={"labels": ["production"]})
+    assert response.status_code == 200, response.text
+
+    page = password_sign_in(tab, ADMIN_EMAIL, ADMIN_PASSWORD, route="#/settings/audit")
+    entries = page.get_by_role("list", name="Audit log").locator("li.audit-entry")
+    expect(entries.first).to_be_visible()
+    newest = entries.first
+    expect(newest).to_contain_text("protected")
+    expect(newest).to_contain_text(ADMIN_EMAIL)
+    # The role change from viewer to member: its before and after, side by side.
+    change = entries.filter(has_text="bob@example.com").first
+    change.locator("summary").click()
+    diff = change.locator("table.diff")
+    expect(diff.locator("td.left")).to_contain_text(["viewer"])
+    expect(diff.locator("td.right")).to_contain_text(["member"])
+    tab.screenshot("settings-audit", for_docs=False)
+
+    # The actor's link filters by the actor; the address keeps the filter.
+    newest.get_by_role("link", name=ADMIN_EMAIL).click()
+    assert "actor=" in page.url
+    expect(page.get_by_label("Actor id")).not_to_have_value("")
+    settled(page)
+    expect(entries.first).to_contain_text(ADMIN_EMAIL)

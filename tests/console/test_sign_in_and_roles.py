@@ -5,15 +5,19 @@ ended elsewhere), the project switcher, and controls hidden from a role that may
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import serve
+from tests.collector.accounts.oidc_provider import CLIENT_ID, CLIENT_SECRET
+from tests.collector.accounts.oidc_steps import running_provider
 from tests.keys import DEFAULT_KEY
 
 from .conftest import PHONE, Console
@@ -84,6 +88,8 @@ def test_the_console_opens_on_sign_in_and_a_password_signs_in_until_sign_out(
     # The single-user default's key entry stays; no SSO button on a collector without SSO.
     expect(page.get_by_label("API key")).to_be_visible()
     expect(page.get_by_role("link", name="Sign in with SSO")).to_have_count(0)
+    # Opening asked the API nothing it refuses (no 401 from /v1/auth/me, no 404 from SSO).
+    assert tab.errors == []
     tab.screenshot("sign-in", for_docs=False)
 
     form = page.get_by_role("form", name="Sign in with an account")
@@ -249,3 +255,26 @@ def test_the_sign_in_page_and_the_switcher_fit_a_phone(
         expect(page.get_by_label("Project")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         tab.screenshot(f"signed-in-phone-{scheme}", for_docs=False)
+
+
+def test_sign_in_with_sso_is_offered_when_the_collector_has_a_provider(
+    browser: Browser, settings: Settings, tmp_path: Path
+) -> None:
+    with running_provider(tmp_path / "idp") as idp:
+        sso_settings = team_settings(settings).model_copy(
+            update={
+                "oidc_issuer": idp.issuer,
+                "oidc_client_id": CLIENT_ID,
+                "oidc_client_secret": SecretStr(CLIENT_SECRET),
+            }
+        )
+        with serve(create_app(sso_settings)) as url:
+            for tab in new_tab(browser, url):
+                page = tab.open("#/prompts")
+                link = page.get_by_role("link", name="Sign in with SSO")
+                expect(link).to_have_attribute("href", "/v1/auth/oidc/login")
+                # Nothing refused on the way: the page asked the API nothing it would refuse.
+                assert tab.errors == []
+                link.click()
+                # The collector sent the browser on to the provider.
+                page.wait_for_url(f"{idp.url}/**")

@@ -14,7 +14,7 @@ import { showRequest, showRequests } from "./requests.js";
 import { showReview } from "./review.js";
 import { can } from "./roles.js";
 import { showSettings } from "./settings.js";
-import { showSignIn } from "./signin.js";
+import { showSignIn, signInState } from "./signin.js";
 import { showSession, showSessions } from "./sessions.js";
 import { showTrace, showTraces } from "./traces.js";
 import { showUser, showUsers } from "./users.js";
@@ -71,20 +71,25 @@ const ROUTES = [
   [/^#\/sessions(?:\?(.*))?$/, (query) => showSessions(view, params(query))],
   [/^#\/users\/([^/?]+)$/, (encoded) => showUser(view, name(encoded))],
   [/^#\/users(?:\?(.*))?$/, (query) => showUsers(view, params(query))],
-  [/^#\/settings(?:\/([a-z]+))?$/, (page) => showSettings(view, page || "members")],
+  [
+    /^#\/settings(?:\/([a-z]+))?(?:\?(.*))?$/,
+    (page, query) => showSettings(view, page || "members", params(query)),
+  ],
 ];
 
 // A tab with no key asks once whether the browser holds a live session cookie (a reload, the
-// way back from SSO); after that, only signing in makes one.
-let askedSession = false;
+// way back from SSO) and whether SSO is offered; after that, only signing in makes a session.
+let signInOptions = null;
 
 async function route() {
-  if (!session.signedIn && !askedSession) {
-    askedSession = true;
-    try {
-      session.signInAs((await api("/auth/me")).data);
-    } catch {
-      // No live session: the sign-in page.
+  if (signInOptions === null) {
+    signInOptions = await signInState();
+    if (!session.signedIn && signInOptions.signed_in) {
+      try {
+        session.signInAs((await api("/auth/me")).data);
+      } catch {
+        // Ended in between: the sign-in page.
+      }
     }
   }
   if (!session.signedIn) return signInPage();
@@ -194,6 +199,7 @@ function signInPage(message = "", focusKey = false) {
   showSignIn(main, {
     message,
     focusKey,
+    sso: Boolean(signInOptions?.sso),
     // Back to the page the user was on (the address kept it), or the request log.
     done: () => {
       if (!window.location.hash.startsWith("#/")) window.location.hash = "#/requests";

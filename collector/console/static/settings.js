@@ -4,6 +4,7 @@
 
 import { api, session } from "./api.js";
 import { h, replace } from "./dom.js";
+import { showAudit } from "./settings_audit.js";
 import { showKeys } from "./settings_keys.js";
 import { showMembers } from "./settings_members.js";
 
@@ -11,6 +12,7 @@ const PAGES = [
   ["members", "Members and roles", showMembers],
   ["keys", "API keys", showKeys],
   ["labels", "Protected labels", showLabels],
+  ["audit", "Audit log", showAudit],
 ];
 
 /**
@@ -28,8 +30,8 @@ export function projectPath(project, rest) {
   return `/projects/${encodeURIComponent(project)}${rest}`;
 }
 
-/** #/settings/<page>: the tabs, then the page. */
-export async function showSettings(view, page) {
+/** #/settings/<page>?<filters>: the tabs, then the page (the audit log reads `filters`). */
+export async function showSettings(view, page, filters) {
   const found = PAGES.find(([name]) => name === page) || PAGES[0];
   const project = await projectName();
   const body = h("div", { class: "settings-body" });
@@ -54,7 +56,7 @@ export async function showSettings(view, page) {
     ),
     body,
   );
-  await found[2](body, project);
+  await found[2](body, project, filters);
 }
 
 /** Say `message` in `status` (an error in red, read out at once). */

@@ -6,17 +6,19 @@
 import { ApiError, api, messageOf, session } from "./api.js";
 import { h, replace } from "./dom.js";
 
-/** Whether the collector offers SSO: its login route answers a redirect to the provider. */
-async function ssoConfigured() {
+/**
+ * What the collector says before anything is asked of the API (`/console/sign-in.json`): whether
+ * SSO is configured and whether this browser's session cookie is live. Asking the API instead
+ * would be a refusal (a 404, a 401) at every load of a tab that is not signed in.
+ */
+export async function signInState() {
   try {
-    const response = await fetch("/v1/auth/oidc/login", {
-      redirect: "manual",
-      cache: "no-store",
-    });
-    return response.type === "opaqueredirect" || response.ok;
+    const response = await fetch("/console/sign-in.json", { cache: "no-store" });
+    if (response.ok) return await response.json();
   } catch {
-    return false;
+    // The collector unreachable: the sign-in page says so when asked.
   }
+  return { sso: false, signed_in: false };
 }
 
 function note(message) {
@@ -34,7 +36,7 @@ function say(element, message, error = false) {
  * `message` is said above the forms (signed out, a session or key no longer accepted), and
  * `focusKey` puts the cursor in the key's field (a key was refused) rather than the e-mail's.
  */
-export function showSignIn(main, { message = "", focusKey = false, done }) {
+export function showSignIn(main, { message = "", focusKey = false, sso = false, done }) {
   const email = h("input", {
     id: "email",
     type: "email",
@@ -48,7 +50,10 @@ export function showSignIn(main, { message = "", focusKey = false, done }) {
     required: true,
   });
   const passwordNote = note("");
-  const sso = h("p", { class: "sso hidden" });
+  // A plain link: the browser goes to the provider and comes back signed in (a cookie).
+  const ssoLink = sso
+    ? h("p", { class: "sso" }, link("/v1/auth/oidc/login", "Sign in with SSO"))
+    : null;
   const key = h("input", {
     id: "api-key",
     type: "password",
@@ -75,7 +80,7 @@ export function showSignIn(main, { message = "", focusKey = false, done }) {
       password,
       h("button", { type: "submit" }, "Sign in"),
       passwordNote,
-      sso,
+      ssoLink,
     ),
     h(
       "form",
@@ -100,16 +105,15 @@ export function showSignIn(main, { message = "", focusKey = false, done }) {
   );
   replace(main, page);
   (focusKey ? key : email).focus();
-  ssoConfigured().then((offered) => {
-    if (!offered) return;
-    sso.classList.remove("hidden");
-    // A plain link: the browser goes to the provider and comes back signed in (a cookie).
-    const link = document.createElement("a");
-    link.className = "button quiet";
-    link.setAttribute("href", "/v1/auth/oidc/login");
-    link.textContent = "Sign in with SSO";
-    replace(sso, link);
-  });
+}
+
+/** A link to one of the collector's own paths (dom.js's h accepts only in-page routes). */
+function link(path, text) {
+  const anchor = document.createElement("a");
+  anchor.className = "button quiet";
+  anchor.setAttribute("href", path);
+  anchor.textContent = text;
+  return anchor;
 }
 
 async function passwordSignIn(event, main, email, password, status, done) {
