@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from .envelopes import Pagination
-from .requests import RequestListItem
+from .requests import EvaluationOut, RequestListItem
 from .rows import NoneIfEmpty, RowModel
 
 ScoreMeans = dict[str, bool | int | float | str]
@@ -45,6 +45,10 @@ class TraceDetail(TraceListItem):
     """One trace, with a page of its records of every kind, oldest first."""
 
     items: list[RequestListItem]
+    evaluations: list[EvaluationOut] = Field(
+        default_factory=list,
+        description="Each evaluation rule's decision on the trace, with its reason.",
+    )
 
 
 class TracePage(BaseModel):

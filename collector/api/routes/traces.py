@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ...models.envelopes import ErrorBody, Page, Pagination
-from ...models.requests import RequestListItem
+from ...models.requests import EvaluationOut, RequestListItem
 from ...models.traces import TraceDetail, TraceListItem, TracePage
 from ...services.otlp import JSON, PROTOBUF, encoding_of
 from ..deps import IngestProject, Project, ServicesDep
@@ -163,6 +163,10 @@ def get_trace(
             found.summary,
             scores=found.scores,
             items=[RequestListItem.of_record(r, found.row_scores.get(r.id)) for r in found.rows],
+            evaluations=[
+                EvaluationOut.model_validate(e, from_attributes=True)
+                for e in services.evaluation.decisions.on_target(project, "trace", trace_id)
+            ],
         ),
         pagination=Pagination.of(found.next_cursor),
     )

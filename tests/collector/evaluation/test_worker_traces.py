@@ -70,5 +70,8 @@ def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
     (score,) = api.get("/v1/scores", params={"trace_id": TRACE}).json()["data"]
     assert score["id"] == found[TRACE]["score_id"] and score["value"] is True
     assert score["source"] == "eval" and score["request_id"] is None
+    (evaluation,) = api.get(f"/v1/traces/{TRACE}").json()["data"]["evaluations"]
+    assert (evaluation["rule_id"], evaluation["decision"]) == (rule["id"], "scored")
+    assert evaluation["score_id"] == score["id"]
     time.sleep(1.5)  # decided once: nothing more comes of the records already read
     assert _decisions(api, rule["id"]) == found
