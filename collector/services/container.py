@@ -197,6 +197,9 @@ class Services:
             pending.wait,
         )
         worker.backfills = Backfills(worker, evaluation.work, evaluation.rules)
+        # The audit log (docs/security.md, "Audit log"): a backup holds every entry acknowledged.
+        audit_store = AuditStore(store.client, store.database, store.cluster, settings.store_url)
+        store.backups.also_settle(audit_store.settle)
         return cls(
             settings=settings,
             store=store,
@@ -251,10 +254,7 @@ class Services:
                 AccountStore(store.client, store.database, store.cluster),
                 retry_after,
             ),
-            audit=AuditService(
-                AuditStore(store.client, store.database, store.cluster, settings.store_url),
-                key_hints(store.keys),
-            ),
+            audit=AuditService(audit_store, key_hints(store.keys)),
             evaluation_worker=worker,
         )
 

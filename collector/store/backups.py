@@ -55,10 +55,20 @@ class BackupStore:
         # Waits for the registry's journaled writes (store/registry_journal.py).
         self._settle = settle
 
+    def also_settle(self, settle: Callable[[], None]) -> None:
+        """Wait for ``settle`` too before a backup (another journal: the audit log's)."""
+        first = self._settle
+
+        def both() -> None:
+            first()
+            settle()
+
+        self._settle = both
+
     def start_backup(self, path: Path) -> str:
         """Start copying the whole database into the directory ``path``; return the id.
 
-        Every registry write acknowledged before the call is in the copy.
+        Every registry write and audit entry acknowledged before the call is in the copy.
         """
         self._settle()
         rows = self._client.query(
