@@ -4,6 +4,7 @@
 
 import { api, session } from "./api.js";
 import { h, replace } from "./dom.js";
+import { showConnections } from "./connections.js";
 import { showAudit } from "./settings_audit.js";
 import { showKeys } from "./settings_keys.js";
 import { showMembers } from "./settings_members.js";
@@ -13,6 +14,7 @@ const PAGES = [
   ["keys", "API keys", showKeys],
   ["labels", "Protected labels", showLabels],
   ["audit", "Audit log", showAudit],
+  ["connections", "Connections", showConnections],
 ];
 
 /**
