@@ -199,3 +199,37 @@ def test_a_failing_connection_blocks_its_judges_with_the_check_s_status(
     assert {d["reason"] for d in found.values()} == {"auth_invalid"}
     # Checked again on a back-off, not once per target: one call for the four.
     assert len(openai_stub.calls) == 1
+
+
+def test_a_judge_prompt_that_does_not_render_is_an_error_decision_with_the_message(
+    runs_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    made = runs_api.post(
+        "/v1/prompts",
+        json={"name": "grader", "template": "Grade {answer} from 1-5", "model": "gpt-4o-mini"},
+    )
+    assert made.status_code == 201, made.text
+    put_evaluator(runs_api, "grade", {"type": "llm_judge", "prompt": "grader"})
+    rule = create_rule(runs_api, evaluator="grade")
+    log_records(runs_api, ["req_e-1"])
+    found = all_decided(runs_api, rule["id"], ["req_e-1"])["req_e-1"]
+    assert found["decision"] == "error"
+    assert "answer" in found["reason"] and "input, output and expected_output" in found["reason"]
+    assert openai_stub.calls == []
+    # The worker goes on: a record logged after it is decided too.
+    log_records(runs_api, ["req_e-2"])
+    assert all_decided(runs_api, rule["id"], ["req_e-2"])["req_e-2"]["decision"] == "error"
+
+
+def test_a_disabled_rule_decides_nothing_and_another_project_s_records_are_not_its(
+    api: TestClient, other: TestClient
+) -> None:
+    put_evaluator(api, "valid", {"type": "json_valid"})
+    off = create_rule(api, name="off", evaluator="valid", enabled=False)
+    on = create_rule(api, name="on", evaluator="valid")
+    log_records(other, ["req_x-1"])  # another project's record
+    log_records(api, ["req_o-1"])
+    all_decided(api, on["id"], ["req_o-1"])
+    time.sleep(1.0)
+    assert set(decisions(api, on["id"])) == {"req_o-1"}
+    assert decisions(api, off["id"]) == {}
