@@ -275,6 +275,7 @@ def test_sign_in_with_sso_is_offered_when_the_collector_has_a_provider(
                 expect(link).to_have_attribute("href", "/v1/auth/oidc/login")
                 # Nothing refused on the way: the page asked the API nothing it would refuse.
                 assert tab.errors == []
+                tab.screenshot("sign-in-sso", for_docs=False)
                 link.click()
                 # The collector sent the browser on to the provider.
                 page.wait_for_url(f"{idp.url}/**")
