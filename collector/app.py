@@ -31,6 +31,7 @@ from .api.routes import (
     datasets,
     environments,
     evaluation_rules,
+    evaluator_trials,
     evaluators,
     experiments,
     exports,
@@ -95,6 +96,7 @@ def _api_router() -> APIRouter:
         keys,
         protected_labels,
         playground,
+        evaluator_trials,
     ):
         router.include_router(module.router)
     router.include_router(scores.feedback_router)

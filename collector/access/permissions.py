@@ -232,6 +232,7 @@ ROUTES: Mapping[str, Mapping[str, Permission]] = {
         # 14. Online evaluation.
         "/v1/evaluation-rules": WRITE,
         "/v1/evaluation-rules/{id}/backfill": WRITE,
+        "/v1/evaluators/try": WRITE,
         # 15. Accounts.
         "/v1/auth/login": PUBLIC,
         "/v1/auth/logout": PUBLIC,
