@@ -176,7 +176,7 @@ def test_the_settings_pages_fit_laptop_and_phone_in_light_and_dark(
         if width == "phone":
             tab.page.set_viewport_size({"width": PHONE["width"], "height": PHONE["height"]})
         password_sign_in(tab, ADMIN_EMAIL, ADMIN_PASSWORD, route="#/requests")
-        for name in ("members", "keys", "labels"):
+        for name in ("members", "keys", "labels", "audit"):
             page = settled(tab.open(f"#/settings/{name}"))
             expect(page.get_by_role("heading", name="Settings")).to_be_visible()
             settled(page)
