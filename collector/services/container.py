@@ -197,6 +197,7 @@ class Services:
             pending.wait,
         )
         worker.backfills = Backfills(worker, evaluation.work, evaluation.rules)
+        evaluation.rules.on_change = worker.wake
         # The audit log (docs/security.md, "Audit log"): a backup holds every entry acknowledged.
         audit_store = AuditStore(store.client, store.database, store.cluster, settings.store_url)
         store.backups.also_settle(audit_store.settle)

@@ -11,6 +11,7 @@ whole; ``null`` resets an optional field to its default) and checks the result t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -66,6 +67,9 @@ class RuleService:
         self._evaluators = evaluators
         self._cursors = CursorCodec(cursor_secret, "evaluation rules")
         self._retry_after = retry_after_seconds
+        # Told of every stored change, so the worker picks a new rule up at once (set by the
+        # services' container to the worker's wake).
+        self.on_change: Callable[[], None] = lambda: None
 
     def create(self, project: str, body: RuleIn) -> Rule:
         """Check and store a new rule; return it."""
@@ -135,6 +139,7 @@ class RuleService:
 
     def _put(self, project: str, row: RuleRow) -> None:
         raise_if_refused(self._store.put_rule(project, row), self._retry_after, "evaluation rule")
+        self.on_change()
 
     def _check(self, project: str, spec: RuleIn) -> None:
         """Refuse a rule whose evaluator (or version) does not exist, or whose mapping names

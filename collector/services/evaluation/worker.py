@@ -48,6 +48,9 @@ logger = logging.getLogger("promptrail.evaluation")
 
 SETTLE_SECONDS = 0.5
 POLL_SECONDS = 0.5
+# With no enabled rule a pass reads only the rules: it is made this often (a rule made on this
+# collector wakes the worker at once, one made on another within this time).
+IDLE_POLL_SECONDS = 5.0
 BATCH = 500
 JUDGES_AT_ONCE = 8
 RESUM_SECONDS = 60.0
@@ -108,6 +111,9 @@ class EvaluationWorker:
         self._poll = poll_seconds
         self._states: dict[str, _RuleState] = {}
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._has_rules = False
         # The rules' backfills (set by the services' container), stopped with the worker.
         self.backfills: Backfills | None = None
 
@@ -116,7 +122,15 @@ class EvaluationWorker:
     def start(self) -> None:
         """Start polling, on the running event loop."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._loop = asyncio.get_running_loop()
+            self._wake = asyncio.Event()
+            self._task = self._loop.create_task(self._run())
+
+    def wake(self) -> None:
+        """Make the next pass now (a rule was made or changed); callable from any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)
 
     async def stop(self) -> None:
         """Stop polling (a batch being decided is dropped: its watermark did not move) and
@@ -137,11 +151,15 @@ class EvaluationWorker:
             except Exception:
                 logger.exception("evaluation worker pass failed; retrying")
             if not busy:
-                await asyncio.sleep(self._poll)
+                wait = self._poll if self._has_rules else max(self._poll, IDLE_POLL_SECONDS)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                self._wake.clear()
 
     async def poll_once(self) -> bool:
         """One pass over every rule; True when some rule has more arrived records to read."""
         rules = await anyio.to_thread.run_sync(self._work.live_rules)
+        self._has_rules = bool(rules)
         busy = False
         for project, row in rules:
             try:
