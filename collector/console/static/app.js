@@ -7,12 +7,15 @@ import { ApiError, api, messageOf, session } from "./api.js";
 import { showCompare } from "./compare.js";
 import { showDataset, showDatasets } from "./datasets.js";
 import { h, replace } from "./dom.js";
+import { showEvaluator, showEvaluators, showNewEvaluator } from "./evaluators.js";
 import { showExperiment, showExperiments } from "./experiments.js";
 import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
 import { showReview } from "./review.js";
 import { can } from "./roles.js";
+import { showRule } from "./rule_detail.js";
+import { showRuleForm, showRules } from "./rules.js";
 import { showSettings } from "./settings.js";
 import { showSignIn, signInState } from "./signin.js";
 import { showSession, showSessions } from "./sessions.js";
@@ -37,6 +40,7 @@ const SECTIONS = [
   ["#/analytics", "Analytics"],
   ["#/datasets", "Datasets"],
   ["#/experiments", "Experiments", "readPrompts"],
+  ["#/rules", "Evaluation", "readPrompts"],
   ["#/settings", "Settings", "admin"],
 ];
 const name = (encoded) => decodeURIComponent(encoded);
@@ -71,6 +75,14 @@ const ROUTES = [
   [/^#\/sessions(?:\?(.*))?$/, (query) => showSessions(view, params(query))],
   [/^#\/users\/([^/?]+)$/, (encoded) => showUser(view, name(encoded))],
   [/^#\/users(?:\?(.*))?$/, (query) => showUsers(view, params(query))],
+  // "+new" is neither an evaluator name's nor a rule id's start ("rule_").
+  [/^#\/evaluators\/\+new$/, () => showNewEvaluator(view)],
+  [/^#\/evaluators\/([^/?]+)$/, (encoded) => showEvaluator(view, name(encoded))],
+  [/^#\/evaluators(?:\?(.*))?$/, () => showEvaluators(view)],
+  [/^#\/rules\/\+new$/, () => showRuleForm(view)],
+  [/^#\/rules\/([^/?]+)\/edit$/, (encoded) => showRuleForm(view, name(encoded))],
+  [/^#\/rules\/([^/?]+)$/, (encoded) => showRule(view, name(encoded))],
+  [/^#\/rules(?:\?(.*))?$/, () => showRules(view)],
   [
     /^#\/settings(?:\/([a-z]+))?(?:\?(.*))?$/,
     (page, query) => showSettings(view, page || "members", params(query)),

@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { addFromLogPanel, addRecordPanel } from "./datasets.js";
 import { costText, facts, field, h, longText, replace, section, statusBadge } from "./dom.js";
+import { evaluationsSection } from "./evaluations.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
@@ -233,6 +234,7 @@ export async function showRequest(view, id, back = "") {
       { class: "detail" },
       trace,
       scoresSection(record, configs),
+      evaluationsSection(record.evaluations),
       detailSections(record),
       can("write") && addRecordPanel(record),
     ),

@@ -17,6 +17,7 @@ import {
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { environmentField } from "./environments.js";
+import { evaluationsSection } from "./evaluations.js";
 import { scoreBadges } from "./scores.js";
 import { traceHref } from "./trace.js";
 import {
@@ -136,6 +137,8 @@ export async function showSession(view, sessionId) {
       { class: "detail" },
       section("Summary", sessionFacts(session)),
       section("Scores", scoreBadges(session.scores) || h("p", { class: "muted" }, "none")),
+      // A collector that judges sessions carries their evaluations; one that does not, none.
+      Array.isArray(session.evaluations) ? evaluationsSection(session.evaluations) : null,
     ),
     h("h2", { class: "conversation-head" }, "Conversation"),
     results,

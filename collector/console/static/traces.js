@@ -8,6 +8,7 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { scoreBadges, scoreConfigs, traceScoresSection } from "./scores.js";
 import { environmentField } from "./environments.js";
+import { evaluationsSection } from "./evaluations.js";
 import { readTrace, traceHref, traceTree } from "./trace.js";
 
 /** The route of the session page of `sessionId`. */
@@ -180,6 +181,7 @@ export async function showTrace(view, traceId) {
       { class: "detail" },
       section("Summary", traceFacts(trace)),
       await traceScoresSection(trace.trace_id, trace.scores, await scoreConfigs()),
+      evaluationsSection(trace.evaluations),
       h("section", { class: "card wide trace" }, h("h2", {}, "Spans"), traceTree(found)),
     ),
   );

@@ -1,0 +1,153 @@
+"""Online evaluation in the console (issue 50 point 5; docs/api-notes.md, "Online
+evaluation"): an evaluator made and tried on records before it is saved, edited into a new
+version; a rule made from the request list's filters with a preview of its mapping on a real
+record; the worker deciding new records (a code evaluator: no provider); the rule's page with
+its counts, chart and decisions; and the record's page answering "why wasn't this scored?".
+A live collector, Debian's Chromium, laptop and phone width, light and dark."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from .conftest import LAPTOP, PHONE, Console
+from .steps import card, fits, post, rows, settled
+
+
+def _record(rid: str, content: str) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "prompt_name": "greet",
+        "model": "gpt-4o-mini",
+        "status": "success",
+        "input_variables": {"name": rid},
+        "output": {"content": content},
+    }
+
+
+def _decisions(client: httpx.Client, rule_id: str, wanted: int) -> list[dict[str, Any]]:
+    """The rule's decisions once ``wanted`` of them are final (the worker runs on its own)."""
+    found: list[dict[str, Any]] = []
+    for _ in range(240):  # polled: the worker reads arrivals about half a second after them
+        response = client.get(f"/v1/evaluation-rules/{rule_id}/decisions")
+        assert response.status_code == 200, response.text
+        found = response.json()["data"]
+        if len([d for d in found if d["decision"] != "waiting"]) >= wanted:
+            return found
+        time.sleep(0.25)
+    raise AssertionError(f"the worker decided only {found}")
+
+
+def _both_looks(console: Console, page: Page, name: str) -> None:
+    """Screenshots of the page at laptop and phone width, light and dark; fits a phone."""
+    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
+        page.set_viewport_size(viewport)
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
+        if width == "phone":
+            assert fits(page), f"{name} scrolls sideways on a phone"
+    page.set_viewport_size(LAPTOP)
+    page.emulate_media(color_scheme="light")
+
+
+def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
+    console: Console, client: httpx.Client, log: Any
+) -> None:
+    log(_record("req_old_json", '{"ok": true}'), _record("req_old_text", "not json"))
+    page = settled(console.sign_in(route="#/rules"))
+    expect(page.get_by_role("heading", name="Evaluation rules")).to_be_visible()
+    page.get_by_role("link", name="Evaluators", exact=True).click()
+    page.get_by_role("link", name="New evaluator").click()
+
+    # The form shows each type's own fields; tried on two records before anything is saved.
+    page.get_by_label("Name", exact=True).fill("is-json")
+    page.get_by_label("Type").select_option("regex")
+    expect(page.get_by_label("Pattern")).to_be_visible()
+    page.get_by_label("Type").select_option("json_valid")
+    expect(page.get_by_label("Pattern")).to_be_hidden()
+    page.get_by_label("Records").fill("req_old_json, req_old_text")
+    page.get_by_role("button", name="Try on records").click()
+    expect(page.locator("table.trial tbody tr")).to_have_count(2)
+    assert [row[0::2] for row in rows(page)] == [
+        ["req_old_json", "true"],
+        ["req_old_text", "false"],
+    ]
+    assert client.get("/v1/evaluators").json()["data"] == []  # tried, not saved
+    _both_looks(console, page, "evaluator-new-tried")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("is-json")
+
+    # An edit is a new version; the page lists both.
+    page.get_by_label("Score name").fill("valid_json")
+    page.get_by_role("button", name="Save").click()
+    expect(card(page, "Versions").locator("li")).to_have_count(2)
+    assert client.get("/v1/evaluators/is-json").json()["data"]["version"] == 2
+    _both_looks(console, page, "evaluator-page")
+
+    # A rule from the request list's filters, its mapping previewed on a matching record.
+    page.goto(f"{console.url}/#/rules/+new")
+    page.get_by_label("Name", exact=True).fill("answers are JSON")
+    page.get_by_label("Evaluator", exact=True).select_option("is-json")
+    page.get_by_label("Prompt", exact=True).fill("greet")
+    page.get_by_label("Input", exact=True).fill("input_variables.name")
+    page.get_by_label("Output", exact=True).fill("output.content")
+    page.get_by_role("button", name="Preview on a matching record").click()
+    preview = page.locator(".mapping-preview")
+    expect(preview.locator("dl.mapped")).to_be_visible()
+    newest = client.get("/v1/requests", params={"limit": 1}).json()["data"][0]["id"]
+    expect(preview).to_contain_text(f"On record {newest}")
+    expect(preview.locator("dd").nth(0)).to_have_text(newest)
+    expect(preview.locator("table.trial tbody tr")).to_have_count(1)
+    _both_looks(console, page, "rule-new-preview")
+    page.get_by_role("button", name="Create rule").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("answers are JSON")
+    rule_id = page.url.rsplit("/", 1)[1]
+    assert rule_id.startswith("rule_")
+    skipped = post(
+        client,
+        "/v1/evaluation-rules",
+        {"name": "sampled out", "evaluator": "is-json", "target": "record", "sampling": 0},
+    )
+
+    # New records are decided by the worker: scored by one rule, not sampled by the other.
+    log(_record("req_new_json", '{"ok": true}'), _record("req_new_text", "oops"))
+    decided = _decisions(client, rule_id, 2)
+    assert {d["target_id"]: d["decision"] for d in decided} == {
+        "req_new_json": "scored",
+        "req_new_text": "scored",
+    }
+    _decisions(client, skipped["id"], 2)
+
+    page.reload()
+    settled(page)
+    expect(card(page, "Last 24 hours")).to_contain_text("scored 2")
+    expect(page.locator("svg.decisions-chart .segment.scored")).to_have_count(1)
+    expect(page.locator("table.decisions tbody tr")).to_have_count(2)
+    expect(page.locator("table.decisions")).to_contain_text("json_valid: False")
+    _both_looks(console, page, "rule-page")
+    page.get_by_label("Show decisions").select_option("not_sampled")
+    expect(page.get_by_role("status").filter(has_text="No decisions yet.")).to_be_visible()
+
+    page.goto(f"{console.url}/#/rules")
+    settled(page)
+    listed = {row[0]: row for row in rows(page)}
+    assert "scored 2" in listed["answers are JSON"][4]
+    assert "not_sampled 2" in listed["sampled out"][4]
+    _both_looks(console, page, "rules-list")
+
+    # The record's page says what each rule decided, and why not when it did not score.
+    page.goto(f"{console.url}/#/requests/req_new_text")
+    evaluations = card(page, "Evaluations")
+    expect(evaluations.locator("li")).to_have_count(2)
+    expect(evaluations).to_contain_text("json_valid: False")
+    expect(evaluations.locator(".badge", has_text="not_sampled")).to_be_visible()
+    expect(evaluations).to_contain_text("sampling")
+    _both_looks(console, page, "record-evaluations")
+    # A record no rule looked at (logged before the rules) says so.
+    page.goto(f"{console.url}/#/requests/req_old_json")
+    expect(card(page, "Evaluations")).to_contain_text("No evaluation rule has decided")
+    assert console.errors == []
