@@ -151,3 +151,49 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     page.goto(f"{console.url}/#/requests/req_old_json")
     expect(card(page, "Evaluations")).to_contain_text("No evaluation rule has decided")
     assert console.errors == []
+
+
+def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
+    console: Console, client: httpx.Client, log: Any
+) -> None:
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    client.put("/v1/evaluators/is-json", json={"type": "json_valid"}).raise_for_status()
+    rule = post(
+        client,
+        "/v1/evaluation-rules",
+        {"name": "traces answer JSON", "evaluator": "is-json", "target": "trace",
+         "idle_seconds": 0, "filter": {"model": "gpt-4o-mini"}},
+    )  # fmt: skip
+    log(
+        {"id": "req_root", "trace_id": trace, "span_id": "a1a1a1a1a1a1a1a1", "kind": "chain",
+         "span_name": "agent", "status": "success", "output": {"content": "hi"}},
+        {"id": "req_call", "trace_id": trace, "span_id": "b1b1b1b1b1b1b1b1",
+         "parent_span_id": "a1a1a1a1a1a1a1a1", "kind": "llm", "model": "gpt-4o-mini",
+         "status": "success", "output": {"content": '{"answer": 42}'}},
+    )  # fmt: skip
+    (decision,) = _decisions(client, rule["id"], 1)
+    assert (decision["target_type"], decision["decision"]) == ("trace", "scored")
+
+    page = settled(console.sign_in(route=f"#/traces/{trace}"))
+    evaluations = card(page, "Evaluations")
+    expect(evaluations.locator(".badge", has_text="scored")).to_be_visible()
+    expect(evaluations).to_contain_text("json_valid: True")
+    _both_looks(console, page, "trace-evaluations")
+
+    # The rule's page leads to its form, prefilled; saving changes the rule (a PATCH).
+    evaluations.get_by_role("link", name=rule["id"]).click()
+    expect(page.locator("table.decisions")).to_contain_text(f"trace {trace}")
+    page.get_by_role("link", name="Edit", exact=True).click()
+    expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-4o-mini")
+    expect(page.get_by_label("Target")).to_have_value("trace")
+    page.get_by_label("Enabled").uncheck()
+    page.get_by_label("Sampling (0-1)").fill("0.5")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("disabled")
+    changed = client.get(f"/v1/evaluation-rules/{rule['id']}").json()["data"]
+    assert (changed["enabled"], changed["sampling"], changed["filter"]) == (
+        False,
+        0.5,
+        {"model": "gpt-4o-mini"},
+    )
+    assert console.errors == []
