@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 from promptrail import __version__
 
 from .api.access import check_access
-from .api.audit_hook import audit_writes
+from .api.audit_hook import attach as attach_audit
 from .api.backpressure import IngestGateMiddleware
 from .api.body_size import BodyLimitMiddleware
 from .api.cors import FeedbackCorsMiddleware
@@ -67,11 +67,7 @@ ReadyHook = Callable[[Services, str | None], None]
 
 def _api_router() -> APIRouter:
     # Every route's access check (api/access.py), before anything of the route runs.
-    # Then the audit log's hook (api/audit_hook.py): its entry is appended before the answer.
-    router = APIRouter(
-        responses=ERROR_RESPONSES,
-        dependencies=[Depends(check_access), Depends(audit_writes, scope="function")],
-    )
+    router = APIRouter(responses=ERROR_RESPONSES, dependencies=[Depends(check_access)])
     # Template routes first: their paths are longer forms of the version routes.
     for module in (
         prompts,
@@ -105,6 +101,8 @@ def _api_router() -> APIRouter:
     router.include_router(accounts.admin_router)
     router.include_router(audit.router)
     router.include_router(audit.admin_router)
+    # The audit log's hook (api/audit_hook.py) on the audited writes only, after the check.
+    attach_audit(router)
     return router
 
 

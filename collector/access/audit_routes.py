@@ -77,7 +77,6 @@ AUDITED: Mapping[str, Mapping[str, Audited]] = {
         ),
         "/v1/connections/{name}": Audited("connection.delete", "connection", "path:name"),
         "/v1/evaluation-rules/{id}": Audited("rule.delete", "rule", "path:id"),
-        "/v1/evaluators/{name}": Audited("evaluator.delete", "evaluator", "path:name"),
         "/v1/projects/{project}/members/{email}": Audited("member.remove", "member", "path:email"),
     },
 }

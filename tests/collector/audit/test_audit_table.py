@@ -3,8 +3,13 @@ contract's audited kinds is in it (a typo would silently record nothing)."""
 
 from __future__ import annotations
 
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
 from promptrail.collector.access.audit_routes import AUDITED
 from promptrail.collector.access.permissions import ROUTES
+from promptrail.collector.api.audit_hook import audit_writes
+from tests.collector.access.steps import app_routes
 
 # Writes that are the data, not its configuration, or that change nothing stored: no entry.
 NOT_AUDITED = {
@@ -27,21 +32,39 @@ NOT_AUDITED = {
 }
 
 
-def test_every_audited_route_is_a_project_write_of_the_access_table() -> None:
+def served_writes(api: TestClient) -> dict[tuple[str, str], APIRoute]:
+    """Every write route the app serves under /v1, by (method, path)."""
+    return {
+        (method, path): route
+        for method, path, route in app_routes(api.app)  # type: ignore[arg-type]
+        if isinstance(route, APIRoute) and path.startswith("/v1/") and method != "GET"
+    }
+
+
+def test_every_audited_route_is_a_served_write_of_a_user_or_a_key(api: TestClient) -> None:
+    served = served_writes(api)
     for method, paths in AUDITED.items():
-        assert method != "GET"
         for path in paths:
-            permission = ROUTES[method].get(path)
-            assert permission is not None, f"{method} {path} is no route"
-            assert permission.access in ("project", "instance_admin"), (method, path)
+            assert (method, path) in served, f"{method} {path} is no route"
+            assert ROUTES[method][path].access in ("project", "instance_admin"), (method, path)
 
 
-def test_every_write_by_a_user_or_a_key_is_audited_or_named_as_not() -> None:
-    for method, paths in ROUTES.items():
-        if method in ("GET", "*"):
-            continue
-        for path, permission in paths.items():
-            if permission.access not in ("project", "instance_admin"):
-                continue  # sign-in, the loopback admin routes, feedback tokens
-            audited = path in AUDITED.get(method, {})
-            assert audited != ((method, path) in NOT_AUDITED), (method, path)
+def test_every_write_by_a_user_or_a_key_is_audited_or_named_as_not(api: TestClient) -> None:
+    for method, path in served_writes(api):
+        if ROUTES[method][path].access not in ("project", "instance_admin"):
+            continue  # sign-in, the loopback admin routes, feedback tokens
+        audited = path in AUDITED.get(method, {})
+        assert audited != ((method, path) in NOT_AUDITED), (method, path)
+
+
+def test_only_the_audited_routes_run_the_hook(api: TestClient) -> None:
+    """A read or an ingest never pays for the audit log: the hook is on the audited writes."""
+    hooked = {
+        (method, path)
+        for method, path, route in app_routes(api.app)  # type: ignore[arg-type]
+        if isinstance(route, APIRoute)
+        and path.startswith("/v1/")  # /api/v1 serves the same route objects
+        and any(getattr(d, "dependency", None) is audit_writes for d in route.dependencies)
+    }
+    audited = {(method, path) for method, paths in AUDITED.items() for path in paths}
+    assert hooked == audited
