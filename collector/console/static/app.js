@@ -9,6 +9,7 @@ import { showDataset, showDatasets } from "./datasets.js";
 import { h, replace } from "./dom.js";
 import { showEvaluator, showEvaluators, showNewEvaluator } from "./evaluators.js";
 import { showExperiment, showExperiments } from "./experiments.js";
+import { showPlayground } from "./playground.js";
 import { showDiff, showPrompt } from "./prompt_detail.js";
 import { showEditPrompt, showNewPrompt, showPrompts } from "./prompt_list.js";
 import { showRequest, showRequests } from "./requests.js";
@@ -36,6 +37,7 @@ const SECTIONS = [
   ["#/sessions", "Sessions"],
   ["#/users", "Users"],
   ["#/prompts", "Prompts", "readPrompts"],
+  ["#/playground", "Playground", "write"],
   ["#/review", "Review", "score"],
   ["#/analytics", "Analytics"],
   ["#/datasets", "Datasets"],
@@ -61,6 +63,7 @@ const ROUTES = [
   ],
   [/^#\/prompts\/([^/?]+)$/, (encoded) => showPrompt(view, name(encoded))],
   [/^#\/prompts(?:\?(.*))?$/, (query) => showPrompts(view, params(query))],
+  [/^#\/playground(?:\?(.*))?$/, (query) => showPlayground(view, params(query))],
   [/^#\/review(?:\?(.*))?$/, (query) => showReview(view, params(query))],
   [/^#\/analytics(?:\?(.*))?$/, (query) => showAnalytics(view, params(query))],
   [/^#\/datasets\/([^/?]+)$/, (encoded) => showDataset(view, name(encoded))],

@@ -22,7 +22,7 @@ const json = (value) =>
   value === undefined || value === null ? "" : JSON.stringify(value, null, 2);
 
 /** A row's state from a version's message: its role, its text, and what the editor keeps. */
-function rowOf(message) {
+export function rowOf(message) {
   if (message.type === "placeholder") return { role: "placeholder", text: message.name };
   const { role, content, ...kept } = message;
   const parts = typeof content !== "string";
@@ -30,7 +30,7 @@ function rowOf(message) {
 }
 
 /** The message a row stands for (its content read as JSON when it holds parts). */
-function rowMessage(row) {
+export function rowMessage(row) {
   if (row.role === "placeholder") return { type: "placeholder", name: row.text.trim() };
   let content = row.text;
   if (row.parts) {
@@ -80,7 +80,7 @@ function showProblem(line, control, problem) {
 }
 
 /** The message rows, drawn from `rows` (the editor's state) after every change of order. */
-function messagesEditor(rows, onChange) {
+export function messagesEditor(rows, onChange) {
   const list = h("ol", { class: "message-rows", "aria-label": "Messages to edit" });
   const problems = [];
   const draw = () => {

@@ -8,10 +8,15 @@ import { facts, goTo, h, replace, section } from "./dom.js";
 import { experimentForm } from "./experiments.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, paged } from "./paging.js";
+import { playgroundLink, sourceRunLink } from "./playground.js";
 import { promptHref } from "./prompt_list.js";
 import { runPanel } from "./run.js";
 import { can } from "./roles.js";
 import { WINDOWS, outcomesCard } from "./version_outcomes.js";
+
+/** The playground's address of version `version` of prompt `name`. */
+const versionQuery = (name, version) =>
+  new URLSearchParams({ prompt: name, version }).toString();
 
 /** Run an action of the page; on success reload the page, on failure say why in `note`. */
 function action(note, act) {
@@ -53,6 +58,7 @@ export async function showPrompt(view, name) {
         can("write")
           ? h("a", { class: "button quiet", href: promptHref(name, "/edit") }, "Edit")
           : null,
+        can("write") ? playgroundLink(versionQuery(name, prompt.version)) : null,
         // Its records still to score, oldest first (the queue asks which score name).
         can("score") &&
           h(
@@ -75,6 +81,7 @@ export async function showPrompt(view, name) {
             facts([
               ["Model", prompt.model],
               ["Created (UTC)", fmt.time(shown.created_at)],
+              ["Source run", sourceRunLink(prompt)],
               ["Id", h("span", { class: "mono" }, prompt.id)],
             ]),
             h("pre", { class: "template" }, prompt.template),
@@ -116,6 +123,7 @@ async function chatVersionCards(path, prompt, versions) {
           ["Parameters", h("span", { class: "mono" }, JSON.stringify(version.parameters ?? {}))],
           ["Created (UTC)", fmt.time(version.created_at)],
           ["Labels", version.labels?.join(", ")],
+          ["Source run", sourceRunLink(version)],
           ["Id", h("span", { class: "mono" }, prompt.id)],
         ]),
         messageList(version.messages),
@@ -285,6 +293,7 @@ async function history(path, firstPage, note) {
 }
 
 function historyRows(path, versions, newest, note) {
+  const promptName = decodeURIComponent(path.split("/").pop());
   return versions.map((v) =>
     h(
       "tr",
@@ -301,6 +310,7 @@ function historyRows(path, versions, newest, note) {
       h(
         "td",
         { class: "actions-cell" },
+        can("write") ? playgroundLink(versionQuery(promptName, v.version)) : "",
         v.version === newest || !can("write")
           ? ""
           : h(

@@ -8,6 +8,7 @@ import { evaluationsSection } from "./evaluations.js";
 import { exportButtons } from "./export.js";
 import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
+import { playgroundLink } from "./playground.js";
 import { scoreBadges, scoreConfigs, scoresSection } from "./scores.js";
 import { searchFilters, searchForm, showHits } from "./search.js";
 import { traceHref, traceSection } from "./trace.js";
@@ -228,6 +229,10 @@ export async function showRequest(view, id, back = "") {
       statusBadge(record.status),
     ),
     h("p", { class: "muted mono record-id" }, record.id),
+    // Its exact messages, tools and model in the playground (a run is a write).
+    can("write") && record.input
+      ? playgroundLink(`request=${encodeURIComponent(record.id)}`)
+      : null,
     relatedLinks(record),
     h(
       "div",

@@ -1,0 +1,178 @@
+"""The playground page in Chromium against a live collector whose calls go to the OpenAI stub:
+a two-by-two grid streamed cell by cell with each cell's tokens, cost, latency and time to
+first token, a failing cell beside good ones, the estimate; "Open in playground" from a version
+and from a record; "Save as new version" naming the run, and the version linking back to the
+run's records. Laptop and phone width, light and dark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from promptrail.testing import OpenAIStub
+
+from .conftest import PHONE, Console
+from .steps import fits, post, settled
+
+MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "You greet people."},
+    {"role": "user", "content": "Say hello to {{name}}."},
+]
+
+
+def make_greeting(client: httpx.Client) -> None:
+    """Chat prompt "greeting" v1, one variable (name)."""
+    post(
+        client,
+        "/v1/prompts",
+        {"name": "greeting", "type": "chat", "messages": MESSAGES, "model": "gpt-4o-mini"},
+    )
+
+
+def grid_cells(page: Page) -> list[dict[str, str]]:
+    """The grid's cells as a user reads them: where, status and text."""
+    found = page.locator("td.grid-cell").evaluate_all(
+        """cells => cells.map(c => ({
+            row: c.dataset.row, column: c.dataset.column, status: c.dataset.status,
+            text: c.innerText}))"""
+    )
+    return list(found)
+
+
+@pytest.mark.parametrize(
+    ("viewport", "scheme"), [(None, "light"), (PHONE, "dark")], ids=["laptop-light", "phone-dark"]
+)
+def test_run_all_streams_a_two_by_two_grid_with_each_cells_figures_and_a_failing_cell(
+    console: Console,
+    client: httpx.Client,
+    openai_stub: OpenAIStub,
+    viewport: dict[str, int] | None,
+    scheme: str,
+) -> None:
+    make_greeting(client)
+    page = console.page
+    page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+    if viewport:
+        page.set_viewport_size(viewport)
+    console.sign_in(route="#/prompts/greeting")
+    settled(page)
+    page.get_by_role("link", name="Open in playground").first.click()
+    settled(page)
+    expect(page.get_by_role("link", name="From greeting v1")).to_be_visible()
+    expect(page.get_by_label("Message 2", exact=True)).to_have_value("Say hello to {{name}}.")
+
+    page.get_by_label("name of row 1").fill("Ada")
+    page.get_by_role("button", name="Add row").click()
+    page.get_by_label("name of row 2").fill("Grace")
+    page.get_by_role("button", name="Add column").click()
+    page.get_by_label("Model of column 2").fill("gpt-4o")
+    # The provider refuses the first call it gets: that cell fails, the others go on.
+    openai_stub.script.failures = [400]
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+
+    cells = grid_cells(page)
+    assert sorted((c["row"], c["column"]) for c in cells) == [
+        ("0", "0"),
+        ("0", "1"),
+        ("1", "0"),
+        ("1", "1"),
+    ]
+    good = [c for c in cells if c["status"] == "success"]
+    bad = [c for c in cells if c["status"] == "error"]
+    assert len(good) == 3 and len(bad) == 1, cells
+    for cell in good:
+        assert "Hello from the stub provider." in cell["text"]
+        for figure in ("tokens", "cost $", "latency", "ms", "TTFT", "record"):
+            assert figure in cell["text"], cell
+    assert "PROVIDER_ERROR" in bad[0]["text"]
+    status = page.locator(".pg-status")
+    expect(status).to_contain_text("Estimated before any call: $")
+    expect(status).to_contain_text("tiktoken")
+    header = page.locator(".playground-grid thead").inner_text()
+    assert "gpt-4o-mini" in header and "gpt-4o" in header
+    assert fits(page)
+    console.screenshot(f"playground-{'phone' if viewport else 'laptop'}-{scheme}", for_docs=False)
+
+    # Every cell that called the provider is a record of the playground's environment.
+    records = client.get(
+        "/v1/requests", params={"environment": "promptrail-playground", "limit": 10}
+    ).json()["data"]
+    assert len(records) == 4
+    assert console.errors == []
+
+
+def test_save_as_new_version_names_the_run_and_the_version_links_its_records(
+    console: Console, client: httpx.Client
+) -> None:
+    make_greeting(client)
+    page = console.sign_in(route="#/playground?prompt=greeting&version=1")
+    settled(page)
+    page.get_by_label("Message 1", exact=True).fill("You greet people warmly.")
+    page.get_by_label("name of row 1").fill("Ada")
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_text("Saved greeting v2 from run pg_")).to_be_visible()
+
+    version = client.get("/v1/prompts/greeting/versions/2").json()["data"]
+    assert version["messages"][0]["content"] == "You greet people warmly."
+    run_id = version["source_run_id"]
+    assert run_id.startswith("pg_")
+
+    page.get_by_role("link", name="Open the prompt").click()
+    settled(page)
+    page.get_by_role("link", name=run_id).click()
+    settled(page)
+    expect(page.locator("table.records tbody tr")).to_have_count(1)
+    href = page.locator("table.records tbody tr a[href^='#/requests/']").first.get_attribute("href")
+    assert href
+    record_id = href.removeprefix("#/requests/").split("?")[0]
+    detail = client.get(f"/v1/requests/{record_id}").json()["data"]
+    assert detail["metadata"]["playground_run_id"] == run_id
+    assert console.errors == []
+
+
+def test_open_in_playground_from_a_record_brings_its_messages_tools_and_model(
+    console: Console, client: httpx.Client, log: Any
+) -> None:
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    log(
+        {
+            "id": "req_rec-1",
+            "model": "gpt-4o-mini",
+            "input": {
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "What is 2 + 2?"},
+                ],
+                "tools": [tool],
+                "temperature": 0.3,
+            },
+            "output": {"content": "4"},
+        }
+    )
+    page = console.sign_in(route="#/requests/req_rec-1")
+    settled(page)
+    page.get_by_role("link", name="Open in playground").click()
+    settled(page)
+    expect(page.get_by_role("link", name="From record req_rec-1")).to_be_visible()
+    expect(page.get_by_label("Message 1", exact=True)).to_have_value("Be brief.")
+    expect(page.get_by_label("Message 2", exact=True)).to_have_value("What is 2 + 2?")
+    expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-4o-mini")
+    assert '"lookup"' in page.get_by_label("Tools (JSON)").input_value()
+    assert '"temperature": 0.3' in page.get_by_label("Parameters (JSON)").input_value()
+
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+    assert [c["status"] for c in grid_cells(page)] == ["success"]
+    page.get_by_label("Prompt name").fill("from-record")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_text("Saved from-record v1 from run pg_")).to_be_visible()
+    saved = client.get("/v1/prompts/from-record").json()["data"]
+    assert saved["tools"] == [tool] and saved["source_run_id"].startswith("pg_")
+    console.screenshot("playground-from-record", for_docs=False)
+    assert console.errors == []
