@@ -111,7 +111,7 @@ class Settings(BaseSettings):
     @field_validator("secret_key", "secret_key_previous")
     @classmethod
     def _is_secret_key(cls, value: SecretStr | None) -> SecretStr | None:
-        for key in (value.get_secret_value().split(",") if value else []):
+        for key in value.get_secret_value().split(",") if value else []:
             try:
                 raw = base64.b64decode(key.strip(), validate=True)
             except ValueError:
