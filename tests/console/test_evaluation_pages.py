@@ -8,13 +8,32 @@ A live collector, Debian's Chromium, laptop and phone width, light and dark."""
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from typing import Any
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
+
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.testing import serve
+from tests.keys import DEFAULT_KEY
 
 from .conftest import LAPTOP, PHONE, Console
-from .steps import card, fits, post, rows, settled
+from .steps import (
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    add_person,
+    card,
+    fits,
+    new_tab,
+    password_sign_in,
+    post,
+    rows,
+    settled,
+    signed_in,
+    team_settings,
+)
 
 
 def _record(rid: str, content: str) -> dict[str, Any]:
@@ -197,3 +216,39 @@ def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
         {"model": "gpt-4o-mini"},
     )
     assert console.errors == []
+
+
+def test_a_viewer_reads_rules_and_evaluators_but_is_offered_no_write_and_an_annotator_no_section(
+    browser: Browser, settings: Settings
+) -> None:
+    with (
+        serve(create_app(team_settings(settings))) as url,
+        closing(signed_in(url, ADMIN_EMAIL, ADMIN_PASSWORD)) as admin,
+        httpx.Client(base_url=url, headers={"X-API-Key": DEFAULT_KEY}, timeout=30) as app,
+    ):
+        app.put("/v1/evaluators/is-json", json={"type": "json_valid"}).raise_for_status()
+        rule = post(
+            app, "/v1/evaluation-rules", {"name": "r", "evaluator": "is-json", "target": "record"}
+        )
+        add_person(admin, "vera@example.com", "viewer")
+        add_person(admin, "ann@example.com", "annotator")
+        for viewer in new_tab(browser, url):
+            page = password_sign_in(viewer, "vera@example.com", route="#/rules")
+            expect(page.get_by_role("link", name="r", exact=True)).to_be_visible()
+            expect(page.get_by_role("link", name="New rule")).to_have_count(0)
+            page.goto(f"{url}/#/rules/{rule['id']}")
+            expect(page.get_by_role("heading", name="Decisions", exact=True)).to_be_visible()
+            expect(page.get_by_role("link", name="Edit", exact=True)).to_have_count(0)
+            page.goto(f"{url}/#/evaluators")
+            expect(page.get_by_role("link", name="is-json")).to_be_visible()
+            expect(page.get_by_role("link", name="New evaluator")).to_have_count(0)
+            page.get_by_role("link", name="is-json").click()
+            expect(card(page, "Versions")).to_be_visible()
+            expect(page.get_by_role("button", name="Save")).to_have_count(0)
+            assert viewer.errors == []
+        # An annotator reads no rules or evaluators: no Evaluation section. (Its request list's
+        # environment picker is refused GET /v1/environments, so its errors are not checked.)
+        for annotator in new_tab(browser, url):
+            page = password_sign_in(annotator, "ann@example.com", route="#/requests")
+            expect(page.locator("#nav a").first).to_be_visible()
+            expect(page.locator("#nav").get_by_role("link", name="Evaluation")).to_have_count(0)
