@@ -111,6 +111,8 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     page.goto(f"{console.url}/#/rules/+new")
     page.get_by_label("Name", exact=True).fill("answers are JSON")
     page.get_by_label("Evaluator", exact=True).select_option("is-json")
+    versions = page.get_by_label("Evaluator version").locator("option").all_inner_texts()
+    assert versions == ["the newest", "v2", "v1"]
     page.get_by_label("Prompt", exact=True).fill("greet")
     page.get_by_label("Input", exact=True).fill("input_variables.name")
     page.get_by_label("Output", exact=True).fill("output.content")
@@ -205,6 +207,11 @@ def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
     page.get_by_role("link", name="Edit", exact=True).click()
     expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-4o-mini")
     expect(page.get_by_label("Target")).to_have_value("trace")
+    # A label needs a prompt: the collector's 400 is shown, nothing changes.
+    page.get_by_label("Label", exact=True).fill("production")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("filter.label")
+    page.get_by_label("Label", exact=True).fill("")
     page.get_by_label("Enabled").uncheck()
     page.get_by_label("Sampling (0-1)").fill("0.5")
     page.get_by_role("button", name="Save").click()
@@ -215,7 +222,9 @@ def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
         0.5,
         {"model": "gpt-4o-mini"},
     )
-    assert console.errors == []
+    # The browser reports the refused save (400), and nothing else went wrong.
+    assert [error for error in console.errors if "status of 400" not in error] == []
+    assert len(console.errors) == 1
 
 
 def test_a_viewer_reads_rules_and_evaluators_but_is_offered_no_write_and_an_annotator_no_section(

@@ -107,7 +107,7 @@ function ruleForm(evaluators, rule) {
       evaluators.map((e) => [e.name, `${e.name} (${e.type}, v${e.version})`]),
       rule?.evaluator,
     ),
-    version: number("rule-evaluator-version", rule?.evaluator_version, { min: 1, step: 1 }),
+    version: h("select", { id: "rule-evaluator-version" }),
     target: select(
       "rule-target",
       ["record", "trace", "session"].map((t) => [t, t]),
@@ -141,6 +141,18 @@ function ruleForm(evaluators, rule) {
     expected: text("rule-map-expected", rule?.mapping?.expected, "e.g. metadata.expected"),
     enabled: h("input", { id: "rule-enabled", type: "checkbox", checked: rule?.enabled ?? true }),
   };
+  // Versions number from 1 to the newest: empty runs the newest when each evaluation runs.
+  const versions = (pinned) => {
+    const newest = evaluators.find((e) => e.name === c.evaluator.value)?.version ?? 0;
+    const numbers = Array.from({ length: newest }, (_, i) => String(newest - i));
+    replace(
+      c.version,
+      h("option", { value: "" }, "the newest"),
+      numbers.map((v) => h("option", { value: v, selected: v === pinned }, `v${v}`)),
+    );
+  };
+  c.evaluator.addEventListener("change", () => versions(""));
+  versions(String(rule?.evaluator_version ?? ""));
   const value = (control) => control.value.trim();
   const numeric = (control) => (value(control) === "" ? undefined : Number(control.value));
   const mappingOf = () =>
@@ -206,7 +218,7 @@ function ruleForm(evaluators, rule) {
       "Rule",
       field("Name", c.name),
       field("Evaluator", c.evaluator),
-      field("Evaluator version", c.version, "Empty: the newest when each evaluation runs."),
+      field("Evaluator version", c.version, "The newest: whichever is newest when it runs."),
       field("Target", c.target),
       field("Score name", c.scoreName),
       h(
@@ -309,13 +321,26 @@ export function mappedValues(record, mapping) {
 async function showPreview(container, filter, mapping, evaluators, evaluatorName) {
   replace(container, "Looking for a matching record…");
   try {
-    const query = { limit: 1, prompt_name: filter.prompt_name, status: filter.status };
+    const query = {
+      limit: 50,
+      prompt_name: filter.prompt_name,
+      status: filter.status,
+      kind: filter.kind,
+    };
     for (const [key, wanted] of Object.entries(filter.metadata || {})) {
       query[`metadata.${key}`] = String(wanted);
     }
+    // The list filters by prompt, status, kind and metadata; model, version and span name are
+    // checked here on the newest 50 it gives (a label's version is not resolved).
     const { data } = await api("/requests", { query });
-    if (!data.length) return replace(container, "No record matches this filter yet.");
-    const { data: record } = await api(`/requests/${encodeURIComponent(data[0].id)}`);
+    const found = data.find(
+      (item) =>
+        (!filter.model || item.model === filter.model) &&
+        (filter.version === undefined || item.version === filter.version) &&
+        (!filter.span_name || item.span_name === filter.span_name),
+    );
+    if (!found) return replace(container, "No recent record matches this filter.");
+    const { data: record } = await api(`/requests/${encodeURIComponent(found.id)}`);
     const values = mappedValues(record, mapping);
     const shown = (v) =>
       v === undefined || v === null ? "(names nothing in this record)" : asText(v);
