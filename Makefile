@@ -123,6 +123,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/traces.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
+	$(PY) benchmarks/sdk_blackbox.py
 	$(PY) benchmarks/score_overhead.py
 	$(PY) benchmarks/scores.py --records 1000000
 	$(PY) benchmarks/spool.py

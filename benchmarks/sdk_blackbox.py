@@ -1,0 +1,416 @@
+"""SDK overhead under a black-box harness: each configuration in a fresh process, as a user
+would measure it, with the shipper really encoding and posting beside the calls.
+
+    .venv/bin/python benchmarks/sdk_blackbox.py [--rounds 3] [--calls 20000] [--warmup 2000]
+
+Every configuration runs in a process of its own: the official ``openai`` client with
+``http_client=httpx2.Client(transport=...)`` (openai 3.x takes httpx2's client), the transport
+answering in process, at once, a fixed chat completion (or a fixed 24-event SSE stream for the
+streamed case); 2,000 warm-up calls, then 20,000 timed ones, each timed alone (p50, p95, p99).
+Configurations: ``bare`` (nothing instrumented), ``promptrail`` (``promptrail.init`` against a
+local sink server, a separate process that answers every batch as the collector does, so the
+shipper encodes, compresses and posts for real beside the calls) and, when the benchmark-only
+venv ``.bench-venv-sdk`` has them, the peers at their defaults: Langfuse's openai integration,
+OpenInference's openai instrumentor and OpenLLMetry's (``opentelemetry-instrumentation-openai``),
+the latter two with an OpenTelemetry SDK BatchSpanProcessor exporting OTLP to the same sink.
+The peers run in that venv beside a ``bare`` of their own: each added time is a
+configuration's p50 minus the p50 of ``bare`` in the same interpreter and the same round.
+
+The machine is shared: bare and instrumented processes alternate within each round, and the
+figure reported is the median over the rounds.
+
+    .bench-venv-sdk: python3 -m venv .bench-venv-sdk && .bench-venv-sdk/bin/pip install
+        openai==3.57.0 msgspec langfuse openinference-instrumentation-openai opentelemetry-sdk
+        opentelemetry-exporter-otlp-proto-http opentelemetry-instrumentation-openai
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+PEERS_PYTHON = ROOT / ".bench-venv-sdk" / "bin" / "python"
+OWN = ("bare", "promptrail")
+PEERS = ("langfuse", "openinference", "openllmetry")
+
+COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hello from the transport."},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+).encode()
+MESSAGES = [{"role": "user", "content": "Say hello."}]
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    chunk = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+# The role, 22 pieces of text, the finish with the usage (as sdk_overhead.py's stream).
+STREAM = (
+    _chunk({"role": "assistant", "content": ""})
+    + b"".join(_chunk({"content": f"word{i} "}) for i in range(22))
+    + _chunk({}, "stop", usage={"prompt_tokens": 12, "completion_tokens": 22, "total_tokens": 34})
+    + b"data: [DONE]\n\n"
+)
+
+
+# -- the sink: a separate process answering every export as its receiver would ---------------
+
+
+class _Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = self.path
+        if path.endswith("/batch"):  # promptrail's /v1/requests/batch, /v1/scores/batch
+            status, body = 201, b'{"data":{"accepted":0,"rejected":[]}}'
+        elif "ingestion" in path:  # Langfuse's legacy ingestion API
+            status, body = 207, b'{"successes":[],"errors":[]}'
+        else:  # OTLP/HTTP (protobuf): an empty ExportTraceServiceResponse
+            status, body = 200, b""
+        self.send_response(status)
+        content_type = "application/x-protobuf" if status == 200 else "application/json"
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve_sink(port: int) -> None:
+    """Answer exports on 127.0.0.1:``port`` until killed."""
+    ThreadingHTTPServer(("127.0.0.1", port), _Sink).serve_forever()
+
+
+# -- one configuration, in its own process ---------------------------------------------------
+
+
+def _client(httpx2: Any, openai: Any) -> Any:
+    def answer(request: Any) -> Any:
+        if b'"stream":true' in request.content.replace(b" ", b""):
+            return httpx2.Response(
+                200, content=STREAM, headers={"content-type": "text/event-stream"}
+            )
+        return httpx2.Response(
+            200, content=COMPLETION, headers={"content-type": "application/json"}
+        )
+
+    return openai.OpenAI(
+        api_key="sk-bench",
+        base_url="http://provider.invalid/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
+    )
+
+
+def _otel_provider(sink: str) -> Any:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{sink}/v1/traces")))
+    return provider
+
+
+def _set_up(config: str, sink: str) -> Any:
+    """Instrument as the configuration says; what to shut down afterwards."""
+    if config == "promptrail":
+        import promptrail
+
+        promptrail.init(api_key="pr-bench", base_url=sink)
+        promptrail.instrument("openai")
+        return promptrail
+    if config == "langfuse":
+        os.environ.update(
+            LANGFUSE_PUBLIC_KEY="pk-lf-bench",
+            LANGFUSE_SECRET_KEY="sk-lf-bench",
+            LANGFUSE_HOST=sink,
+            LANGFUSE_BASE_URL=sink,
+        )
+        import langfuse.openai  # noqa: F401  (patches the openai module on import)
+        from langfuse import get_client
+
+        return get_client()
+    if config in ("openinference", "openllmetry"):
+        provider = _otel_provider(sink)
+        if config == "openinference":
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+        else:
+            from opentelemetry.instrumentation.openai import (  # type: ignore[no-redef]
+                OpenAIInstrumentor,
+            )
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        return provider
+    return None
+
+
+def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> dict[str, float]:
+    """Time ``calls`` chat calls (after ``warmup``) under ``config``; p50/p95/p99 in µs."""
+    import httpx2
+    import openai
+
+    handle = _set_up(config, sink)
+    client = _client(httpx2, openai)
+    create = client.chat.completions.create
+    clock = time.perf_counter_ns
+
+    def once() -> None:
+        if stream:
+            for _ in create(
+                model="gpt-4o-mini",
+                messages=MESSAGES,
+                stream=True,
+                stream_options={"include_usage": True},
+            ):
+                pass
+        else:
+            create(model="gpt-4o-mini", messages=MESSAGES)
+
+    for _ in range(warmup):
+        once()
+    timings, cpu = [], []
+    cpu_clock = time.process_time_ns  # every thread of the process: the exporter's work too
+    caller_began, process_began = time.thread_time_ns(), cpu_clock()
+    for _ in range(calls):
+        began, used = clock(), cpu_clock()
+        once()
+        cpu.append(cpu_clock() - used)
+        timings.append(clock() - began)
+    caller = time.thread_time_ns() - caller_began
+    others = cpu_clock() - process_began - caller
+    timings.sort()
+    figures = {
+        f"p{q}": timings[min(len(timings) - 1, len(timings) * q // 100)] / 1000
+        for q in (50, 95, 99)
+    }
+    # The process's CPU time per call (the caller's and any exporter thread's), a figure other
+    # processes' load on a shared machine moves far less than wall time.
+    figures["cpu_p50"] = statistics.median(cpu) / 1000
+    figures["cpu_mean"] = statistics.fmean(cpu) / 1000
+    # Split by thread: the calling thread's, and the other threads' (an exporter's encoding
+    # and posting, and the garbage collections they set off), per call.
+    figures["caller_cpu"] = caller / calls / 1000
+    figures["other_cpu"] = others / calls / 1000
+    if config == "promptrail":
+        handle.flush(timeout=30)
+        stats = handle.stats()
+        figures["exported"] = stats.get("exported", 0)
+        figures["dropped"] = stats["dropped_total"]
+        handle.shutdown()
+    elif handle is not None:
+        (getattr(handle, "flush", None) or handle.force_flush)()
+    return figures
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def _child(
+    python: Path | str, config: str, stream: bool, args: argparse.Namespace, sink: str
+) -> dict[str, Any]:
+    calls = args.stream_calls if stream and args.stream_calls else args.calls
+    command = [
+        str(python),
+        str(HERE),
+        "--child",
+        config,
+        "--calls",
+        str(calls),
+        "--warmup",
+        str(args.warmup),
+        "--sink",
+        sink,
+    ]
+    if stream:
+        command.append("--stream")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMPTRAIL_", "OPENAI_"))}
+    env["PROMPTRAIL_CACHE_DIR"] = args.cache_dir
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the parent imports nothing of promptrail's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _installed(python: Path, config: str) -> bool:
+    module = {
+        "bare": "openai",
+        "langfuse": "langfuse.openai",
+        "openinference": "openinference.instrumentation.openai",
+        "openllmetry": "opentelemetry.instrumentation.openai",
+    }[config]
+    if not python.exists():
+        return False
+    found = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True)
+    return found.returncode == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--warmup", type=int, default=2_000)
+    parser.add_argument(
+        "--stream-calls",
+        type=int,
+        help="timed calls of the streamed case (default: --calls); a streamed call takes "
+        "several times a plain one's time",
+    )
+    parser.add_argument("--own-only", action="store_true", help="bare and promptrail only")
+    parser.add_argument("--plain-only", action="store_true", help="no streamed calls")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sink", help=argparse.SUPPRESS)
+    parser.add_argument("--sink-server", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sink_server:
+        serve_sink(args.sink_server)
+        return
+    if args.child:
+        figures = run_one(args.child, args.stream, args.calls, args.warmup, args.sink)
+        print(json.dumps(figures))
+        return
+
+    sys.path.insert(0, str(HERE.parent))
+    from _report import Machine, load_average
+
+    peers = [] if args.own_only else [p for p in PEERS if _installed(PEERS_PYTHON, p)]
+    missing = [] if args.own_only else [p for p in PEERS if p not in peers]
+    # Each interpreter's configurations, bare first: an added time is against its own bare.
+    plan: list[tuple[str, Path | str, str]] = [("own", sys.executable, c) for c in OWN]
+    if peers:
+        plan += [("peers", PEERS_PYTHON, c) for c in ("bare", *peers)]
+    print(f"machine: {Machine.current().line()}; load before: {load_average()}")
+    if missing:
+        print(f"not installed in {PEERS_PYTHON.parent.parent.name}: {', '.join(missing)}")
+    port = free_port()
+    sink = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, str(HERE), "--sink-server", str(port)])
+    results: dict[tuple[bool, str, str], list[dict[str, float]]] = {}
+    try:
+        time.sleep(1.0)
+        with tempfile.TemporaryDirectory(prefix="sdk-blackbox-") as cache:
+            args.cache_dir = cache
+            for stream in (False,) if args.plain_only else (False, True):
+                for number in range(args.rounds):
+                    # Bare and instrumented alternate; each round starts with another one.
+                    order = plan[number % len(plan) :] + plan[: number % len(plan)]
+                    for venv, python, config in order:
+                        figures = _child(python, config, stream, args, sink)
+                        results.setdefault((stream, venv, config), []).append(figures)
+                        print(f"  {'stream' if stream else 'plain '} {venv}/{config}: {figures}")
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"load after: {load_average()}")
+    report(results, args, missing)
+
+
+def report(
+    results: dict[tuple[bool, str, str], list[dict[str, float]]],
+    args: argparse.Namespace,
+    missing: list[str],
+) -> None:
+    """The table: each configuration's median p50/p95/p99 over the rounds, and the added p50."""
+    streamed = args.stream_calls or args.calls
+    print(
+        f"\nmedian over {args.rounds} rounds of fresh processes, {args.warmup:,} warm-up + "
+        f"{args.calls:,} timed calls each ({streamed:,} streamed)\n"
+    )
+    print(
+        "| call | configuration | p50 | p95 | p99 | added p50 (per round) "
+        "| CPU per call, p50 / mean | added CPU p50 / mean | other threads' CPU per call |"
+    )
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|")
+    for (stream, venv, config), runs in results.items():
+        good = [run for run in runs if "error" not in run]
+        kind = "streamed" if stream else "plain"
+        if not good:
+            print(f"| {kind} | {config} | failed: {runs[0].get('error')} | | | | | | |")
+            continue
+        p = {
+            q: statistics.median(run[q] for run in good)
+            for q in ("p50", "p95", "p99", "cpu_p50", "cpu_mean", "other_cpu")
+        }
+        added = added_cpu = ""
+        if config != "bare":
+            bares = results.get((stream, venv, "bare"), [])
+            pairs = [
+                run["p50"] - bare["p50"]
+                for run, bare in zip(runs, bares, strict=False)
+                if "error" not in run and "error" not in bare
+            ]
+            if pairs:
+                added = (
+                    f"**+{statistics.median(pairs):.0f} µs** "
+                    f"({', '.join(f'{v:+.0f}' for v in pairs)})"
+                )
+                bare_cpu = {
+                    q: statistics.median(run[q] for run in bares if "error" not in run)
+                    for q in ("cpu_p50", "cpu_mean")
+                }
+                added_cpu = (
+                    f"{p['cpu_p50'] - bare_cpu['cpu_p50']:+.0f} / "
+                    f"{p['cpu_mean'] - bare_cpu['cpu_mean']:+.0f} µs"
+                )
+        name = config if venv == "own" else f"{config} (peers' venv)"
+        print(
+            f"| {kind} | {name} | {p['p50']:.0f} µs | {p['p95']:.0f} µs | {p['p99']:.0f} µs "
+            f"| {added} | {p['cpu_p50']:.0f} / {p['cpu_mean']:.0f} µs | {added_cpu} "
+            f"| {p['other_cpu']:.0f} µs |"
+        )
+    for peer in missing:
+        print(f"| | {peer} | not installed | | | | | | |")
+
+
+if __name__ == "__main__":
+    main()
