@@ -128,11 +128,13 @@ EVALUATION = TableGroup(
 AUDIT = TableGroup(
     "audit",
     ("audit_log",),
+    WriteMode.JOURNALED,
     WriteMode.DIRECT,
-    WriteMode.DIRECT,
-    "one row per audited write, at a human pace; each append is serialized by the audit "
-    "service's lock (the chain's order) and answers Stored or Refused (an outage) as a "
-    "RowWriter's does (direct_write)",
+    "one row per audited write, appended under the chain's lock (its order); a chDB insert "
+    "(a part, 5-15 ms) would be most of a prompt PATCH, so the embedded store keeps the "
+    "append in the audit log's own journal and every read of the log waits for it "
+    "(store/audit.py); on a server each append is one insert, answering Stored or Refused "
+    "(an outage) as a RowWriter's does (direct_write)",
 )
 
 ACCOUNTS = TableGroup(
