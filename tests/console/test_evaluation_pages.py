@@ -80,6 +80,9 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     page = settled(console.sign_in(route="#/rules"))
     expect(page.get_by_role("heading", name="Evaluation rules")).to_be_visible()
     page.get_by_role("link", name="Evaluators", exact=True).click()
+    expect(page.get_by_role("heading", name="Evaluators")).to_be_visible()
+    section = page.locator("#nav").get_by_role("link", name="Evaluation")
+    expect(section).to_have_attribute("aria-current", "page")
     page.get_by_role("link", name="New evaluator").click()
 
     # The form shows each type's own fields; tried on two records before anything is saved.

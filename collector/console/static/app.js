@@ -153,7 +153,7 @@ function showChrome(hash) {
   replace(
     nav,
     SECTIONS.filter(([, , action]) => !action || can(action)).map(([href, label]) =>
-      h("a", { href, "aria-current": hash.startsWith(href) ? "page" : null }, label),
+      h("a", { href, "aria-current": within(hash, href) ? "page" : null }, label),
     ),
   );
   replace(
@@ -171,6 +171,11 @@ function showChrome(hash) {
       "Sign out",
     ),
   );
+}
+
+/** Whether the route `hash` is in the section at `href` (evaluators are under Evaluation). */
+function within(hash, href) {
+  return hash.startsWith(href) || (href === "#/rules" && hash.startsWith("#/evaluators"));
 }
 
 /** The user's projects and roles (GET /v1/auth/me); choosing one reloads the section's list. */
