@@ -127,8 +127,13 @@ def run_restore(settings: Settings, directory: Path, replace: bool) -> None:
 @contextmanager
 def _open_store(settings: Settings) -> Iterator[BackupService]:
     from ..services.backups import BackupService
+    from ..store.audit import AuditStore
 
     with open_store(settings) as store:
+        # The audit entries a killed collector left in its journal: applied (opening does it)
+        # before a backup copies the store, or before a restore replaces it (replayed after,
+        # they would follow a chain they are not part of).
+        AuditStore(store.client, store.database, store.cluster, settings.store_url).close()
         yield BackupService(store.backups, settings.exports_path, store.is_embedded)
 
 
