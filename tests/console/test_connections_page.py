@@ -17,7 +17,9 @@ SECRET = "sk-test-very-secret-key-9f3a"
 
 
 @pytest.mark.parametrize(
-    ("viewport", "scheme"), [(None, "light"), (PHONE, "dark")], ids=["laptop-light", "phone-dark"]
+    ("viewport", "scheme"),
+    [(None, "light"), (None, "dark"), (PHONE, "light"), (PHONE, "dark")],
+    ids=["laptop-light", "laptop-dark", "phone-light", "phone-dark"],
 )
 def test_an_admin_adds_checks_budgets_and_deletes_a_connection_and_never_sees_its_key(
     console: Console,

@@ -6,6 +6,7 @@ run's records. Laptop and phone width, light and dark."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -43,7 +44,9 @@ def grid_cells(page: Page) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize(
-    ("viewport", "scheme"), [(None, "light"), (PHONE, "dark")], ids=["laptop-light", "phone-dark"]
+    ("viewport", "scheme"),
+    [(None, "light"), (None, "dark"), (PHONE, "light"), (PHONE, "dark")],
+    ids=["laptop-light", "laptop-dark", "phone-light", "phone-dark"],
 )
 def test_run_all_streams_a_two_by_two_grid_with_each_cells_figures_and_a_failing_cell(
     console: Console,
@@ -125,6 +128,8 @@ def test_save_as_new_version_names_the_run_and_the_version_links_its_records(
 
     page.get_by_role("link", name="Open the prompt").click()
     settled(page)
+    expect(page.get_by_text("Source run")).to_be_visible()
+    console.screenshot("prompt-source-run", for_docs=False)
     page.get_by_role("link", name=run_id).click()
     settled(page)
     expect(page.locator("table.records tbody tr")).to_have_count(1)
@@ -164,7 +169,7 @@ def test_open_in_playground_from_a_record_brings_its_messages_tools_and_model(
     expect(page.get_by_label("Message 2", exact=True)).to_have_value("What is 2 + 2?")
     expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-4o-mini")
     assert '"lookup"' in page.get_by_label("Tools (JSON)").input_value()
-    assert '"temperature": 0.3' in page.get_by_label("Parameters (JSON)").input_value()
+    assert json.loads(page.get_by_label("Parameters (JSON)").input_value()) == {"temperature": 0.3}
 
     page.get_by_role("button", name="Run all").click()
     expect(page.get_by_text("Done.")).to_be_visible()
@@ -175,4 +180,32 @@ def test_open_in_playground_from_a_record_brings_its_messages_tools_and_model(
     saved = client.get("/v1/prompts/from-record").json()["data"]
     assert saved["tools"] == [tool] and saved["source_run_id"].startswith("pg_")
     console.screenshot("playground-from-record", for_docs=False)
+    assert console.errors == []
+
+
+def test_a_text_prompt_runs_over_a_datasets_items_one_row_each(
+    console: Console, client: httpx.Client
+) -> None:
+    post(
+        client,
+        "/v1/prompts",
+        {"name": "forecast", "template": "The weather in {{city}}?", "model": "gpt-4o-mini"},
+    )
+    post(client, "/v1/datasets", {"name": "cities"})
+    items = [{"id": c.lower(), "input_variables": {"city": c}} for c in ("Oslo", "Lima", "Pune")]
+    post(client, "/v1/datasets/cities/items", {"items": items})
+    page = console.sign_in(route="#/prompts/forecast")
+    settled(page)
+    page.get_by_role("link", name="Open in playground").first.click()
+    settled(page)
+    expect(page.get_by_label("Template")).to_have_value("The weather in {{city}}?")
+    expect(page.get_by_label("city of row 1")).to_be_visible()
+    page.get_by_label("Inputs", exact=True).select_option("dataset")
+    page.get_by_label("Dataset", exact=True).fill("cities")
+    page.get_by_label("Items").fill("2")
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+    cells = grid_cells(page)
+    assert [(c["row"], c["status"]) for c in cells] == [("0", "success"), ("1", "success")]
+    assert page.locator(".playground-grid tbody th").all_inner_texts() == ["item oslo", "item lima"]
     assert console.errors == []

@@ -25,10 +25,12 @@ export function readJsonBox(box, label) {
 export function promptEditor(start) {
   const listeners = [];
   const changed = () => listeners.forEach((fn) => fn());
-  const type = start.type === "text" ? "text" : "chat";
+  // A version's type, or a text prompt by its template (a version object may leave it out).
+  const type = typeof start.template === "string" && start.type !== "chat" ? "text" : "chat";
   const model = h("input", { id: "pg-model", value: start.model ?? "", autocomplete: "off" });
   const parameters = h("textarea", { id: "pg-parameters", rows: 2, spellcheck: "false" });
-  parameters.value = json(start.parameters ?? {});
+  // On one line: parameters are a few flat values, read whole at a glance.
+  parameters.value = JSON.stringify(start.parameters ?? {});
   let rows = null;
   let messages = null;
   let template = null;
@@ -36,7 +38,7 @@ export function promptEditor(start) {
   if (type === "chat") {
     rows = (start.messages ?? [{ role: "user", content: "" }]).map(rowOf);
     messages = messagesEditor(rows, changed);
-    tools = h("textarea", { id: "pg-tools", rows: 3, spellcheck: "false" });
+    tools = h("textarea", { id: "pg-tools", rows: 5, spellcheck: "false" });
     tools.value = json(start.tools);
   } else {
     template = h("textarea", { id: "pg-template", rows: 6 });
