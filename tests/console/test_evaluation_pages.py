@@ -169,6 +169,9 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     expect(evaluations.locator("li")).to_have_count(2)
     expect(evaluations).to_contain_text("json_valid: False")
     expect(evaluations.locator(".badge", has_text="not_sampled")).to_be_visible()
+    # Each decision names its rule (read from the rules: a decision carries only its id).
+    expect(evaluations.get_by_role("link", name="sampled out")).to_be_visible()
+    expect(evaluations.get_by_role("link", name="answers are JSON")).to_be_visible()
     expect(evaluations).to_contain_text("sampling")
     _both_looks(console, page, "record-evaluations")
     # A record no rule looked at (logged before the rules) says so.
@@ -205,7 +208,7 @@ def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
     _both_looks(console, page, "trace-evaluations")
 
     # The rule's page leads to its form, prefilled; saving changes the rule (a PATCH).
-    evaluations.get_by_role("link", name=rule["id"]).click()
+    evaluations.get_by_role("link", name="traces answer JSON").click()
     expect(page.locator("table.decisions")).to_contain_text(f"trace {trace}")
     page.get_by_role("link", name="Edit", exact=True).click()
     expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-4o-mini")

@@ -2,8 +2,10 @@
 // evaluation"): a badge per kind of decision, and the "Evaluations" card of a record's, a
 // trace's and a session's page, which answers "why wasn't this scored?".
 
-import { h, section } from "./dom.js";
+import { api } from "./api.js";
+import { h, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
+import { can } from "./roles.js";
 
 /** Every kind of decision, in the order the console lists them. */
 export const DECISIONS = [
@@ -44,43 +46,75 @@ export function evaluationsSection(evaluations) {
       h("p", { class: "muted" }, "No evaluation rule has decided on this yet."),
     );
   }
-  return section(
+  const links = {};
+  const card = section(
     "Evaluations",
     h(
       "ul",
       { class: "evaluations", "aria-label": "Evaluations" },
-      list.map((item) =>
-        h(
-          "li",
-          { class: "evaluation" },
-          h(
-            "div",
-            { class: "evaluation-head" },
-            decisionBadge(item.decision),
-            h("a", { href: ruleHref(item.rule_id), class: "mono" }, item.rule_id),
-            h(
-              "a",
-              { href: evaluatorHref(item.evaluator) },
-              `${item.evaluator} v${item.evaluator_version}`,
-            ),
-          ),
-          h("p", { class: "reason" }, item.reason || "(no reason given)"),
-          h(
-            "p",
-            { class: "muted small" },
-            `decided ${fmt.time(item.decided_at)} UTC`,
-            item.cost_usd ? ` · judge cost ${fmt.cost(item.cost_usd)}` : "",
-            item.judge_request_id ? " · " : "",
-            item.judge_request_id
-              ? h(
-                  "a",
-                  { href: `#/requests/${encodeURIComponent(item.judge_request_id)}` },
-                  "judge's call",
-                )
-              : "",
-          ),
-        ),
-      ),
+      list.map((item) => {
+        const rule = h(
+          "a",
+          { href: ruleHref(item.rule_id), class: "mono", title: item.rule_id },
+          item.rule_id,
+        );
+        links[item.rule_id] = rule;
+        return evaluationItem(item, rule);
+      }),
     ),
   );
+  ruleNames(links);
+  return card;
+}
+
+/** One rule's decision: its badge, rule, evaluator, reason, time and judge's call. */
+function evaluationItem(item, rule) {
+  return h(
+    "li",
+    { class: "evaluation" },
+    h(
+      "div",
+      { class: "evaluation-head" },
+      decisionBadge(item.decision),
+      rule,
+      h(
+        "a",
+        { href: evaluatorHref(item.evaluator) },
+        `${item.evaluator} v${item.evaluator_version}`,
+      ),
+    ),
+    h("p", { class: "reason" }, item.reason || "(no reason given)"),
+    h(
+      "p",
+      { class: "muted small" },
+      `decided ${fmt.time(item.decided_at)} UTC`,
+      item.cost_usd ? ` · judge cost ${fmt.cost(item.cost_usd)}` : "",
+      item.judge_request_id ? " · " : "",
+      item.judge_request_id
+        ? h(
+            "a",
+            { href: `#/requests/${encodeURIComponent(item.judge_request_id)}` },
+            "judge's call",
+          )
+        : "",
+    ),
+  );
+}
+
+/** Name each rule's link once the rules are read (the decisions carry only the rule's id);
+ * a role that reads no rules (annotator) keeps the ids. */
+async function ruleNames(links) {
+  if (!can("readPrompts")) return;
+  try {
+    const { data } = await api("/evaluation-rules", { query: { limit: 100 } });
+    for (const rule of data) {
+      const link = links[rule.id];
+      if (link) {
+        replace(link, rule.name);
+        link.classList.remove("mono");
+      }
+    }
+  } catch {
+    // The ids stay: they lead to the rules all the same.
+  }
 }
