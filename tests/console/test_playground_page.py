@@ -7,16 +7,30 @@ run's records. Laptop and phone width, light and dark."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from promptrail.testing import OpenAIStub
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
+from promptrail.testing import OpenAIStub, serve
 
 from .conftest import PHONE, Console
-from .steps import fits, post, settled
+from .steps import (
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    add_person,
+    fits,
+    new_tab,
+    password_sign_in,
+    post,
+    settled,
+    signed_in,
+    team_settings,
+)
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You greet people."},
@@ -209,3 +223,56 @@ def test_a_text_prompt_runs_over_a_datasets_items_one_row_each(
     assert [(c["row"], c["status"]) for c in cells] == [("0", "success"), ("1", "success")]
     assert page.locator(".playground-grid tbody th").all_inner_texts() == ["item oslo", "item lima"]
     assert console.errors == []
+
+
+def test_a_max_cost_below_the_estimate_refuses_the_run_before_any_call_and_shows_the_estimate(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    make_greeting(client)
+    page = console.sign_in(route="#/playground?prompt=greeting&version=1")
+    settled(page)
+    page.get_by_label("name of row 1").fill("Ada")
+    page.get_by_label("Max cost of a run, USD (optional)").fill("0.000001")
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+    cell = page.locator("td.grid-cell")
+    expect(cell).to_have_attribute("data-status", "error")
+    expect(cell).to_contain_text("above the max cost: nothing was called")
+    expect(cell).to_contain_text("Estimated at $0.0")
+    assert openai_stub.calls == []
+    listed = client.get("/v1/requests", params={"environment": "promptrail-playground"})
+    assert listed.json()["data"] == []
+    # The browser reports the refused request itself; the page raised nothing.
+    assert [e for e in console.errors if "status of 402" not in e] == []
+
+
+@pytest.fixture
+def team_url(settings: Settings) -> Iterator[str]:
+    """A collector whose instance admin ADMIN_EMAIL owns project default."""
+    with serve(create_app(team_settings(settings))) as url:
+        yield url
+
+
+def test_a_viewer_is_offered_no_playground_and_a_member_no_connections(
+    browser: Browser, team_url: str
+) -> None:
+    admin = signed_in(team_url, ADMIN_EMAIL, ADMIN_PASSWORD)
+    post(
+        admin,
+        "/v1/prompts",
+        {"name": "greeting", "type": "chat", "messages": MESSAGES, "model": "gpt-4o-mini"},
+    )
+    add_person(admin, "vera@example.com", "viewer")
+    add_person(admin, "mo@example.com", "member")
+    for tab in new_tab(browser, team_url):
+        page = password_sign_in(tab, "vera@example.com", route="#/prompts/greeting")
+        sections = page.locator("#nav a").all_inner_texts()
+        assert "Playground" not in sections and "Settings" not in sections
+        expect(page.get_by_role("heading", name="Labels")).to_be_visible()
+        expect(page.get_by_role("link", name="Open in playground")).to_have_count(0)
+    for tab in new_tab(browser, team_url):
+        page = password_sign_in(tab, "mo@example.com", route="#/prompts/greeting")
+        sections = page.locator("#nav a").all_inner_texts()
+        assert "Playground" in sections and "Settings" not in sections
+        expect(page.get_by_role("link", name="Open in playground").first).to_be_visible()
+    admin.close()

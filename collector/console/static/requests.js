@@ -230,7 +230,7 @@ export async function showRequest(view, id, back = "") {
     ),
     h("p", { class: "muted mono record-id" }, record.id),
     // Its exact messages, tools and model in the playground (a run is a write).
-    can("write") && record.input
+    can("write") && record.input && (record.kind ?? "llm") === "llm"
       ? playgroundLink(`request=${encodeURIComponent(record.id)}`)
       : null,
     relatedLinks(record),
