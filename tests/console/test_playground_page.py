@@ -130,8 +130,13 @@ def test_save_as_new_version_names_the_run_and_the_version_links_its_records(
     settled(page)
     page.get_by_label("Message 1", exact=True).fill("You greet people warmly.")
     page.get_by_label("name of row 1").fill("Ada")
+    # Beside the edited prompt, the stored v1 as it is: a run of its own.
+    page.get_by_role("button", name="Add column").click()
+    page.get_by_label("Prompt of column 2").select_option("1")
     page.get_by_role("button", name="Run all").click()
     expect(page.get_by_text("Done.")).to_be_visible()
+    assert [c["status"] for c in grid_cells(page)] == ["success", "success"]
+    expect(page.locator(".playground-grid thead")).to_contain_text("v1")
     page.get_by_role("button", name="Save as new version").click()
     expect(page.get_by_text("Saved greeting v2 from run pg_")).to_be_visible()
 
@@ -151,7 +156,9 @@ def test_save_as_new_version_names_the_run_and_the_version_links_its_records(
     assert href
     record_id = href.removeprefix("#/requests/").split("?")[0]
     detail = client.get(f"/v1/requests/{record_id}").json()["data"]
+    # The run saved from is the edited prompt's (v1's own run names v1; this one its base).
     assert detail["metadata"]["playground_run_id"] == run_id
+    assert detail["metadata"]["base_version"] == 1 and detail["version"] is None
     assert console.errors == []
 
 
@@ -276,3 +283,22 @@ def test_a_viewer_is_offered_no_playground_and_a_member_no_connections(
         assert "Playground" in sections and "Settings" not in sections
         expect(page.get_by_role("link", name="Open in playground").first).to_be_visible()
     admin.close()
+
+
+def test_each_cell_shows_its_output_while_it_streams(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    make_greeting(client)
+    openai_stub.script.reply = "one two three four five six"
+    openai_stub.script.chunk_delay = 0.4
+    page = console.sign_in(route="#/playground?prompt=greeting&version=1")
+    settled(page)
+    page.get_by_label("name of row 1").fill("Ada")
+    page.get_by_role("button", name="Run all").click()
+    cell = page.locator("td.grid-cell")
+    # Part of the answer is shown before the cell ends.
+    expect(cell).to_have_attribute("data-status", "streaming")
+    assert "one" in cell.locator(".cell-output").inner_text()
+    expect(cell).to_have_attribute("data-status", "success")
+    expect(cell.locator(".cell-output")).to_have_text("one two three four five six")
+    assert console.errors == []
