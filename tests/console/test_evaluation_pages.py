@@ -177,6 +177,24 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     # A record no rule looked at (logged before the rules) says so.
     page.goto(f"{console.url}/#/requests/req_old_json")
     expect(card(page, "Evaluations")).to_contain_text("No evaluation rule has decided")
+
+    # A backfill of today decides the records logged before the rule, as the live path does.
+    first_day = client.get("/v1/requests/req_old_json").json()["data"]["created_at"][:10]
+    page.goto(f"{console.url}/#/rules/{rule_id}")
+    page.get_by_label("From", exact=True).fill(first_day)
+    page.get_by_label("To", exact=True).fill(time.strftime("%Y-%m-%d", time.gmtime()))
+    page.get_by_role("button", name="Start backfill").click()
+    expect(page.locator("form.backfill")).to_contain_text("4 records to decide")
+    assert len(_decisions(client, rule_id, 4)) == 4
+    page.goto(f"{console.url}/#/requests/req_old_json")
+    expect(card(page, "Evaluations")).to_contain_text("json_valid: True")
+
+    # Deleting a rule (asked once) takes it off the list.
+    page.goto(f"{console.url}/#/rules/{skipped['id']}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete rule").click()
+    expect(page.get_by_role("heading", name="Evaluation rules")).to_be_visible()
+    assert [row[0] for row in rows(page)] == ["answers are JSON"]
     assert console.errors == []
 
 

@@ -4,7 +4,7 @@
 // first with their reasons and links to what they decided on.
 
 import { api, messageOf } from "./api.js";
-import { append, asText, facts, h, replace, section } from "./dom.js";
+import { append, asText, facts, field, goTo, h, replace, section } from "./dom.js";
 import { DECISIONS, decisionBadge, evaluatorHref, ruleHref } from "./evaluations.js";
 import { evaluationTabs } from "./evaluators.js";
 import * as fmt from "./format.js";
@@ -52,7 +52,14 @@ export async function showRule(view, id) {
         " ",
         h("span", { class: "badge label" }, rule.enabled ? "enabled" : "disabled"),
       ),
-      can("write") ? h("a", { class: "button", href: `${ruleHref(rule.id)}/edit` }, "Edit") : null,
+      can("write")
+        ? h(
+            "div",
+            { class: "actions" },
+            h("a", { class: "button", href: `${ruleHref(rule.id)}/edit` }, "Edit"),
+            deleteButton(path, rule),
+          )
+        : null,
     ),
     evaluationTabs("rules"),
     h("p", { class: "muted mono record-id" }, rule.id),
@@ -65,10 +72,11 @@ export async function showRule(view, id) {
         h("div", {}, countBadges(rule.counts), spendLine(rule, recent.data)),
       ),
       section("Decisions by hour", decisionChart(recent.data, recent.pagination.has_more), "wide"),
+      can("write") && rule.target === "record" ? section("Backfill", backfillForm(path)) : null,
     ),
     h(
       "div",
-      { class: "page-head" },
+      { class: "page-head decisions-head" },
       h("h2", {}, "Decisions"),
       h("div", { class: "field" }, chosen),
     ),
@@ -264,3 +272,49 @@ function decisionRow(decision) {
   );
 }
 
+
+function deleteButton(path, rule) {
+  const button = h("button", { type: "button", class: "quiet" }, "Delete rule");
+  button.addEventListener("click", async () => {
+    // Its decisions go with it: ask once.
+    if (!window.confirm(`Delete the rule ${rule.name} and its decisions?`)) return;
+    try {
+      await api(path, { method: "DELETE" });
+      goTo("#/rules", button);
+    } catch (error) {
+      button.after(h("span", { class: "error", role: "alert" }, messageOf(error)));
+    }
+  });
+  return button;
+}
+
+/** Decide the records of a window of days (UTC) as the live path would have. */
+function backfillForm(path) {
+  const day = (id) => h("input", { id, type: "date", required: true });
+  const from = day("backfill-from");
+  const to = day("backfill-to");
+  const note = h("p", { class: "note", role: "status" });
+  const form = h(
+    "form",
+    { class: "backfill", "aria-label": "Backfill" },
+    h("p", { class: "hint" }, "Decide the records of these days (UTC), the last one included."),
+    h("div", { class: "grid" }, field("From", from), field("To", to)),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Start backfill")),
+    note,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const end = new Date(`${to.value}T00:00:00Z`);
+    end.setUTCDate(end.getUTCDate() + 1);
+    try {
+      const { data } = await api(`${path}/backfill`, {
+        method: "POST",
+        body: { from: `${from.value}T00:00:00Z`, to: end.toISOString() },
+      });
+      replace(note, `Backfill ${data.status}: ${fmt.count(data.total)} records to decide.`);
+    } catch (error) {
+      replace(note, h("span", { class: "error", role: "alert" }, messageOf(error)));
+    }
+  });
+  return form;
+}
