@@ -117,7 +117,7 @@ UPKEEP = TableGroup(
 
 EVALUATION = TableGroup(
     "evaluation",
-    ("evaluator_versions", "evaluation_rules", "evaluation_decisions"),
+    ("evaluator_versions", "evaluation_rules", "evaluation_decisions", "evaluation_watermarks"),
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "evaluators and rules are written at a human pace and read back at once; decisions are "

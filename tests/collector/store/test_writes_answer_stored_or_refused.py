@@ -19,9 +19,12 @@ from promptrail.collector.config import Settings
 from promptrail.collector.services.keys import hash_key
 from promptrail.collector.store.datasets import ItemRow
 from promptrail.collector.store.experiments import ResultRow
+from promptrail.collector.store.keys import SCOPES, NewKey
 from promptrail.collector.store.writes import STORED, Refused, WriteOutcome
 from tests.collector.outages import RETRY_AFTER, assert_store_unavailable, failing_inserts
 from tests.keys import DEFAULT_AUTH
+
+ALL = frozenset(SCOPES)
 
 ADMIN_TOKEN = "test-admin-token"
 
@@ -139,8 +142,8 @@ def test_a_key_create_answers_an_outage_with_the_same_503(api: TestClient) -> No
     store = api.app.state.services.store.keys
     digest = hash_key("pr-made-by-the-store-test")
     with failing_inserts(api, "api_keys"):
-        assert_refused(store.insert(digest, "team", "pr-made-", datetime.now(UTC)))
+        assert_refused(store.insert(NewKey(digest, "team", "pr-made-", datetime.now(UTC), ALL)))
     assert store.state(digest) is None
-    assert store.insert(digest, "team", "pr-made-", datetime.now(UTC)) == STORED
+    assert store.insert(NewKey(digest, "team", "pr-made-", datetime.now(UTC), ALL)) == STORED
     state = store.state(digest)
     assert state is not None and state.project == "team"
