@@ -285,3 +285,36 @@ def test_a_viewer_reads_rules_and_evaluators_but_is_offered_no_write_and_an_anno
             page = password_sign_in(annotator, "ann@example.com", route="#/requests")
             expect(page.locator("#nav a").first).to_be_visible()
             expect(page.locator("#nav").get_by_role("link", name="Evaluation")).to_have_count(0)
+
+
+def test_a_judge_evaluator_is_made_from_its_own_fields_and_says_it_cannot_be_tried(
+    console: Console, client: httpx.Client
+) -> None:
+    page = settled(console.sign_in(route="#/evaluators/+new"))
+    page.get_by_label("Name", exact=True).fill("helpful")
+    page.get_by_label("Type").select_option("llm_judge")
+    expect(page.get_by_label("Pattern")).to_be_hidden()
+    page.get_by_label("Judge prompt").fill("judge-helpfulness")
+    page.get_by_label("Label", exact=True).fill("production")
+    page.get_by_label("Categories (JSON)").fill('{"helpful": 1, "unhelpful": 0}')
+    page.get_by_role("button", name="Try on records").click()
+    expect(page.locator(".try-results")).to_contain_text("A judge cannot be tried yet")
+    # A categories box that is not JSON is said so before anything is sent.
+    page.get_by_label("Categories (JSON)").fill("{helpful")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("Categories")
+    page.get_by_label("Categories (JSON)").fill('{"helpful": 1, "unhelpful": 0}')
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("helpful")
+    saved = client.get("/v1/evaluators/helpful").json()["data"]
+    assert saved["definition"] == {
+        "type": "llm_judge",
+        "name": "helpful",
+        "prompt": "judge-helpfulness",
+        "label": "production",
+        "categories": {"helpful": 1, "unhelpful": 0},
+    }
+    # The edit form holds the judge's fields as saved.
+    expect(page.get_by_label("Judge prompt")).to_have_value("judge-helpfulness")
+    expect(page.get_by_label("Categories (JSON)")).to_have_value('{"helpful":1,"unhelpful":0}')
+    assert console.errors == []

@@ -242,6 +242,11 @@ function tryPanel(definition) {
   run.addEventListener("click", async () => {
     replace(results, "Trying…");
     try {
+      const evaluator = definition();
+      // The collector would refuse it: a judge's calls would be logged and charged.
+      if (evaluator.type === "llm_judge") {
+        return replace(results, "A judge cannot be tried yet: save it and let a rule run it.");
+      }
       let requestIds = ids.value.split(/[\s,]+/).filter(Boolean);
       if (!requestIds.length) {
         const { data } = await api("/requests", { query: { limit: 5 } });
@@ -250,7 +255,7 @@ function tryPanel(definition) {
       if (!requestIds.length) return replace(results, "No records to try it on yet.");
       const { data } = await api("/evaluators/try", {
         method: "POST",
-        body: { evaluator: definition(), request_ids: requestIds },
+        body: { evaluator, request_ids: requestIds },
       });
       replace(results, trialTable(data));
     } catch (error) {
