@@ -150,7 +150,7 @@ ROUTES: Mapping[str, Mapping[str, Permission]] = {
         "/v1/prompts/{id}/template": PROMPT_READ,
         "/v1/prompts/{id}/versions/{version}/template": PROMPT_READ,
         "/v1/prompts/{id}/versions/by-label/{label}/template": PROMPT_READ,
-        "/v1/environments": READ,
+        "/v1/environments": RECORD_READ,
         # 7. Requests: list, search, detail, analytics, exports.
         "/v1/requests": RECORD_READ,
         "/v1/requests/search": RECORD_READ,

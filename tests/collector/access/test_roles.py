@@ -48,7 +48,15 @@ def test_an_annotator_reads_records_and_writes_scores_but_not_prompts(
     request_id = logged.json()["data"]["id"]
     annotator, csrf = sign_in("annotator")
 
-    for path in ("/v1/requests", "/v1/traces", "/v1/sessions", "/v1/datasets", "/v1/scores"):
+    # The environments are the record lists' picker: reading records includes them.
+    for path in (
+        "/v1/requests",
+        "/v1/traces",
+        "/v1/sessions",
+        "/v1/datasets",
+        "/v1/scores",
+        "/v1/environments",
+    ):
         assert annotator.get(path).status_code == 200, path
     score = {"name": "helpful", "value": 1, "request_id": request_id}
     scored = annotator.post("/v1/scores", json=score, headers=csrf)
