@@ -80,7 +80,7 @@ def call(browser: TestClient, method: str, path: str, headers: dict[str, str]) -
     """One request to the route: path names filled in (``{project}``: default), a JSON body
     for writes (an empty object: the role is checked before any judgement of it)."""
     url = re.sub(r"\{(\w+)\}", lambda m: "default" if m.group(1) == "project" else "x", path)
-    body = {} if method in ("POST", "PUT", "PATCH") else None
+    body: dict[str, object] | None = {} if method in ("POST", "PUT", "PATCH") else None
     return browser.request(method, url, json=body, headers=headers)
 
 
