@@ -229,6 +229,7 @@ ROUTES: Mapping[str, Mapping[str, Permission]] = {
         "/v1/connections": ADMIN,
         "/v1/connections/{name}/check": ADMIN,
         "/v1/playground/runs": WRITE,
+        "/v1/playground/estimates": WRITE,
         # 14. Online evaluation.
         "/v1/evaluation-rules": WRITE,
         "/v1/evaluation-rules/{id}/backfill": WRITE,

@@ -1,5 +1,5 @@
 """Playground run shapes (docs/api-notes.md, "Playground"): the body of
-``POST /v1/playground/runs`` and its answer."""
+``POST /v1/playground/runs`` and its answer, and of ``POST /v1/playground/estimates``."""
 
 from __future__ import annotations
 
@@ -195,3 +195,21 @@ class PlaygroundRunOut(BaseModel):
     estimated_output_tokens: int
     cost_usd: float = Field(description="The cells' cost, summed.")
     cells: list[PlaygroundCell]
+
+
+class CellEstimate(CellHead):
+    """A cell of an estimate: what it is and what it is estimated to cost."""
+
+    estimated_cost_usd: float = Field(
+        description="0 for a cell that cannot run (a dataset item the prompt cannot render)."
+    )
+
+
+class PlaygroundEstimateOut(BaseModel):
+    """``POST /v1/playground/estimates``: the estimate a run of the same body would make."""
+
+    estimated_cost_usd: float
+    estimated_input_tokens: int
+    estimated_output_tokens: int
+    estimate_method: Literal["tiktoken", "approximate"]
+    cells: list[CellEstimate]

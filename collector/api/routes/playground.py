@@ -5,6 +5,10 @@ Without ``stream`` the answer is ``data`` = the run and its cells; with ``stream
 a ``text/event-stream`` of ``data: <json>`` events (start, chunk and end of each cell as they
 come, done). Every client error, the estimate above ``max_cost_usd`` (402) among them, is a
 plain JSON error, before anything is called.
+
+``POST /playground/estimates`` takes the same body and answers the estimate that run would
+make, and each cell's, calling no provider and writing nothing (the console shows it before
+"Run all").
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
 from ...models.envelopes import Data, ErrorBody
-from ...models.playground import PlaygroundRunIn, PlaygroundRunOut
+from ...models.playground import PlaygroundEstimateOut, PlaygroundRunIn, PlaygroundRunOut
 from ..deps import Project, ServicesDep
 from .runs import _PING_SECONDS, _sse
 
@@ -40,3 +44,12 @@ async def run_playground(
     if plan.stream:
         return EventSourceResponse(_sse(playground.stream(plan)), ping=_PING_SECONDS, sep="\n")
     return Data(data=await playground.run(plan))
+
+
+@router.post("/estimates", response_model=Data[PlaygroundEstimateOut])
+async def estimate_playground(
+    body: PlaygroundRunIn, project: Project, services: ServicesDep
+) -> Data[PlaygroundEstimateOut]:
+    """The estimate a run of this body would make, and each cell's; nothing is called or
+    written, and ``max_cost_usd`` and ``stream`` are not applied."""
+    return Data(data=await services.playground.estimate_run(project, body))

@@ -22,6 +22,7 @@ from ..dates import utc_now_ms
 from ..ingest import new_request_id
 from ..run_parts import Relayed, usage_of
 from ..runs import PreparedRun, RecordKeeper, RunService
+from .estimate import Priced
 
 logger = logging.getLogger("promptrail.playground")
 
@@ -33,12 +34,15 @@ Ended = Callable[[PlaygroundCell], None]
 
 @dataclass(frozen=True)
 class PlannedCell:
-    """A cell of a run: what it is, and its prepared run (None: ``error`` says why not)."""
+    """A cell of a run: what it is, its prepared run (None: ``error`` says why not) and its
+    estimate."""
 
     head: CellHead
     run: PreparedRun | None
     error: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    estimate: Priced | None = None
+    """The cell's own estimate (None: it cannot run)."""
 
 
 def failed(head: CellHead, error: dict[str, Any], request_id: str | None = None) -> PlaygroundCell:

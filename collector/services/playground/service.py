@@ -16,6 +16,9 @@ A run has two steps, as a run of a stored prompt has (:mod:`..runs`):
    ``promptrail-playground`` environment, with ``metadata.source = "playground"`` and
    ``metadata.playground_run_id``; the run's records are written in one insert behind the
    answer (every read of the log waits for it).
+
+:meth:`PlaygroundService.estimate_run` makes step 1 alone and answers its estimate, so the
+estimate shown before a run is the one that run makes.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ import anyio
 from ...errors import BudgetExceeded, ContractError, ValidationFailed
 from ...models.chat_prompts import stored
 from ...models.playground import (
+    CellEstimate,
     CellHead,
     InlinePrompt,
     PlaygroundCell,
+    PlaygroundEstimateOut,
     PlaygroundRunIn,
     PlaygroundRunOut,
     PromptOverrides,
@@ -110,6 +115,44 @@ class PlaygroundService:
 
     async def plan(self, project: str, body: PlaygroundRunIn) -> Plan:
         """Resolve, route, render and estimate; raise every client error before a call."""
+        plan = await self._plan(project, body)
+        total = plan.estimate
+        if body.max_cost_usd is not None and total.cost_usd > body.max_cost_usd:
+            raise BudgetExceeded(
+                f"The run is estimated at ${total.cost_usd:.6f}, above its max_cost_usd "
+                f"${body.max_cost_usd}: nothing was called",
+                {
+                    "estimated_usd": total.cost_usd,
+                    "max_cost_usd": body.max_cost_usd,
+                    "estimate_method": total.method,
+                },
+            )
+        return plan
+
+    async def estimate_run(self, project: str, body: PlaygroundRunIn) -> PlaygroundEstimateOut:
+        """The estimate a run of ``body`` would make, and each cell's, calling nothing.
+
+        The run's own plan, made and dropped: the same client errors, the same numbers;
+        ``max_cost_usd`` is not applied (the caller compares) and ``stream`` is ignored.
+        """
+        plan = await self._plan(project, body)
+        total = plan.estimate
+        return PlaygroundEstimateOut(
+            estimated_cost_usd=total.cost_usd,
+            estimated_input_tokens=total.input_tokens,
+            estimated_output_tokens=total.output_tokens,
+            estimate_method=total.method,
+            cells=[
+                CellEstimate(
+                    **c.head.model_dump(),
+                    estimated_cost_usd=c.estimate.cost_usd if c.estimate else 0.0,
+                )
+                for c in plan.cells
+            ],
+        )
+
+    async def _plan(self, project: str, body: PlaygroundRunIn) -> Plan:
+        """Resolve, route, render and estimate, leaving ``max_cost_usd`` to the caller."""
         version, base_version = await self._version(project, body.prompt)
         models = body.models or [version.model]
         for model in models:
@@ -130,6 +173,7 @@ class PlaygroundService:
                 request = RunRequest(variables=variables, placeholders=body.placeholders)
                 prepared: PreparedRun | None = None
                 error: dict[str, Any] | None = None
+                one: estimate.Priced | None = None
                 try:
                     prepared = await self._runs.prepare_version(
                         project, version, request, model=model, admit=False
@@ -161,19 +205,8 @@ class PlaygroundService:
                         metadata["dataset_item_id"] = item_id
                     if base_version is not None:
                         metadata["base_version"] = base_version
-                    cells.append(PlannedCell(head, prepared, error, metadata))
-        total = estimate.total(priced)
-        if body.max_cost_usd is not None and total.cost_usd > body.max_cost_usd:
-            raise BudgetExceeded(
-                f"The run is estimated at ${total.cost_usd:.6f}, above its max_cost_usd "
-                f"${body.max_cost_usd}: nothing was called",
-                {
-                    "estimated_usd": total.cost_usd,
-                    "max_cost_usd": body.max_cost_usd,
-                    "estimate_method": total.method,
-                },
-            )
-        return Plan(project, run_id, total, cells, body.stream)
+                    cells.append(PlannedCell(head, prepared, error, metadata, one))
+        return Plan(project, run_id, estimate.total(priced), cells, body.stream)
 
     async def _version(
         self, project: str, prompt: InlinePrompt | StoredPrompt

@@ -27,6 +27,7 @@ NOT_AUDITED = {
     ("POST", "/v1/prompts/{id}/versions/{version}/run"),
     ("POST", "/v1/prompts/{id}/versions/by-label/{label}/run"),
     ("POST", "/v1/playground/runs"),
+    ("POST", "/v1/playground/estimates"),
     ("POST", "/v1/connections/{name}/check"),
     ("POST", "/v1/evaluators/try"),
 }

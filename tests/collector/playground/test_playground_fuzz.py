@@ -1,5 +1,6 @@
-"""Arbitrary JSON on ``POST /v1/playground/runs`` is never a 5xx: each 4xx is the contract's
-error body, and nothing is ever written to the registry. Bodies are built from valid ones with
+"""Arbitrary JSON on ``POST /v1/playground/runs`` (and on ``/v1/playground/estimates``, which
+takes the same body) is never a 5xx: each 4xx is the contract's error body, and nothing is
+ever written to the registry. Bodies are built from valid ones with
 fields replaced by odd values (NaN and Infinity literals, lone surrogates, NUL, integers past
 64 bits, deep nesting)."""
 
@@ -18,6 +19,8 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from promptrail.testing import OpenAIStub
 from tests.collector.playground.steps import PATH, prompt_versions
 from tests.collector.runs.steps import create_prompt
+
+ESTIMATES = "/v1/playground/estimates"
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "promptrail-hypothesis")
 FUZZ = settings(
@@ -83,12 +86,12 @@ BODIES = st.one_of(
 )
 
 
-def send(api: TestClient, body: Any) -> Any:
+def send(api: TestClient, body: Any, path: str = PATH) -> Any:
     """Send ``body`` as JSON text written by hand (NaN a literal, the deep placeholder 3,000
     nested arrays)."""
     text = json.dumps(body, allow_nan=True).replace(json.dumps(_DEEP), "[" * 3000 + "]" * 3000)
     return api.request(
-        "POST", PATH, content=text.encode(), headers={"content-type": "application/json"}
+        "POST", path, content=text.encode(), headers={"content-type": "application/json"}
     )
 
 
@@ -102,14 +105,28 @@ def _stored(api: TestClient) -> None:
         assert api.post("/v1/datasets/people/items", json={"items": items}).is_success
 
 
-@FUZZ
-@given(body=BODIES)
-def test_playground_run(runs_api: TestClient, openai_stub: OpenAIStub, body: Any) -> None:
-    _stored(runs_api)
-    response = send(runs_api, body)
+def _answered(response: Any) -> None:
+    """A 2xx, or a 4xx with the contract's error body."""
     if response.status_code >= 300:
         assert 400 <= response.status_code < 500, response.text
         error = response.json()["error"]
         assert set(error) == {"type", "message", "code", "details"}, error
+
+
+@FUZZ
+@given(body=BODIES)
+def test_playground_run(runs_api: TestClient, openai_stub: OpenAIStub, body: Any) -> None:
+    _stored(runs_api)
+    _answered(send(runs_api, body))
     assert prompt_versions(runs_api, "greet") == [1]
     assert runs_api.get("/v1/prompts").json()["pagination"]["total"] == 1
+
+
+@FUZZ
+@given(body=BODIES)
+def test_playground_estimate(runs_api: TestClient, openai_stub: OpenAIStub, body: Any) -> None:
+    _stored(runs_api)
+    _answered(send(runs_api, body, ESTIMATES))
+    # An estimate calls nothing and writes nothing.
+    assert openai_stub.calls == []
+    assert prompt_versions(runs_api, "greet") == [1]
