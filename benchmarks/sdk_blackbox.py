@@ -306,6 +306,7 @@ def main() -> None:
     )
     parser.add_argument("--own-only", action="store_true", help="bare and promptrail only")
     parser.add_argument("--plain-only", action="store_true", help="no streamed calls")
+    parser.add_argument("--stream-only", action="store_true", help="only streamed calls")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sink", help=argparse.SUPPRESS)
@@ -340,7 +341,8 @@ def main() -> None:
         time.sleep(1.0)
         with tempfile.TemporaryDirectory(prefix="sdk-blackbox-") as cache:
             args.cache_dir = cache
-            for stream in (False,) if args.plain_only else (False, True):
+            kinds = (False,) if args.plain_only else (True,) if args.stream_only else (False, True)
+            for stream in kinds:
                 for number in range(args.rounds):
                     # Bare and instrumented alternate; each round starts with another one.
                     order = plan[number % len(plan) :] + plan[: number % len(plan)]

@@ -169,7 +169,7 @@ class Shipper:
                 now = time.monotonic()
                 if woken or not backlog or now - drained >= self._interval:
                     drained = now
-                    self._drain()
+                    self._drain(everything=False)
                 else:
                     # A replay round only: live spans still wait for their flush interval or
                     # a full batch, as they do without a spool.
@@ -189,15 +189,25 @@ class Shipper:
             stats.add("in_flight", len(taken))
         return taken
 
-    def _drain(self, *, send: bool = True) -> bool:
+    def _drain(self, *, send: bool = True, everything: bool = True) -> bool:
         """Ship every queued span; False if the collector could not take them all.
 
         ``send=False`` only turns them into pending records (shutdown's last attempt sends
-        them all at once).
+        them all at once). ``everything=False`` (the worker's round): what is queued when it
+        starts, then only full batches. A post takes a while when the application keeps the
+        GIL busy (each of its socket steps waits for the GIL again), and spans keep coming
+        meanwhile: chasing them to an empty queue made a post of a few dozen records every
+        few milliseconds, each with its HTTP and gzip overhead and its GIL hand-offs landing
+        in the application's calls (src/promptrail/DESIGN.md, "Shipping beside the calls").
         """
         with self._drain_lock:
             ok = True
-            while batch := self._take():
+            first = True
+            while first or everything or len(self._queue) >= _BATCH:
+                first = False
+                batch = self._take()
+                if not batch:
+                    break
                 ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 self._learn_size()
             if send:
