@@ -302,3 +302,36 @@ def test_each_cell_shows_its_output_while_it_streams(
     expect(cell).to_have_attribute("data-status", "success")
     expect(cell.locator(".cell-output")).to_have_text("one two three four five six")
     assert console.errors == []
+
+
+def test_the_estimate_shows_before_any_run_and_follows_the_grid(
+    console: Console, client: httpx.Client, openai_stub: OpenAIStub
+) -> None:
+    make_greeting(client)
+    page = console.sign_in(route="#/playground?prompt=greeting&version=1")
+    settled(page)
+    preview = page.locator(".pg-preview")
+    # A row without its variable would be refused: the page says so and asks nothing.
+    expect(preview).to_contain_text("fill every row's variables")
+    page.get_by_label("name of row 1").fill("Ada")
+    expect(preview).to_contain_text("Estimate before running: $")
+    expect(preview).to_contain_text("for 1 cell in 1 run (tiktoken")
+    one_cell = preview.locator(".pg-preview-cost").inner_text()
+    # Another column and another row: recomputed, a run per row (its models at once).
+    page.get_by_role("button", name="Add column").click()
+    page.get_by_label("Model of column 2").fill("gpt-4o")
+    page.get_by_role("button", name="Add row").click()
+    page.get_by_label("name of row 2").fill("Grace")
+    expect(preview).to_contain_text("for 4 cells in 2 runs")
+    estimated = preview.locator(".pg-preview-cost").inner_text()
+    assert estimated != one_cell
+    # Nothing was called or logged for it.
+    assert openai_stub.calls == []
+    listed = client.get("/v1/requests", params={"environment": "all"})
+    assert listed.json()["data"] == []
+    # The runs then report the same estimate from their start events.
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_text("Done.")).to_be_visible()
+    expect(page.locator(".pg-status .pg-estimate")).to_have_text(estimated)
+    assert len(openai_stub.calls) == 4
+    assert console.errors == []

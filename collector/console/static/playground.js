@@ -5,11 +5,13 @@
 //
 // The API runs one prompt on one set of variables (or a dataset) per run: the grid makes one
 // run per row and per prompt its columns run (the editor's, a stored version, other
-// parameters), each run taking that prompt's columns' models at once.
+// parameters), each run taking that prompt's columns' models at once. Before "Run all" the
+// page shows those runs' estimate (playground_estimate.js), recomputed as they change.
 
 import { api, messageOf } from "./api.js";
 import { costText, h, replace, section } from "./dom.js";
 import * as fmt from "./format.js";
+import { estimatePreview } from "./playground_estimate.js";
 import { resultGrid, streamRun } from "./playground_grid.js";
 import { columnsEditor, inputRows, promptEditor } from "./playground_inputs.js";
 import { promptHref } from "./prompt_list.js";
@@ -70,6 +72,10 @@ export async function showPlayground(view, query) {
   const holder = h("div", { class: "pg-grid-holder" });
   const runButton = h("button", { type: "submit" }, "Run all");
   const state = { runIds: [], editorRunId: null };
+  const preview = estimatePreview(
+    () => planRuns({ editor, inputs, columns, maxCost, source }),
+    () => editor.variables().map((v) => v.name),
+  );
   const form = h(
     "form",
     { class: "pg-run", "aria-label": "Run the playground", novalidate: true },
@@ -84,6 +90,7 @@ export async function showPlayground(view, query) {
         "a run estimated above it is refused before any call, and the estimate is shown",
       ),
     ),
+    preview.element,
     h("div", { class: "actions" }, runButton),
     status,
   );
@@ -96,6 +103,18 @@ export async function showPlayground(view, query) {
       runButton.disabled = false;
     }
   });
+  const layout = h(
+    "div",
+    { class: "pg-layout" },
+    section("Prompt", editor.element),
+    section("Inputs", inputs.element),
+    section("Columns", columns.element),
+  );
+  // Any edit, added or removed row or column, or max cost asks for the estimate again.
+  editor.onChange(preview.schedule);
+  for (const type of ["input", "change", "click"]) layout.addEventListener(type, preview.schedule);
+  maxCost.addEventListener("input", preview.schedule);
+  preview.schedule();
   replace(
     view,
     h("div", { class: "page-head" }, h("h1", {}, "Playground"), source.from),
@@ -105,13 +124,7 @@ export async function showPlayground(view, query) {
       "Nothing is saved to the registry until you save a version. Each cell is a record in " +
         "the promptrail-playground environment, out of the production views.",
     ),
-    h(
-      "div",
-      { class: "pg-layout" },
-      section("Prompt", editor.element),
-      section("Inputs", inputs.element),
-      section("Columns", columns.element),
-    ),
+    layout,
     section("Run", [form, holder], "wide"),
     can("write") ? section("Save", saveForm(source, editor, state), "wide") : null,
   );
@@ -218,25 +231,22 @@ function groups(columns, edited, source) {
   return found;
 }
 
-async function runAll({ editor, inputs, columns, maxCost, status, holder, state, source }) {
+/**
+ * The runs "Run all" sends (and the estimate asks about): {jobs: [{row, group, body}], picked,
+ * cols} (a run per row and prompt), or {problem}.
+ */
+function planRuns({ editor, inputs, columns, maxCost, source }) {
   const edited = editor.read();
   const picked = inputs.read();
   const chosen = columns.read(edited.prompt?.model ?? "");
   const problem = edited.problem || picked.problem || chosen.problem;
-  if (problem) {
-    replace(holder);
-    return replace(status, h("span", { class: "error", role: "alert" }, `${problem}.`));
-  }
+  if (problem) return { problem };
   const placeholders = Object.fromEntries(editor.placeholders().map((name) => [name, []]));
   const cols = chosen.columns;
-  const grid = resultGrid(cols.map((c) => ({ label: c.label })));
-  replace(holder, grid.element);
   const runGroups = groups(cols, edited.prompt, source);
   const jobs = [];
-  const datasetRows = new Map();
   const rowList = picked.dataset ? [null] : picked.rows;
   for (const [r, row] of rowList.entries()) {
-    if (row) grid.addRow(row.label);
     for (const group of runGroups) {
       const body = { prompt: group.prompt, placeholders };
       if (group.models.every(Boolean)) body.models = group.models;
@@ -246,6 +256,20 @@ async function runAll({ editor, inputs, columns, maxCost, status, holder, state,
       jobs.push({ row: r, group, body });
     }
   }
+  return { jobs, picked, cols };
+}
+
+async function runAll({ editor, inputs, columns, maxCost, status, holder, state, source }) {
+  const planned = planRuns({ editor, inputs, columns, maxCost, source });
+  if (planned.problem) {
+    replace(holder);
+    return replace(status, h("span", { class: "error", role: "alert" }, `${planned.problem}.`));
+  }
+  const { jobs, picked, cols } = planned;
+  const grid = resultGrid(cols.map((c) => ({ label: c.label })));
+  replace(holder, grid.element);
+  for (const row of picked.dataset ? [] : picked.rows) grid.addRow(row.label);
+  const datasetRows = new Map();
   const totals = { estimate: 0, cost: 0, runs: 0, method: new Set(), refused: [] };
   state.runIds = [];
   state.editorRunId = null;
