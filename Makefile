@@ -131,6 +131,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/soak.py
 	$(PY) benchmarks/connections.py
 	$(PY) benchmarks/audit.py
+	$(PY) benchmarks/playground.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

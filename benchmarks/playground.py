@@ -1,0 +1,211 @@
+"""What the playground adds to each cell over the provider's own time (issue 49, "Speed").
+
+    .venv/bin/python benchmarks/playground.py [--runs 20]
+
+A collector (``promptrail serve`` on a fresh data directory) calls an OpenAI stub
+(``promptrail.testing``) that answers each request after 100 ms (``first_byte_delay``),
+served in this process beside a timer that notes when each request arrives at the stub and
+when its last byte leaves. Each run is 16 cells (a dataset's 16 items, one model, streamed),
+so 2 waves of 8 at once; the client notes when each cell's ``end`` event arrives.
+
+Per cell, the time the playground adds over the provider's own time is the cell's time in its
+slot minus the stub's time for it: the time before its request reaches the stub (from the
+run's request for the first wave; from the stub's answer to the wave-1 cell whose slot it took
+for the second, so that cell's wrap-up is counted twice: a ceiling) plus the time from the
+stub's last byte to the cell's ``end`` event at the client. Also: each cell's ``latency_ms``
+as the collector records it minus the stub's delay and minus the stub's time, the time to the ``start`` event (plan and
+estimate), and the run's wall time against the ideal (2 waves x 100 ms).
+
+Target: at most 5 ms p50 added per cell. The budget check's own cost per call is measured by
+benchmarks/connections.py ("admit").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _harness import check, collector
+from _report import Machine
+from starlette.types import Message, Receive, Scope, Send
+
+from promptrail.testing import OpenAIStub, serve
+
+API_KEY = "pr-bench-playground-" + "0" * 20
+DELAY = 0.100
+CELLS = 16
+AT_ONCE = 8
+WARMUP = 3
+
+
+@dataclass
+class StubTimer:
+    """An ASGI wrapper of the stub: for each request, by the dataset item its body names, when
+    it arrived and when its answer's last byte left (``time.perf_counter``)."""
+
+    stub: OpenAIStub
+    seen: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        arrived = time.perf_counter()
+        body = bytearray()
+
+        async def receiving() -> Message:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            return message
+
+        async def sending(message: Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                text = body.decode(errors="replace")
+                marker = text.find("item-")
+                if marker >= 0:
+                    self.seen[text[marker : marker + 7]] = (arrived, time.perf_counter())
+
+        await self.stub.app(scope, receiving, sending)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (nearest rank)."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+@dataclass
+class Run:
+    """One run's timings, in seconds from the request."""
+
+    start_event: float = 0.0
+    done: float = 0.0
+    ends: dict[str, float] = field(default_factory=dict)  # item -> end event
+    latency_ms: dict[str, int] = field(default_factory=dict)  # item -> the cell's record
+
+
+def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tuple[Run, float]:
+    """Run the 16 cells streamed; the client's timings and when the request was sent."""
+    timer.seen.clear()
+    run = Run()
+    body = {
+        "prompt": {"template": "Answer {q}", "model": "gpt-4o-mini"},
+        "dataset": {"name": "bench", "limit": CELLS},
+        "stream": True,
+    }
+    sent = time.perf_counter()
+    with client.stream("POST", "/v1/playground/runs", json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"run -> {response.status_code}: {response.read()[:300]!r}")
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            now = time.perf_counter()
+            event: dict[str, Any] = json.loads(line[5:])
+            if event["type"] == "start":
+                run.start_event = now - sent
+            elif event["type"] == "end":
+                if event["status"] != "success":
+                    raise RuntimeError(f"a cell failed: {event}")
+                item = items[event["item_id"]]
+                run.ends[item] = now
+                run.latency_ms[item] = event["latency_ms"]
+            elif event["type"] == "done":
+                run.done = now - sent
+    return run, sent
+
+
+def added_per_cell(run: Run, sent: float, seen: dict[str, tuple[float, float]]) -> list[float]:
+    """Each cell's time in its slot minus the stub's time for it (see the module's text)."""
+    by_arrival = sorted(seen.items(), key=lambda kv: kv[1][0])
+    first, second = by_arrival[:AT_ONCE], by_arrival[AT_ONCE:]
+    freed = sorted(done for _, (_, done) in first)
+    added = []
+    for index, (item, (arrived, done)) in enumerate(by_arrival):
+        slot = sent if index < AT_ONCE else freed[index - AT_ONCE]
+        before = arrived - slot
+        after = run.ends[item] - done
+        added.append(before + after)
+    assert len(first) + len(second) == CELLS
+    return added
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=20)
+    runs = parser.parse_args().runs
+    stub = OpenAIStub()
+    stub.script.first_byte_delay = DELAY
+    timer = StubTimer(stub)
+    added: list[float] = []
+    recorded: list[float] = []
+    over_delay: list[float] = []
+    starts: list[float] = []
+    walls: list[float] = []
+    provider: list[float] = []
+    with serve(timer, lifespan="off") as stub_url, tempfile.TemporaryDirectory() as tmp:
+        stub.url = stub_url
+        settings = {"OPENAI_BASE_URL": f"{stub_url}/v1", "OPENAI_API_KEY": "sk-bench"}
+        with collector(Path(tmp) / "data", API_KEY, **settings) as served:
+            client = httpx.Client(base_url=served.url, headers={"X-API-Key": API_KEY}, timeout=60)
+            check(client.post("/v1/datasets", json={"name": "bench"}), 201)
+            made = [{"input_variables": {"q": f"item-{n:02d}"}} for n in range(CELLS)]
+            check(client.post("/v1/datasets/bench/items", json={"items": made}), 201)
+            listed = check(client.get("/v1/datasets/bench/items", params={"limit": 100}))
+            items = {i["id"]: i["input_variables"]["q"] for i in listed.json()["data"]}
+            for n in range(WARMUP + runs):
+                run, sent = one_run(client, timer, items)
+                if n < WARMUP:
+                    continue
+                seen = dict(timer.seen)
+                added.extend(added_per_cell(run, sent, seen))
+                for item, (arrived, done) in seen.items():
+                    provider.append(done - arrived)
+                    recorded.append(run.latency_ms[item] / 1e3 - (done - arrived))
+                    over_delay.append(run.latency_ms[item] / 1e3 - DELAY)
+                starts.append(run.start_event)
+                walls.append(run.done)
+            client.close()
+    ms = 1e3
+    ideal = 2 * DELAY
+    print(f"Machine: {Machine.current().line()}")
+    print(
+        f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {runs} runs of {CELLS} cells "
+        f"({AT_ONCE} at once), stub answering after {DELAY * ms:.0f} ms"
+    )
+    print(
+        f"the stub's own time per request: p50 {percentile(provider, 50) * ms:.1f} ms, "
+        f"p95 {percentile(provider, 95) * ms:.1f} ms"
+    )
+    print(
+        f"added per cell over the stub's time: p50 {percentile(added, 50) * ms:.2f} ms, "
+        f"p95 {percentile(added, 95) * ms:.2f} ms (target p50 <= 5 ms)"
+    )
+    print(
+        f"a cell's recorded latency_ms minus the stub's delay: p50 "
+        f"{percentile(over_delay, 50) * ms:.1f} ms, p95 {percentile(over_delay, 95) * ms:.1f} ms"
+    )
+    print(
+        f"a cell's recorded latency_ms minus the stub's time: p50 "
+        f"{percentile(recorded, 50) * ms:.2f} ms, p95 {percentile(recorded, 95) * ms:.2f} ms"
+    )
+    print(
+        f"time to the start event (plan and estimate): p50 {statistics.median(starts) * ms:.1f} "
+        f"ms, p95 {percentile(starts, 95) * ms:.1f} ms"
+    )
+    print(
+        f"run wall time: p50 {statistics.median(walls) * ms:.1f} ms, p95 "
+        f"{percentile(walls, 95) * ms:.1f} ms, ideal {ideal * ms:.0f} ms (2 waves of 8)"
+    )
+
+
+if __name__ == "__main__":
+    main()
