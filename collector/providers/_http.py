@@ -198,6 +198,24 @@ class SseEvent:
     data: str
 
 
+# How long a stream's body is read on after its last event: the rest is normally an empty end
+# of the chunked body, already on its way.
+_DRAIN_SECONDS = 1.0
+
+
+async def finish_reading(events: AsyncIterator[SseEvent]) -> None:
+    """Read a stream's body to its end after its last event (``[DONE]``, ``message_stop``).
+
+    A response closed with its body unread closes its connection instead of handing it back
+    to the pool, so every streamed call would open a new connection (a TLS handshake with a
+    real provider); a server that keeps the body open past the last event is given up after
+    ``_DRAIN_SECONDS`` and its connection closed as before.
+    """
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for _ in events:
+            pass
+
+
 async def sse_events(provider: str, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
     """Parse a text/event-stream body as it arrives; transport failures are ProviderFailure."""
     event: str | None = None

@@ -30,6 +30,7 @@ from ._anthropic_chat import answer_tool, chat_body, finish_reason
 from ._http import (
     as_int,
     error_message,
+    finish_reading,
     new_client,
     open_response,
     parse_json_data,
@@ -112,6 +113,7 @@ class AnthropicProvider:
                 if text:
                     yield TextDelta(text)
                 if state.stopped:
+                    await finish_reading(events)
                     break
         if not state.stopped:
             raise ProviderFailure(self.name, "stream ended before message_stop")

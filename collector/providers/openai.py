@@ -27,6 +27,7 @@ from . import (
 from ._http import (
     as_int,
     error_message,
+    finish_reading,
     new_client,
     open_response,
     parse_json_data,
@@ -86,6 +87,7 @@ class OpenAIProvider:
             async for event in events:
                 if event.data.strip() == "[DONE]":
                     done = True
+                    await finish_reading(events)
                     break
                 chunk = parse_json_data(self.name, event)
                 if "error" in chunk:

@@ -71,6 +71,8 @@ class Call:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    client_port: int | None = None
+    """The caller's TCP port: calls on one kept-alive connection share it."""
 
 
 class StubProvider:
@@ -91,7 +93,8 @@ class StubProvider:
 
     async def _receive(self, request: Request) -> Response:
         body = await request.json()
-        self.record(request.url.path, dict(request.headers), body)
+        port = request.client.port if request.client else None
+        self.record(request.url.path, dict(request.headers), body, port)
         status = self.next_failure()
         if status is not None:
             return self.error(status)
@@ -196,9 +199,15 @@ class StubProvider:
             words += len(content.split()) if isinstance(content, str) else 0
         return words
 
-    def record(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
+    def record(
+        self,
+        path: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        client_port: int | None = None,
+    ) -> None:
         """Log a received request (the newest ``KEPT_CALLS``: a demo stub runs for days)."""
-        self.calls.append(Call(path, headers, body))
+        self.calls.append(Call(path, headers, body, client_port))
         if len(self.calls) > 2 * KEPT_CALLS:
             del self.calls[:-KEPT_CALLS]
 

@@ -399,6 +399,23 @@ def test_stream_relays_the_same_answer_and_usage_as_a_whole_run(
     assert stored["time_to_first_token_ms"] is not None
 
 
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "claude-haiku-4-5"])
+def test_streamed_runs_one_after_another_reuse_one_connection_to_the_provider(
+    runs_api: TestClient, openai_stub: OpenAIStub, anthropic_stub: AnthropicStub, model: str
+) -> None:
+    # A stream closed with its body unread closes its connection: each run would then pay a
+    # new connect (and a TLS handshake with a real provider).
+    create_prompt(runs_api, model=model)
+    stub = openai_stub if model.startswith("gpt") else anthropic_stub
+
+    for _ in range(3):
+        assert stream(runs_api, variables={"name": "Ada"})[-1]["type"] == "end"
+
+    ports = [call.client_port for call in stub.calls]
+    assert len(ports) == 3 and ports[0] is not None
+    assert len(set(ports)) == 1, ports
+
+
 def test_openai_streams_ask_for_usage(runs_api: TestClient, openai_stub: OpenAIStub) -> None:
     create_prompt(runs_api)
 
