@@ -87,6 +87,7 @@ def test_a_trace_sums_alike_from_its_whole_first_page_and_from_its_records_table
         "user_id": "u-trace",
         "session_id": "s-trace",
         "scores": {},
+        "evaluations": [],  # no evaluation rule judges this project
     }
     assert _summary(whole) == expected
     for limit in (1, 7, 40):
