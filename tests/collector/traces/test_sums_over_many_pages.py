@@ -95,7 +95,7 @@ def test_a_trace_sums_alike_from_its_whole_first_page_and_from_its_records_table
         assert _summary(paged) == expected, limit
         assert paged["items"] == whole["items"], limit
     (listed,) = api.get("/v1/traces", params={"user_id": "u-trace"}).json()["data"]
-    assert listed == expected
+    assert listed == {k: v for k, v in expected.items() if k != "evaluations"}  # detail only
     # Every record deleted: no page and no summary, whatever the page size.
     gone = api.request("DELETE", "/v1/requests", json={"metadata": mine})
     assert gone.json()["data"]["deleted_count"] == len(live)
