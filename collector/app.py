@@ -131,16 +131,27 @@ def _routes(fault_injection: bool) -> tuple[BaseRoute, ...]:
 def open_services(settings: Settings) -> tuple[Services, str | None]:
     """Open and migrate the store, make sure the initial key exists; return any new key."""
     store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
-    services = Services.build(settings, store)
-    new_key = None
-    if settings.init_api_key:
-        services.keys.ensure(settings.init_api_key)
-    elif settings.is_embedded and not services.keys.has_keys("default"):
-        new_key = services.keys.create("default", created_by="start-up")
-    if settings.init_admin_email and settings.init_admin_password:
-        services.accounts.ensure_initial_admin(
-            settings.init_admin_email, settings.init_admin_password.get_secret_value()
-        )
+    try:
+        services = Services.build(settings, store)
+    except BaseException:
+        store.close()
+        raise
+    # A start refused here (a bad initial admin, say) closes what it opened: the embedded
+    # store's shared writers and journals are held per database for as long as any user has
+    # them, and a process that goes on (a supervisor, a test) would otherwise keep them.
+    try:
+        new_key = None
+        if settings.init_api_key:
+            services.keys.ensure(settings.init_api_key)
+        elif settings.is_embedded and not services.keys.has_keys("default"):
+            new_key = services.keys.create("default", created_by="start-up")
+        if settings.init_admin_email and settings.init_admin_password:
+            services.accounts.ensure_initial_admin(
+                settings.init_admin_email, settings.init_admin_password.get_secret_value()
+            )
+    except BaseException:
+        services.close()
+        raise
     return services, new_key
 
 

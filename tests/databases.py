@@ -18,8 +18,10 @@ from typing import Any
 from clickhouse_connect.driver._chdbclient import ChdbClient
 
 from promptrail.collector.services.keys import KeyCache
+from promptrail.collector.store.audit import chain_users
 from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.migrations import SCHEMA_MIGRATIONS, migrate
+from promptrail.collector.store.prompts.group_commit import embedded_users
 
 # Each table's metadata file holds its whole definition (columns, engine, settings): reading the
 # files costs about 5 ms a test where asking for ``create_table_query`` cost about 25 ms (the
@@ -66,7 +68,16 @@ class ReusableDatabase:
         return self.name
 
     def checkin(self) -> None:
-        """Take the database back; a changed schema makes the next checkout migrate anew."""
+        """Take the database back; a changed schema makes the next checkout migrate anew.
+
+        Every collector a test opened on it must be closed by now: the registry's writers and
+        the audit chain are shared per database while any user holds them, so one left open
+        would carry the test's names and chain head into the next test's emptied database.
+        """
+        left_open = embedded_users(self._store_url, self.name) + chain_users(
+            self._store_url, self.name
+        )
+        assert left_open == 0, "a collector (or store) the test opened was never closed"
         if self._fingerprint is not None and self._read_fingerprint() != self._fingerprint:
             self._fingerprint = None
 

@@ -291,6 +291,14 @@ def _open_chain(uri: str, database: str) -> _Chain:
         return chain
 
 
+def chain_users(uri: str, database: str) -> int:
+    """How many open audit stores of this process share the database's chain (0 once every
+    collector on it closed)."""
+    with _chains_lock:
+        chain = _chains.get((uri, database))
+        return chain.users if chain is not None else 0
+
+
 def _release_chain(key: tuple[str, str]) -> None:
     with _chains_lock:
         chain = _chains.get(key)

@@ -153,6 +153,14 @@ def _writes_of(uri: str, database: str) -> _EmbeddedWrites:
         return writes
 
 
+def embedded_users(uri: str, database: str) -> int:
+    """How many open store clients of this process share the database's registry writers
+    (0 once every collector on it closed)."""
+    with _embedded_writes_lock:
+        writes = _embedded_writes.get((uri, database))
+        return writes.users if writes is not None else 0
+
+
 def _release_writes(uri: str, database: str) -> None:
     """One user of the database's :class:`_EmbeddedWrites` is done with it; the last one
     applies and closes its journal."""
