@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         AnalyticsResult,
         BatchResult,
         Environment,
+        Evaluation,
         Export,
         FeedbackToken,
         Label,
@@ -106,6 +107,7 @@ __all__ += [
     "Dataset",
     "DatasetItem",
     "Environment",
+    "Evaluation",
     "Experiment",
     "ExperimentResult",
     "Export",
@@ -164,7 +166,8 @@ _LAZY = {
     "._streaming": "AsyncRunStream RunStream",
     "._templates": "PromptTemplate",
     "._types": (
-        "AnalyticsResult BatchResult Environment Export FeedbackToken Label LabelRemoved Prompt "
+        "AnalyticsResult BatchResult Environment Evaluation Export FeedbackToken Label "
+        "LabelRemoved Prompt "
         "PromptDeleted PromptVersion RequestLog RequestRecord RequestsDeleted Rollback "
         "RunResult Score ScoreConfig SearchHit Session TemplatePayload Trace Usage User"
     ),

@@ -74,6 +74,8 @@ class _ChatFields(_Shape):
     response_format: dict[str, Any] | None = None
     variables_schema: dict[str, Any] | None = None
     config: Any = None
+    # The playground run the version was saved from (docs/api-notes.md, Playground).
+    source_run_id: str | None = None
 
 
 class Prompt(_ChatFields):
@@ -245,6 +247,21 @@ class Score(_Shape):
     created_at: datetime | None = None
 
 
+class Evaluation(_Shape):
+    """Hold an online evaluation rule's decision on a record or a trace, with its reason
+    (docs/api-notes.md, "Online evaluation"): why it was scored, or why not."""
+
+    rule_id: str
+    evaluator: str
+    evaluator_version: int
+    decision: str
+    reason: str
+    decided_at: datetime
+    score_id: str | None = None
+    judge_request_id: str | None = None
+    cost_usd: float | None = None
+
+
 class RequestRecord(_Shape):
     """Hold a request record (spec 2.5): a list item, or the detail with model and timing."""
 
@@ -277,6 +294,8 @@ class RequestRecord(_Shape):
     # The detail: the score objects on the record and its trace, newest first. A list item:
     # per score name, the mean (numeric, boolean as 1/0) or the newest category.
     scores: list[Score] | dict[str, bool | int | float | str] = Field(default_factory=list)
+    # The detail: each online evaluation rule's decision on the record, with its reason.
+    evaluations: list[Evaluation] = Field(default_factory=list)
 
 
 ScoreMeans = dict[str, bool | int | float | str]
@@ -310,6 +329,8 @@ class Trace(_Shape):
     session_id: str | None = None
     scores: ScoreMeans = Field(default_factory=dict)
     items: list[RequestRecord] = Field(default_factory=list)
+    # The detail: each online evaluation rule's decision on the trace, with its reason.
+    evaluations: list[Evaluation] = Field(default_factory=list)
 
 
 class Session(_Shape):

@@ -66,6 +66,7 @@ ANSWERS: list[tuple[tuple[type[BaseModel], ...], type[BaseModel]]] = [
     ((requests.AnalyticsGroup,), sdk.AnalyticsGroup),
     ((requests.Period,), sdk.AnalyticsPeriod),
     ((requests.EnvironmentOut,), sdk.Environment),
+    ((requests.EvaluationOut,), sdk.Evaluation),
     (
         (prompts.PromptOut, prompts.PromptGetOut, prompts.PromptListItem, prompts.PromptUpdateOut),
         sdk.Prompt,
@@ -245,8 +246,23 @@ NOT_READ_AS_MODELS: dict[type[BaseModel], str] = {
     experiments.CompareItem: "Comparison.items holds each as a dict",
     experiments.Side: "inside a comparison item's dict",
 }
-# Routes no SDK client calls: the operator's, and the health probe.
-NO_SDK_CLIENT = ("/admin/", "/health")
+# Routes no SDK client calls: the operator's, the health probe, and (docs/sdk.md, "What the
+# SDK does not cover") the console's and administrators' resources: people and sign-in,
+# projects and members, keys, protected labels, provider connections, the playground,
+# evaluators and evaluation rules, the audit log.
+NO_SDK_CLIENT = (
+    "/admin/",
+    "/health",
+    "/auth/",
+    "/users/accounts",
+    "/projects",
+    "/keys",
+    "/connections",
+    "/playground/",
+    "/evaluators",
+    "/evaluation-rules",
+    "/audit",
+)
 
 
 def models_in(annotation: Any, found: set[type[BaseModel]]) -> set[type[BaseModel]]:
