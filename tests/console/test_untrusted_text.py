@@ -48,7 +48,9 @@ def test_markup_in_a_record_is_shown_as_text_and_never_runs(
     # Nothing the record holds became an element, a link target, or ran.
     assert main.locator("script, img, svg, iframe").count() == 0
     hrefs = main.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
-    assert hrefs == ["#/requests"]
+    # The page's own links only: back to the log, and the record (by its id) into the
+    # playground.
+    assert hrefs == ["#/requests", "#/playground?request=req_console_0001"]
     assert page.evaluate("window.pwned") is None
     assert console.errors == []
 
