@@ -12,7 +12,6 @@ import openai
 import pytest
 import wrapt
 from openai.resources.chat.completions import Completions
-from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,6 +20,7 @@ import promptrail
 from promptrail.testing import OpenAIStub
 from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
+from tests.openllmetry import openllmetry_instrumented
 from tests.provider_clients import openai_client
 
 MESSAGES = [
@@ -215,10 +215,8 @@ def openllmetry() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    yield exporter
-    instrumentor.uninstrument()
+    with openllmetry_instrumented(provider):
+        yield exporter
     provider.shutdown()
 
 

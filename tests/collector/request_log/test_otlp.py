@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
-import pkgutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,12 +11,10 @@ from typing import Any
 
 import httpx
 import openai
-import openai.resources
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -41,6 +37,7 @@ from tests.collector.request_log.otlp_payloads import (
     string_value,
 )
 from tests.keys import DEFAULT_KEY
+from tests.openllmetry import openllmetry_instrumented
 
 AUTH = {"Authorization": f"Bearer {DEFAULT_KEY}"}
 PROTOBUF = "application/x-protobuf"
@@ -574,32 +571,11 @@ def chat_stub() -> Iterator[ChatStub]:
         yield stub
 
 
-def _openai_methods() -> dict[tuple[type, str], Any]:
-    """Every method of the openai package's resource classes, as defined now."""
-    found: dict[tuple[type, str], Any] = {}
-    for info in pkgutil.walk_packages(openai.resources.__path__, "openai.resources."):
-        module = importlib.import_module(info.name)
-        for cls in vars(module).values():
-            if isinstance(cls, type) and cls.__module__ == module.__name__:
-                for name, value in vars(cls).items():
-                    if callable(value):
-                        found[(cls, name)] = value
-    return found
-
-
 @pytest.fixture
 def instrumented(live_url: str) -> Iterator[Tracing]:
     setup = _tracing(live_url, Compression.NoCompression)
-    before = _openai_methods()
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=setup.provider)
-    yield setup
-    instrumentor.uninstrument()
-    # The instrumentation's uninstrument leaves its wrappers on the openai 3.x client's
-    # methods: a later test's calls would still make spans, on this shut-down provider.
-    for (cls, name), method in before.items():
-        if vars(cls).get(name) is not method:
-            setattr(cls, name, method)
+    with openllmetry_instrumented(setup.provider):
+        yield setup
     setup.provider.shutdown()
 
 
