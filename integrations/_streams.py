@@ -15,18 +15,22 @@ import wrapt
 from ._calls import CallRecord
 
 OnItem = Callable[[CallRecord, Any], None]
-ReadStream = Callable[[CallRecord, Iterable[Any]], Iterator[Any]]
+ReadStream = Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]
 """The generator a for loop over a synchronous stream gets: the stream's items, each read into
 the record on its way (the first one noted as the first token); it finishes the record at the
 end and fails it on an error. Leaving the loop early (GeneratorExit) is the proxy's to record
 (close(), __exit__ or __del__). One generator per stream and no call per item: each layer
-between the caller and the SDK's own generator costs every event a resume."""
+between the caller and the SDK's own generator costs every event a resume.
+
+The third argument is the proxy, held by the generator's frame and otherwise unused: in
+``for chunk in client.chat.completions.create(...)`` nothing else holds the proxy once the loop
+has its iterator, and its ``__del__`` would end the record before the first chunk."""
 
 
 def item_by_item(on_item: OnItem) -> ReadStream:
     """A :data:`ReadStream` that gives each item to ``on_item``."""
 
-    def read(record: CallRecord, stream: Iterable[Any]) -> Iterator[Any]:
+    def read(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
         try:
             items = iter(stream)  # one iterator for both loops (an error here fails the call)
             # The first item apart: the time to first token is noted once, not per item.
@@ -70,7 +74,7 @@ class SyncStreamProxy(_StreamProxy):
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
         # per event than a call of __next__ through the proxy (next() on the proxy still works).
         read = self._self_read or item_by_item(self._self_on_item)
-        return read(self._self_record, self.__wrapped__)
+        return read(self._self_record, self.__wrapped__, self)
 
     def __next__(self) -> Any:
         record = self._self_record  # per event: one lookup through the proxy, not three

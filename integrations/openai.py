@@ -98,7 +98,7 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _usage(record, usage, "prompt_tokens", "completion_tokens")
 
 
-def _chat_stream(record: CallRecord, stream: Iterable[Any]) -> Iterator[Any]:
+def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
     """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py).
 
     Capture's cost per event is this loop: no call per chunk, and of a chunk of text only its

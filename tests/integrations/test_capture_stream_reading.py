@@ -129,6 +129,22 @@ def test_a_for_loop_and_next_record_the_same(
         assert_whole(record, text_of(looped), finish)
 
 
+@pytest.mark.parametrize("shape", [openai_style, server_style])
+def test_a_loop_over_the_call_itself_records_the_whole_stream(
+    capture: str, records: Records, shape: Any
+) -> None:
+    # ``for chunk in client.chat.completions.create(...)`` (LlamaIndex's own loop): nothing
+    # but the loop's iterator holds the stream. Flushing between chunks ships every ended
+    # record, so a record ended before the loop was done would arrive half-read.
+    read = []
+    for chunk in stream_of(shape(6)):
+        read.append(chunk)
+        assert promptrail.flush(timeout=10)
+
+    (record,) = records()
+    assert_whole(record, text_of(read), "stop" if shape is openai_style else "length")
+
+
 def test_a_loop_left_on_the_last_chunk_of_text_keeps_its_finish_and_usage(
     capture: str, records: Records
 ) -> None:
