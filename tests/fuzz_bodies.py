@@ -25,34 +25,50 @@ FUZZ = settings(
 )
 
 _DEEP = "\x00deep"
-SCALAR = st.one_of(
-    st.sampled_from(["\ud800", "\x00", "x" * 70_000, "", "a\nb", "owner", "admin"]),
-    st.sampled_from([2**64, -(2**63) - 1, float("nan"), float("inf"), -1, 0, 1.5, True]),
-    st.just(_DEEP),
-    st.none(),
-    st.text(max_size=8),
-)
-JSON_VALUE = st.recursive(
-    SCALAR,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+_ODD_TEXT = ("\ud800", "\x00", "x" * 70_000, "", "a\nb")
+_ODD_NUMBERS = (2**64, -(2**63) - 1, float("nan"), float("inf"), -1, 0, 1.5, True)
 
 
-def body_of(fields: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Bodies from valid ``fields``, each kept, replaced by anything or left out; now and
-    then a body that is no object at all."""
+def json_values(
+    *words: str, numbers: tuple[Any, ...] = (), keys: tuple[str, ...] = ()
+) -> st.SearchStrategy[Any]:
+    """Any JSON value, its leaves odd text, odd numbers, the deep placeholder, null, short text
+    and the route's own ``words`` (names it knows, URLs it must refuse) and ``numbers``;
+    ``keys`` are odd object keys besides short text."""
+    scalar = st.one_of(
+        st.sampled_from([*_ODD_TEXT, *words]),
+        st.sampled_from([*_ODD_NUMBERS, *numbers]),
+        st.just(_DEEP),
+        st.none(),
+        st.text(max_size=8),
+    )
+    key = st.one_of(st.text(max_size=8), st.sampled_from(keys)) if keys else st.text(max_size=8)
+    return st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(key, inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+
+
+JSON_VALUE = json_values("owner", "admin")
+
+
+def body_of(
+    fields: dict[str, Any],
+    values: st.SearchStrategy[Any] = JSON_VALUE,
+    *,
+    objects_only: bool = False,
+) -> st.SearchStrategy[Any]:
+    """Bodies from valid ``fields``, each kept, replaced by one of ``values`` or left out;
+    now and then (unless ``objects_only``) a body that is no object at all."""
     missing = object()
     drawn = st.fixed_dictionaries(
-        {
-            key: st.one_of(st.just(value), JSON_VALUE, st.just(missing))
-            for key, value in fields.items()
-        },
-        optional={"unexpected": JSON_VALUE},
+        {key: st.one_of(st.just(value), values, st.just(missing)) for key, value in fields.items()},
+        optional={"unexpected": values},
     ).map(lambda body: {k: v for k, v in body.items() if v is not missing})
-    return st.one_of(drawn, drawn, drawn, JSON_VALUE)
+    return drawn if objects_only else st.one_of(drawn, drawn, drawn, values)
 
 
 def send(api: TestClient, method: str, path: str, body: Any) -> Any:

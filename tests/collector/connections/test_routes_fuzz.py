@@ -5,43 +5,14 @@ deep nesting, link-local URLs)."""
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
+from hypothesis import given
 
-set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "promptrail-hypothesis")
-FUZZ = settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+from tests.fuzz_bodies import FUZZ, body_of, json_values, send, taken
 
-_DEEP = "\x00deep"
-SCALAR = st.one_of(
-    st.sampled_from(
-        ["\ud800", "\x00", "x" * 70_000, "", "http://169.254.169.254/", "http://[fe80::1]/",
-         "ftp://x", "a\nb", "Authorization"]
-    ),
-    st.sampled_from([2**64, -(2**63) - 1, float("nan"), float("inf"), -1, 0, 1.5, True]),
-    st.just(_DEEP),
-    st.none(),
-    st.text(max_size=8),
-)  # fmt: skip
-JSON_VALUE = st.recursive(
-    SCALAR,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+VALUES = json_values("http://169.254.169.254/", "http://[fe80::1]/", "ftp://x", "Authorization")
 CONNECTION = {
     "name": "fuzz",
     "provider": "openai_compatible",
@@ -53,41 +24,8 @@ CONNECTION = {
 }
 
 
-def body_of(fields: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Bodies from valid ``fields``, each kept, replaced by anything or left out; now and
-    then a body that is no object at all."""
-    missing = object()
-    drawn = st.fixed_dictionaries(
-        {
-            key: st.one_of(st.just(value), JSON_VALUE, st.just(missing))
-            for key, value in fields.items()
-        },
-        optional={"unexpected": JSON_VALUE},
-    ).map(lambda body: {k: v for k, v in body.items() if v is not missing})
-    return st.one_of(drawn, drawn, drawn, JSON_VALUE)
-
-
-def send(api: TestClient, method: str, path: str, body: Any) -> Any:
-    """Send ``body`` as JSON text written by hand (NaN a literal, the deep placeholder 3,000
-    nested arrays)."""
-    text = json.dumps(body, allow_nan=True).replace(json.dumps(_DEEP), "[" * 3000 + "]" * 3000)
-    return api.request(
-        method, path, content=text.encode(), headers={"content-type": "application/json"}
-    )
-
-
-def taken(response: Any) -> bool:
-    """Whether the write was taken (2xx); else check it is a 4xx with the error body."""
-    if response.status_code < 300:
-        return True
-    assert 400 <= response.status_code < 500, response.text
-    error = response.json()["error"]
-    assert set(error) == {"type", "message", "code", "details"}, error
-    return False
-
-
 @FUZZ
-@given(body=body_of(CONNECTION))
+@given(body=body_of(CONNECTION, VALUES))
 def test_connection_create(api: TestClient, body: Any) -> None:
     before = api.get("/v1/connections").json()["data"]
     if taken(send(api, "POST", "/v1/connections", body)):
@@ -97,7 +35,7 @@ def test_connection_create(api: TestClient, body: Any) -> None:
 
 
 @FUZZ
-@given(body=body_of({k: v for k, v in CONNECTION.items() if k != "name"}))
+@given(body=body_of({k: v for k, v in CONNECTION.items() if k != "name"}, VALUES))
 def test_connection_patch(api: TestClient, body: Any) -> None:
     if api.get("/v1/connections/base").status_code == 404:
         made = api.post("/v1/connections", json={**CONNECTION, "name": "base"})
