@@ -27,8 +27,10 @@ class TrialIn(BaseModel):
 
 
 class TrialOut(BaseModel):
-    """The evaluator's verdict on one record: ``value`` (null with ``error``), and what the
-    mapping gave it (``input``, ``output``, ``expected``)."""
+    """The evaluator's verdict on one record: ``value`` (null with ``error``), what the
+    mapping gave it (``input``, ``output``, ``expected``), and a judge's call: its record
+    (``judge_request_id``, in ``promptrail-evaluation``) and ``cost_usd`` (null for a code
+    evaluator, and for a judge not called)."""
 
     request_id: str
     value: Any = None
@@ -37,3 +39,5 @@ class TrialOut(BaseModel):
     input: Any = None
     output: Any = None
     expected: Any = None
+    judge_request_id: str | None = None
+    cost_usd: float | None = None

@@ -3,7 +3,6 @@ evaluation")."""
 
 from __future__ import annotations
 
-import anyio
 from fastapi import APIRouter
 
 from ...models.envelopes import Data
@@ -19,6 +18,7 @@ async def try_on_records(
     body: TrialIn, project: Project, services: ServicesDep
 ) -> Data[list[TrialOut]]:
     """Each record's verdict by this evaluator (and the mapping given, else the rule's
-    default), in the order asked; nothing is written."""
-    results = await anyio.to_thread.run_sync(try_evaluator, services.requests, project, body)
+    default), in the order asked; nothing is written but a judge's calls (priced records of
+    ``promptrail-evaluation``)."""
+    results = await try_evaluator(services.requests, services.runs, project, body)
     return Data(data=results)

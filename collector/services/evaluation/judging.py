@@ -104,16 +104,24 @@ class Judges:
         self._probes: dict[tuple[str, str], asyncio.Lock] = {}
 
     async def judge(
-        self, project: str, rule_id: str, evaluator: Evaluator, target_id: str, given: Mapped
+        self,
+        project: str,
+        rule_id: str | None,
+        evaluator: Evaluator,
+        target_id: str,
+        given: Mapped,
     ) -> Verdict:
-        """Run the judge prompt on one target's mapped input and output."""
+        """Run the judge prompt on one target's mapped input and output. Without
+        ``rule_id`` the call is a trial's (``metadata.trial``): no rule's budget counts it
+        (a rule's spend sums its judges' records by ``metadata.rule_id``)."""
+        owner: dict[str, Any] = {"rule_id": rule_id} if rule_id is not None else {"trial": True}
         body = RunRequest(
             variables={
                 "input": "" if given.input is None else as_text(given.input),
                 "output": "" if given.output is None else as_text(given.output),
                 "expected_output": "" if given.expected is None else as_text(given.expected),
             },
-            metadata={"judge_of": target_id, "rule_id": rule_id},
+            metadata={"judge_of": target_id, **owner},
         )
         target = RunTarget(evaluator.prompt or "", evaluator.version, evaluator.label)
         try:
@@ -131,7 +139,7 @@ class Judges:
     async def _call(
         self,
         project: str,
-        rule_id: str,
+        rule_id: str | None,
         evaluator: Evaluator,
         route: tuple[str, str],
         run: PreparedRun,
