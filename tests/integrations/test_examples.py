@@ -185,3 +185,36 @@ def test_readme_chat_prompt_quick_start_runs_and_links_its_call_to_the_version(
     assert [(r["version"], r["input_variables"]) for r in listed] == 2 * [
         (1, {"name": "Ada", "question": "What should I pack for Lisbon?"})
     ]
+
+
+def test_readme_online_evaluation_judges_a_production_answer(
+    collector: str, stub_env: dict[str, str]
+) -> None:
+    env = {**os.environ, **stub_env, "PROMPTRAIL_API_KEY": DEFAULT_KEY}
+    env["PROMPTRAIL_BASE_URL"] = collector
+    snippets = [readme_block("### A chat prompt"), readme_block("### Online evaluation")]
+
+    # The chat prompt's snippet first, as the README says; the rule's snippet twice: a reader
+    # runs it again, and the judge, its evaluator and its rule made the first time are used.
+    for snippet in [snippets[0], snippets[1], snippets[1]]:
+        done = subprocess.run(
+            [sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    decision, *_, cost = done.stdout.split()
+    assert decision == "scored", done.stdout
+    assert float(cost) > 0  # the judge's call, priced
+    with httpx.Client(base_url=collector, headers={"X-API-Key": DEFAULT_KEY}) as api:
+        rules = api.get("/v1/evaluation-rules").json()["data"]
+        judged = api.get("/v1/requests", params={"prompt_name": "trip-helper"}).json()["data"]
+        scores = api.get("/v1/scores", params={"name": "helpful"}).json()["data"]
+        evaluation = {"environment": "promptrail-evaluation"}
+        judges = api.get("/v1/requests", params=evaluation).json()["data"]
+    assert [r["name"] for r in rules] == ["helpful answers"]
+    # The chat snippet's call came before the rule: only the two answers after it are judged.
+    assert len(judged) == 3
+    assert sorted(s["request_id"] for s in scores) == sorted(r["id"] for r in judged[:2])
+    # The echoing stub names "good" first: the category's value.
+    assert {(s["value"], s["source"]) for s in scores} == {(1, "eval")}
+    assert len(judges) == 2 and all(j["prompt_name"] == "judge-helpful" for j in judges)
