@@ -36,6 +36,9 @@ ScoreValue = StrictBool | int | Annotated[float, Field(allow_inf_nan=False)] | s
 ScoreName = Annotated[str, Field(min_length=1, max_length=NAME_MAX_CHARS)]
 RequestRef = Annotated[str, Field(min_length=1, max_length=REQUEST_ID_MAX_CHARS)]
 TraceRef = Annotated[str, Field(pattern=TRACE_ID_PATTERN)]
+# A session is a record's metadata.session_id: any text, as long as its page's path takes.
+SESSION_ID_MAX_CHARS = 1000
+SessionRef = Annotated[str, Field(min_length=1, max_length=SESSION_ID_MAX_CHARS)]
 MAX_TEXT = 100_000
 
 
@@ -47,9 +50,12 @@ class _Target(BaseModel):
 
 
 class ScoreIn(_Target):
-    """A score as a client posts it (``POST /v1/scores`` and each item of a batch)."""
+    """A score as a client posts it (``POST /v1/scores`` and each item of a batch): on a
+    record, a trace or a session (exactly one)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    session_id: SessionRef | None = None
 
     id: Annotated[str, Field(pattern=SCORE_ID_PATTERN)] | None = None
     name: ScoreName
@@ -74,6 +80,7 @@ class ScoreOut(RowModel):
     id: str
     request_id: str | None
     trace_id: str | None
+    session_id: str | None = None
     name: str
     data_type: ScoreDataType
     value: bool | int | float | str

@@ -1,9 +1,9 @@
 """Scores, score configs and end-user feedback (docs/api-notes.md, "Scores and feedback"): the
 rules between routes and store.
 
-Every contract error of the feature is raised here: the target (exactly one of a record or a
-trace), the value against its type and its name's config (400 naming ``value``), unknown ids
-(404 SCORE_NOT_FOUND) and feedback tokens (401 INVALID_FEEDBACK_TOKEN).
+Every contract error of the feature is raised here: the target (exactly one of a record, a
+trace or a session), the value against its type and its name's config (400 naming ``value``),
+unknown ids (404 SCORE_NOT_FOUND) and feedback tokens (401 INVALID_FEEDBACK_TOKEN).
 """
 
 from __future__ import annotations
@@ -124,12 +124,13 @@ class ScoreService:
     ) -> tuple[list[ScoreRow], str | None]:
         """Return a page of scores, newest first, and the cursor of the next page (if any).
 
-        ``filters``: request_id, trace_id, name, source (None: any).
+        ``filters``: request_id, trace_id, session_id, name, source (None: any).
         """
         after = self._cursors.after_time(cursor)
         query = ScoreQuery(
             request_id=filters.get("request_id"),
             trace_id=filters.get("trace_id"),
+            session_id=filters.get("session_id"),
             name=filters.get("name"),
             source=filters.get("source"),
             after=after,
@@ -138,10 +139,15 @@ class ScoreService:
         return self._cursors.next_page(rows, limit, lambda r: time_key(r.created_at, r.id))
 
     def on_targets(
-        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+        self,
+        project: str,
+        request_ids: Sequence[str],
+        trace_ids: Sequence[str] = (),
+        session_ids: Sequence[str] = (),
     ) -> list[ScoreValue]:
-        """Return the scores on these records and traces as means read them, newest first."""
-        return self._store.values_on_targets(project, request_ids, trace_ids)
+        """Return the scores on these records, traces and sessions as means read them,
+        newest first."""
+        return self._store.values_on_targets(project, request_ids, trace_ids, session_ids)
 
     def summaries(
         self, project: str, records: Sequence[tuple[str, str | None]]
@@ -238,7 +244,7 @@ class ScoreService:
         raise_if_refused(outcome, self._retry_after, "scores")
 
     def _row(self, project: str, body: ScoreIn) -> ScoreRow:
-        _one_target(body.request_id, body.trace_id)
+        _one_target(body.request_id, body.trace_id, body.session_id, sessions=True)
         data_type = body.data_type or infer_data_type(body.value)
         problem = value_problem(body.value, data_type)
         if problem is not None:
@@ -259,6 +265,7 @@ class ScoreService:
             source=body.source,
             metadata=body.metadata,
             created_at=created,
+            session_id=body.session_id,
         )
 
     def _configs_of(self, project: str, rows: Sequence[ScoreRow]) -> dict[str, ScoreConfigRow]:
@@ -278,11 +285,29 @@ def _stored_time(at: datetime) -> datetime:
     return at.replace(microsecond=at.microsecond // 1000 * 1000)
 
 
-def _one_target(request_id: str | None, trace_id: str | None) -> None:
-    if (request_id is None) == (trace_id is None):
+def _one_target(
+    request_id: str | None,
+    trace_id: str | None,
+    session_id: str | None = None,
+    sessions: bool = False,
+) -> None:
+    """Refuse (400) a score (``sessions``: it may be on a session) or a token naming no target
+    or more than one; the field named is request_id when none is given, else the second."""
+    given = [
+        name
+        for name, value in (
+            ("request_id", request_id),
+            ("trace_id", trace_id),
+            ("session_id", session_id),
+        )
+        if value is not None
+    ]
+    if len(given) != 1:
         raise ValidationFailed(
-            "request_id" if request_id is None else "trace_id",
-            "give exactly one of request_id and trace_id",
+            given[1] if given else "request_id",
+            "give exactly one of request_id, trace_id and session_id"
+            if sessions
+            else "give exactly one of request_id and trace_id",
         )
 
 

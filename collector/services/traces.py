@@ -165,9 +165,12 @@ class TraceService:
         self, project: str, ids: Sequence[tuple[str, str, str]]
     ) -> dict[str, Scores]:
         """Per session of (session id, record id, trace id) of its records of the period:
-        the means of the scores on those records and on their traces."""
+        the means of the scores on the session, on those records and on their traces."""
         scores = self._scores.on_targets(
-            project, [r for _, r, _ in ids], sorted({t for _, _, t in ids if t})
+            project,
+            [r for _, r, _ in ids],
+            sorted({t for _, _, t in ids if t}),
+            sorted({s for s, _, _ in ids}),
         )
         return _scores_by_session(ids, scores)
 
@@ -188,10 +191,10 @@ class TraceService:
             raise SessionNotFound(session_id)
         summary, records, rows = found
         page, next_cursor = self._records_page(self._session_record_cursors, rows, limit)
-        # One read of the scores on every record of the session and on their traces: the
-        # session's, and (a subset) those of the page's records, each of the session's.
+        # One read of the scores on the session, on every record of it and on their traces:
+        # the session's, and (a subset) those of the page's records, each of the session's.
         scores = self._scores.on_targets(
-            project, [r for r, _ in records], sorted({t for _, t in records if t})
+            project, [r for r, _ in records], sorted({t for _, t in records if t}), [session_id]
         )
         ids = [(session_id, record, trace) for record, trace in records]
         session_scores = _scores_by_session(ids, scores).get(session_id, {})
@@ -246,14 +249,14 @@ def _per_record(rows: Sequence[RequestRow], scores: Sequence[ScoreValue]) -> dic
 def _scores_by_session(
     ids: Sequence[tuple[str, str, str]], scores: Sequence[ScoreValue]
 ) -> dict[str, Scores]:
-    """Per session of (session id, record id, trace id): the means of the scores on its
+    """Per session of (session id, record id, trace id): the means of the scores on it, its
     records and their traces."""
     # By score id: a trace's score counts once however many of its records the session has.
     grouped: dict[str, dict[str, ScoreValue]] = {}
     for session, record, trace in ids:
         mine = grouped.setdefault(session, {})
         for s in scores:
-            if s.request_id == record or (trace and s.trace_id == trace):
+            if s.request_id == record or (trace and s.trace_id == trace) or s.session_id == session:
                 mine[s.id] = s
     return {
         session: score_means(_newest_first(list(found.values())))

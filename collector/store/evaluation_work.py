@@ -30,7 +30,7 @@ from clickhouse_connect.driver.client import Client
 from .evaluation import DecisionRow, RuleRow
 from .evaluation.tables import EVALUATION_DECISIONS
 from .request_filters import RESERVED_PREFIX
-from .schema import Backfill, Table, View, quote
+from .schema import AddColumn, AddIndex, Backfill, ModifyQuery, Table, View, quote
 
 EVALUATION_ARRIVALS = Table(
     name="evaluation_arrivals",
@@ -40,9 +40,14 @@ EVALUATION_ARRIVALS = Table(
         "id String",
         "created_at DateTime64(3, 'UTC')",
         "trace_id String",
+        # The record's metadata.session_id (migration 37; '' before it and without one).
+        "session_id String DEFAULT ''",
     ),
-    # A trace's last arrival is read by its id: the granules holding it.
-    indexes=("INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 1",),
+    # A trace's or a session's last arrival is read by its id: the granules holding it.
+    indexes=(
+        "INDEX idx_trace trace_id TYPE bloom_filter GRANULARITY 1",
+        "INDEX idx_session session_id TYPE bloom_filter GRANULARITY 1",
+    ),
     order_by="(project, arrived_at, id)",
     # Positions older than a month are read only by a backfill, which reads the log itself.
     ttl="toDateTime(arrived_at) + INTERVAL 31 DAY",
@@ -50,13 +55,26 @@ EVALUATION_ARRIVALS = Table(
     sharding_key="cityHash64(project, id)",
 )
 
+_ARRIVING = (
+    "FROM {db}.requests{local} "
+    f"WHERE is_deleted = 0 AND NOT startsWith(environment, '{RESERVED_PREFIX}')"
+)
+
+# The view as migration 36 made it, before arrivals carried their session; migration 37
+# gives it the query below.
+EVALUATION_ARRIVALS_MV_BEFORE_37 = View(
+    name="evaluation_arrivals_mv",
+    to_table="evaluation_arrivals",
+    select=f"SELECT project, now64(6) AS arrived_at, id, created_at, trace_id {_ARRIVING}",
+    sharded=True,
+)
+
 EVALUATION_ARRIVALS_MV = View(
     name="evaluation_arrivals_mv",
     to_table="evaluation_arrivals",
     select=(
-        "SELECT project, now64(6) AS arrived_at, id, created_at, trace_id "
-        "FROM {db}.requests{local} "
-        f"WHERE is_deleted = 0 AND NOT startsWith(environment, '{RESERVED_PREFIX}')"
+        "SELECT project, now64(6) AS arrived_at, id, created_at, trace_id, "
+        f"metadata_map['session_id'] AS session_id {_ARRIVING}"
     ),
     sharded=True,
 )
@@ -92,11 +110,18 @@ EVALUATION_DECISIONS_BY_TARGET_MV = View(
 
 EVALUATION_WORK = (
     EVALUATION_ARRIVALS,
-    EVALUATION_ARRIVALS_MV,
+    EVALUATION_ARRIVALS_MV_BEFORE_37,
     EVALUATION_WATERMARKS,
     EVALUATION_DECISIONS_BY_TARGET,
     EVALUATION_DECISIONS_BY_TARGET_MV,
     Backfill(EVALUATION_DECISIONS_BY_TARGET_MV, EVALUATION_DECISIONS_BY_TARGET),
+)
+
+# The arrivals' sessions (migration 37): the worker reads a session's arrivals as a trace's.
+ARRIVAL_SESSIONS = (
+    AddColumn(EVALUATION_ARRIVALS, "session_id"),
+    AddIndex(EVALUATION_ARRIVALS, "idx_session"),
+    ModifyQuery(EVALUATION_ARRIVALS_MV),
 )
 
 Position = tuple[datetime, str]

@@ -18,7 +18,7 @@ from .evaluation import (
     EVALUATION_RULES,
     EVALUATOR_VERSIONS,
 )
-from .evaluation_work import EVALUATION_WORK
+from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
@@ -64,12 +64,14 @@ from .score_tables import (
     SCORE_CONFIGS,
     SCORE_SUMS,
     SCORE_SUMS_MV,
+    SCORE_SUMS_MV_BEFORE_37,
     SCORE_SUMS_SEED,
     SCORE_TARGETS,
     SCORE_TARGETS_MV,
     SCORES,
     SCORES_BY_TARGET,
     SCORES_BY_TARGET_MV,
+    SCORES_BY_TARGET_MV_BEFORE_37,
     SCORES_BY_TARGET_SEED,
 )
 from .thread_tables import (
@@ -226,7 +228,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "scores_aggregate",
         (
             SCORE_SUMS,
-            SCORE_SUMS_MV,
+            SCORE_SUMS_MV_BEFORE_37,
             SCORE_SUMS_SEED,
             SCORE_TARGETS,
             SCORE_TARGETS_MV,
@@ -288,7 +290,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         22,
         "scores_by_target",
-        (SCORES_BY_TARGET, SCORES_BY_TARGET_MV, SCORES_BY_TARGET_SEED),
+        (SCORES_BY_TARGET, SCORES_BY_TARGET_MV_BEFORE_37, SCORES_BY_TARGET_SEED),
     ),
     # A trace's and a session's pages are one range read of their list items, kept sorted by
     # trace and by session (see traces.THREAD_ITEMS), for the records stored before too: a
@@ -374,6 +376,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     # order, each rule's watermark in it, and the decisions by target for the details (see
     # store/evaluation_work.py).
     Migration(36, "evaluation_work", EVALUATION_WORK),
+    # Scores on sessions (docs/api-notes.md, "Scores and feedback"): a score's session, keyed
+    # apart from records and traces by the by-target index and the sums (see
+    # store/score_tables.py), and each arrival's session for the evaluation worker.
+    Migration(
+        37,
+        "session_scores",
+        (
+            AddColumn(SCORES, "session_id"),
+            AddColumn(SCORES_BY_TARGET, "session_id"),
+            ModifyQuery(SCORE_SUMS_MV),
+            ModifyQuery(SCORES_BY_TARGET_MV),
+            *ARRIVAL_SESSIONS,
+        ),
+    ),
 )
 
 

@@ -29,6 +29,7 @@ class ScoreRow:
     source: str
     metadata: dict[str, Any]
     created_at: datetime
+    session_id: str | None = None  # a session's score: no request_id or trace_id
 
     @property
     def value_number(self) -> float | None:
@@ -63,6 +64,7 @@ class ScoreValue:
     data_type: str
     value: Any
     created_at: datetime
+    session_id: str | None = None
 
     @property
     def value_number(self) -> float | None:
@@ -91,6 +93,7 @@ class ScoreQuery:
     trace_id: str | None = None
     name: str | None = None
     source: str | None = None
+    session_id: str | None = None
     after: tuple[datetime, str] | None = None
 
 
@@ -111,6 +114,7 @@ def score_row(project: str, row: Sequence[Any]) -> ScoreRow:
         source,
         metadata,
         created_at,
+        session_id,
     ) = row
     return ScoreRow(
         project=project,
@@ -125,4 +129,5 @@ def score_row(project: str, row: Sequence[Any]) -> ScoreRow:
         source=str(source),
         metadata=json.loads(metadata),
         created_at=as_utc(created_at),
+        session_id=str(session_id) or None,
     )

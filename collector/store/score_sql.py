@@ -34,8 +34,10 @@ _NOT_A_MODEL_CALL = "kind NOT IN ('llm', 'embedding')"
 _VERSION = ("target", "id", "written_at", "is_deleted", *READ_FIELDS)
 VERSION_COLUMNS = ", ".join(_VERSION)
 # The same for a mean (ScoreValue): the fields up to ``value``, then ``created_at``.
+# Both end with ``session_id`` (READ_FIELDS'), which :func:`live_at_targets` reads as ``v[-1]``.
 VALUE_VERSION_COLUMNS = (
-    "target, id, written_at, is_deleted, request_id, trace_id, name, data_type, value, created_at"
+    "target, id, written_at, is_deleted, request_id, trace_id, name, data_type, value, "
+    "created_at, session_id"
 )
 
 
@@ -96,6 +98,7 @@ def live_on_targets(
     versions: Iterable[Sequence[Any]],
     request_ids: Iterable[str],
     trace_ids: Iterable[str] = (),
+    session_ids: Iterable[str] = (),
 ) -> list[ScoreRow]:
     """The live scores on these records or traces, newest first, from :func:`score_versions`.
 
@@ -108,19 +111,22 @@ def live_on_targets(
     # as a score object it is the record's alone, as stored.
     live = [
         score_row(project, (v[1], v[4], "" if v[4] else v[5], *v[6:]))
-        for v in live_at_targets(versions, request_ids, trace_ids)
+        for v in live_at_targets(versions, request_ids, trace_ids, session_ids)
     ]
     live.sort(key=lambda s: (s.created_at, s.id), reverse=True)
     return live
 
 
 def live_at_targets(
-    versions: Iterable[Sequence[Any]], request_ids: Iterable[str], trace_ids: Iterable[str]
+    versions: Iterable[Sequence[Any]],
+    request_ids: Iterable[str],
+    trace_ids: Iterable[str],
+    session_ids: Iterable[str] = (),
 ) -> list[Sequence[Any]]:
     """Of the versions read at some targets (target, id, written_at, is_deleted, request_id,
-    trace_id, ...), each (target, score id)'s newest when it is live and on one of the
-    records or traces asked for (a score on a span record with its trace as ``trace_id``
-    counts for that trace: :func:`score_versions`)."""
+    trace_id, ..., session_id), each (target, score id)'s newest when it is live and on one
+    of the records, traces or sessions asked for (a score on a span record with its trace as
+    ``trace_id`` counts for that trace: :func:`score_versions`)."""
     newest: dict[tuple[str, str], Sequence[Any]] = {}
     for version in versions:
         key = (version[0], version[1])
@@ -129,7 +135,12 @@ def live_at_targets(
             newest[key] = version
     rs = {r for r in request_ids if r}
     ts = {t for t in trace_ids if t}
-    return [v for v in newest.values() if not v[3] and (v[4] in rs or v[5] in ts)]
+    ss = {s for s in session_ids if s}
+    return [
+        v
+        for v in newest.values()
+        if not v[3] and (v[4] in rs or v[5] in ts or (v[-1] and v[-1] in ss))
+    ]
 
 
 @dataclass(frozen=True)
@@ -318,7 +329,8 @@ def record_scores_json(table: str) -> str:
         f"concat('t:', sp.span_trace), concat('r:', s.request_id))) AS k, "
         f"(s.created_at, {obj}) AS o FROM (SELECT id, s, s.request_id AS rq FROM ("
         f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {table} "
-        "WHERE project = {project:String} GROUP BY id) WHERE s.is_deleted = 0) AS l "
+        "WHERE project = {project:String} GROUP BY id) "
+        "WHERE s.is_deleted = 0 AND s.session_id = '') AS l "
         f"LEFT JOIN ({span_records(table)}) AS sp ON l.rq = sp.span_id"
     )
     by_target = FIELD_REF.sub(

@@ -8,6 +8,7 @@ definition of a score's fields.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .schema import Backfill, Table, View
 
@@ -16,8 +17,8 @@ SCORES = Table(
     columns=(
         "project String",
         "id String",
-        "request_id String",  # '' on a trace's score
-        "trace_id String",  # '' on a record's score
+        "request_id String",  # '' on a trace's or a session's score
+        "trace_id String",  # '' on a record's or a session's score
         "name String",
         "data_type LowCardinality(String)",
         "value String",  # the value's JSON text, returned as given
@@ -30,6 +31,8 @@ SCORES = Table(
         "created_at DateTime64(3, 'UTC')",
         "written_at DateTime64(6, 'UTC')",
         "is_deleted UInt8",
+        # '' on a record's or a trace's score (migration 37); last, where ADD COLUMN puts it.
+        "session_id String DEFAULT ''",
     ),
     engine="ReplacingMergeTree",
     engine_args=("written_at", "is_deleted"),
@@ -40,6 +43,25 @@ SCORES = Table(
         "INDEX idx_name name TYPE bloom_filter GRANULARITY 4",
     ),
 )
+
+# A score's target as the by-target tables key it (migration 37): a session's id behind
+# SESSION_TARGET, a trace's id, else a record's. A record's id (``req_`` and no colon) and a
+# trace's (32 hex) never hold a colon, so a session's target can be neither; the reads check
+# each version's own field besides, so a score's request_id of any text is never mistaken
+# for a session's either.
+SESSION_TARGET = "session:"
+TARGET_OF = (
+    f"multiIf(session_id != '', concat('{SESSION_TARGET}', session_id), "
+    "trace_id != '', trace_id, request_id)"
+)
+# What a sum's ``on_trace`` says of its target: 0 a record, 1 a trace, 2 a session.
+ON_SESSION = 2
+
+
+def session_target(session_id: str) -> str:
+    """The by-target key of a session's scores (:data:`TARGET_OF`)."""
+    return f"{SESSION_TARGET}{session_id}"
+
 
 # One row per (project, name); the newest write wins.
 SCORE_CONFIGS = Table(
@@ -72,7 +94,7 @@ SCORE_SUMS = Table(
     columns=(
         "project String",
         "name String",
-        "on_trace UInt8",  # 1: target is a trace id, 0: a record id
+        "on_trace UInt8",  # 1: target is a trace id, 0: a record id, 2: a session id
         "target String",
         "value_text String",
         "total Float64",  # sum of value_number (numeric, boolean as 1/0)
@@ -84,15 +106,34 @@ SCORE_SUMS = Table(
     order_by="(project, name, on_trace, target, value_text)",
 )
 
-SCORE_SUMS_MV = View(
+_SUMMED = (
+    "value_text, if(is_deleted = 1, -1., 1.) * ifNull(value_number, 0.) AS total, "
+    "toInt64(if(is_deleted = 1, -1, 1) * isNotNull(value_number)) AS numbers, "
+    "toInt64(if(is_deleted = 1, -1, 1)) AS scores FROM {db}.scores"
+)
+
+# The view as migration 16 made it, before scores had sessions: what that migration creates
+# (the scores table it reads may have no ``session_id`` yet); migration 37 gives it the query
+# below.
+SCORE_SUMS_MV_BEFORE_37 = View(
     name="score_sums_mv",
     to_table="score_sums",
     select=(
         "SELECT project, name, toUInt8(trace_id != '') AS on_trace, "
-        "if(trace_id != '', trace_id, request_id) AS target, value_text, "
-        "if(is_deleted = 1, -1., 1.) * ifNull(value_number, 0.) AS total, "
-        "toInt64(if(is_deleted = 1, -1, 1) * isNotNull(value_number)) AS numbers, "
-        "toInt64(if(is_deleted = 1, -1, 1)) AS scores FROM {db}.scores"
+        f"if(trace_id != '', trace_id, request_id) AS target, {_SUMMED}"
+    ),
+)
+
+# A session's scores are summed apart from the records' and traces' (``on_trace`` 2) under
+# the session's own id: the log's score filters read 0 and 1 only.
+SCORE_SUMS_MV = View(
+    name="score_sums_mv",
+    to_table="score_sums",
+    select=(
+        "SELECT project, name, "
+        f"toUInt8(multiIf(session_id != '', {ON_SESSION}, trace_id != '', 1, 0)) AS on_trace, "
+        "multiIf(session_id != '', session_id, trace_id != '', trace_id, request_id) AS target, "
+        f"{_SUMMED}"
     ),
 )
 
@@ -155,11 +196,26 @@ SCORES_BY_TARGET = Table(
     settings=("index_granularity = 256",),
 )
 
-SCORES_BY_TARGET_MV = View(
+# The view as migration 22 made it, before scores had sessions (see SCORE_SUMS_MV_BEFORE_37).
+SCORES_BY_TARGET_MV_BEFORE_37 = View(
     name="scores_by_target_mv",
     to_table="scores_by_target",
     select=(
         "SELECT project, if(trace_id != '', trace_id, request_id) AS target, id, "
+        + ", ".join(
+            c.split()[0]
+            for c in SCORES.columns
+            if c.split()[0] not in ("project", "id", "session_id")
+        )
+        + " FROM {db}.scores"
+    ),
+)
+
+SCORES_BY_TARGET_MV = View(
+    name="scores_by_target_mv",
+    to_table="scores_by_target",
+    select=(
+        f"SELECT project, {TARGET_OF} AS target, id, "
         + ", ".join(c.split()[0] for c in SCORES.columns if c.split()[0] not in ("project", "id"))
         + " FROM {db}.scores"
     ),
@@ -179,7 +235,10 @@ SCORE_FIELDS = (
     "metadata",
     "created_at",
     "is_deleted",
+    "session_id",
 )
+# The fields of the scores stored before migration 37 (no session): what its seed reads.
+_FIELDS_BEFORE_37 = SCORE_FIELDS[:-1]
 
 # What a read returns after the id, in ScoreRow's order.
 READ_FIELDS = (
@@ -193,6 +252,7 @@ READ_FIELDS = (
     "source",
     "metadata",
     "created_at",
+    "session_id",
 )
 FIELD_REF = re.compile(r"\bs\.(" + "|".join(SCORE_FIELDS) + r")\b")
 
@@ -205,10 +265,15 @@ _SCORES_BY_TARGET_SEED = View(
     select=FIELD_REF.sub(
         lambda m: f"tupleElement(s, {SCORE_FIELDS.index(m[1]) + 1})",
         "SELECT project, if(s.trace_id != '', s.trace_id, s.request_id) AS target, id, "
-        + ", ".join(f"s.{f}" for f in SCORE_FIELDS if f != "is_deleted")
+        + ", ".join(f"s.{f}" for f in _FIELDS_BEFORE_37 if f != "is_deleted")
         + ", w, s.is_deleted FROM (SELECT project, id, argMax(tuple("
-        + ", ".join(SCORE_FIELDS)
+        + ", ".join(_FIELDS_BEFORE_37)
         + "), written_at) AS s, max(written_at) AS w FROM {db}.scores GROUP BY project, id)",
     ),
 )
-SCORES_BY_TARGET_SEED = Backfill(_SCORES_BY_TARGET_SEED, SCORES_BY_TARGET)
+# Its columns as the seed writes them (a score stored before migration 37 has no session).
+_SCORES_BY_TARGET_BEFORE_37 = replace(
+    SCORES_BY_TARGET,
+    columns=tuple(c for c in SCORES_BY_TARGET.columns if c.split()[0] != "session_id"),
+)
+SCORES_BY_TARGET_SEED = Backfill(_SCORES_BY_TARGET_SEED, _SCORES_BY_TARGET_BEFORE_37)

@@ -4,11 +4,11 @@ and the score SQL the request log's stores borrow in :mod:`.score_sql`.
 
 A score is only ever inserted: a repeat of its id is a newer row (``written_at``), a delete a
 newer row with ``is_deleted = 1``. The table is sorted by ``(project, id)``, so every version
-of one score shares a key. A read never trusts a row's target (``request_id``/``trace_id``)
-before resolving its id: it finds the candidate ids (any version that ever pointed at the
-target, through a bloom filter), then takes each id's newest version by key and filters on
-*that*. A replacement that moved a score to another record or name therefore never leaves the
-old one visible, before or after a merge (see collector/store/DESIGN.md, "Scores").
+of one score shares a key. A read never trusts a row's target (``request_id``, ``trace_id``
+or ``session_id``) before resolving its id: it finds the candidate ids (any version that ever
+pointed at the target, through a bloom filter), then takes each id's newest version by key and
+filters on *that*. A replacement that moved a score to another record or name therefore never
+leaves the old one visible, before or after a merge (see collector/store/DESIGN.md, "Scores").
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from .score_tables import (
     SCORE_FIELDS,
     SCORES,
     SCORES_BY_TARGET,
+    session_target,
 )
 from .traced_score_names import TracedScoreNames
 from .writes.direct import direct_write
@@ -189,6 +190,7 @@ class ScoreStore:
             json.dumps(r.metadata, ensure_ascii=False),
             r.created_at,
             int(deleted),
+            r.session_id or "",
             written,
         ]
 
@@ -254,6 +256,10 @@ class ScoreStore:
             pre.append(self._ids_at("target = {t:String}"))
             post.append("s.trace_id = {t:String}")
             params["t"] = query.trace_id
+        if query.session_id is not None:
+            pre.append(self._ids_at("target = {sess:String}"))
+            post.append("s.session_id = {sid:String}")
+            params["sess"], params["sid"] = session_target(query.session_id), query.session_id
         if query.name is not None:
             pre.append(_ids_of("name = {n:String}", self.table))
             post.append("s.name = {n:String}")
@@ -272,23 +278,33 @@ class ScoreStore:
         return self._rows(project, sql, {**params, "limit": limit})
 
     def for_targets(
-        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+        self,
+        project: str,
+        request_ids: Sequence[str],
+        trace_ids: Sequence[str] = (),
+        session_ids: Sequence[str] = (),
     ) -> list[ScoreRow]:
-        """Return the live scores on any of these records or traces, newest first.
+        """Return the live scores on any of these records, traces or sessions, newest first.
 
         Read from SCORES_BY_TARGET: every stored version at these targets (a handful of key
         lookups), resolved here by :func:`live_on_targets`.
         """
-        versions = self._versions_at(project, request_ids, trace_ids, VERSION_COLUMNS)
-        return live_on_targets(project, versions, request_ids, trace_ids)
+        versions = self._versions_at(project, request_ids, trace_ids, VERSION_COLUMNS, session_ids)
+        return live_on_targets(project, versions, request_ids, trace_ids, session_ids)
 
     def values_on_targets(
-        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
+        self,
+        project: str,
+        request_ids: Sequence[str],
+        trace_ids: Sequence[str] = (),
+        session_ids: Sequence[str] = (),
     ) -> list[ScoreValue]:
-        """The live scores on any of these records or traces as means read them, newest
-        first: :meth:`for_targets` without the four columns no list shows (each column
-        read costs chDB a fixed ~0.4 ms a part)."""
-        versions = self._versions_at(project, request_ids, trace_ids, VALUE_VERSION_COLUMNS)
+        """The live scores on any of these records, traces or sessions as means read them,
+        newest first: :meth:`for_targets` without the four columns no list shows (each
+        column read costs chDB a fixed ~0.4 ms a part)."""
+        versions = self._versions_at(
+            project, request_ids, trace_ids, VALUE_VERSION_COLUMNS, session_ids
+        )
         values = [
             ScoreValue(
                 id=str(v[1]),
@@ -298,18 +314,26 @@ class ScoreStore:
                 data_type=str(v[7]),
                 value=json.loads(v[8]),
                 created_at=as_utc(v[9]),
+                session_id=str(v[10]) or None,
             )
-            for v in live_at_targets(versions, request_ids, trace_ids)
+            for v in live_at_targets(versions, request_ids, trace_ids, session_ids)
         ]
         values.sort(key=lambda s: (s.created_at, s.id), reverse=True)
         return values
 
     def _versions_at(
-        self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str], columns: str
+        self,
+        project: str,
+        request_ids: Sequence[str],
+        trace_ids: Sequence[str],
+        columns: str,
+        session_ids: Sequence[str] = (),
     ) -> Sequence[Sequence[Any]]:
-        """``columns`` of every version stored at these records and traces (none for none)."""
+        """``columns`` of every version stored at these records, traces and sessions (none
+        for none)."""
         # '' is no target: a record's score has no trace id and the reverse.
-        targets = sorted({t for t in (*request_ids, *trace_ids) if t})
+        sessions = (session_target(s) for s in session_ids if s)
+        targets = sorted({t for t in (*request_ids, *trace_ids) if t} | set(sessions))
         if not targets:
             return []
         return self._client.query(

@@ -102,12 +102,14 @@ def score(
     id: str | None = None,
     data_type: DataType | None = None,
     metadata: Mapping[str, Any] | None = None,
+    session_id: str | None = None,
 ) -> None:
-    """Score a record (``request_id``) or a trace (``trace_id``); queued and shipped in the
-    background like records, never raising, never waiting on the network.
+    """Score a record (``request_id``), a trace (``trace_id``) or a session (``session_id``,
+    the ``metadata.session_id`` its records carry: a whole conversation); queued and shipped
+    in the background like records, never raising, never waiting on the network.
 
-    With neither target, inside ``@promptrail.observe`` (or another current span) the score
-    is on the current trace. ``value``: a number, True/False or a category; ``data_type``
+    With no target, inside ``@promptrail.observe`` (or another current span) the score is on
+    the current trace. ``value``: a number, True/False or a category; ``data_type``
     defaults from it. ``correction``: what the output should have been. ``id``: your own
     (1-128 of ``[A-Za-z0-9_.:-]``) to replace a score later; one is made otherwise, so a
     resent batch never stores a score twice. A bad call is logged once (per kind of mistake)
@@ -120,13 +122,17 @@ def score(
         shipper = _runtime.score_shipper()
         if shipper is None:  # init(enabled=False): nothing is captured, nothing scored
             return
-        if request_id is None and trace_id is None:
+        if request_id is None and trace_id is None and session_id is None:
             current = _trace_id_here()
             if current is not None:
                 trace_id = f"{current:032x}"
         problem = (
             name_problem(name)
-            or target_problem(request_id, trace_id)
+            or (
+                target_problem(request_id, trace_id)
+                if session_id is None
+                else _session_problem(session_id, request_id, trace_id)
+            )
             or _value_problem(value, data_type)
             or _text_problem(comment, correction, metadata)
             or (None if id is None else score_id_problem(id))
@@ -140,7 +146,9 @@ def score(
             "value": value,
             "source": "sdk",
         }
-        if request_id is not None:
+        if session_id is not None:
+            item["session_id"] = session_id
+        elif request_id is not None:
             item["request_id"] = request_id
         else:
             item["trace_id"] = trace_id
@@ -189,6 +197,20 @@ def feedback_token(
         categories=categories,
         ttl_seconds=ttl_seconds,
     )
+
+
+# The longest session id a score takes: as the collector's session page path does.
+_SESSION_ID_MAX_CHARS = 1000
+
+
+def _session_problem(session_id: object, request_id: object, trace_id: object) -> str | None:
+    """Why a score on ``session_id`` would be refused: another target beside it, or no id of
+    1 to 1000 characters (the collector's own rule)."""
+    if request_id is not None or trace_id is not None:
+        return "give exactly one of request_id, trace_id and session_id"
+    if not isinstance(session_id, str) or not 1 <= len(session_id) <= _SESSION_ID_MAX_CHARS:
+        return f"session_id must be a string of 1 to {_SESSION_ID_MAX_CHARS} characters"
+    return None
 
 
 def _value_problem(value: object, data_type: object) -> str | None:

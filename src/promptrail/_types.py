@@ -229,7 +229,7 @@ class Integration(_Shape):
 
 class Score(_Shape):
     """Hold a score (docs/api-notes.md, "Scores and feedback"): a judgement of one record
-    (``request_id``) or one trace.
+    (``request_id``), one trace or one session.
 
     ``value`` comes back as it was given: a number, True/False, or a category's text.
     """
@@ -240,6 +240,7 @@ class Score(_Shape):
     data_type: str
     request_id: str | None = None
     trace_id: str | None = None
+    session_id: str | None = None
     comment: str | None = None
     correction: str | None = None
     source: str = "api"

@@ -32,7 +32,7 @@ ScoreId = Annotated[str, Path(min_length=1, max_length=128)]
 
 @router.post("/scores", status_code=201, response_model=Data[ScoreOut])
 def create_score(body: ScoreIn, project: Project, services: ServicesDep) -> Data[ScoreOut]:
-    """Store a score on a record or a trace; the same id again replaces it."""
+    """Store a score on a record, a trace or a session; the same id again replaces it."""
     return Data(data=ScoreOut.of(services.scores.create(project, body)))
 
 
@@ -65,6 +65,7 @@ def list_scores(
     services: ServicesDep,
     request_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     trace_id: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    session_id: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
     name: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
     source: ScoreSource | None = None,
     limit: Limit = 50,
@@ -73,7 +74,13 @@ def list_scores(
     """List scores, newest first."""
     rows, next_cursor = services.scores.page(
         project,
-        {"request_id": request_id, "trace_id": trace_id, "name": name, "source": source},
+        {
+            "request_id": request_id,
+            "trace_id": trace_id,
+            "session_id": session_id,
+            "name": name,
+            "source": source,
+        },
         limit,
         cursor,
     )
