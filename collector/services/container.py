@@ -19,6 +19,7 @@ from ..providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..providers.openai import OpenAIProvider
 from ..store.accounts import AccountStore
 from ..store.audit import AuditStore
+from ..store.collector_heartbeats import HeartbeatStore
 from ..store.connections import ConnectionStore
 from ..store.database import Store
 from ..store.protected_labels import ProtectedLabelStore
@@ -37,6 +38,7 @@ from .datasets import DatasetService
 from .evaluation import Evaluation
 from .evaluation.backfill import Backfills
 from .evaluation.judging import Judges
+from .evaluation.ownership import Ownership
 from .evaluation.worker import EvaluationWorker
 from .experiment_traffic import ExperimentTraffic
 from .experiments import ExperimentService
@@ -197,6 +199,10 @@ class Services:
             pending.wait,
         )
         worker.backfills = Backfills(worker, evaluation.work, evaluation.rules)
+        if not store.is_embedded:  # collectors sharing a server split the rules (ownership.py)
+            worker.ownership = Ownership(
+                HeartbeatStore(store.client, store.database, store.cluster)
+            )
         evaluation.rules.on_change = worker.wake
         # The audit log (docs/security.md, "Audit log"): a backup holds every entry acknowledged.
         audit_store = AuditStore(store.client, store.database, store.cluster, settings.store_url)

@@ -9,6 +9,7 @@ from clickhouse_connect.driver.client import Client
 
 from .accounts import ACCOUNT_TABLES
 from .audit import AUDIT_LOG
+from .collector_heartbeats import COLLECTOR_HEARTBEATS
 from .connections import CONNECTION_USAGE, CONNECTIONS
 from .datasets import DATASET_ITEMS, DATASETS
 from .evaluation import (
@@ -390,6 +391,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             *ARRIVAL_SESSIONS,
         ),
     ),
+    # The collectors sharing a server (docs/architecture.md, "Several collectors on one
+    # server"): their heartbeats, by which their evaluation workers split the rules (see
+    # store/collector_heartbeats.py).
+    Migration(38, "collector_heartbeats", (COLLECTOR_HEARTBEATS,)),
 )
 
 

@@ -43,6 +43,7 @@ from .targets import Target, mapped, matches, trace_target
 
 if TYPE_CHECKING:
     from .backfill import Backfills
+    from .ownership import Ownership
 
 logger = logging.getLogger("promptrail.evaluation")
 
@@ -116,6 +117,8 @@ class EvaluationWorker:
         self._has_rules = False
         # The rules' backfills (set by the services' container), stopped with the worker.
         self.backfills: Backfills | None = None
+        # This collector's share of the rules on a shared server (ownership.py); None: all.
+        self.ownership: Ownership | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -125,6 +128,8 @@ class EvaluationWorker:
             self._loop = asyncio.get_running_loop()
             self._wake = asyncio.Event()
             self._task = self._loop.create_task(self._run())
+            if self.ownership is not None:
+                self.ownership.start()
 
     def wake(self) -> None:
         """Make the next pass now (a rule was made or changed); callable from any thread."""
@@ -142,6 +147,8 @@ class EvaluationWorker:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.ownership is not None:  # after the last batch: its rules move at once
+            await self.ownership.stop()
 
     async def _run(self) -> None:
         while True:
@@ -162,6 +169,9 @@ class EvaluationWorker:
         self._has_rules = bool(rules)
         busy = False
         for project, row in rules:
+            if self.ownership is not None and not self.ownership.owns(row.id):
+                self._states.pop(row.id, None)  # its owner's now: re-read its marks if back
+                continue
             try:
                 busy = await self._rule(project, row) or busy
             except Exception:

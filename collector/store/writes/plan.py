@@ -117,12 +117,19 @@ UPKEEP = TableGroup(
 
 EVALUATION = TableGroup(
     "evaluation",
-    ("evaluator_versions", "evaluation_rules", "evaluation_decisions", "evaluation_watermarks"),
+    (
+        "evaluator_versions",
+        "evaluation_rules",
+        "evaluation_decisions",
+        "evaluation_watermarks",
+        "collector_heartbeats",
+    ),
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "evaluators and rules are written at a human pace and read back at once; decisions are "
     "few per target, each read back by its rule's page; each write answers Stored or Refused "
-    "(an outage) as a RowWriter's does (direct_write)",
+    "(an outage) as a RowWriter's does (direct_write); a collector's heartbeat is one row "
+    "every few seconds",
 )
 
 AUDIT = TableGroup(
