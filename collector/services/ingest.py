@@ -32,6 +32,7 @@ from .dates import to_ms, utc_now_ms
 from .experiment_traffic import ExperimentTraffic
 from .pricing import GenaiPriceBook, PriceBook
 from .prompts.matching import ChatLinks
+from .record_decode import FastRecord, decode_batch
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _VALID_RECORDS = TypeAdapter(list[RequestRecordIn])
@@ -67,9 +68,12 @@ def time_of_id(request_id: str) -> datetime | None:
 
 
 def record_values(
-    record: RequestRecordIn, now: datetime, prices: PriceBook | None = None
+    record: RequestRecordIn | FastRecord, now: datetime, prices: PriceBook | None = None
 ) -> dict[str, Any]:
     """Normalise a validated record into its stored values, by :class:`RequestRow` field.
+
+    ``record`` is the pydantic model or, for a batch read in the compiled pass, its msgspec
+    twin (:mod:`.record_decode`): the same fields and defaults.
 
     A record without ``usage.estimated_cost_usd`` is priced by ``prices`` from its model,
     provider and tokens, at its own time; a cost the client sent is kept as sent.
@@ -322,14 +326,23 @@ class IngestService:
             raise PayloadTooLarge(self._max_batch) from None
 
     def _prepare_valid_body(self, project: str, body: bytes) -> tuple[bytes, list[str]] | None:
-        """Encode a batch body whose every record is valid (None if one is not)."""
-        try:
-            records = _VALID_BATCH.validate_json(body).records
-        except ValidationError:
-            return None
+        """Encode a batch body whose every record is valid (None if one is not).
+
+        msgspec reads the body first (:func:`.record_decode.decode_batch`, ~4x faster); a
+        body it does not take is read by pydantic, as before.
+        """
+        records: Sequence[RequestRecordIn | FastRecord] | None = decode_batch(body)
+        checked = records is not None
+        if records is None:
+            try:
+                records = _VALID_BATCH.validate_json(body).records
+            except ValidationError:
+                return None
         self._check_size(len(records))
         values = self._prepare(project, records, utc_now_ms())
         del records  # the models: what is stored is in values now
+        if checked:  # no NaN, infinity or lone surrogate: msgspec reads none
+            return encode_rows(project, values, checked=True), [row["id"] for row in values]
         return self._encode(project, values, [])
 
     def _encode(
@@ -371,7 +384,7 @@ class IngestService:
                 raise refused_error(refused, self._retry_after)
 
     def _prepare(
-        self, project: str, records: Sequence[RequestRecordIn], now: datetime
+        self, project: str, records: Sequence[RequestRecordIn | FastRecord], now: datetime
     ) -> list[dict[str, Any]]:
         """Normalise records; a retried id without created_at gets its first time back.
 

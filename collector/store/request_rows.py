@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from pydantic_core import to_json
 
 from .connection import utc
@@ -130,16 +131,24 @@ def _collect_strings(value: Any, out: list[str]) -> None:
         out.append(str(value))
 
 
-def encode_rows(project: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode_rows(project: str, rows: Iterable[Mapping[str, Any]], checked: bool = False) -> bytes:
     """Return records as one JSON array of row objects, ready for :meth:`RequestStore.insert`.
 
     ``rows`` are each record's stored values by :class:`RequestRow` field. The JSON objects
     (input variables, output, metadata, integration, a structured input) stay objects here:
     ClickHouse stores each one's JSON text in its String column (``JSON_INPUT``), so the
-    whole batch is serialised in one pass by pydantic-core instead of value by value.
-    Raises ``PydanticSerializationError`` if a value cannot be written as UTF-8 JSON.
+    whole batch is serialised in one pass instead of value by value: by pydantic-core, which
+    writes NaN and infinities as such and raises ``PydanticSerializationError`` for a value
+    UTF-8 cannot carry (a lone surrogate); or, for ``checked`` rows, which hold neither (read
+    by the compiled pass, ``services/record_decode.py``), by msgspec, in a third of the time.
     """
-    return to_json([_stored(project, row) for row in rows], inf_nan_mode="constants")
+    stored = [_stored(project, row) for row in rows]
+    if checked:
+        return _ENCODER.encode(stored)
+    return to_json(stored, inf_nan_mode="constants")
 
 
 def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
