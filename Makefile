@@ -132,6 +132,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/connections.py
 	$(PY) benchmarks/audit.py
 	$(PY) benchmarks/playground.py
+	$(PY) benchmarks/evaluation.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
