@@ -287,7 +287,7 @@ def test_a_viewer_reads_rules_and_evaluators_but_is_offered_no_write_and_an_anno
             expect(page.locator("#nav").get_by_role("link", name="Evaluation")).to_have_count(0)
 
 
-def test_a_judge_evaluator_is_made_from_its_own_fields_and_says_it_cannot_be_tried(
+def test_a_judge_evaluator_is_made_from_its_own_fields_and_tried_on_no_record_says_so(
     console: Console, client: httpx.Client
 ) -> None:
     page = settled(console.sign_in(route="#/evaluators/+new"))
@@ -298,7 +298,9 @@ def test_a_judge_evaluator_is_made_from_its_own_fields_and_says_it_cannot_be_tri
     page.get_by_label("Label", exact=True).fill("production")
     page.get_by_label("Categories (JSON)").fill('{"helpful": 1, "unhelpful": 0}')
     page.get_by_role("button", name="Try on records").click()
-    expect(page.locator(".try-results")).to_contain_text("A judge cannot be tried yet")
+    # A judge is tried as any evaluator is (tests/console/test_evaluator_judge_trial.py):
+    # here on no record, the project having none.
+    expect(page.locator(".try-results")).to_contain_text("No records to try it on yet")
     # A categories box that is not JSON is said so before anything is sent.
     page.get_by_label("Categories (JSON)").fill("{helpful")
     page.get_by_role("button", name="Save").click()

@@ -243,10 +243,6 @@ function tryPanel(definition) {
     replace(results, "Trying…");
     try {
       const evaluator = definition();
-      // The collector would refuse it: a judge's calls would be logged and charged.
-      if (evaluator.type === "llm_judge") {
-        return replace(results, "A judge cannot be tried yet: save it and let a rule run it.");
-      }
       let requestIds = ids.value.split(/[\s,]+/).filter(Boolean);
       if (!requestIds.length) {
         const { data } = await api("/requests", { query: { limit: 5 } });
@@ -265,19 +261,41 @@ function tryPanel(definition) {
   return h(
     "fieldset",
     { class: "try" },
-    h("legend", {}, "Try before saving (nothing is written; judges cannot be tried yet)"),
+    h("legend", {}, "Try before saving (nothing is saved; a judge's calls are made and priced)"),
     field("Records", ids),
     run,
     results,
   );
 }
 
-/** The verdicts of a trial: each record's output and value, or why there is none. */
+/**
+ * The verdicts of a trial: each record's output and value, or why there is none; a judge's
+ * trial adds each call's cost and a link to the judge's record.
+ */
 export function trialTable(items) {
+  const judged = items.some((item) => item.judge_request_id || item.cost_usd !== null);
   const columns = [
     ["Record", "lead"],
     ["Output", ""],
     ["Value", ""],
+    ...(judged
+      ? [
+          ["Cost", "num"],
+          ["Judge's record", ""],
+        ]
+      : []),
+  ];
+  const judgeCells = (item) => [
+    item.cost_usd === null || item.cost_usd === undefined
+      ? h("span", { class: "muted" }, "—")
+      : fmt.cost(item.cost_usd),
+    item.judge_request_id
+      ? h(
+          "a",
+          { href: recordHref(item.judge_request_id), class: "mono cut judge-record" },
+          item.judge_request_id,
+        )
+      : h("span", { class: "muted" }, "no call"),
   ];
   const body = h("tbody");
   body.append(
@@ -290,6 +308,7 @@ export function trialTable(items) {
           item.error
             ? h("span", { class: "error" }, item.error)
             : h("strong", {}, asText(item.value)),
+          ...(judged ? judgeCells(item) : []),
         ],
         recordHref(item.request_id),
       ),
