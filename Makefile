@@ -132,6 +132,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/connections.py
 	$(PY) benchmarks/audit.py
 	$(PY) benchmarks/playground.py
+	$(PY) benchmarks/scale.py --steps 1000000,10000000,100000000 --words 6
 	$(PY) benchmarks/evaluation.py
 
 clean:
