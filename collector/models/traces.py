@@ -79,6 +79,10 @@ class SessionDetail(SessionListItem):
     """One session, with a page of its records oldest first: the conversation in order."""
 
     items: list[RequestListItem]
+    evaluations: list[EvaluationOut] = Field(
+        default_factory=list,
+        description="Each evaluation rule's decision on the session, with its reason.",
+    )
 
 
 class SessionPage(BaseModel):

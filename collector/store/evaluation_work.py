@@ -136,6 +136,7 @@ class Arrival:
     id: str
     created_at: datetime
     trace_id: str = ""
+    session_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ class EvaluationWorkStore:
         self._decisions = f"{db}.{quote(EVALUATION_DECISIONS.name)}"
         self._rules = f"{db}.{quote('evaluation_rules')}"
         self._requests = f"{db}.{quote('requests')}"
+        self._threads = f"{db}.{quote('thread_items')}"
         self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
         self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
 
@@ -224,7 +226,7 @@ class EvaluationWorkStore:
         """Up to ``limit`` records of the project that arrived after ``after`` and no later
         than ``until``, in arrival order."""
         result = self._client.query(
-            f"SELECT arrived_at, id, created_at, trace_id FROM {self._arrivals} "
+            f"SELECT arrived_at, id, created_at, trace_id, session_id FROM {self._arrivals} "
             "WHERE project = {p:String} AND arrived_at <= {until:DateTime64(6, 'UTC')} "
             "AND (arrived_at, id) > ({at:DateTime64(6, 'UTC')}, {id:String}) "
             "ORDER BY arrived_at, id LIMIT {limit:UInt32}",
@@ -237,16 +239,24 @@ class EvaluationWorkStore:
             },
             settings=self._read,
         )
-        return [Arrival(_utc(r[0]), str(r[1]), _utc(r[2]), str(r[3])) for r in result.result_rows]
+        return [
+            Arrival(_utc(r[0]), str(r[1]), _utc(r[2]), str(r[3]), str(r[4]))
+            for r in result.result_rows
+        ]
 
-    def last_arrivals(self, project: str, trace_ids: Sequence[str]) -> dict[str, datetime]:
-        """When each trace's newest record arrived."""
-        if not trace_ids:
+    def last_arrivals(
+        self, project: str, ids: Sequence[str], key: str = "trace_id"
+    ) -> dict[str, datetime]:
+        """When each trace's (``key`` 'trace_id') or session's ('session_id') newest record
+        arrived."""
+        if not ids:
             return {}
+        column = {"trace_id": "trace_id", "session_id": "session_id"}[key]
         result = self._client.query(
-            f"SELECT trace_id, max(arrived_at) FROM {self._arrivals} "
-            "WHERE project = {p:String} AND trace_id IN {ids:Array(String)} GROUP BY trace_id",
-            parameters={"p": project, "ids": list(trace_ids)},
+            f"SELECT {column}, max(arrived_at) FROM {self._arrivals} "
+            f"WHERE project = {{p:String}} AND {column} IN {{ids:Array(String)}} "
+            f"GROUP BY {column}",
+            parameters={"p": project, "ids": list(ids)},
             settings=self._read,
         )
         return {str(r[0]): _utc(r[1]) for r in result.result_rows}
@@ -305,6 +315,26 @@ class EvaluationWorkStore:
         return self._candidates(
             "trace_id IN {ids:Array(String)}", {"p": project, "ids": sorted(set(trace_ids))}
         )
+
+    def session_candidates(
+        self, project: str, session_ids: Sequence[str]
+    ) -> dict[str, list[Candidate]]:
+        """Every live record of the sessions ``session_ids`` (their metadata.session_id), by
+        session: their keys from each session's range of ``thread_items``, then the records."""
+        if not session_ids:
+            return {}
+        rows = self._client.query(
+            f"SELECT DISTINCT value, created_at, id FROM {self._threads} "
+            "WHERE project = {p:String} AND key = 'session_id' "
+            "AND value IN {ids:Array(String)}",
+            parameters={"p": project, "ids": sorted(set(session_ids))},
+            settings=self._read,
+        ).result_rows
+        session_of = {str(r[2]): str(r[0]) for r in rows}
+        found: dict[str, list[Candidate]] = {}
+        for record in self.candidates(project, [(_utc(r[1]), str(r[2])) for r in rows]):
+            found.setdefault(session_of[record.id], []).append(record)
+        return found
 
     def _candidates(self, where: str, params: dict[str, Any]) -> list[Candidate]:
         result = self._client.query(

@@ -351,6 +351,7 @@ class Session(_Shape):
     estimated_cost_usd: float = 0.0
     scores: ScoreMeans = Field(default_factory=dict)
     items: list[RequestRecord] = Field(default_factory=list)
+    evaluations: list[Evaluation] = Field(default_factory=list)
 
 
 class User(_Shape):

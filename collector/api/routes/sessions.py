@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from ...models.envelopes import Page, Pagination
-from ...models.requests import RequestListItem
+from ...models.requests import EvaluationOut, RequestListItem
 from ...models.traces import SessionDetail, SessionListItem, SessionPage
 from ..deps import Project, ServicesDep
 from .requests import Cursor, Environment, Kind, Limit
@@ -59,13 +59,18 @@ def get_session(
     cursor: Cursor = None,
     kind: Kind = None,
 ) -> SessionPage:
-    """One session with its records oldest first (its model calls unless ``kind``)."""
+    """One session with its records oldest first (its model calls unless ``kind``) and each
+    evaluation rule's decision on it."""
     found = services.traces.session(project, session_id, limit, cursor, kind)
     return SessionPage(
         data=SessionDetail.of(
             found.summary,
             scores=found.scores,
             items=[RequestListItem.of_record(r, found.row_scores.get(r.id)) for r in found.rows],
+            evaluations=[
+                EvaluationOut.model_validate(e, from_attributes=True)
+                for e in services.evaluation.decisions.on_target(project, "session", session_id)
+            ],
         ),
         pagination=Pagination.of(found.next_cursor),
     )

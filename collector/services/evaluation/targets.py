@@ -3,9 +3,10 @@ matches the rule's filter, and the evaluator's input, output and expected output
 rule's mapping.
 
 Mapping paths: ``input``, ``input_variables``, ``input_variables.<key>``, ``output``,
-``output.<key>`` (``output.content`` among them) and ``metadata.<key>``. Without a mapping the
-input is the record's ``input`` when it has one, else its ``input_variables``, and the output
-is ``output.content`` when present, else the whole ``output``.
+``output.<key>`` (``output.content`` among them), ``metadata.<key>`` and, for a session,
+``transcript``. Without a mapping the input is the record's ``input`` when it has one, else
+its ``input_variables``, and the output is ``output.content`` when present, else the whole
+``output``.
 """
 
 from __future__ import annotations
@@ -82,11 +83,17 @@ def mapped(spec: RuleIn, record: Candidate) -> Mapped:
     """The evaluator's input, output and expected output from ``record``."""
     mapping = spec.mapping
     if mapping is None:
-        given = record.input if record.input not in (None, "", []) else record.input_variables
-        content = record.output.get("content")
-        return Mapped(given, content if content is not None else record.output, None)
+        return _unmapped(record)
     expected = None if mapping.expected is None else value_at(record, mapping.expected)
     return Mapped(value_at(record, mapping.input), value_at(record, mapping.output), expected)
+
+
+def _unmapped(record: Candidate) -> Mapped:
+    """A record's input and output where no mapping says: its ``input`` when it has one,
+    else its ``input_variables``; ``output.content`` when present, else the whole output."""
+    given = record.input if record.input not in (None, "", []) else record.input_variables
+    content = record.output.get("content")
+    return Mapped(given, content if content is not None else record.output, None)
 
 
 def as_text(value: Any) -> str:
@@ -123,3 +130,42 @@ def trace_target(
     if spec.mapping is not None and spec.mapping.output.startswith("metadata."):
         return Target("trace", trace_id, given)
     return Target("trace", trace_id, Mapped(given.input, answer.output, given.expected))
+
+
+def transcript(records: list[Candidate]) -> list[dict[str, Any]]:
+    """A session's conversation: each model call's input and output (as a rule without a
+    mapping reads a record's), oldest first."""
+    ordered = sorted(records, key=lambda r: (r.created_at, r.id))
+    calls = [r for r in ordered if r.kind in MODEL_CALLS]
+    turns = [_unmapped(r) for r in calls]
+    return [{"input": t.input, "output": t.output} for t in turns]
+
+
+def session_target(
+    spec: RuleIn, session_id: str, records: list[Candidate], label_version: int | None
+) -> Target | None:
+    """The session as a rule's target when one of its records passes the filter; its input
+    is its first model call's input, its output its last model call's output (its first and
+    last records' when it has no model call), and the path ``transcript`` gives
+    :func:`transcript`."""
+    if not records or not any(matches(spec, r, label_version) for r in records):
+        return None
+    ordered = sorted(records, key=lambda r: (r.created_at, r.id))
+    calls = [r for r in ordered if r.kind in MODEL_CALLS] or ordered
+    first, last = calls[0], calls[-1]
+    mapping = spec.mapping
+    whole = transcript(records)
+
+    def at(path: str | None, record: Candidate) -> Any:
+        if path is None:
+            return None
+        return whole if path == "transcript" else value_at(record, path)
+
+    if mapping is None:
+        given, answer = mapped(spec, first), mapped(spec, last)
+        return Target("session", session_id, Mapped(given.input, answer.output, None))
+    return Target(
+        "session",
+        session_id,
+        Mapped(at(mapping.input, first), at(mapping.output, last), at(mapping.expected, first)),
+    )

@@ -5,52 +5,14 @@ row ever written, read from the store once the collector stopped)."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from promptrail.collector.runtime_file import read_runtime
+from tests.collector.evaluation.steps import decision_rows, killed
 from tests.collector.processes import collector
 
 RECORDS = 200
-
-
-def _killed(api: httpx.Client, data_dir: Path) -> None:
-    info = read_runtime(data_dir)
-    assert info is not None
-    os.kill(info.pid, signal.SIGKILL)  # no shutdown: as a crash or a power cut
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api.get("/health")
-        except httpx.TransportError:
-            return
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
-def _decision_rows(data_dir: Path) -> dict[str, int]:
-    """How many decision rows were ever written per record (from the time-ordered copy,
-    which keeps every row), read by another process once the collector stopped."""
-    script = (
-        "import json, clickhouse_connect; "
-        f"c = clickhouse_connect.get_client(dsn='chdb://{data_dir / 'clickhouse'}'); "
-        "rows = c.query('SELECT target_id, count() FROM promptrail.evaluation_decision_times "
-        "GROUP BY target_id').result_rows; "
-        "print(json.dumps({str(r[0]): int(r[1]) for r in rows}))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    counts: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
-    return counts
 
 
 def test_records_acknowledged_before_a_kill_are_each_decided_once_after_the_restart(
@@ -73,21 +35,20 @@ def test_records_acknowledged_before_a_kill_are_each_decided_once_after_the_rest
             ]  # fmt: skip
             answer = api.post("/v1/requests/batch", json={"records": batch})
             assert answer.status_code == 201, answer.text  # acknowledged: stored
-        _killed(api, tmp_path)
+        killed(api, tmp_path)
     with collector(tmp_path, log) as api:
         deadline = time.monotonic() + 120
         while True:
-            page = api.get(
-                f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}
-            ).json()
             counts = api.get(f"/v1/evaluation-rules/{rule_id}").json()["data"]["counts"]
             if counts["scored"] == RECORDS:
                 break
             assert time.monotonic() < deadline, counts
             time.sleep(0.2)
+        # Read once all are counted (a page read before the count may predate the batch).
+        page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
         assert {d["decision"] for d in page["data"]} == {"scored"}
         detail = api.get(f"/v1/requests/{ids[0]}").json()["data"]
         assert [e["decision"] for e in detail["evaluations"]] == ["scored"]
-    rows = _decision_rows(tmp_path)
+    rows = decision_rows(tmp_path)
     assert sorted(rows) == ids
     assert set(rows.values()) == {1}, {k: v for k, v in rows.items() if v != 1}
