@@ -13,6 +13,7 @@ calls is the proof: without ownership both workers judge the same targets.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -192,3 +193,40 @@ def test_a_killed_collector_s_rules_move_and_resume_from_their_watermarks(
     _all_scored(b, rules, second)
     assert all(b_own.owns(r) for r in rules)
     assert len(openai_stub.calls) == RULES * (len(first) + len(second))
+
+
+def test_a_collector_joining_takes_only_the_rules_it_wins() -> None:
+    rules = [f"rule_{n:04x}" for n in range(300)]
+    before = {r: rendezvous_owner(r, ["col_a", "col_b"]) for r in rules}
+    after = {r: rendezvous_owner(r, ["col_a", "col_b", "col_c"]) for r in rules}
+    moved = [r for r in rules if before[r] != after[r]]
+    # Every rule that moves goes to the newcomer; the others stay where they were.
+    assert moved and all(after[r] == "col_c" for r in moved)
+    assert 60 <= len(moved) <= 140  # about a third
+    # Every collector computes the same owner, whatever order it lists the others in.
+    assert all(rendezvous_owner(r, ["col_c", "col_b", "col_a"]) == after[r] for r in rules)
+
+
+def test_a_collector_whose_heartbeats_fail_owns_nothing(api: TestClient) -> None:
+    services: Services = api.app.state.services
+    now = [1000.0]
+    alone = Ownership(
+        HeartbeatStore(services.store.client, services.store.database),
+        "col_alone",
+        join_grace_seconds=0,
+        lease_seconds=15,
+        clock=lambda: now[0],
+    )
+    assert not alone.owns("rule_x")  # no heartbeat read yet
+    asyncio.run(alone.refresh())
+    assert alone.owns("rule_x") and alone.owns("rule_y")  # alone: every rule
+    # Its beats and reads failing (none made), it stops owning once its lease is over,
+    # before the others would count it dead.
+    now[0] += 16
+    assert not alone.owns("rule_x")
+    asyncio.run(alone.refresh())
+    assert alone.owns("rule_x")
+    # Stopped cleanly, it says it leaves: no collector reads it as alive.
+    asyncio.run(alone.stop())
+    others = HeartbeatStore(services.store.client, services.store.database)
+    assert others.live(30_000, 0) == []
