@@ -172,6 +172,15 @@ def _json(text: str, empty: Any) -> Any:
         return empty
 
 
+# A backfill's window over the log (parameters p, since and until).
+_WINDOW = (
+    "project = {p:String} AND created_at >= {since:DateTime64(3, 'UTC')} "
+    "AND created_at < {until:DateTime64(3, 'UTC')} AND is_deleted = 0 "
+    f"AND NOT startsWith(environment, '{RESERVED_PREFIX}')"
+)
+# A record's trace or session, as the worker keys them.
+_THREAD_OF = {"trace_id": "trace_id", "session_id": "metadata_map['session_id']"}
+
 _DECISION_SELECT = (
     "rule_id, target_type, target_id, decision, reason, evaluator, evaluator_version, "
     "decided_at, score_id, judge_request_id, cost_usd"
@@ -290,6 +299,39 @@ class EvaluationWorkStore:
             "AND created_at >= {since:DateTime64(3, 'UTC')} "
             "AND created_at < {until:DateTime64(3, 'UTC')} AND is_deleted = 0 "
             f"AND NOT startsWith(environment, '{RESERVED_PREFIX}')",
+            parameters={"p": project, "since": since, "until": until},
+            settings=self._read,
+        )
+        return int(result.result_rows[0][0])
+
+    def threads_between(
+        self, project: str, key: str, since: datetime, until: datetime, after: str, limit: int
+    ) -> list[str]:
+        """Up to ``limit`` traces (``key`` 'trace_id') or sessions ('session_id') with a live
+        record of the project created in [since, until) (the service's own environments
+        left out), by id after ``after``: a trace or session rule's backfill window."""
+        result = self._client.query(
+            f"SELECT DISTINCT {_THREAD_OF[key]} AS thread FROM {self._requests} FINAL "
+            f"WHERE {_WINDOW} AND thread != '' AND thread > {{after:String}} "
+            "ORDER BY thread LIMIT {limit:UInt32}",
+            parameters={
+                "p": project,
+                "since": since,
+                "until": until,
+                "after": after,
+                "limit": limit,
+            },
+            settings=self._read,
+        )
+        return [str(r[0]) for r in result.result_rows]
+
+    def count_threads_between(
+        self, project: str, key: str, since: datetime, until: datetime
+    ) -> int:
+        """How many traces or sessions :meth:`threads_between` finds in the window."""
+        result = self._client.query(
+            f"SELECT uniqExact(thread) FROM (SELECT {_THREAD_OF[key]} AS thread "
+            f"FROM {self._requests} FINAL WHERE {_WINDOW} AND thread != '')",
             parameters={"p": project, "since": since, "until": until},
             settings=self._read,
         )

@@ -1,7 +1,9 @@
 """Backfills (docs/api-notes.md, "Online evaluation"): a rule run on the records created in a
-past window, as a job with progress, deciding exactly as the live path does (the worker's own
-:meth:`~.worker.EvaluationWorker.decide`: the same sample, the same score ids, the same rate
-and budget), and evaluating again a target the rule already decided (its score replaced).
+past window (a trace or session rule: on the traces or sessions with a record created
+there), as a job with progress, deciding exactly as the live path does (the worker's own
+:meth:`~.deciding.Decider.decide` and :meth:`~.worker.EvaluationWorker.thread_targets`: the
+same sample, the same score ids, the same rate and budget), and evaluating again a target the
+rule already decided (its score replaced).
 
 A job lives in the collector that runs it: its progress is on the rule's GET there
 (``backfill``: ``running``, then ``completed`` or ``failed``); a collector that stops ends it
@@ -27,11 +29,16 @@ from .worker import EvaluationWorker
 logger = logging.getLogger("promptrail.evaluation")
 
 BATCH = 500
+# Traces or sessions a batch reads (each whole: several records).
+THREADS = 100
+# What keys a rule's target in the log, when it is no record.
+_KEYS = {"trace": "trace_id", "session": "session_id"}
 
 
 @dataclass
 class Job:
-    """A backfill's progress: records of the window read so far, of ``total``."""
+    """A backfill's progress: records (traces, sessions) of the window read so far, of
+    ``total``."""
 
     status: str
     done: int
@@ -60,18 +67,21 @@ class Backfills:
         return None if job is None else job.as_json()
 
     async def start(self, project: str, rule_id: str, since: datetime, until: datetime) -> Job:
-        """Start a backfill of the records created in [since, until); return its job."""
+        """Start a backfill of the records (traces, sessions with a record) created in
+        [since, until); return its job."""
         rule: Rule = await anyio.to_thread.run_sync(self._rules.live, project, rule_id)
         if until <= since:
             raise ValidationFailed("to", "to must come after from")
-        if rule.spec.target != "record":
-            raise ValidationFailed(
-                "target", "only rules judging records can be backfilled in this version"
-            )
         running = self._jobs.get((project, rule_id))
         if running is not None and running.status == "running":
             raise ValidationFailed("id", "a backfill of this rule is running: wait for its end")
-        total = await anyio.to_thread.run_sync(self._work.count_between, project, since, until)
+        key = _KEYS.get(rule.spec.target)
+        if key is None:
+            total = await anyio.to_thread.run_sync(self._work.count_between, project, since, until)
+        else:
+            total = await anyio.to_thread.run_sync(
+                self._work.count_threads_between, project, key, since, until
+            )
         job = Job("running", 0, total)
         self._jobs[(project, rule_id)] = job
         task = asyncio.get_running_loop().create_task(self._run(project, rule, since, until, job))
@@ -84,18 +94,33 @@ class Backfills:
     ) -> None:
         row = RuleRow(rule.id, rule.spec.model_dump(mode="json"), rule.created_at, rule.updated_at)
         after = ""
+        key = _KEYS.get(rule.spec.target)
         try:
             while True:
-                keys = await anyio.to_thread.run_sync(
-                    self._work.created_between, project, since, until, after, BATCH
-                )
-                if not keys:
-                    break
-                records = await anyio.to_thread.run_sync(self._work.candidates, project, keys)
-                outcome = await self._worker.decide(project, row, rule.spec, records, again=True)
+                if key is None:
+                    keys = await anyio.to_thread.run_sync(
+                        self._work.created_between, project, since, until, after, BATCH
+                    )
+                    if not keys:
+                        break
+                    records = await anyio.to_thread.run_sync(self._work.candidates, project, keys)
+                    outcome = await self._worker.decide(
+                        project, row, rule.spec, records, again=True
+                    )
+                    read, after = len(keys), keys[-1][1]
+                else:
+                    ids = await anyio.to_thread.run_sync(
+                        self._work.threads_between, project, key, since, until, after, THREADS
+                    )
+                    if not ids:
+                        break
+                    targets = await self._worker.thread_targets(project, rule.spec, ids)
+                    outcome = await self._worker.decide_targets(
+                        project, row, rule.spec, targets, again=True
+                    )
+                    read, after = len(ids), ids[-1]
                 await anyio.to_thread.run_sync(self._worker.store, project, outcome)
-                job.done += len(keys)
-                after = keys[-1][1]
+                job.done += read
             job.done = max(job.done, job.total)
             job.total = job.done
             job.status = "completed"

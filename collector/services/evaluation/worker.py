@@ -233,17 +233,23 @@ class EvaluationWorker(Decider):
         if stage == "due" and ids:
             newest = await anyio.to_thread.run_sync(self._work.last_arrivals, project, ids, key)
             ids = [t for t in ids if newest.get(t, until) <= until]
-        grouped = await anyio.to_thread.run_sync(self._thread_records, project, key, ids)
-        label_version = await self._label_version(project, spec)
-        make = trace_target if spec.target == "trace" else session_target
-        found = (make(spec, k, grouped.get(k, []), label_version) for k in ids)
-        targets: list[Target] = [t for t in found if t is not None]
+        targets = await self.thread_targets(project, spec, ids)
         outcome = await self.decide_targets(project, row, spec, targets, waiting=stage == "seen")
         await anyio.to_thread.run_sync(self.store, project, outcome)
         last = (arrivals[-1].arrived_at, arrivals[-1].id)
         await anyio.to_thread.run_sync(self._work.advance, project, row.id, stage, last)
         state.marks[stage] = last
         return len(arrivals) == BATCH
+
+    async def thread_targets(self, project: str, spec: RuleIn, ids: list[str]) -> list[Target]:
+        """The traces or sessions (the rule's target) of ``ids`` that match the rule, read
+        whole, as the rule's targets (the live path's and a backfill's)."""
+        key = "trace_id" if spec.target == "trace" else "session_id"
+        grouped = await anyio.to_thread.run_sync(self._thread_records, project, key, ids)
+        label_version = await self._label_version(project, spec)
+        make = trace_target if spec.target == "trace" else session_target
+        found = (make(spec, k, grouped.get(k, []), label_version) for k in ids)
+        return [t for t in found if t is not None]
 
     def _thread_records(self, project: str, key: str, ids: list[str]) -> dict[str, list[Candidate]]:
         """The live records of these traces or sessions (``key``), by trace or session."""
