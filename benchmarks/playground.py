@@ -1,6 +1,6 @@
 """What the playground adds to each cell over the provider's own time (issue 49, "Speed").
 
-    .venv/bin/python benchmarks/playground.py [--runs 20]
+    .venv/bin/python benchmarks/playground.py [--runs 20] [--back-to-back]
 
 A collector (``promptrail serve`` on a fresh data directory) calls an OpenAI stub
 (``promptrail.testing``) that answers each request after 100 ms (``first_byte_delay``),
@@ -13,8 +13,16 @@ slot minus the stub's time for it: the time before its request reaches the stub 
 run's request for the first wave; from the stub's answer to the wave-1 cell whose slot it took
 for the second, so that cell's wrap-up is counted twice: a ceiling) plus the time from the
 stub's last byte to the cell's ``end`` event at the client. Also: each cell's ``latency_ms``
-as the collector records it minus the stub's delay and minus the stub's time, the time to the ``start`` event (plan and
-estimate), and the run's wall time against the ideal (2 waves x 100 ms).
+as the collector records it minus the stub's delay and minus the stub's time, the time to the
+``start`` event (plan and estimate), the run's wall time against the ideal (2 waves x 100 ms),
+and the collector's CPU time per cell (its whole process, and its event loop's thread), which
+unlike the latencies does not move with what else the machine runs.
+
+Each run starts once the previous run's records are stored (a read of the log naming the run
+waits for them, and checks they are all there), as a person's next run would; with
+``--back-to-back`` a run starts as soon as the previous one's ``done`` event arrives, and its
+dataset read waits for the previous run's insert on the store. The CPU figure counts the
+records' insert and that one read of the log per run.
 
 Target: at most 5 ms p50 added per cell. The budget check's own cost per call is measured by
 benchmarks/connections.py ("admit").
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -35,7 +44,7 @@ from typing import Any
 
 import httpx
 from _harness import check, collector
-from _report import Machine
+from _report import Machine, load_average
 from starlette.types import Message, Receive, Scope, Send
 
 from promptrail.testing import OpenAIStub, serve
@@ -75,6 +84,19 @@ class StubTimer:
         await self.stub.app(scope, receiving, sending)
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """The CPU time (user + system) of a process and of its main thread (the collector's
+    event loop), seconds, from /proc: unlike the latencies it does not move with what else
+    the machine runs."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read(path: str) -> float:
+        fields = Path(path).read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (nearest rank)."""
     ordered = sorted(values)
@@ -86,6 +108,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 class Run:
     """One run's timings, in seconds from the request."""
 
+    id: str = ""
     start_event: float = 0.0
     done: float = 0.0
     ends: dict[str, float] = field(default_factory=dict)  # item -> end event
@@ -112,6 +135,7 @@ def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tu
             event: dict[str, Any] = json.loads(line[5:])
             if event["type"] == "start":
                 run.start_event = now - sent
+                run.id = event["id"]
             elif event["type"] == "end":
                 if event["status"] != "success":
                     raise RuntimeError(f"a cell failed: {event}")
@@ -120,7 +144,25 @@ def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tu
                 run.latency_ms[item] = event["latency_ms"]
             elif event["type"] == "done":
                 run.done = now - sent
+    # The stub notes a request's last byte just after sending it: the client may read the
+    # run's end first.
+    deadline = time.monotonic() + 5
+    while len(timer.seen) < CELLS and time.monotonic() < deadline:
+        time.sleep(0.001)
     return run, sent
+
+
+def settle(client: httpx.Client, run: Run) -> None:
+    """Wait until the run's records are stored: a read of the log waits for the inserts
+    behind it, and the records must all be there."""
+    params = {
+        "environment": "promptrail-playground",
+        "metadata.playground_run_id": run.id,
+        "limit": CELLS,
+    }
+    found = check(client.get("/v1/requests", params=params)).json()["data"]
+    if len(found) != CELLS:
+        raise RuntimeError(f"run {run.id}: {len(found)} records stored, not {CELLS}")
 
 
 def added_per_cell(run: Run, sent: float, seen: dict[str, tuple[float, float]]) -> list[float]:
@@ -141,7 +183,14 @@ def added_per_cell(run: Run, sent: float, seen: dict[str, tuple[float, float]]) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=20)
-    runs = parser.parse_args().runs
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="start each run as soon as the last one's done event arrives, while its records "
+        "are still being stored (by default a run starts once they are)",
+    )
+    args = parser.parse_args()
+    runs = args.runs
     stub = OpenAIStub()
     stub.script.first_byte_delay = DELAY
     timer = StubTimer(stub)
@@ -161,8 +210,13 @@ def main() -> None:
             check(client.post("/v1/datasets/bench/items", json={"items": made}), 201)
             listed = check(client.get("/v1/datasets/bench/items", params={"limit": 100}))
             items = {i["id"]: i["input_variables"]["q"] for i in listed.json()["data"]}
+            pid = served.process.pid
             for n in range(WARMUP + runs):
+                if n == WARMUP:
+                    cpu_before = cpu_seconds(pid)
                 run, sent = one_run(client, timer, items)
+                if not args.back_to_back:
+                    settle(client, run)
                 if n < WARMUP:
                     continue
                 seen = dict(timer.seen)
@@ -173,13 +227,22 @@ def main() -> None:
                     over_delay.append(run.latency_ms[item] / 1e3 - DELAY)
                 starts.append(run.start_event)
                 walls.append(run.done)
+            cpu_after = cpu_seconds(pid)
             client.close()
     ms = 1e3
+    cells = runs * CELLS
+    cpu_cell = (cpu_after[0] - cpu_before[0]) / cells
+    loop_cell = (cpu_after[1] - cpu_before[1]) / cells
     ideal = 2 * DELAY
     print(f"Machine: {Machine.current().line()}")
     print(
         f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {runs} runs of {CELLS} cells "
-        f"({AT_ONCE} at once), stub answering after {DELAY * ms:.0f} ms"
+        f"({AT_ONCE} at once), stub answering after {DELAY * ms:.0f} ms; "
+        f"load average {load_average()}"
+    )
+    print(
+        f"the collector's CPU per cell: {cpu_cell * ms:.2f} ms (all threads), "
+        f"{loop_cell * ms:.2f} ms (the event loop's thread)"
     )
     print(
         f"the stub's own time per request: p50 {percentile(provider, 50) * ms:.1f} ms, "

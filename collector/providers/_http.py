@@ -22,6 +22,7 @@ import httpx
 from promptrail._retry import RetryPolicy, retry_after
 
 from . import HttpPolicy, ProviderEndpoint, ProviderFailure
+from ._pool import transport
 
 # Errors that mean the request never reached the provider or got no answer at all: safe to
 # retry. Read, write and pool timeouts are not in the list (see HttpPolicy).
@@ -55,6 +56,10 @@ def new_client(
     endpoint: ProviderEndpoint, headers: Mapping[str, str], policy: HttpPolicy
 ) -> httpx.AsyncClient:
     """Return a pooled client for one provider endpoint."""
+    limits = httpx.Limits(
+        max_connections=policy.max_connections,
+        max_keepalive_connections=min(policy.max_connections, 100),
+    )
     return httpx.AsyncClient(
         base_url=endpoint.base_url,
         verify=_tls_context(),
@@ -66,10 +71,9 @@ def new_client(
             write=policy.read_timeout,
             pool=policy.read_timeout,
         ),
-        limits=httpx.Limits(
-            max_connections=policy.max_connections,
-            max_keepalive_connections=min(policy.max_connections, 100),
-        ),
+        limits=limits,
+        # Direct calls go through this pool; a proxy of the environment keeps httpx's own.
+        transport=transport(_tls_context(), limits),
         # Redirects of an API POST are a misconfiguration; following them would resend it.
         follow_redirects=False,
     )
@@ -105,7 +109,7 @@ async def _send_with_retries(
     attempt = 0
     while True:
         try:
-            response = await client.send(client.build_request("POST", path, json=body), stream=True)
+            response = await _send(client, client.build_request("POST", path, json=body))
         except _RETRYABLE_TRANSPORT as exc:
             if attempt >= policy.max_retries:
                 message = f"cannot reach the provider: {_describe(exc)}"
@@ -125,6 +129,20 @@ async def _send_with_retries(
             delay = min(delay, policy.retry_max_delay)
         await anyio.sleep(delay)
         attempt += 1
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """Send ``request`` through the client's transport for its URL (the environment's proxy,
+    if any), the answer's body unread.
+
+    ``client.send`` adds layers a provider call never uses, on every call: auth flows,
+    redirects (never followed here), event hooks, and a cookie jar, which would carry the
+    cookies a provider set on one project's call into another project's calls.
+    """
+    through = client._transport_for_url(request.url)
+    response = await through.handle_async_request(request)
+    response.request = request
+    return response
 
 
 def _retryable_status(status: int) -> bool:
@@ -221,7 +239,7 @@ async def sse_events(provider: str, response: httpx.Response) -> AsyncGenerator[
     event: str | None = None
     data: list[str] = []
     try:
-        async for line in response.aiter_lines():
+        async for line in _lines(response):
             if not line:
                 if data:
                     yield SseEvent(event, "\n".join(data))
@@ -240,6 +258,27 @@ async def sse_events(provider: str, response: httpx.Response) -> AsyncGenerator[
         raise ProviderFailure(provider, f"stream broke off: {_describe(exc)}") from exc
     if data:
         yield SseEvent(event, "\n".join(data))
+
+
+async def _lines(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """The body's lines as they arrive (ended by LF, CRLF or CR, as SSE allows), without
+    their endings.
+
+    Split on the bytes rather than through ``aiter_lines``: two layers of generators (text
+    decoding, line splitting) less per network read; SSE is UTF-8, and a whole line is
+    decoded at once, so a character split between two reads is never cut.
+    """
+    pending = b""
+    async for piece in response.aiter_bytes():
+        lines = (pending + piece if pending else piece).splitlines(keepends=True)
+        last = lines[-1] if lines else b""
+        # A last line without its end waits for the next read; so does one ending in CR,
+        # which may be the first half of a CRLF.
+        pending = b"" if last.endswith(b"\n") else lines.pop() if lines else b""
+        for line in lines:
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
 def parse_json_data(provider: str, event: SseEvent) -> dict[str, Any]:

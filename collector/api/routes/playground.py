@@ -13,6 +13,9 @@ make, and each cell's, calling no provider and writing nothing (the console show
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter
@@ -21,7 +24,7 @@ from sse_starlette import EventSourceResponse
 from ...models.envelopes import Data, ErrorBody
 from ...models.playground import PlaygroundEstimateOut, PlaygroundRunIn, PlaygroundRunOut
 from ..deps import Project, ServicesDep
-from .runs import _PING_SECONDS, _sse
+from .runs import _PING_SECONDS
 
 router = APIRouter(prefix="/playground", tags=["playground"])
 
@@ -44,6 +47,22 @@ async def run_playground(
     if plan.stream:
         return EventSourceResponse(_sse(playground.stream(plan)), ping=_PING_SECONDS, sep="\n")
     return Data(data=await playground.run(plan))
+
+
+async def _sse(
+    batches: AsyncGenerator[list[dict[str, Any]], None],
+) -> AsyncGenerator[bytes, None]:
+    """Write each batch of events in one piece, each event one ``data: <json>`` line and a
+    blank line (the bytes the runs' stream writes for one event)."""
+    async with aclosing(batches):
+        async for batch in batches:
+            yield b"".join(_event(event) for event in batch)
+
+
+def _event(event: dict[str, Any]) -> bytes:
+    # JSON escapes every line break in its strings: the event is a single data line.
+    text = json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return b"data: " + text.encode() + b"\n\n"
 
 
 @router.post("/estimates", response_model=Data[PlaygroundEstimateOut])

@@ -254,9 +254,9 @@ class PlaygroundService:
             self._keep(plan, rows)
         return answer(plan, cells)
 
-    def stream(self, plan: Plan) -> AsyncGenerator[dict[str, Any], None]:
+    def stream(self, plan: Plan) -> AsyncGenerator[list[dict[str, Any]], None]:
         """Run every cell, yielding ``start``, each cell's chunks and ``end`` as they come,
-        then ``done``."""
+        then ``done``: in batches, each one the events ready at once."""
         rows: list[RequestRow] = []
         return multiplex(
             plan,

@@ -1,7 +1,8 @@
 """A playground run as server-sent events: ``start`` with the cells, then each cell's
 ``chunk`` and ``end`` events interleaved as they arrive, then ``done``.
 
-The cells run in one task; their deltas and ends go through a queue to the stream. A client
+The cells run in one task; their deltas and ends go through a queue to the stream, which
+hands on in one batch every event that is ready. A client
 that goes away closes the stream: the cells still running are cancelled (each one's record
 says so) and the records already made are stored.
 """
@@ -26,15 +27,24 @@ CellRunner = Callable[[Deltas, Ended], Coroutine[Any, Any, list[PlaygroundCell]]
 
 async def multiplex(
     plan: Plan, cells: CellRunner, finish: Callable[[], None]
-) -> AsyncGenerator[dict[str, Any], None]:
-    """Yield a run's events; ``finish`` stores its records once the cells are over."""
-    yield {
-        "type": "start",
-        "id": plan.id,
-        "estimated_cost_usd": plan.estimate.cost_usd,
-        "estimate_method": plan.estimate.method,
-        "cells": [c.head.model_dump() for c in plan.cells],
-    }
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """Yield a run's events, in batches: each batch is every event that was ready at once
+    (the route writes a batch in one piece); ``finish`` stores the records once the cells
+    are over.
+
+    Eight cells at once mostly receive their answers together: one write for all the events
+    ready, rather than a write (and its trip through the server's layers) for each, keeps
+    the cells from waiting for each other's writes.
+    """
+    yield [
+        {
+            "type": "start",
+            "id": plan.id,
+            "estimated_cost_usd": plan.estimate.cost_usd,
+            "estimate_method": plan.estimate.method,
+            "cells": [c.head.model_dump() for c in plan.cells],
+        }
+    ]
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def delta(cell: int, text: str) -> None:
@@ -44,20 +54,26 @@ async def multiplex(
         queue.put_nowait({"type": "end", **cell.model_dump(mode="json")})
 
     task = asyncio.create_task(cells(delta, ended))
+    batch: list[dict[str, Any]] = []
     try:
         remaining = len(plan.cells)
         while remaining:
-            event = await queue.get()
-            if event["type"] == "end":
-                remaining -= 1
-            yield event
+            batch = [await queue.get()]
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            remaining -= sum(1 for event in batch if event["type"] == "end")
+            if remaining:
+                yield batch
         finished = await task
-        yield {
-            "type": "done",
-            "id": plan.id,
-            "estimated_cost_usd": plan.estimate.cost_usd,
-            "cost_usd": round(sum(c.estimated_cost_usd for c in finished), 10),
-        }
+        batch.append(
+            {
+                "type": "done",
+                "id": plan.id,
+                "estimated_cost_usd": plan.estimate.cost_usd,
+                "cost_usd": round(sum(c.estimated_cost_usd for c in finished), 10),
+            }
+        )
+        yield batch
     finally:
         if not task.done():
             task.cancel()
