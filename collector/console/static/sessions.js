@@ -137,8 +137,8 @@ export async function showSession(view, sessionId) {
       { class: "detail" },
       section("Summary", sessionFacts(session)),
       section("Scores", scoreBadges(session.scores) || h("p", { class: "muted" }, "none")),
-      // A collector that judges sessions carries their evaluations; one that does not, none.
-      Array.isArray(session.evaluations) ? evaluationsSection(session.evaluations) : null,
+      // Each rule's decision on the session with its reason, as a trace's page shows it.
+      evaluationsSection(session.evaluations),
     ),
     h("h2", { class: "conversation-head" }, "Conversation"),
     results,
