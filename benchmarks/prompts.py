@@ -23,6 +23,10 @@ new versions of one prompt in a row and creates from 8 clients. The reads go thr
 standard library's ``http.client`` (``--client httpx`` for httpx, which adds ~0.4 ms a request
 here). Issue 35's targets: every read p95 <= 1 ms, a new version p50 <= 5 ms, >= 200
 creates/s from 8 clients.
+``--writes 60`` then has 8 clients (one keep-alive connection each) ``PATCH`` and move the
+``production`` label of the loaded prompts of the one project, in turn, for 60 s, while the
+collector's registry journal file is sampled every 0.5 s for the entries a restart would
+still apply (its backlog); issue 52's target: >= 300 writes/s sustained, the backlog bounded.
 ``--write-docs`` writes the figures into the "Prompt registry" section of docs/benchmarks.md.
 The collector gets SIGTERM at the end, on error and on Ctrl-C.
 """
@@ -37,10 +41,12 @@ import os
 import random
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -468,6 +474,7 @@ class Report:
     reused: bool = False
     writes: Writes | None = None
     client: str = "stdlib"
+    sustained: Sustained | None = None
 
 
 @dataclass(frozen=True)
@@ -536,6 +543,163 @@ def measure_writes(base_url: str) -> Writes:
     return Writes(timings, CREATES, seconds)
 
 
+# -- sustained writes (issue 52, point 4) -------------------------------------------------
+
+# The journal the collector keeps its registry writes in before chDB has them
+# (collector/store/writes/journal.py), under its data dir.
+JOURNAL = Path("clickhouse") / "registry-journal" / "promptrail.journal"
+# The audit log's journal, the same kind: every PATCH and label move appends an entry there.
+AUDIT_JOURNAL = Path("clickhouse") / "audit-journal" / "promptrail.journal"
+# Issue 52: >= 300 writes/s from 8 clients for 60 s, the journal's backlog bounded.
+SUSTAINED_TARGET = 300.0
+BACKLOG_SAMPLE_SECONDS = 0.5
+# Frames of the journal file that are not a plain entry open with one of these (journal.py).
+_ROWS, _BATCH, _APPLIED = "\x01", "\x02", "\x03"
+
+
+def journal_backlog(path: Path) -> int:
+    """Entries of the collector's registry journal file not known to be applied.
+
+    Counted from the file as a restart would read it (what a kill -9 now would leave to
+    replay): every entry, less those of batches marked applied. A journal that marks no
+    batches (before issue 52) drops applied entries only when all are applied or 512 of them
+    are, so there this is an upper bound.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    entries, batches, applied = 0, {}, 0
+    offset = 0
+    while offset + 8 <= len(data):
+        length, checksum = struct.unpack_from(">II", data, offset)
+        payload = data[offset + 8 : offset + 8 + length]
+        if len(payload) < length or zlib.crc32(payload) != checksum:
+            break  # torn: the collector is mid-append
+        text = payload.decode("utf-8")
+        if text.startswith(_BATCH):
+            batch_id, count = json.loads(text[1:])
+            batches[batch_id] = count
+        elif text.startswith(_APPLIED):
+            applied += batches.get(text[1:], 0)
+        else:
+            entries += 1
+        offset += 8 + length
+    return entries - applied
+
+
+@dataclass
+class Sustained:
+    """The sustained write figures: what 8 clients got done in the window, and the journal's
+    backlog sampled through it."""
+
+    seconds: float
+    clients: int
+    patch_ms: list[float] = field(default_factory=list)
+    label_ms: list[float] = field(default_factory=list)
+    refused: int = 0  # 503s: a write the journal could not take within its wait
+    backlog: list[int] = field(default_factory=list)
+    audit_backlog: list[int] = field(default_factory=list)
+    drain_seconds: float = 0.0  # from the last write until the backlog was empty
+    settled_read_ms: float = 0.0  # a read of the tables right after the last write
+
+    @property
+    def writes(self) -> int:
+        return len(self.patch_ms) + len(self.label_ms)
+
+    @property
+    def per_second(self) -> float:
+        return self.writes / self.seconds
+
+    def summary(self) -> str:
+        def p(values: list[float], q: float) -> str:
+            return f"{percentile(values, q):.1f}" if values else "-"
+
+        backlog = self.backlog or [0]
+        audit = self.audit_backlog or [0]
+        return (
+            f"{self.clients} clients for {self.seconds:.0f} s, `PATCH` and label moves of one "
+            f"project's prompts in turn: {self.writes:,} writes, **{self.per_second:.0f} "
+            f"writes/s** (target >= {SUSTAINED_TARGET:.0f}: "
+            f"{'met' if self.per_second >= SUSTAINED_TARGET else 'missed'}); `PATCH` p50 / p95 "
+            f"{p(self.patch_ms, 50)} / {p(self.patch_ms, 95)} ms, label move "
+            f"{p(self.label_ms, 50)} / {p(self.label_ms, 95)} ms; {self.refused} refused (503); "
+            f"journal backlog sampled every {BACKLOG_SAMPLE_SECONDS} s: median "
+            f"{percentile(backlog, 50):.0f}, max {max(backlog)} entries (bound 512; the audit "
+            f"log's journal: median {percentile(audit, 50):.0f}, max {max(audit)}); empty "
+            f"{self.drain_seconds:.1f} s after the last write; a read of the versions table "
+            f"right after it: {self.settled_read_ms:.0f} ms"
+        )
+
+
+def sustained_writes(
+    base_url: str, specs: Sequence[PromptSpec], data_dir: Path, seconds: float
+) -> Sustained:
+    """``LOAD_WORKERS`` clients PATCH and move labels on the loaded prompts of one project for
+    ``seconds``, each its own keep-alive connection, while the journal's backlog is sampled."""
+    result = Sustained(seconds=seconds, clients=LOAD_WORKERS)
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    journal = data_dir / JOURNAL
+    lock = threading.Lock()
+    newest: dict[str, int] = {}
+    stop = time.monotonic() + seconds
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(BACKLOG_SAMPLE_SECONDS):
+            result.backlog.append(journal_backlog(journal))
+            result.audit_backlog.append(journal_backlog(data_dir / AUDIT_JOURNAL))
+
+    def client_loop(seed: int) -> None:
+        rng = random.Random(seed)
+        with httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
+            while time.monotonic() < stop:
+                spec = rng.choice(specs)
+                patch = rng.random() < 0.5
+                started = time.perf_counter()
+                if patch:
+                    answer = client.patch(
+                        f"/v1/prompts/{spec.name}", json={"template": make_template(rng)}
+                    )
+                else:
+                    with lock:
+                        version = rng.randint(1, newest.get(spec.name, 1))
+                    answer = client.put(
+                        f"/v1/prompts/{spec.name}/labels/production", json={"version": version}
+                    )
+                took = (time.perf_counter() - started) * 1000
+                if answer.status_code == 503:
+                    with lock:
+                        result.refused += 1
+                    continue
+                check(answer)
+                with lock:
+                    if patch:
+                        result.patch_ms.append(took)
+                        number = answer.json()["data"]["version"]
+                        newest[spec.name] = max(number, newest.get(spec.name, 1))
+                    else:
+                        result.label_ms.append(took)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=LOAD_WORKERS) as pool:
+        list(pool.map(client_loop, range(SEED, SEED + LOAD_WORKERS)))
+    result.seconds = time.perf_counter() - started
+    ended = time.perf_counter()
+    with httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
+        # The versions list reads the table, so it waits for every write before it.
+        check(client.get(f"/v1/prompts/{specs[0].name}/versions", params={"limit": 1}))
+    result.settled_read_ms = (time.perf_counter() - ended) * 1000
+    while journal_backlog(journal) and time.perf_counter() - ended < 600:
+        time.sleep(0.05)
+    result.drain_seconds = time.perf_counter() - ended
+    sampling.set()
+    sampler.join()
+    return result
+
+
 def text_table(report: Report) -> str:
     """Return the results as an aligned plain-text table."""
     rows = [("operation", "p50 ms", "p95 ms", "p99 ms", "mean ms", "target")]
@@ -602,6 +766,8 @@ def markdown(report: Report) -> str:
         )
     if report.writes is not None:
         lines += ["", f"**Writes** after the reads: {report.writes.summary()}."]
+    if report.sustained is not None:
+        lines += ["", f"**Sustained writes** (`--writes`): {report.sustained.summary()}."]
     lines += ["", END_MARK]
     return "\n".join(lines)
 
@@ -617,7 +783,8 @@ version cache; "hot" reads cycle through 20 prompts, as an application fetching 
 prompts does. Latency is measured at the client, so it includes HTTP, routing, auth and
 serialisation, not only the queries. Targets (issue 35): every read p95 <= 1 ms; a new
 version (`PATCH`, 20 in a row on one connection) p50 <= 5 ms; >= 200 creates/s from 8 clients,
-at 200 and at 10,000 prompts.
+at 200 and at 10,000 prompts. With `--writes 60` (issue 52): 8 clients `PATCH` and move labels
+of the project's prompts for 60 s, >= 300 writes/s, the registry journal's backlog sampled.
 
 Rerun, and rewrite the figures below:
 
@@ -661,6 +828,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "client-side work) or httpx, as until 2026-11-27 [stdlib]",
     )
     parser.add_argument(
+        "--writes",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="after the other writes, 8 clients PATCH and move labels of the project's prompts "
+        "for SECONDS (issue 52: 60), the registry journal's backlog sampled [0: not run]",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the figures into docs/benchmarks.md"
     )
     parser.add_argument(
@@ -676,8 +851,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="give up (and stop the collector) after this long [3600]",
     )
     args = parser.parse_args(argv)
-    if args.prompts < 1 or args.samples < 1:
-        parser.error("--prompts and --samples must be positive")
+    if args.prompts < 1 or args.samples < 1 or args.writes < 0:
+        parser.error("--prompts and --samples must be positive, --writes not negative")
     if args.reuse:
         if args.data_dir is None or not (args.data_dir / LOADED).exists():
             parser.error("--reuse needs the --data-dir of an earlier run that loaded its store")
@@ -695,6 +870,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts += ["--samples", str(args.samples)]
     if args.client != "stdlib":
         parts += ["--client", args.client]
+    if args.writes:
+        parts += ["--writes", f"{args.writes:g}"]
     return " ".join(parts)
 
 
@@ -746,6 +923,11 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         print("measuring writes", flush=True)
         writes = measure_writes(base_url)
         print(f"  {writes.summary()}", flush=True)
+        sustained = None
+        if args.writes:
+            print(f"sustained writes for {args.writes:g} s", flush=True)
+            sustained = sustained_writes(base_url, specs, data_dir, args.writes)
+            print(f"  {sustained.summary()}", flush=True)
     return Report(
         command=command_line(args),
         machine=Machine.current(),
@@ -759,6 +941,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         reused=args.reuse,
         writes=writes,
         client=args.client,
+        sustained=sustained,
     )
 
 
@@ -777,6 +960,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = f"{load_summary(report)}\n\n{text_table(report)}"
     if report.writes is not None:
         summary += f"\n\n{report.writes.summary()}"
+    if report.sustained is not None:
+        summary += f"\n\n{report.sustained.summary()}"
     finish(summary, report.total_seconds, partial(write_docs, report) if args.write_docs else None)
     return 0
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -27,6 +26,11 @@ from .tables import PROMPT_HEADS, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 
 # chDB handles the registry's writes may hold open at once (embedded store).
 _WRITE_HANDLES = 4
+
+
+def _values(rows: list[list[Any]]) -> str:
+    """Rows as the list after ``VALUES``, each value a literal."""
+    return ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
 
 
 class PromptStoreBase:
@@ -94,31 +98,33 @@ class PromptStoreBase:
 
     def _values_sql(self, table: Table, rows: list[list[Any]], token: str | None = None) -> str:
         """An ``INSERT .. VALUES`` of ``rows`` written inline (embedded store)."""
-        names = table.inserted_columns()
-        columns = ", ".join(quote(name) for name in names)
         settings = (
             "" if token is None else f"SETTINGS insert_deduplication_token = {_literal(token)} "
         )
-        values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
-        return f"INSERT INTO {self._targets[table.name]} ({columns}) {settings}VALUES {values}"
+        return f"{self._insert_head(table)} {settings}VALUES {_values(rows)}"
+
+    def _insert_head(self, table: Table) -> str:
+        """``INSERT INTO <table> (<columns>)``: what precedes a ``VALUES`` list of its rows."""
+        columns = ", ".join(quote(name) for name in table.inserted_columns())
+        return f"INSERT INTO {self._targets[table.name]} ({columns})"
 
     def _store_batch(self, batch: list[_Pending]) -> None:
-        """Store the rows of every writer in ``batch``: one insert per table, kept by one
-        append to the journal (applied in order right behind it).
+        """Journal the rows of every writer in ``batch`` by one append (applied in order right
+        behind it, with the entries waiting beside it: one insert per table).
 
         Versions go first, then name claims, then labels: a claim is the commit point of its
-        version, and a label points at a stored version. Each insert carries a token of its
-        own, so an entry applied again after a crash stores its rows once.
+        version, and a label points at a stored version. The journal keeps that order when
+        it stores several entries together, and names each apply so that an entry applied
+        again after a crash stores its rows once.
         """
-        statements = []
-        entry = uuid.uuid4().hex
+        inserts = []
         for table in (PROMPT_VERSIONS, PROMPTS, PROMPT_LABELS):
             rows = [row for item in batch for row in item.rows.get(table.name, ())]
             if rows:
-                statements.append(self._values_sql(table, rows, f"journal/{entry}/{table.name}"))
-        if statements:
+                inserts.append((self._insert_head(table), _values(rows)))
+        if inserts:
             assert self._writes is not None and self._writes.journal is not None
-            self._writes.journal.append("; ".join(statements))
+            self._writes.journal.append_rows(inserts)
 
     def settle(self) -> None:
         """Return once every registry write acknowledged so far is in the store's tables (at

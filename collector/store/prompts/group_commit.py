@@ -25,8 +25,10 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.client import Client
 
 from ..connection import close_client, open_client
+from ..schema import quote
 from ..writes.group_commit import LeaderCommit, Queued
 from ..writes.journal import RegistryJournal
+from .tables import PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -125,6 +127,16 @@ _embedded_writes: dict[tuple[str, str], _EmbeddedWrites] = {}
 _embedded_writes_lock = threading.Lock()
 
 
+def _table_rank(head: str) -> int:
+    """Where a table's insert goes when the journal stores several writes at once: versions,
+    then name claims (the commit point of a create's version), then labels (which point at
+    stored versions)."""
+    for rank, table in enumerate((PROMPT_VERSIONS, PROMPTS, PROMPT_LABELS)):
+        if f".{quote(table.name)} (" in head:
+            return rank
+    return 3
+
+
 def journal_path(uri: str, database: str) -> Path:
     """Where the registry journal of an embedded database lives: beside the engine's files."""
     return Path(uri.removeprefix("chdb://")) / "registry-journal" / f"{database}.journal"
@@ -143,7 +155,9 @@ def _writes_of(uri: str, database: str) -> _EmbeddedWrites:
             try:
                 # Looked up at each call, so a client's command can be observed (tests).
                 writes.journal = RegistryJournal(
-                    journal_path(uri, database), lambda statements: applier.command(statements)
+                    journal_path(uri, database),
+                    lambda statements: applier.command(statements),
+                    rank=_table_rank,
                 )
             except BaseException:
                 close_client(applier)
