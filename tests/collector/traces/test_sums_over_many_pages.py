@@ -151,6 +151,7 @@ def test_a_session_bigger_than_one_read_pages_and_sums_as_a_small_one(api: TestC
             # Summed in another order (here, and in ClickHouse for the list): the last bits.
             cost = whole.pop("estimated_cost_usd")
             assert cost == pytest.approx(listed[session]["estimated_cost_usd"], rel=1e-12)
+            assert whole.pop("evaluations") == []  # the detail's only (none here)
             assert _summary(whole) == {
                 k: v for k, v in listed[session].items() if k != "estimated_cost_usd"
             }
