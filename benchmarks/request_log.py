@@ -13,9 +13,12 @@ keep-alive connection, samples the collector's memory throughout, and finally sh
     .venv/bin/python benchmarks/request_log.py --records 200000 --batch 2000 --workers 4 \
         --raw --reads-now --only "list by metadata"
 
-``--raw`` first inserts the same records, as the collector stores them, straight into a fresh
+``--raw`` inserts the same records, as the collector stores them, straight into a fresh
 embedded chDB table with the log's DDL (``requests`` alone: no views, no HTTP, no Python work
-timed), in a process of its own, and prints both rates and their ratio (issue 35.2).
+timed), in a process of its own, as a plain client writes: one thread, 5,000-row JSONEachRow
+blocks (``--raw-threads``, ``--raw-batch``; issue 52). It runs just before the collector starts
+and again once it has stopped, and prints both rates and the ratio to their mean, so that a
+change of the shared machine's load during the run shows instead of skewing the ratio.
 ``--reads-now`` measures the reads right after the ingest, as the issue did, without waiting
 for the rollup's sealing or a quiet machine.
 
@@ -497,14 +500,17 @@ def raw_in_process(total: int, size: int, threads: int) -> RawResult:
     return RawResult(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def raw_summary(raw: RawResult, result: IngestResult) -> str:
-    """The raw insert beside the collector's ingest: rates, ratio, CPU per record."""
-    raw_rate, rate = raw.records / raw.seconds, result.accepted / result.elapsed
+def raw_summary(before: RawResult, after: RawResult, result: IngestResult) -> str:
+    """The raw inserts (before and after) beside the collector's ingest: rates, the ratio to
+    their mean, CPU per record."""
+    rates = [raw.records / raw.seconds for raw in (before, after)]
+    cpu = (before.cpu + after.cpu) / (before.records + after.records) * 1e6
+    raw_rate, rate = sum(rates) / 2, result.accepted / result.elapsed
     return (
-        f"raw chDB insert {raw_rate:,.0f} records/s ({raw.cpu / raw.records * 1e6:.0f} µs CPU "
-        f"per record), collector {rate:,.0f} records/s "
+        f"raw chDB insert {rates[0]:,.0f} / {rates[1]:,.0f} records/s before / after "
+        f"({cpu:.0f} µs CPU per record), collector {rate:,.0f} records/s "
         f"({result.collector_cpu / result.accepted * 1e6:.0f} µs CPU per record): "
-        f"ratio {rate / raw_rate:.3f}"
+        f"ratio {rate / raw_rate:.3f} (to the mean; {rate / max(rates):.3f} to the faster)"
     )
 
 
@@ -928,6 +934,8 @@ def main() -> None:
     parser.add_argument(
         "--only", help="measure only the reads whose label contains one of these (a,b,...)"
     )
+    parser.add_argument("--raw-threads", type=int, default=1, help="threads of the raw insert")
+    parser.add_argument("--raw-batch", type=int, default=5000, help="rows per raw insert block")
     parser.add_argument("--raw-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
         "--reuse",
@@ -954,9 +962,10 @@ def main() -> None:
     print(f"CPU probe {cpu_probe_ms():.0f} ms; load average {load}", flush=True)
     raw = None
     if args.raw and not args.reuse:
-        raw = raw_in_process(args.records, args.batch, args.workers)
+        raw = raw_in_process(args.records, args.raw_batch, args.raw_threads)
         print(
-            f"raw: {raw.records:,} records in {raw.seconds:.1f} s ({args.workers} threads)",
+            f"raw: {raw.records:,} records in {raw.seconds:.1f} s ({args.raw_threads} threads, "
+            f"blocks of {args.raw_batch})",
             flush=True,
         )
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
@@ -992,8 +1001,6 @@ def main() -> None:
                 )
             )
         print(f"ingest: {ingest_summary(args, result)}", flush=True)
-        if raw is not None:
-            print(f"ingest: {raw_summary(raw, result)}", flush=True)
         if above is not None:
             print(f"ingest: RSS above 1 GiB for {above:.0f} s", flush=True)
         results: list[dict[str, Any]] = []
@@ -1012,6 +1019,12 @@ def main() -> None:
         # With --reuse the ingest ran in an earlier collector: report the higher peak.
         peak = max(watch.stop(), ingest_peak)
         print(f"collector peak RSS {peak:.0f} MiB", flush=True)
+    if raw is not None:
+        # Once the collector is stopped: its merges would slow this raw insert, and the reads
+        # "right after the load" would wait for it.
+        after = raw_in_process(args.records, args.raw_batch, args.raw_threads)
+        print(f"raw again: {after.records:,} records in {after.seconds:.1f} s", flush=True)
+        print(f"ingest: {raw_summary(raw, after, result)}", flush=True)
     explain = explain_search(data_dir)
     print(explain)
     if args.write_docs:

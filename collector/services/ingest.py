@@ -32,7 +32,7 @@ from .dates import to_ms, utc_now_ms
 from .experiment_traffic import ExperimentTraffic
 from .pricing import GenaiPriceBook, PriceBook
 from .prompts.matching import ChatLinks
-from .record_decode import FastRecord, decode_batch
+from .record_decode import FastRecord, convert_records, decode_batch
 
 _VALID_BATCH = TypeAdapter(ValidRequestBatch)
 _VALID_RECORDS = TypeAdapter(list[RequestRecordIn])
@@ -296,10 +296,13 @@ class IngestService:
             if not records:
                 return BatchOutcome(rows=[], rejected=[])
             self._check_size(len(records))
-            try:
-                valid = _VALID_RECORDS.validate_python(records)
-            except ValidationError:
-                valid = None
+            # msgspec first (a third of pydantic's time), pydantic for what it does not take.
+            valid: Sequence[RequestRecordIn | FastRecord] | None = convert_records(records)
+            if valid is None:
+                try:
+                    valid = _VALID_RECORDS.validate_python(records)
+                except ValidationError:
+                    valid = None
             one_pass = valid is not None
             if valid is not None:
                 rejected: list[tuple[int, dict[str, Any]]] = []
@@ -414,7 +417,7 @@ class IngestService:
         return values
 
 
-def record_problem(record: RequestRecordIn) -> tuple[str, str] | None:
+def record_problem(record: RequestRecordIn | FastRecord) -> tuple[str, str] | None:
     """Return (field, message) of a JSON value of the record that cannot be stored."""
     for field in _JSON_FIELDS:
         value = getattr(record, field)

@@ -121,6 +121,22 @@ def decode_batch(body: bytes) -> list[FastRecord] | None:
     return records
 
 
+def convert_records(records: list[dict[str, Any]]) -> list[FastRecord] | None:
+    """Records built in process (the OTLP route's spans) as :class:`FastRecord`, or None when
+    one is not valid as msgspec reads it (or names a reserved environment): the caller then
+    validates them with pydantic, as before. Neither their nesting nor their text is checked
+    here: the caller walks the records that may nest too deep, and its encoder refuses text
+    UTF-8 cannot carry (``IngestService.log_built``)."""
+    try:
+        converted = msgspec.convert(records, list[FastRecord])
+    except msgspec.ValidationError:
+        return None
+    for record in converted:
+        if record.environment.startswith(RESERVED_ENVIRONMENT_PREFIX):
+            return None
+    return converted
+
+
 def _storable(record: FastRecord) -> bool:
     """Whether the record's JSON values nest within what the store takes (lone surrogates
     never get here: msgspec refuses their escapes)."""

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from promptrail.collector.models.requests import ValidRequestBatch
+from promptrail.collector.models.requests import RequestRecordIn, ValidRequestBatch
 from promptrail.collector.services.ingest import record_values
-from promptrail.collector.services.record_decode import decode_batch
+from promptrail.collector.services.record_decode import convert_records, decode_batch
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 PYDANTIC = TypeAdapter(ValidRequestBatch)
+PYDANTIC_RECORDS = TypeAdapter(list[RequestRecordIn])
 BASE: dict[str, Any] = {"id": "req_one", "prompt_name": "p", "model": "gpt-4o-mini"}
 
 ACCEPTED: list[dict[str, Any]] = [
@@ -128,3 +129,23 @@ def test_a_batch_is_read_whole_in_order() -> None:
     records = decode_batch(raw)
     assert records is not None
     assert [record_values(r, NOW) for r in records] == pydantic_values(raw)
+
+
+# Records built in process (the OTLP route's spans) take the same two paths.
+
+
+@pytest.mark.parametrize("fields", ACCEPTED, ids=lambda f: ",".join(f) or "defaults")
+def test_a_built_record_is_stored_as_pydantic_validates_it(fields: dict[str, Any]) -> None:
+    built = [{**BASE, **fields}]
+    records = convert_records(built)
+    assert records is not None
+    theirs = [record_values(r, NOW) for r in PYDANTIC_RECORDS.validate_python(built)]
+    same_but_made_ids([record_values(r, NOW) for r in records], theirs)
+
+
+@pytest.mark.parametrize("fields", REFUSED, ids=lambda f: ",".join(f))
+def test_a_built_record_pydantic_refuses_leaves_the_compiled_pass(fields: dict[str, Any]) -> None:
+    built = [dict(BASE), {**BASE, **fields}]
+    with pytest.raises(ValidationError):
+        PYDANTIC_RECORDS.validate_python(built)
+    assert convert_records(built) is None
