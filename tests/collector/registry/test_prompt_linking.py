@@ -17,10 +17,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from promptrail._mustache import render_mustache
+from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.models.prompts import PromptCreate, PromptUpdate
 from promptrail.collector.services.container import Services
 from promptrail.collector.store.database import Store
+from promptrail.collector.store.prompts import PromptStore
+from tests.keys import DEFAULT_AUTH
 
 SUPPORT = [
     {"role": "system", "content": "You are {{company}}'s support agent. Be {{tone}}."},
@@ -274,22 +277,22 @@ def test_a_version_made_after_the_project_was_read_is_matched_at_once(api: TestC
 
 
 def test_records_are_stored_unlinked_when_the_chat_versions_cannot_be_read(
-    api: TestClient, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    create(api, "support", SUPPORT)
-    services: Services = api.app.state.services  # type: ignore[attr-defined]
-
     def unreadable(*_: Any) -> None:
         raise ConnectionError("store away")
 
-    # The registry's read fails (a store away); the request log's insert still works.
-    monkeypatch.setattr(services.store.prompts, "changes", unreadable)
-    (request_id,) = log(api, record(asked()))
-    assert link_of(stored(api, request_id)) == UNLINKED
+    # The registry's read fails (a store away) from the start, so the collector's warm-up
+    # read at start fails as well; the request log's insert still works.
+    monkeypatch.setattr(PromptStore, "changes", unreadable)
+    with TestClient(create_app(settings), headers=DEFAULT_AUTH) as api:
+        create(api, "support", SUPPORT)
+        (request_id,) = log(api, record(asked()))
+        assert link_of(stored(api, request_id)) == UNLINKED
 
-    monkeypatch.undo()
-    (later,) = log(api, record(asked()))
-    assert link_of(stored(api, later)) == ("support", 1, "matched")
+        monkeypatch.undo()
+        (later,) = log(api, record(asked()))
+        assert link_of(stored(api, later)) == ("support", 1, "matched")
 
 
 def test_linked_records_count_in_the_per_version_analytics(api: TestClient) -> None:
