@@ -1,22 +1,27 @@
-"""The connection pool of the provider clients: httpcore's own, over a network backend whose
-streams answer "is this idle connection still alive?" cheaply.
+"""The connection pool of the provider clients: httpcore's own, over a network backend made
+for the collector's event loop (docs/benchmarks.md, "Playground").
 
 Before every request (and again when a response is closed) httpcore's pool asks each idle
 connection whether its server closed it, through ``get_extra_info("is_readable")``. Over
-anyio's streams that question builds the socket's whole attribute table (a ``getpeername``
-system call among them) before it polls the socket: a fifth of the event loop's time of a
-streamed call when eight run at once (docs/benchmarks.md, "Playground"). The streams here keep
-their socket and only poll it; everything else is anyio's, as before.
+httpcore's anyio streams that question builds the socket's whole attribute table (a
+``getpeername`` system call among them) before it polls the socket: a fifth of the event
+loop's time of a streamed call when eight run at once. The streams here keep their socket and
+only poll it, and time their reads and writes with asyncio's own timeouts. Connecting and TLS
+are anyio's, as in httpcore.
 """
 
 from __future__ import annotations
 
+import asyncio
 import select
 import socket
 import ssl
 from collections.abc import Iterable
 from typing import Any
 
+import anyio
+import anyio.abc
+import anyio.streams.tls
 import httpcore
 import httpx
 
@@ -40,20 +45,44 @@ def readable(sock: socket.socket | None) -> bool:
 
 
 class _Stream(httpcore.AsyncNetworkStream):
-    """A network stream that polls its own socket for ``is_readable``."""
+    """A connection: anyio's byte stream, with asyncio's own timeouts and the socket kept.
 
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self._inner = inner
-        self._socket: socket.socket | None = inner.get_extra_info("socket")
+    httpcore's anyio streams wrap each read and write in two context managers (anyio's
+    ``fail_after`` cancel scope and an exception map): about a tenth of a streamed call's
+    time on the event loop. The collector serves on asyncio, whose ``asyncio.timeout`` does
+    the same job for less; the errors are httpcore's, as before.
+    """
+
+    def __init__(self, stream: anyio.abc.ByteStream) -> None:
+        self._stream = stream
+        self._socket: socket.socket | None = stream.extra(
+            anyio.abc.SocketAttribute.raw_socket, None
+        )
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._stream.receive(max_bytes)
+        except anyio.EndOfStream:
+            return b""
+        except TimeoutError as exc:
+            raise httpcore.ReadTimeout(exc) from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise httpcore.ReadError(exc) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, timeout)
+        if not buffer:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._stream.send(buffer)
+        except TimeoutError as exc:
+            raise httpcore.WriteTimeout(exc) from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise httpcore.WriteError(exc) from exc
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        await self._stream.aclose()
 
     async def start_tls(
         self,
@@ -61,19 +90,44 @@ class _Stream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        try:
+            with anyio.fail_after(timeout):
+                wrapped = await anyio.streams.tls.TLSStream.wrap(
+                    self._stream,
+                    ssl_context=ssl_context,
+                    hostname=server_hostname,
+                    standard_compatible=False,
+                    server_side=False,
+                )
+        except TimeoutError as exc:
+            await self.aclose()
+            raise httpcore.ConnectTimeout(exc) from exc
+        except (anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSLError) as exc:
+            await self.aclose()
+            raise httpcore.ConnectError(exc) from exc
+        except Exception:
+            await self.aclose()
+            raise
+        return _Stream(wrapped)
 
     def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable" and self._socket is not None:
+        # As httpcore's anyio streams answer, "is_readable" without building the socket's
+        # whole attribute table.
+        if info == "is_readable":
             return readable(self._socket)
-        return self._inner.get_extra_info(info)
+        if info == "socket":
+            return self._socket
+        if info == "ssl_object":
+            return self._stream.extra(anyio.streams.tls.TLSAttribute.ssl_object, None)
+        if info == "client_addr":
+            return self._stream.extra(anyio.abc.SocketAttribute.local_address, None)
+        if info == "server_addr":
+            return self._stream.extra(anyio.abc.SocketAttribute.remote_address, None)
+        return None
 
 
 class _Backend(httpcore.AsyncNetworkBackend):
-    """httpcore's anyio backend, its streams wrapped in :class:`_Stream`."""
-
-    def __init__(self) -> None:
-        self._inner = httpcore.AnyIOBackend()
+    """Connects as httpcore's anyio backend does; its connections are :class:`_Stream`."""
 
     async def connect_tcp(
         self,
@@ -83,7 +137,15 @@ class _Backend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        try:
+            with anyio.fail_after(timeout):
+                stream = await anyio.connect_tcp(host, port, local_host=local_address)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(exc) from exc
+        except (OSError, anyio.BrokenResourceError) as exc:
+            raise httpcore.ConnectError(exc) from exc
+        for option in socket_options or ():
+            stream.extra(anyio.abc.SocketAttribute.raw_socket).setsockopt(*option)
         return _Stream(stream)
 
     async def connect_unix_socket(
@@ -92,10 +154,19 @@ class _Backend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+        try:
+            with anyio.fail_after(timeout):
+                stream = await anyio.connect_unix(path)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(exc) from exc
+        except (OSError, anyio.BrokenResourceError) as exc:
+            raise httpcore.ConnectError(exc) from exc
+        for option in socket_options or ():
+            stream.extra(anyio.abc.SocketAttribute.raw_socket).setsockopt(*option)
+        return _Stream(stream)
 
     async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        await anyio.sleep(seconds)
 
 
 def transport(tls: ssl.SSLContext, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:

@@ -1,15 +1,24 @@
-"""The provider clients on the wire: any line ending an event stream may use, and a kept-alive
-connection the provider closed while it was idle."""
+"""The provider clients on the wire: any line ending an event stream may use, a kept-alive
+connection the provider closed while it was idle, and a provider served over TLS."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import json
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from starlette.types import Receive, Scope, Send
 
 from promptrail.collector.providers import (
@@ -17,8 +26,10 @@ from promptrail.collector.providers import (
     CompletionRequest,
     HttpPolicy,
     ProviderEndpoint,
+    ProviderFailure,
     StreamEnd,
     TextDelta,
+    _http,
 )
 from promptrail.collector.providers.openai import OpenAIProvider
 from promptrail.testing import serve
@@ -161,3 +172,100 @@ def test_a_connection_the_provider_closed_while_idle_is_not_used_again(
 
     assert asyncio.run(twice()) == ["".join(WORDS)] * 2
     assert len(accepted) == 2 and accepted[0] != accepted[1]
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+def tls_provider(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An OpenAI stream served over TLS: its base URL and its certificate."""
+    cert_path, key_path = _certificate(tmp_path)
+    config = uvicorn.Config(
+        _Sender(_events(b"\n"), 4096),
+        host="127.0.0.1",
+        port=0,
+        lifespan="off",
+        log_level="warning",
+        ssl_certfile=str(cert_path),
+        ssl_keyfile=str(key_path),
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(1000):
+        if server.started or not thread.is_alive():
+            break
+        threading.Event().wait(0.01)
+    assert server.started, "the TLS server did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"https://127.0.0.1:{port}", cert_path
+    server.should_exit = True
+    thread.join(timeout=15)
+
+
+def test_a_provider_served_over_tls_streams_on_one_verified_connection(
+    tls_provider: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real providers are all behind TLS: the handshake, the certificate check and the reads
+    # of an encrypted stream go through the collector's own connection pool.
+    url, cert_path = tls_provider
+    trusted = ssl.create_default_context(cafile=str(cert_path))
+    monkeypatch.setattr(_http, "_tls_context", lambda: trusted)
+
+    async def twice() -> tuple[list[str], int]:
+        provider = OpenAIProvider(ProviderEndpoint(url, "sk-test"), HttpPolicy(max_retries=0))
+        try:
+            texts = [(await _read(provider))[0] for _ in range(2)]
+            return texts, len(provider._client._transport._pool.connections)  # type: ignore[attr-defined]
+        finally:
+            await provider.aclose()
+
+    texts, connections = asyncio.run(twice())
+    assert texts == ["".join(WORDS)] * 2
+    assert connections == 1
+
+
+def test_a_provider_whose_certificate_is_not_trusted_is_not_called(
+    tls_provider: tuple[str, Path],
+) -> None:
+    url, _ = tls_provider
+
+    async def once() -> None:
+        provider = OpenAIProvider(ProviderEndpoint(url, "sk-test"), HttpPolicy(max_retries=0))
+        try:
+            await _read(provider)
+        finally:
+            await provider.aclose()
+
+    with pytest.raises(ProviderFailure, match="CERTIFICATE_VERIFY_FAILED"):
+        asyncio.run(once())
