@@ -77,6 +77,7 @@ def test_a_session_page_shows_each_rule_s_decision_with_its_reason(
         "li.evaluation", has=page.locator(".badge", has_text="not_sampled")
     )
     expect(left_out).to_contain_text("outside the rule's sample (sampling 0.0)")
+    expect(left_out).to_contain_text("is-json v1")  # the version the rule runs, never v0
     expect(card(page, "Scores")).to_contain_text("is-json")
     _both_looks(console, page, "session-evaluations")
 

@@ -137,11 +137,13 @@ class Decider:
         if not todo:
             return outcome
         if waiting:
+            # The version the rule runs now, as a final decision names it (a not_sampled
+            # written here is final), not 0 for a rule that runs the newest.
+            _, version, _ = await self._evaluator(project, spec)
             for target in todo:
                 sampled = in_sample(row.id, target.id, spec.sampling)
-                outcome.decisions.append(
-                    self._row(row, spec, target, *_arrival_decision(spec, target.type, sampled))
-                )
+                decision, reason = _arrival_decision(spec, target.type, sampled)
+                outcome.decisions.append(self._row(row, spec, target, decision, reason, version))
             return outcome
         evaluator, version, problem = await self._evaluator(project, spec)
         state = self.state(row.id)
@@ -300,22 +302,19 @@ class Decider:
         return state.spent
 
 
-def _arrival_decision(spec: RuleIn, target_type: str, sampled: bool) -> tuple[str, str, int]:
-    version = spec.evaluator_version or 0
+def _arrival_decision(spec: RuleIn, target_type: str, sampled: bool) -> tuple[str, str]:
     if not sampled:
-        return "not_sampled", _outside(spec), version
+        return "not_sampled", _outside(spec)
     if target_type != "record":
         return (
             "waiting",
             f"the rule's idle time of {spec.idle_seconds} s: decided once the {target_type} "
             "has had no new record that long",
-            version,
         )
     due = datetime.now(UTC) + timedelta(seconds=spec.delay_seconds)
     return (
         "waiting",
         f"the rule's delay of {spec.delay_seconds} s: decided after {due.isoformat()}",
-        version,
     )
 
 

@@ -103,6 +103,7 @@ def test_the_transcript_is_the_session_s_model_calls_oldest_first(api: TestClien
         idle_seconds=0,
         mapping={"input": "input", "output": "transcript"},
     )
+    none = create_rule(api, evaluator="turns", target="session", sampling=0)
     _log(api, [
         _record("req_t2", "chat-t", 2, input="q2", output={"content": "a2"}),
         _record("req_t1", "chat-t", 1, input="q1", output={"content": "a1"}),
@@ -117,3 +118,7 @@ def test_the_transcript_is_the_session_s_model_calls_oldest_first(api: TestClien
     assert decision["decision"] == "scored", decision
     (score,) = api.get("/v1/scores", params={"session_id": "chat-t"}).json()["data"]
     assert score["value"] is True, decision
+    # Left out of a sample on arrival: final at once, naming the version the rule runs.
+    (left_out,) = _decisions(api, none["id"]).values()
+    assert (left_out["target_id"], left_out["decision"]) == ("chat-t", "not_sampled")
+    assert left_out["evaluator_version"] == 1 and left_out["score_id"] is None
