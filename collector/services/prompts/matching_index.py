@@ -29,6 +29,8 @@ from .matching_patterns import (
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # A compiled version per (prompt id, version); None: it cannot match (kept, not tried again).
 _Compiled = dict[tuple[str, int], CompiledVersion | None]
+# A version as filed: its order of recency, its key (None: it opens with a placeholder), itself.
+_Entry = tuple[tuple[float, int, str], tuple[str, str] | None, PromptVersionRow]
 
 
 class _Bucket:
@@ -53,11 +55,10 @@ class _Index:
     lock: threading.Lock
 
     @classmethod
-    def of(cls, rows: Sequence[PromptVersionRow], cache: _Compiled, lock: threading.Lock) -> _Index:
+    def of(cls, entries: Sequence[_Entry], cache: _Compiled, lock: threading.Lock) -> _Index:
         filed: defaultdict[tuple[str, str], list[PromptVersionRow]] = defaultdict(list)
         loose: list[PromptVersionRow] = []
-        for row in sorted(rows, key=order_of, reverse=True):
-            key = filing_key(row)
+        for _, key, row in sorted(entries, key=lambda entry: entry[0], reverse=True):
             if key is None:
                 loose.append(row)
             else:
@@ -128,7 +129,7 @@ class _Index:
 class ProjectVersions:
     """One project's chat versions (by prompt id and number) and its prompts deleted since."""
 
-    versions: dict[tuple[str, int], PromptVersionRow] = field(default_factory=dict)
+    versions: dict[tuple[str, int], _Entry] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     polled_at: datetime = _EPOCH
     loaded_at: float = 0.0
@@ -147,10 +148,10 @@ class ProjectVersions:
             key = (row.prompt_id, row.version)
             if row.prompt_id in self.deleted or key in self.versions or not is_chat(row):
                 continue
-            self.versions[key] = row
+            self.versions[key] = (order_of(row), filing_key(row), row)
             changed = True
         if changed:
-            self.index = _Index.of(list(self.versions.values()), self._cache, self._lock)
+            self._refile()
 
     def drop(self, prompt_ids: Sequence[str]) -> None:
         """Forget the versions of deleted prompts."""
@@ -160,4 +161,9 @@ class ProjectVersions:
             del self.versions[key]
             self._cache.pop(key, None)
         if gone:
-            self.index = _Index.of(list(self.versions.values()), self._cache, self._lock)
+            self._refile()
+
+    def _refile(self) -> None:
+        # A new index each change (its buckets compile again from the cache: no version is
+        # compiled twice).
+        self.index = _Index.of(list(self.versions.values()), self._cache, self._lock)
