@@ -22,7 +22,9 @@ Each run starts once the previous run's records are stored (a read of the log na
 waits for them, and checks they are all there), as a person's next run would; with
 ``--back-to-back`` a run starts as soon as the previous one's ``done`` event arrives, and its
 dataset read waits for the previous run's insert on the store. The CPU figure counts the
-records' insert and that one read of the log per run.
+records' insert, not the settling reads (their own CPU, measured apart, is taken out). Last,
+the plan alone: the same body sent to ``POST /v1/playground/estimates``, which plans the run
+(prompt, dataset items, routing, rendering, estimate) and calls nothing.
 
 Target: at most 5 ms p50 added per cell. The budget check's own cost per call is measured by
 benchmarks/connections.py ("admit").
@@ -36,7 +38,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +56,11 @@ DELAY = 0.100
 CELLS = 16
 AT_ONCE = 8
 WARMUP = 3
+PLANS = 30
+BODY = {
+    "prompt": {"template": "Answer {q}", "model": "gpt-4o-mini"},
+    "dataset": {"name": "bench", "limit": CELLS},
+}
 
 
 @dataclass
@@ -97,6 +104,15 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")
 
 
+def cpu_of(pid: int, times: int, call: Callable[[], None]) -> tuple[float, float]:
+    """The collector's CPU (process, event loop's thread) per ``call``, over ``times``."""
+    before = cpu_seconds(pid)
+    for _ in range(times):
+        call()
+    after = cpu_seconds(pid)
+    return (after[0] - before[0]) / times, (after[1] - before[1]) / times
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (nearest rank)."""
     ordered = sorted(values)
@@ -119,13 +135,8 @@ def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tu
     """Run the 16 cells streamed; the client's timings and when the request was sent."""
     timer.seen.clear()
     run = Run()
-    body = {
-        "prompt": {"template": "Answer {q}", "model": "gpt-4o-mini"},
-        "dataset": {"name": "bench", "limit": CELLS},
-        "stream": True,
-    }
     sent = time.perf_counter()
-    with client.stream("POST", "/v1/playground/runs", json=body) as response:
+    with client.stream("POST", "/v1/playground/runs", json={**BODY, "stream": True}) as response:
         if response.status_code != 200:
             raise RuntimeError(f"run -> {response.status_code}: {response.read()[:300]!r}")
         for line in response.iter_lines():
@@ -228,11 +239,24 @@ def main() -> None:
                 starts.append(run.start_event)
                 walls.append(run.done)
             cpu_after = cpu_seconds(pid)
+            # The settling reads are the benchmark's, not the runs': their own CPU, measured
+            # alone (nothing left to wait for), is taken out of the runs' figure.
+            reads = 0 if args.back_to_back else runs
+            read_cpu = cpu_of(pid, PLANS, lambda: settle(client, run))
+            # The plan alone: the estimate route makes a run's plan and calls nothing.
+            plans: list[float] = []
+
+            def plan() -> None:
+                began = time.perf_counter()
+                check(client.post("/v1/playground/estimates", json=BODY))
+                plans.append(time.perf_counter() - began)
+
+            plan_cpu = cpu_of(pid, PLANS, plan)
             client.close()
     ms = 1e3
     cells = runs * CELLS
-    cpu_cell = (cpu_after[0] - cpu_before[0]) / cells
-    loop_cell = (cpu_after[1] - cpu_before[1]) / cells
+    cpu_cell = (cpu_after[0] - cpu_before[0] - reads * read_cpu[0]) / cells
+    loop_cell = (cpu_after[1] - cpu_before[1] - reads * read_cpu[1]) / cells
     ideal = 2 * DELAY
     print(f"Machine: {Machine.current().line()}")
     print(
@@ -243,6 +267,11 @@ def main() -> None:
     print(
         f"the collector's CPU per cell: {cpu_cell * ms:.2f} ms (all threads), "
         f"{loop_cell * ms:.2f} ms (the event loop's thread)"
+    )
+    print(
+        f"the plan alone (POST /v1/playground/estimates, same body): p50 "
+        f"{percentile(plans, 50) * ms:.1f} ms, p95 {percentile(plans, 95) * ms:.1f} ms; CPU "
+        f"{plan_cpu[0] * ms:.2f} ms (all threads), {plan_cpu[1] * ms:.2f} ms (event loop)"
     )
     print(
         f"the stub's own time per request: p50 {percentile(provider, 50) * ms:.1f} ms, "
