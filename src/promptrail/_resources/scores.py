@@ -1,4 +1,4 @@
-"""``client.scores``: scores on records and traces, score configs and feedback tokens
+"""``client.scores``: scores on records, traces and sessions, score configs and feedback tokens
 (docs/api-notes.md, "Scores and feedback").
 
 Each endpoint is described once, by a function returning a :class:`~promptrail._api_call.Call`;
@@ -36,6 +36,7 @@ def _batch(scores: Iterable[Mapping[str, Any]]) -> Call[BatchResult]:
 def _list_page(
     request_id: str | None,
     trace_id: str | None,
+    session_id: str | None,
     name: str | None,
     source: str | None,
     limit: int | None,
@@ -44,6 +45,7 @@ def _list_page(
         query = params(
             request_id=request_id,
             trace_id=trace_id,
+            session_id=session_id,
             name=name,
             source=source,
             limit=limit,
@@ -86,11 +88,16 @@ def _score_fields(
     data_type: DataType | None,
     metadata: Mapping[str, Any] | None,
     source: Source | None,
+    session_id: str | None,
 ) -> dict[str, Any]:
+    # The collector checks that exactly one target is given and refuses (400, naming the
+    # second) as promptrail.score() drops: "give exactly one of request_id, trace_id and
+    # session_id".
     return {
         "id": id,
         "request_id": request_id,
         "trace_id": trace_id,
+        "session_id": session_id,
         "name": name,
         "value": value,
         "data_type": data_type,
@@ -139,7 +146,7 @@ def _config_fields(
 
 
 class Scores:
-    """Score records and traces, read and delete scores, mint feedback tokens."""
+    """Score records, traces and sessions, read and delete scores, mint feedback tokens."""
 
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
@@ -151,6 +158,7 @@ class Scores:
         *,
         request_id: str | None = None,
         trace_id: str | None = None,
+        session_id: str | None = None,
         comment: str | None = None,
         correction: str | None = None,
         id: str | None = None,
@@ -158,20 +166,36 @@ class Scores:
         metadata: Mapping[str, Any] | None = None,
         source: Source | None = None,
     ) -> Score:
-        """Score one record (``request_id``) or one trace (``trace_id``): exactly one of them.
+        """Score one record (``request_id``), one trace (``trace_id``) or one session
+        (``session_id``, its records' ``metadata.session_id``): exactly one of them, else
+        :class:`promptrail.ValidationError` ("give exactly one of request_id, trace_id and
+        session_id", as :func:`promptrail.score` drops such a score).
 
-        The record need not exist yet. ``id`` (1-128 of ``[A-Za-z0-9_.:-]``) makes a retry
-        safe: the same id replaces the score. ``data_type`` defaults from the value.
+        The record, trace or session need not exist yet. ``id`` (1-128 of ``[A-Za-z0-9_.:-]``)
+        makes a retry safe: the same id replaces the score. ``data_type`` defaults from the
+        value.
 
         >>> client.scores.create("helpfulness", 0.8, request_id="req_...", comment="good")
+        >>> client.scores.create("resolved", True, session_id="chat-42")
         """
         fields = _score_fields(
-            name, value, request_id, trace_id, comment, correction, id, data_type, metadata, source
+            name,
+            value,
+            request_id,
+            trace_id,
+            comment,
+            correction,
+            id,
+            data_type,
+            metadata,
+            source,
+            session_id,
         )
         return self._http.call(_create(fields))
 
     def batch(self, scores: Iterable[Mapping[str, Any]]) -> BatchResult:
-        """Store many scores (each a mapping of :meth:`create`'s fields); rejected by index."""
+        """Store many scores (each a mapping of :meth:`create`'s fields, ``session_id`` too);
+        each refused one (a bad target among them) is reported by index, the others stored."""
         return self._http.call(_batch(scores))
 
     def list(
@@ -179,12 +203,18 @@ class Scores:
         *,
         request_id: str | None = None,
         trace_id: str | None = None,
+        session_id: str | None = None,
         name: str | None = None,
         source: Source | None = None,
         limit: int | None = None,
     ) -> Iterator[Score]:
-        """Iterate over scores, newest first, fetching pages of ``limit`` as needed."""
-        return self._http.paginate(_list_page(request_id, trace_id, name, source, limit))
+        """Iterate over scores, newest first, fetching pages of ``limit`` as needed.
+
+        ``session_id`` lists the scores given to that session itself (not its records').
+        """
+        return self._http.paginate(
+            _list_page(request_id, trace_id, session_id, name, source, limit)
+        )
 
     def get(self, score_id: str) -> Score:
         """Return one score (:class:`promptrail.NotFoundError` ``SCORE_NOT_FOUND`` if none)."""
@@ -234,7 +264,8 @@ class Scores:
 
 
 class AsyncScores:
-    """Score records and traces, read and delete scores, mint feedback tokens (``await`` each)."""
+    """Score records, traces and sessions, read and delete scores, mint feedback tokens
+    (``await`` each)."""
 
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
@@ -246,6 +277,7 @@ class AsyncScores:
         *,
         request_id: str | None = None,
         trace_id: str | None = None,
+        session_id: str | None = None,
         comment: str | None = None,
         correction: str | None = None,
         id: str | None = None,
@@ -253,9 +285,19 @@ class AsyncScores:
         metadata: Mapping[str, Any] | None = None,
         source: Source | None = None,
     ) -> Score:
-        """Score one record or one trace (see :meth:`Scores.create`)."""
+        """Score one record, one trace or one session (see :meth:`Scores.create`)."""
         fields = _score_fields(
-            name, value, request_id, trace_id, comment, correction, id, data_type, metadata, source
+            name,
+            value,
+            request_id,
+            trace_id,
+            comment,
+            correction,
+            id,
+            data_type,
+            metadata,
+            source,
+            session_id,
         )
         return await self._http.call(_create(fields))
 
@@ -268,12 +310,15 @@ class AsyncScores:
         *,
         request_id: str | None = None,
         trace_id: str | None = None,
+        session_id: str | None = None,
         name: str | None = None,
         source: Source | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[Score]:
         """Iterate (``async for``) over scores, newest first, page by page as needed."""
-        return self._http.paginate(_list_page(request_id, trace_id, name, source, limit))
+        return self._http.paginate(
+            _list_page(request_id, trace_id, session_id, name, source, limit)
+        )
 
     async def get(self, score_id: str) -> Score:
         """Return one score."""
