@@ -1,7 +1,8 @@
-// Scores in the console: badges of a record's means, the scores of one record or trace, the
-// reviewer's form (thumbs, a number or a category from the score config, comment and
-// correction) and the review queue. Scores are posted through POST /v1/scores with source
-// "annotation", on a record (request_id) or on a whole trace (trace_id).
+// Scores in the console: badges of a record's means, the scores of one record, trace or
+// session, the reviewer's form (thumbs, a number or a category from the score config, comment
+// and correction) and the review queue. Scores are posted through POST /v1/scores with source
+// "annotation", on a record (request_id), a whole trace (trace_id) or a whole session
+// (session_id: a conversation, its records' metadata.session_id).
 
 import { api, messageOf, session } from "./api.js";
 import { facts, field, h, longText, replace, section } from "./dom.js";
@@ -109,8 +110,31 @@ export function scoreBadges(means) {
   );
 }
 
+// A session's page, as the router takes it (sessions.js links the same way).
+const sessionHref = (sessionId) => `#/sessions/${encodeURIComponent(sessionId)}`;
+
+/**
+ * What a score judges when that is not the page's own subject (`here`: "record", "trace" or
+ * "session"): a trace's score on a record's page, a session's (a link to it) anywhere but
+ * its own page. A session's score has no record: never a link to one.
+ */
+function targetNote(score, here) {
+  if (score.session_id && here !== "session") {
+    return h(
+      "span",
+      { class: "muted score-target" },
+      "on the session ",
+      h("a", { href: sessionHref(score.session_id), title: score.session_id }, score.session_id),
+    );
+  }
+  if (score.trace_id && !score.request_id && here === "record") {
+    return h("span", { class: "muted" }, "on the trace");
+  }
+  return null;
+}
+
 /** One score as the detail shows it: name and value, then source, time, comment, correction. */
-function scoreItem(score, onTracePage) {
+function scoreItem(score, here) {
   return h(
     "li",
     { class: "score-item", "data-score-id": score.id },
@@ -119,10 +143,7 @@ function scoreItem(score, onTracePage) {
       { class: "score-head" },
       h("span", { class: badgeClass(score.value) }, `${score.name} ${scoreText(score.value)}`),
       h("span", { class: "muted" }, `${score.source} · ${fmt.time(score.created_at)}`),
-      // On a record's page a trace's score says so; on the trace's page every one is.
-      score.trace_id && !score.request_id && !onTracePage
-        ? h("span", { class: "muted" }, "on the trace")
-        : null,
+      targetNote(score, here),
     ),
     facts([
       ["Comment", score.comment ? longText(score.comment) : ""],
@@ -131,11 +152,11 @@ function scoreItem(score, onTracePage) {
   );
 }
 
-function scoreList(list, scores, onTracePage = false) {
+function scoreList(list, scores, here) {
   replace(
     list,
     scores.length
-      ? scores.map((score) => scoreItem(score, onTracePage))
+      ? scores.map((score) => scoreItem(score, here))
       : h("li", { class: "muted none" }, "No scores yet."),
   );
 }
@@ -165,10 +186,25 @@ export function scoresSection(record, configs, options = {}) {
  * first) and the reviewer's form, whose score judges the whole trace.
  */
 export async function traceScoresSection(traceId, means, configs) {
+  return ownScoresSection({ trace_id: traceId }, "On the trace", means, configs);
+}
+
+/**
+ * The "Scores" card of a session's page: the means over the session, its records and their
+ * traces (`means`, the session's `scores`), the scores given to the session itself
+ * (GET /v1/scores?session_id=, newest first: a conversation's own judgements, with their
+ * comments and corrections) and the reviewer's form, whose score judges the whole session.
+ */
+export async function sessionScoresSection(sessionId, means, configs) {
+  return ownScoresSection({ session_id: sessionId }, "On the session", means, configs);
+}
+
+/** A trace's or a session's card: its means, the scores on `target` itself, the form. */
+async function ownScoresSection(target, heading, means, configs) {
   let scores = [];
   let problem = null;
   try {
-    scores = (await api("/scores", { query: { trace_id: traceId, limit: 100 } })).data;
+    scores = (await api("/scores", { query: { ...target, limit: 100 } })).data;
   } catch (error) {
     problem = h("p", { class: "error", role: "alert" }, messageOf(error));
   }
@@ -178,21 +214,21 @@ export async function traceScoresSection(traceId, means, configs) {
       ? h("p", { class: "score-means" }, h("span", { class: "muted" }, "Means: "), badges)
       : null,
     problem,
-    h("h3", {}, "On the trace"),
+    h("h3", {}, heading),
   ];
-  return scoresCard({ trace_id: traceId }, scores, configs, {}, lead);
+  return scoresCard(target, scores, configs, {}, lead);
 }
 
 function scoresCard(target, given, configs, options, lead = null) {
   const list = h("ol", { class: "scores", "aria-label": "Scores" });
   const scores = [...given];
-  const onTracePage = "trace_id" in target;
-  scoreList(list, scores, onTracePage);
+  const here = "trace_id" in target ? "trace" : "session_id" in target ? "session" : "record";
+  scoreList(list, scores, here);
   // A viewer reads scores and gives none: no form to be refused.
   const form = can("score")
     ? scoreForm(target, configs, options, (score) => {
         scores.unshift(score);
-        scoreList(list, scores, onTracePage);
+        scoreList(list, scores, here);
         options.onSaved?.(score);
       })
     : null;

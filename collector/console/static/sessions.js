@@ -18,7 +18,7 @@ import * as fmt from "./format.js";
 import { PAGE_SIZE, filterForm, paged } from "./paging.js";
 import { environmentField } from "./environments.js";
 import { evaluationsSection } from "./evaluations.js";
-import { scoreBadges } from "./scores.js";
+import { scoreBadges, scoreConfigs, sessionScoresSection } from "./scores.js";
 import { traceHref } from "./trace.js";
 import {
   describeList,
@@ -118,8 +118,11 @@ function userLinks(userIds) {
 /** #/sessions/<id>: the session's totals, then its model calls as a conversation. */
 export async function showSession(view, sessionId) {
   const path = `/sessions/${encodeURIComponent(sessionId)}`;
+  const configs = scoreConfigs(); // asked beside the session, not after it
   const first = await api(path, { query: { limit: PAGE_SIZE } });
   const session = first.data;
+  // The session's own scores (with their comments) and the form judging the conversation.
+  const scores = await sessionScoresSection(sessionId, session.scores, await configs);
   const turns = h("ol", { class: "conversation", "aria-label": "Turns of the session" });
   const results = h("div", { class: "results" });
   replace(
@@ -136,7 +139,7 @@ export async function showSession(view, sessionId) {
       "div",
       { class: "detail" },
       section("Summary", sessionFacts(session)),
-      section("Scores", scoreBadges(session.scores) || h("p", { class: "muted" }, "none")),
+      scores,
       // Each rule's decision on the session with its reason, as a trace's page shows it.
       evaluationsSection(session.evaluations),
     ),
