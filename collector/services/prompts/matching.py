@@ -43,7 +43,7 @@ from typing import Any
 
 from ...store.prompts import PromptStore, PromptVersionRow, RegistryChanges
 from .matching_index import ProjectVersions
-from .matching_patterns import record_messages
+from .matching_patterns import compile_version, record_messages
 
 # Versions kept over all projects; the least recently used projects are dropped first.
 _MAX_PATTERNS = 200_000
@@ -260,8 +260,12 @@ class ChatLinks:
     # -- what the registry's writes and polls tell it ----------------------------------------
 
     def stored(self, project: str, row: PromptVersionRow) -> None:
-        """A version (or a create's version 1) this collector stored."""
-        self._apply(project, lambda held: held.add([row]))
+        """A version (or a create's version 1) this collector stored: compiled now, on the
+        write, so no batch compiles it (on a project held or being read)."""
+        with self._lock:
+            wanted = project in self._projects or project in self._recording
+        compiled = {(row.prompt_id, row.version): compile_version(row)} if wanted else {}
+        self._apply(project, lambda held: held.add([row], compiled))
 
     def deleted(self, project: str, prompt_id: str) -> None:
         """A prompt this collector deleted."""

@@ -141,14 +141,17 @@ class ProjectVersions:
     def __post_init__(self) -> None:
         self.index = _Index.of([], self._cache, self._lock)
 
-    def add(self, rows: Sequence[PromptVersionRow]) -> None:
-        """File the chat versions among ``rows`` (those of prompts deleted since are left out)."""
+    def add(self, rows: Sequence[PromptVersionRow], compiled: _Compiled | None = None) -> None:
+        """File the chat versions among ``rows`` (those of prompts deleted since are left out),
+        with those of them ``compiled`` already."""
         changed = False
         for row in rows:
             key = (row.prompt_id, row.version)
             if row.prompt_id in self.deleted or key in self.versions or not is_chat(row):
                 continue
             self.versions[key] = (order_of(row), filing_key(row), row)
+            if compiled is not None and key in compiled:
+                self._cache[key] = compiled[key]
             changed = True
         if changed:
             self._refile()
