@@ -22,6 +22,8 @@ WAITING = "waiting"
 # A final decision's row version is above every waiting one's (a waiting decision's version
 # is its time in microseconds, far below 2**62 until the year 148,000).
 _FINAL = 1 << 62
+# The most candidates a page reads at a time (their targets are then resolved by key).
+_MAX_BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,11 @@ class DecisionStore:
             if len(candidates) < batch:
                 return found
             after = candidates[-1][:3]
+            # Most of that batch was replaced rows (``decision=waiting`` on a rule with a
+            # delay: each waiting row is replaced by its final decision): read more at a time,
+            # so a page costs a few reads, not one per hundred candidates (docs/benchmarks.md,
+            # "Online evaluation").
+            batch = min(4 * batch, _MAX_BATCH)
 
     def _candidates(
         self,
