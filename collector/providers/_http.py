@@ -160,6 +160,15 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     through = client._transport_for_url(request.url)
     response = await through.handle_async_request(request)
     response.request = request
+    if _HTTPX_LOG.isEnabledFor(logging.INFO):  # the line client.send logs, when asked for
+        _HTTPX_LOG.info(
+            'HTTP Request: %s %s "%s %d %s"',
+            request.method,
+            request.url,
+            response.http_version,
+            response.status_code,
+            response.reason_phrase,
+        )
     return response
 
 
