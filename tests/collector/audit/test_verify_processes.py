@@ -16,45 +16,43 @@ from promptrail.collector.store.writes.journal import encode_entry
 from tests.collector.processes import cli, collector
 
 
-def test_verify_through_the_running_collector_and_on_its_stopped_data_dir(
+def test_verify_through_the_running_collector_its_backup_and_its_stopped_data_dir(
     tmp_path: Path,
 ) -> None:
-    data_dir = str(tmp_path)
+    # One collector for both points (a backup made through it carries every entry; verify
+    # through it and on its stopped data dir give one chain): a start and a stop fewer.
+    source, backup, target = tmp_path / "source", tmp_path / "backup", tmp_path / "target"
+    data_dir = str(source)
     log: list[str] = []
-    with collector(tmp_path, log) as api:
+    with collector(source, log) as api:
         prompt = {"name": "greet", "template": "Hi {{n}}", "model": "gpt-4o"}
         assert api.post("/v1/prompts", json=prompt).status_code == 201
         assert api.patch("/v1/prompts/greet", json={"template": "Hello"}).status_code == 200
-        listed = api.get("/v1/audit").json()["data"]
-        assert [e["action"] for e in listed] == ["prompt.update", "prompt.create"]
-        running = cli("audit", "verify", "--data-dir", data_dir)
-        assert running.returncode == 0, running.stdout + running.stderr
-    assert log[-1] == "exit=0", log[0]
-    assert "2 entries" in running.stderr and listed[0]["hash"] in running.stderr
-
-    stopped = cli("audit", "verify", "--data-dir", data_dir)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert "2 entries" in stopped.stderr and listed[0]["hash"] in stopped.stderr
-
-
-def test_a_backup_made_through_the_running_collector_carries_every_entry(
-    tmp_path: Path,
-) -> None:
-    source, backup, target = tmp_path / "source", tmp_path / "backup", tmp_path / "target"
-    log: list[str] = []
-    with collector(source, log) as api:
         for name in ("a", "b", "c"):
             prompt = {"name": name, "template": "Hi", "model": "gpt-4o"}
             assert api.post("/v1/prompts", json=prompt).status_code == 201
-        head = api.get("/v1/audit", params={"limit": 1}).json()["data"][0]["hash"]
         # Right after the writes: entries still in the audit journal must be in the copy.
-        made = cli("backup", str(backup), "--data-dir", str(source))
+        made = cli("backup", str(backup), "--data-dir", data_dir)
         assert made.returncode == 0, made.stderr
+        listed = api.get("/v1/audit").json()["data"]
+        assert [e["action"] for e in listed] == [
+            "prompt.create", "prompt.create", "prompt.create", "prompt.update", "prompt.create",
+        ]  # fmt: skip
+        head = listed[0]["hash"]
+        running = cli("audit", "verify", "--data-dir", data_dir)
+        assert running.returncode == 0, running.stdout + running.stderr
+    assert log[-1] == "exit=0", log[0]
+    assert "5 entries" in running.stderr and head in running.stderr
+
+    stopped = cli("audit", "verify", "--data-dir", data_dir)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "5 entries" in stopped.stderr and head in stopped.stderr
+
     restored = cli("restore", str(backup), "--data-dir", str(target))
     assert restored.returncode == 0, restored.stderr
     checked = cli("audit", "verify", "--data-dir", str(target))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "3 entries" in checked.stderr and head in checked.stderr
+    assert "5 entries" in checked.stderr and head in checked.stderr
 
 
 def test_entries_a_killed_collector_left_in_its_journal_reach_an_offline_backup(
