@@ -600,6 +600,8 @@ class Sustained:
     refused: int = 0  # 503s: a write the journal could not take within its wait
     backlog: list[int] = field(default_factory=list)
     audit_backlog: list[int] = field(default_factory=list)
+    collector_cpu_seconds: float = 0.0  # the collector process's CPU time over the window
+    client_cpu_seconds: float = 0.0  # this process's (the 8 clients') over the window
     drain_seconds: float = 0.0  # from the last write until the backlog was empty
     settled_read_ms: float = 0.0  # a read of the tables right after the last write
 
@@ -628,12 +630,28 @@ class Sustained:
             f"{percentile(backlog, 50):.0f}, max {max(backlog)} entries (bound 512; the audit "
             f"log's journal: median {percentile(audit, 50):.0f}, max {max(audit)}); empty "
             f"{self.drain_seconds:.1f} s after the last write; a read of the versions table "
-            f"right after it: {self.settled_read_ms:.0f} ms"
+            f"right after it: {self.settled_read_ms:.0f} ms; CPU per write: collector "
+            f"{self.collector_cpu_seconds * 1000 / max(self.writes, 1):.2f} ms, the clients "
+            f"{self.client_cpu_seconds * 1000 / max(self.writes, 1):.2f} ms (2 cores: at most "
+            f"{self.cpu_bound:.0f} writes/s if nothing else ran)"
         )
+
+    @property
+    def cpu_bound(self) -> float:
+        """Writes a second the two processes' CPU per write would allow on this machine's
+        cores, alone on it."""
+        cpu = (self.collector_cpu_seconds + self.client_cpu_seconds) / max(self.writes, 1)
+        return (os.cpu_count() or 1) / cpu if cpu else 0.0
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sustained_writes(
-    base_url: str, specs: Sequence[PromptSpec], data_dir: Path, seconds: float
+    base_url: str, specs: Sequence[PromptSpec], data_dir: Path, seconds: float, pid: int
 ) -> Sustained:
     """``LOAD_WORKERS`` clients PATCH and move labels on the loaded prompts of one project for
     ``seconds``, each its own keep-alive connection, while the journal's backlog is sampled."""
@@ -684,9 +702,12 @@ def sustained_writes(
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     started = time.perf_counter()
+    collector_cpu, client_cpu = process_cpu_seconds(pid), time.process_time()
     with ThreadPoolExecutor(max_workers=LOAD_WORKERS) as pool:
         list(pool.map(client_loop, range(SEED, SEED + LOAD_WORKERS)))
     result.seconds = time.perf_counter() - started
+    result.collector_cpu_seconds = process_cpu_seconds(pid) - collector_cpu
+    result.client_cpu_seconds = time.process_time() - client_cpu
     ended = time.perf_counter()
     with httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
         # The versions list reads the table, so it waits for every write before it.
@@ -926,7 +947,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> Report:
         sustained = None
         if args.writes:
             print(f"sustained writes for {args.writes:g} s", flush=True)
-            sustained = sustained_writes(base_url, specs, data_dir, args.writes)
+            sustained = sustained_writes(base_url, specs, data_dir, args.writes, served.process.pid)
             print(f"  {sustained.summary()}", flush=True)
     return Report(
         command=command_line(args),

@@ -50,11 +50,13 @@ What it keeps, and how:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import struct
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
@@ -73,6 +75,12 @@ _LAST_RETRY = 2.0
 _MAX_PENDING = 512
 # How long an append waits for room before its write fails as a store outage.
 _APPEND_WAIT = 30.0
+# The applier starts an apply at most this often unless a read waits for it or the backlog
+# is half its bound: each apply writes a part per table, whatever its rows, and chDB spends
+# ~4-5 ms of CPU on each (plus their merges), so under a stream of writes a short wait
+# stores many writes for that cost instead of one or two. A write is acknowledged at its
+# append, so it never waits for this.
+_GATHER = 0.05
 # Applied entries the file may hold before it is rewritten with the pending ones only: a
 # restart replays at most this many again, well inside the tables' deduplication window
 # (schema.DEDUP_WINDOW inserts), so each stores its rows once.
@@ -224,9 +232,12 @@ class RegistryJournal:
         append_wait: float = _APPEND_WAIT,
         compact_after: int = _COMPACT_AFTER,
         rank: Callable[[str], int] = _first,
+        gather: float = _GATHER,
     ) -> None:
         self._path = path
         self._rank = rank
+        self._gather = gather
+        self._settling = 0  # reads waiting for the applier: it applies at once for them
         self._execute = execute
         self._max_pending = max_pending
         self._append_wait = append_wait
@@ -327,7 +338,13 @@ class RegistryJournal:
             target = self._appended
             if self._applied >= target:
                 return
-            if not self._cond.wait_for(lambda: self._applied >= target, timeout):
+            self._settling += 1
+            self._cond.notify_all()
+            try:
+                applied = self._cond.wait_for(lambda: self._applied >= target, timeout)
+            finally:
+                self._settling -= 1
+            if not applied:
                 failure = self._failure
                 # The store's own kind of outage: an API read answers 503 STORE_UNAVAILABLE.
                 raise OperationalError(
@@ -381,16 +398,34 @@ class RegistryJournal:
         rows = [entry.inserts for entry in taken if entry.inserts is not None]
         return _Batch(merged_statements(batch_id, rows, self._rank), count, batch_id)
 
+    def _gathered(self, until: float) -> bool:
+        """Whether the applier should apply now (holding the lock): closing, a read waits, the
+        backlog is half its bound, or the gathering time is over."""
+        return (
+            self._closed
+            or self._settling > 0
+            or len(self._pending) >= self._max_pending // 2
+            or time.monotonic() >= until
+        )
+
     def _run(self) -> None:
         delay = _FIRST_RETRY
         batch: _Batch | None = None
+        began = time.monotonic() - self._gather
         while True:
             if batch is None:
                 with self._cond:
                     self._cond.wait_for(lambda: self._pending or self._closed)
+                    # Gather what arrives until ``gather`` after the last apply began.
+                    until = began + self._gather
+                    self._cond.wait_for(
+                        functools.partial(self._gathered, until),
+                        max(0.0, until - time.monotonic()),
+                    )
                     if not self._pending:
                         return  # closed, nothing left
                     batch = self._take()
+                began = time.monotonic()
             try:
                 self._execute(batch.statements)
             except Exception as exc:

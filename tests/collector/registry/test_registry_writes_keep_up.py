@@ -93,6 +93,32 @@ def test_writes_waiting_for_the_applier_are_stored_in_one_insert(
         journal.close()
 
 
+def test_a_stream_of_writes_is_gathered_and_a_read_applies_it_at_once(
+    scratch: tuple[Client, str], tmp_path: Path
+) -> None:
+    """Writes arriving one by one wait for the next apply (a part per table, whatever its
+    rows) instead of each being an apply of its own; a read of the tables does not wait for
+    the gathering: it has the applier apply at once."""
+    client, table = scratch
+    calls: list[str] = []
+
+    def apply(statements: str) -> None:
+        calls.append(statements)
+        client.command(statements)
+
+    # A gathering time far past the test's own waits: only the read can end it.
+    journal = RegistryJournal(tmp_path / "registry.journal", apply, gather=600)
+    try:
+        journal.append_rows(rows_entry(table, 1))  # the first apply starts at once
+        for n in range(2, 31):
+            journal.append_rows(rows_entry(table, n))
+        journal.settle(timeout=30)  # raises unless the read made the applier apply
+        assert stored(client, table) == list(range(1, 31))
+        assert len(calls) <= 2, calls
+    finally:
+        journal.close()
+
+
 def test_merged_inserts_keep_the_order_every_entry_lists_its_tables_in() -> None:
     """A label's row never goes in before the version it points at, nor a name's claim,
     whichever entry first names the labels' table."""
