@@ -9,6 +9,7 @@ the results it stored stay, counted exactly, and nothing more runs.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -29,22 +30,24 @@ def stub_env(stub: OpenAIStub) -> dict[str, str]:
     return {"OPENAI_BASE_URL": f"{stub.url}/v1", "OPENAI_API_KEY": OPENAI_KEY}
 
 
-def start_slow_experiment(api: httpx.Client, stub: OpenAIStub) -> str:
-    """A 40-item experiment at concurrency 1 whose runs take 0.3 s; return its id once at
-    least two results are stored."""
+def start_slow_experiment(api: httpx.Client, stub: OpenAIStub, tag: str) -> str:
+    """A 40-item experiment at concurrency 1 whose runs take 0.3 s, on a prompt and dataset of
+    its own named ``tag`` (its calls say "Say <tag>-..."); return its id once at least two
+    results are stored."""
     stub.script.first_byte_delay = 0.3
     for path, body in (
-        ("/v1/prompts", {"name": "p", "template": "Say {x}", "model": "gpt-4o-mini"}),
-        ("/v1/datasets", {"name": "d"}),
+        ("/v1/prompts", {"name": tag, "template": "Say {x}", "model": "gpt-4o-mini"}),
+        ("/v1/datasets", {"name": tag}),
         (
-            "/v1/datasets/d/items",
-            {"items": [{"id": f"i{n:02d}", "input_variables": {"x": n}} for n in range(ITEMS)]},
+            f"/v1/datasets/{tag}/items",
+            {"items": [{"id": f"i{n:02d}", "input_variables": {"x": f"{tag}-{n:02d}"}}
+                       for n in range(ITEMS)]},
         ),
-    ):
+    ):  # fmt: skip
         assert api.post(path, json=body).status_code == 201
     made = api.post(
         "/v1/experiments",
-        json={"dataset": "d", "prompt": "p", "concurrency": 1,
+        json={"dataset": tag, "prompt": tag, "concurrency": 1,
               "evaluators": [{"type": "contains"}, {"type": "json_valid"}]},
     )  # fmt: skip
     assert made.status_code == 201, made.text
@@ -54,6 +57,11 @@ def start_slow_experiment(api: httpx.Client, stub: OpenAIStub) -> str:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     return experiment_id
+
+
+def calls_of(stub: OpenAIStub, tag: str) -> int:
+    """How many provider calls the experiment ``tag`` made."""
+    return sum(f"Say {tag}-" in json.dumps(call.body) for call in stub.calls)
 
 
 def assert_failed_and_whole(api: httpx.Client, experiment_id: str) -> dict[str, Any]:
@@ -70,12 +78,20 @@ def assert_failed_and_whole(api: httpx.Client, experiment_id: str) -> dict[str, 
     return data
 
 
-def test_a_killed_collector_s_experiment_is_marked_failed_at_the_next_start(
+def test_an_experiment_is_marked_failed_on_a_clean_stop_and_at_the_start_after_a_kill(
     tmp_path: Path, openai_stub: OpenAIStub
 ) -> None:
+    # Both stops on one data dir: the clean stop's restart is the killed run's start (three
+    # collector starts where a data dir per stop took four).
     log: list[str] = []
     with collector(tmp_path, log, stub_env(openai_stub)) as api:
-        experiment_id = start_slow_experiment(api, openai_stub)
+        stopped = start_slow_experiment(api, openai_stub, "stopped")
+    # A clean stop marks it failed on the way down.
+    assert log[-1] == "exit=0", log
+    stopped_calls = calls_of(openai_stub, "stopped")
+    with collector(tmp_path, log, stub_env(openai_stub)) as api:
+        stopped_data = assert_failed_and_whole(api, stopped)
+        killed = start_slow_experiment(api, openai_stub, "killed")
         info = read_runtime(tmp_path)
         assert info is not None
         os.kill(info.pid, signal.SIGKILL)  # no shutdown: as a crash or a power cut
@@ -87,23 +103,13 @@ def test_a_killed_collector_s_experiment_is_marked_failed_at_the_next_start(
                 break
             assert time.monotonic() < deadline
             time.sleep(0.05)
-    calls = len(openai_stub.calls)
+    killed_calls = calls_of(openai_stub, "killed")
+    # The killed one is marked failed at the next start.
     with collector(tmp_path, log, stub_env(openai_stub)) as api:
-        first = assert_failed_and_whole(api, experiment_id)
+        first = assert_failed_and_whole(api, killed)
         time.sleep(1)
-        assert api.get(f"/v1/experiments/{experiment_id}").json()["data"] == first
-    # Nothing was resumed.
-    assert len(openai_stub.calls) == calls
-
-
-def test_a_collector_stopped_cleanly_marks_its_experiment_failed_on_the_way_down(
-    tmp_path: Path, openai_stub: OpenAIStub
-) -> None:
-    log: list[str] = []
-    with collector(tmp_path, log, stub_env(openai_stub)) as api:
-        experiment_id = start_slow_experiment(api, openai_stub)
-    assert log[-1] == "exit=0", log
-    calls = len(openai_stub.calls)
-    with collector(tmp_path, log, stub_env(openai_stub)) as api:
-        assert_failed_and_whole(api, experiment_id)
-    assert len(openai_stub.calls) == calls
+        assert api.get(f"/v1/experiments/{killed}").json()["data"] == first
+        assert api.get(f"/v1/experiments/{stopped}").json()["data"] == stopped_data
+    # Nothing was resumed, by either start.
+    assert calls_of(openai_stub, "killed") == killed_calls
+    assert calls_of(openai_stub, "stopped") == stopped_calls > 0
