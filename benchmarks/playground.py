@@ -261,8 +261,9 @@ def main() -> None:
     print(f"Machine: {Machine.current().line()}")
     print(
         f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {runs} runs of {CELLS} cells "
-        f"({AT_ONCE} at once), stub answering after {DELAY * ms:.0f} ms; "
-        f"load average {load_average()}"
+        f"({AT_ONCE} at once), stub answering after {DELAY * ms:.0f} ms, "
+        + ("back to back" if args.back_to_back else "each once the last one's records are stored")
+        + f"; load average {load_average()}"
     )
     print(
         f"the collector's CPU per cell: {cpu_cell * ms:.2f} ms (all threads), "
