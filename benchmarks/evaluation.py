@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import shutil
 import statistics
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +49,8 @@ from typing import Any
 
 import httpx
 from _harness import Collector, check, collector
-from _report import Machine, latency_table, load_average, write_section
-from request_log import KEY, IngestResult, ingest, make_pool, measure, record_id
+from _report import Machine, load_average, write_section
+from request_log import KEY, IngestResult, cpu_seconds, ingest, make_pool, measure, record_id
 
 from promptrail.testing import OpenAIStub, serve
 
@@ -82,6 +83,9 @@ def stub_server() -> Iterator[dict[str, str]]:
     stub = OpenAIStub()
     stub.script.first_byte_delay = DELAY
     stub.script.reply = "Score: 4"
+    # A collector stopped after its ingest cuts its judges' calls short: the stub's server
+    # would print each one's ClientDisconnect.
+    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
     with serve(stub.app, lifespan="off") as url:
         stub.url = url
         yield {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-bench", **BODY_LIMIT}
@@ -149,6 +153,7 @@ def ingest_round(
     try:
         with collector(data_dir, KEY, **settings) as served, client_of(served) as client:
             ids = make_rules(client) if rules else []
+            print(f"  collector pid {served.process.pid}", flush=True)
             time.sleep(1.0)  # the worker has read its rules and made its first pass
             load = load_average()
             result = ingest(served.url, records, batch, workers, served.process.pid)
@@ -216,6 +221,7 @@ class LatencyRun:
     unseen: int = 0
     drained: list[float] = field(default_factory=list)  # per rule: s after the last ack
     backlog: list[int] = field(default_factory=list)  # per rule: undecided at the last ack
+    drain_cpu_ms: float = 0.0  # the collector's CPU per decision while deciding the backlog
     load: str = ""
 
 
@@ -336,6 +342,7 @@ def measure_latency(settings: dict[str, str], rate: int, seconds: float) -> Late
             )
             # What each rule had decided when the load ended: the rest is its backlog, decided
             # with the collector doing nothing else.
+            cpu_began = cpu_seconds(served.process.pid)
             run.backlog = [run.sent - decided(client, rule_id) for rule_id in ids]
             print(f"  backlog when the load ended: {run.backlog}", flush=True)
             drained: dict[str, float] = {}
@@ -346,6 +353,11 @@ def measure_latency(settings: dict[str, str], rate: int, seconds: float) -> Late
                         drained[rule_id] = time.perf_counter() - last_ack
                 time.sleep(1.0)
             run.drained = [drained.get(rule_id, float("inf")) for rule_id in ids]
+            # The collector's CPU over the backlog's decisions (all rules): what the machine's
+            # load does not change much, unlike the seconds.
+            run.drain_cpu_ms = (
+                (cpu_seconds(served.process.pid) - cpu_began) * 1e3 / max(1, sum(run.backlog))
+            )
             poller.join(timeout=180)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -473,7 +485,9 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
                 check(client.patch(f"/v1/evaluation-rules/{rule_id}", json={"enabled": False}))
             ingest(served.url, records, 5000, workers, served.process.pid)
             print(f"  logged {records:,} records", flush=True)
-            before = measure(
+            time.sleep(20)  # as before the reads below: the ingest's fresh parts merge first
+            before = timed(
+                served,
                 client,
                 "record detail, no decisions yet",
                 lambda i: (f"/v1/requests/{record_id(rng.randrange(records))}", {}),
@@ -508,10 +522,11 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
             ]
             for label, rule_id, params in pages:
                 run.results.append(
-                    measure(
+                    timed(
+                        served,
                         client,
                         label,
-                        lambda i, r=rule_id, p=params: (  # type: ignore[misc]
+                        lambda i, r=rule_id, p=params: (
                             f"/v1/evaluation-rules/{r}/decisions",
                             {"limit": 50, **p},
                         ),
@@ -519,7 +534,8 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
                     )
                 )
             run.results.append(
-                measure(
+                timed(
+                    served,
                     client,
                     "a rule with its counts (24 h)",
                     lambda i: (f"/v1/evaluation-rules/{rng.choice(rules)}", {}),
@@ -528,7 +544,8 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
             )
             run.results.append(before)
             run.results.append(
-                measure(
+                timed(
+                    served,
                     client,
                     "record detail, evaluations of 5 rules",
                     lambda i: (f"/v1/requests/{rng.choice(all_five)}", {}),
@@ -536,7 +553,8 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
                 )
             )
             run.results.append(
-                measure(
+                timed(
+                    served,
                     client,
                     "record detail, any record",
                     lambda i: (f"/v1/requests/{record_id(rng.randrange(records))}", {}),
@@ -546,6 +564,23 @@ def measure_reads(records: int, targets: int, samples: int, workers: int) -> Rea
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return run
+
+
+def timed(
+    served: Collector,
+    client: httpx.Client,
+    label: str,
+    make: Callable[[int], tuple[str, dict[str, Any]]],
+    samples: int,
+) -> dict[str, Any]:
+    """``request_log.measure`` (p50/p95 over the keep-alive ``client``), with the collector's
+    CPU per request beside it (its 5 warm-up requests counted in): the part of a read's time
+    that the machine's load does not stretch."""
+    began = cpu_seconds(served.process.pid)
+    result = measure(client, label, make, samples)
+    result["cpu"] = (cpu_seconds(served.process.pid) - began) * 1e3 / (samples + min(5, samples))
+    print(f"  {'':<38} collector CPU {result['cpu']:.1f} ms per request", flush=True)
+    return result
 
 
 def _cursor_after(client: httpx.Client, rule_id: str, pages: int) -> str:
@@ -605,8 +640,8 @@ def latency_lines(run: LatencyRun | None, rate: int) -> list[str]:
         f"late); undecided when the last batch was acknowledged: "
         f"{', '.join(f'{b:,}' for b in run.backlog)} (per rule), all decided {drained} later: "
         f"the worker decided that backlog at {rates} records/s per rule with no ingest beside "
-        "it (the rules keep up when the backlog stays about the worker's half-second settle "
-        "and poll).",
+        f"it, the collector spending {run.drain_cpu_ms:.2f} ms of CPU per decision (the rules "
+        "keep up when the backlog stays about the worker's half-second settle and poll).",
         f"- **Decision latency** (batch acknowledged -> the first rule's score answering "
         f"`GET /v1/scores?request_id=`, the oldest pending ones polled every 100 ms): {lat}"
         + (f"; {run.unseen} not seen within 120 s" if run.unseen else "")
@@ -625,7 +660,13 @@ def reads_lines(run: ReadsRun | None, records: int, targets: int) -> list[str]:
         f"with `INSERT ... SELECT ... FROM numbers()`; load {run.load} when the reads began. "
         "Targets: a rule's page p95 <= 50 ms; a record's evaluations <= 20 ms.",
         "",
-        *latency_table(run.results),
+        "| operation | p50 ms | p95 ms | collector CPU per request, ms | samples |",
+        "|---|---:|---:|---:|---:|",
+        *(
+            f"| {r['operation']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['cpu']:.1f} | "
+            f"{r['samples']} |"
+            for r in run.results
+        ),
     ]
 
 
