@@ -15,8 +15,9 @@ the first time a record needs it (:mod:`.matching_index`).
 
 Warm-up: a collector whose copies stay exact (an embedded store, or a server it polls) reads
 the chat versions of every project that has an API key at start, in the background, in one
-read (:meth:`ChatLinks.start_warming`), then compiles them in the background too. A batch
-finds them read, and compiles at most the buckets the background pass has not reached. A
+read (:meth:`ChatLinks.start_warming`), then compiles them in the background too; a version
+this collector stores later is compiled on that write. A batch finds them read, and compiles
+at most the buckets the background pass has not reached. A
 candidate record that arrives while that read is under way waits for it (never a second
 read): it is linked before it is stored, since a stored record's row is never written again.
 
