@@ -53,49 +53,11 @@ def listed(data_dir: Path, *args: str) -> dict[str, dict[str, Any]]:
     return {key["key_id"]: key for key in json.loads(shown.stdout)}
 
 
-def test_list_revoke_and_rotate_through_the_running_collector(tmp_path: Path) -> None:
-    data_dir = str(tmp_path)
-    log: list[str] = []
-    with collector(tmp_path, log) as api:
-        key = ok("keys", "create", "--project", "team", "--data-dir", data_dir).stdout.strip()
-        assert works(api, key)
-
-        table = ok("keys", "list", "--data-dir", data_dir)
-        assert id_of(key) in table.stdout and id_of(KEY) in table.stdout
-        assert "team" in table.stdout and key[:8] in table.stdout
-        for secret in (key, KEY, hashlib.sha256(key.encode()).hexdigest()):
-            assert secret not in table.stdout + table.stderr
-        team = listed(tmp_path, "--project", "team")
-        assert set(team) == {id_of(key)}
-        assert team[id_of(key)]["last_used_at"] is not None  # the collector's own memory
-
-        rotated = ok(
-            "keys", "rotate", "--project", "team", "--grace", "3600", "--data-dir", data_dir
-        )
-        new = rotated.stdout.strip()  # the one line on stdout: the new key
-        assert new.startswith("pr-") and new != key
-        assert f"{id_of(key)} " in rotated.stderr and "stops working at" in rotated.stderr
-        assert works(api, key) and works(api, new)
-        assert {k: v["status"] for k, v in listed(tmp_path, "--project", "team").items()} == {
-            id_of(key): "expiring",
-            id_of(new): "active",
-        }
-
-        revoked = ok("keys", "revoke", key, "--data-dir", data_dir)  # the key itself
-        assert not works(api, key)
-        assert key not in revoked.stdout + revoked.stderr
-        assert id_of(key) in revoked.stderr
-
-        unknown = cli("keys", "revoke", "key_0123456789ab", "--data-dir", data_dir)
-        assert "key_0123456789ab" in one_line_error(unknown)
-
-        newest = ok("keys", "rotate", "--project", "team", "--data-dir", data_dir).stdout.strip()
-        assert not works(api, new)
-        assert works(api, newest) and works(api, KEY)
-    assert log[-1] == "exit=0"
-
-
-def test_the_commands_open_the_store_themselves_when_no_collector_runs(tmp_path: Path) -> None:
+def test_the_commands_open_the_store_themselves_then_go_through_the_running_collector(
+    tmp_path: Path,
+) -> None:
+    # One data dir for both ways (the store opened by each command while no collector runs,
+    # then the running collector): a collector start and stop fewer than a data dir each.
     data_dir = str(tmp_path)
     used = ok("keys", "create", "--project", "team", "--data-dir", data_dir).stdout.strip()
     unused = ok("keys", "create", "--project", "team", "--data-dir", data_dir).stdout.strip()
@@ -130,6 +92,45 @@ def test_the_commands_open_the_store_themselves_when_no_collector_runs(tmp_path:
         assert not works(api, used)
         assert not works(api, unused)
         assert works(api, new)
+
+        # Now through the running collector, in a project of its own (the listings above
+        # stay exact).
+        key = ok("keys", "create", "--project", "crew", "--data-dir", data_dir).stdout.strip()
+        assert works(api, key)
+
+        table = ok("keys", "list", "--data-dir", data_dir)
+        assert id_of(key) in table.stdout and id_of(KEY) in table.stdout
+        assert "crew" in table.stdout and key[:8] in table.stdout
+        for secret in (key, KEY, hashlib.sha256(key.encode()).hexdigest()):
+            assert secret not in table.stdout + table.stderr
+        crew_keys = listed(tmp_path, "--project", "crew")
+        assert set(crew_keys) == {id_of(key)}
+        assert crew_keys[id_of(key)]["last_used_at"] is not None  # the collector's own memory
+
+        rotation = ok(
+            "keys", "rotate", "--project", "crew", "--grace", "3600", "--data-dir", data_dir
+        )
+        successor = rotation.stdout.strip()  # the one line on stdout: the successor key
+        assert successor.startswith("pr-") and successor != key
+        assert f"{id_of(key)} " in rotation.stderr and "stops working at" in rotation.stderr
+        assert works(api, key) and works(api, successor)
+        assert {k: v["status"] for k, v in listed(tmp_path, "--project", "crew").items()} == {
+            id_of(key): "expiring",
+            id_of(successor): "active",
+        }
+
+        revoked = ok("keys", "revoke", key, "--data-dir", data_dir)  # the key itself
+        assert not works(api, key)
+        assert key not in revoked.stdout + revoked.stderr
+        assert id_of(key) in revoked.stderr
+
+        unknown_id = cli("keys", "revoke", "key_0123456789ab", "--data-dir", data_dir)
+        assert "key_0123456789ab" in one_line_error(unknown_id)
+
+        newest = ok("keys", "rotate", "--project", "crew", "--data-dir", data_dir).stdout.strip()
+        assert not works(api, successor)
+        assert works(api, newest) and works(api, KEY)
+    assert log[-1] == "exit=0"
 
 
 def test_a_collector_or_server_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
