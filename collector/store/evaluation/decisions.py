@@ -24,6 +24,9 @@ WAITING = "waiting"
 _FINAL = 1 << 62
 # The most candidates a page reads at a time (their targets are then resolved by key).
 _MAX_BATCH = 2000
+# Past this many candidates read for one page, the rest of the page is read from the
+# decisions' own table instead (see DecisionStore.page).
+_MAX_SCANNED = 4000
 
 
 @dataclass(frozen=True)
@@ -118,13 +121,18 @@ class DecisionStore:
 
         Candidates are read from the time order (``evaluation_decision_times``) a batch at a
         time; each is kept when it is its target's surviving row (a ``waiting`` since replaced
-        is not, and shows where its final decision was decided instead).
+        is not, and shows where its final decision was decided instead). When a page has read
+        :data:`_MAX_SCANNED` candidates without filling up, the rest of it is read with
+        ``FINAL`` over the whole rule: one bounded read instead of a walk through every
+        replaced row.
         """
         found: list[DecisionRow] = []
         seen: set[tuple[str, str]] = set()
         batch = max(2 * limit, 100)
+        scanned = 0
         while True:
             candidates = self._candidates(project, rule_id, decision, after, batch)
+            scanned += len(candidates)
             live = self._surviving(project, rule_id, {(c[1], c[2]) for c in candidates})
             for _, target_type, target_id, version in candidates:
                 key = (target_type, target_id)
@@ -140,6 +148,9 @@ class DecisionStore:
             if len(candidates) < batch:
                 return found
             after = candidates[-1][:3]
+            if scanned >= _MAX_SCANNED:
+                # Every surviving row at or above ``after`` was among the candidates read.
+                return found + self._rest(project, rule_id, decision, after, limit - len(found))
             # Most of that batch was replaced rows (``decision=waiting`` on a rule with a
             # delay: each waiting row is replaced by its final decision): read more at a time,
             # so a page costs a few reads, not one per hundred candidates (docs/benchmarks.md,
@@ -154,25 +165,34 @@ class DecisionStore:
         after: tuple[datetime, str, str] | None,
         limit: int,
     ) -> list[tuple[datetime, str, str, int]]:
-        where = ["project = {p:String}", "rule_id = {r:String}"]
-        params: dict[str, Any] = {"p": project, "r": rule_id, "limit": limit}
-        if decision is not None:
-            where.append("decision = {d:String}")
-            params["d"] = decision
-        if after is not None:
-            where.append(
-                "(decided_at, target_type, target_id) < "
-                "({at:DateTime64(6, 'UTC')}, {tt:String}, {tid:String})"
-            )
-            params.update(at=after[0], tt=after[1], tid=after[2])
+        where, params = _page_where(project, rule_id, decision, after, limit)
         result = self._client.query(
             f"SELECT decided_at, target_type, target_id, row_version FROM {self._times} "
-            f"WHERE {' AND '.join(where)} "
+            f"WHERE {where} "
             "ORDER BY decided_at DESC, target_type DESC, target_id DESC LIMIT {limit:UInt32}",
             parameters=params,
             settings=self._read,
         )
         return [(_utc(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in result.result_rows]
+
+    def _rest(
+        self,
+        project: str,
+        rule_id: str,
+        decision: str | None,
+        after: tuple[datetime, str, str],
+        limit: int,
+    ) -> list[DecisionRow]:
+        """Up to ``limit`` surviving decisions after ``after``, read with ``FINAL`` over the
+        rule (the filter applies to each target's surviving row)."""
+        where, params = _page_where(project, rule_id, decision, after, limit)
+        result = self._client.query(
+            f"SELECT {_SELECT} FROM {self._table} FINAL WHERE {where} "
+            "ORDER BY decided_at DESC, target_type DESC, target_id DESC LIMIT {limit:UInt32}",
+            parameters=params,
+            settings=self._read,
+        )
+        return [_row(r) for r in result.result_rows]
 
     def _surviving(
         self, project: str, rule_id: str, keys: set[tuple[str, str]]
@@ -232,6 +252,29 @@ class DecisionStore:
         for rule_id, decision, count in result.result_rows:
             found.setdefault(str(rule_id), {})[str(decision)] = int(count)
         return found
+
+
+def _page_where(
+    project: str,
+    rule_id: str,
+    decision: str | None,
+    after: tuple[datetime, str, str] | None,
+    limit: int,
+) -> tuple[str, dict[str, Any]]:
+    """The conditions of a page's read (a rule, a kind, below a position) and their
+    parameters, ``limit`` among them."""
+    where = ["project = {p:String}", "rule_id = {r:String}"]
+    params: dict[str, Any] = {"p": project, "r": rule_id, "limit": limit}
+    if decision is not None:
+        where.append("decision = {d:String}")
+        params["d"] = decision
+    if after is not None:
+        where.append(
+            "(decided_at, target_type, target_id) < "
+            "({at:DateTime64(6, 'UTC')}, {tt:String}, {tid:String})"
+        )
+        params.update(at=after[0], tt=after[1], tid=after[2])
+    return " AND ".join(where), params
 
 
 def _row(r: Any) -> DecisionRow:

@@ -162,12 +162,12 @@ def test_a_target_decided_again_is_listed_once_where_its_surviving_decision_was_
     assert [d["target_id"] for d in decisions(api, rule.id, decision="scored")] == ["s2", "s1"]
 
 
-def test_targets_still_waiting_behind_many_replaced_waiting_rows_are_all_listed(
+def test_targets_still_waiting_behind_thousands_of_replaced_waiting_rows_are_all_listed(
     api: TestClient, rule: Rule
 ) -> None:
-    # Three targets waiting since before 700 others arrived, waited and were decided: a page
-    # of `decision=waiting` reads the 700 replaced rows first, in growing batches, and lists
-    # exactly the three, newest first, across pages, each once.
+    # Three targets waiting since before 4,500 others arrived, waited and were decided: a
+    # page of `decision=waiting` reads replaced rows first, in growing batches and then from
+    # the decisions' own table, and lists exactly the three, newest first, each once.
     start = datetime(2026, 11, 1, tzinfo=UTC)
 
     def row(target: str, decision: str, seconds: float) -> DecisionRow:
@@ -175,14 +175,15 @@ def test_targets_still_waiting_behind_many_replaced_waiting_rows_are_all_listed(
         return DecisionRow(rule.id, "record", target, decision, "", "exact", 1, at)
 
     still = [row(f"req_still-{n}", "waiting", n) for n in range(3)]
-    replaced = [row(f"req_done-{n:03d}", "waiting", 10 + n) for n in range(700)]
-    final = [row(f"req_done-{n:03d}", "scored", 1000 + n) for n in range(700)]
+    replaced = [row(f"req_done-{n:04d}", "waiting", 10 + n) for n in range(4500)]
+    final = [row(f"req_done-{n:04d}", "scored", 10_000 + n) for n in range(4500)]
     store = evaluation(api).decision_store
     for rows in (still, replaced, final):
         assert store.append("default", rows) is STORED
     waiting = decisions(api, rule.id, decision="waiting", limit=2)
     assert [d["target_id"] for d in waiting] == ["req_still-2", "req_still-1", "req_still-0"]
     every = decisions(api, rule.id, limit=100)
-    assert len(every) == 703
-    assert [d["target_id"] for d in every[:2]] == ["req_done-699", "req_done-698"]
-    assert {d["decision"] for d in every[:700]} == {"scored"}
+    assert len(every) == 4503
+    assert [d["target_id"] for d in every[:2]] == ["req_done-4499", "req_done-4498"]
+    assert {d["decision"] for d in every[:4500]} == {"scored"}
+    assert decisions(api, rule.id, decision="scored", limit=100) == every[:4500]
