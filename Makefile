@@ -114,7 +114,7 @@ bench-peers: $(STAMP)
 
 # Heavy: minutes each on 2 cores. Each script prints its figures; --write-docs records them.
 bench: $(STAMP) $(TIKTOKEN)
-	$(PY) benchmarks/prompts.py --prompts 10000
+	$(PY) benchmarks/prompts.py --prompts 10000 --writes 60
 	$(PY) benchmarks/chat_prompts.py --prompts 10000
 	$(PY) benchmarks/runs.py
 	$(PY) benchmarks/experiments.py
