@@ -19,7 +19,9 @@ from promptrail.testing import free_port
 from tests.collector.processes import CLI, cli, collector, held_store, start_collector_process
 
 
-def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
+def test_prompts_survive_a_restart_sigterm_stops_cleanly_and_keys_create_works_either_way(
+    tmp_path: Path,
+) -> None:
     log: list[str] = []
     with collector(tmp_path, log) as api:
         for i in range(5):
@@ -39,6 +41,12 @@ def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> 
     assert "store closed" in log[0]
     assert not (tmp_path / "collector.json").exists()
 
+    # ``keys create`` with no collector running, then through the restarted one (one restart
+    # for both points: a collector start fewer than a data dir of their own).
+    offline = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
+    assert offline.returncode == 0, offline.stderr
+    offline_key = offline.stdout.strip()
+
     with collector(tmp_path, log) as api:
         after = {
             "list": api.get("/v1/prompts").json(),
@@ -47,9 +55,26 @@ def test_prompts_survive_a_restart_and_sigterm_stops_cleanly(tmp_path: Path) -> 
         }
         gone = api.get("/v1/prompts/p4").status_code
 
+        online = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
+        assert online.returncode == 0, online.stderr
+        online_key = online.stdout.strip()
+        headers = [{"Authorization": f"Bearer {k}"} for k in (offline_key, online_key)]
+        created = api.post(
+            "/v1/prompts",
+            json={"name": "mine", "template": "x", "model": "gpt-4o"},
+            headers=headers[0],
+        )
+        seen_by_other_key = api.get("/v1/prompts/mine", headers=headers[1]).status_code
+        seen_by_default = api.get("/v1/prompts/mine").status_code
+
     assert after == before
     assert after["list"]["pagination"]["total"] == 4
     assert gone == 404
+    assert offline_key.startswith("pr-") and online_key.startswith("pr-")
+    assert offline_key != online_key
+    assert created.status_code == 201
+    assert seen_by_other_key == 200
+    assert seen_by_default == 404
 
 
 def without_init_key() -> dict[str, str]:
@@ -80,9 +105,29 @@ def works(port: int, key: str) -> bool:
     return response.status_code == 200
 
 
-def test_first_start_prints_a_development_key_and_a_keys_command_that_work(
+def test_a_busy_port_fails_before_a_key_is_made_then_the_first_start_prints_one_that_works(
     tmp_path: Path,
 ) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = subprocess.run(
+            [str(CLI), "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=without_init_key(),
+        )
+
+    output = refused.stdout + refused.stderr
+    assert refused.returncode == 1
+    assert "listening" not in output
+    assert "pr-" not in output
+    assert "Traceback" not in output
+    assert f"127.0.0.1:{port}" in refused.stderr and "in use" in refused.stderr
+    # The one-time key was not made and lost: the next start (the first that listens) shows it,
+    # with the rest of its banner (one first start for both points).
     with first_start(tmp_path) as (port, lines):
         # The banner says "listening" once it is true: the port answers by now.
         assert any(f"listening on http://127.0.0.1:{port}" in line for line in lines)
@@ -106,34 +151,6 @@ def test_first_start_prints_a_development_key_and_a_keys_command_that_work(
         assert works(port, made.stdout.strip())
 
 
-def test_a_busy_port_fails_before_a_key_is_made_or_listening_is_claimed(
-    tmp_path: Path,
-) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        refused = subprocess.run(
-            [str(CLI), "serve", "--port", str(port), "--data-dir", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=without_init_key(),
-        )
-
-    output = refused.stdout + refused.stderr
-    assert refused.returncode == 1
-    assert "listening" not in output
-    assert "pr-" not in output
-    assert "Traceback" not in output
-    assert f"127.0.0.1:{port}" in refused.stderr and "in use" in refused.stderr
-    # The one-time key was not made and lost: the next start shows it.
-    with first_start(tmp_path) as (port, lines):
-        keys = [w for line in lines for w in line.split() if w.startswith("pr-")]
-        assert keys, "".join(lines)
-        assert works(port, keys[0])
-
-
 def test_version_and_help_read_as_a_user_expects() -> None:
     # Four processes that only read: side by side, not one after another.
     commands = [["--version"], ["--help"], ["serve", "--help"], ["keys", "create", "--help"]]
@@ -148,32 +165,6 @@ def test_version_and_help_read_as_a_user_expects() -> None:
         assert "<bool>" not in shown.stdout and "<str>" not in shown.stdout, shown.stdout
     assert "--port PORT" in helps[1].stdout
     assert "--project NAME" in helps[2].stdout
-
-
-def test_keys_create_works_with_and_without_a_running_collector(tmp_path: Path) -> None:
-    offline = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
-    assert offline.returncode == 0, offline.stderr
-    offline_key = offline.stdout.strip()
-
-    log: list[str] = []
-    with collector(tmp_path, log) as api:
-        online = cli("keys", "create", "--project", "team-a", "--data-dir", str(tmp_path))
-        assert online.returncode == 0, online.stderr
-        online_key = online.stdout.strip()
-        headers = [{"Authorization": f"Bearer {k}"} for k in (offline_key, online_key)]
-        created = api.post(
-            "/v1/prompts",
-            json={"name": "mine", "template": "x", "model": "gpt-4o"},
-            headers=headers[0],
-        )
-        seen_by_other_key = api.get("/v1/prompts/mine", headers=headers[1]).status_code
-        seen_by_default = api.get("/v1/prompts/mine").status_code
-
-    assert offline_key.startswith("pr-") and online_key.startswith("pr-")
-    assert offline_key != online_key
-    assert created.status_code == 201
-    assert seen_by_other_key == 200
-    assert seen_by_default == 404
 
 
 def test_a_store_held_by_another_process_gives_one_clear_line(tmp_path: Path) -> None:
