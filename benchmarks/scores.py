@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/scores.py --records 100000           # a quick try
     .venv/bin/python benchmarks/scores.py --reuse --data-dir DIR     # reads of an earlier load
     .venv/bin/python benchmarks/scores.py --ids sdk                  # ids as the SDK makes them
+    .venv/bin/python benchmarks/scores.py --reuse --data-dir DIR --gap  # a page over HTTP vs in process
 
 Starts ``promptrail serve`` on a fresh data dir and loads, everything through the real HTTP
 batch routes (no store inserts): ``--records`` records through ``POST /v1/requests/batch``
@@ -26,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _harness import collector
+from _harness import clean_env, collector, process, wait_until
 from _report import Machine, wait_quiet, write_section
 from request_log import (
     KEY,
@@ -50,6 +53,8 @@ from request_log import (
     ingest,
     record_id,
 )
+
+from promptrail.testing import free_port
 
 SECTION = "## Scores at scale (`benchmarks/scores.py`)"
 NAMES = (("helpfulness", 0.6), ("thumbs", 0.9), ("topic", 1.0))
@@ -265,6 +270,135 @@ def write_docs(
     write_section("\n".join(lines))
 
 
+GAP_PAGE = "/v1/requests"
+
+
+def _gap_app(data_dir: Path) -> Any:
+    """The collector's app on ``data_dir`` inside a wrapper that times what it serves and
+    answers ``/_direct?bound=`` with the time of the same page built in process.
+
+    ``/_direct`` runs what the route runs (the page, its scores, the page model as JSON) on
+    a worker thread of the same event loop, so the two figures differ only by the HTTP path:
+    the client, the socket, uvicorn, the middleware, the access check and FastAPI's response
+    handling. ``/_served`` hands back the served times of the API pages since the last call.
+    """
+    import anyio
+
+    from promptrail.collector.api.routes import requests as routes
+    from promptrail.collector.app import create_app, open_services
+    from promptrail.collector.config import Settings
+
+    settings = Settings(data_dir=data_dir)
+    opened = open_services(settings)
+    services = opened[0]
+    inner = create_app(settings, opened=opened)
+    served: list[float] = []
+
+    def page(bound: str) -> bytes:
+        rows = services.requests.list_page(
+            "default",
+            20,
+            None,
+            metadata={},
+            score_params=[("score.helpfulness.min", bound)],
+        )
+        scores = services.scores.summaries("default", [(r.id, r.trace_id) for r in rows.rows])
+        body = routes.Page(
+            data=[routes.RequestListItem.of_record(r, scores.get(r.id)) for r in rows.rows],
+            pagination=routes.Pagination.of(rows.next_cursor),
+        )
+        return body.model_dump_json().encode()
+
+    async def answer(send: Any, body: bytes) -> None:
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        if scope["path"] == "/_direct":
+            bound = scope["query_string"].decode().removeprefix("bound=")
+            began = time.perf_counter()
+            await anyio.to_thread.run_sync(page, bound)
+            await answer(send, json.dumps({"ms": (time.perf_counter() - began) * 1000}).encode())
+            return
+        if scope["path"] == "/_served":
+            await answer(send, json.dumps(served).encode())
+            served.clear()
+            return
+        began = time.perf_counter()
+
+        async def timed(message: dict[str, Any]) -> None:
+            await send(message)
+            last = message["type"] == "http.response.body" and not message.get("more_body")
+            if last and scope["path"] == GAP_PAGE:
+                served.append((time.perf_counter() - began) * 1000)
+
+        await inner(scope, receive, timed)
+
+    return app
+
+
+def gap_server(data_dir: Path, port: int) -> None:
+    """Serve :func:`_gap_app` as ``promptrail serve`` serves the collector: the same process
+    tuning, uvicorn's defaults (its access log included)."""
+    import logging
+
+    import uvicorn
+
+    from promptrail.collector.tuning import tune_for_ingest
+
+    logging.basicConfig(level=logging.INFO)
+    tune_for_ingest()
+    uvicorn.run(_gap_app(data_dir), host="127.0.0.1", port=port)
+
+
+def _quantiles(times: list[float]) -> str:
+    ordered = sorted(times)
+    p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
+    return f"{statistics.median(ordered):6.1f} / {p95:6.1f}"
+
+
+def gap(data_dir: Path, samples: int, rounds: int) -> None:
+    """The same list page in process and over HTTP, pair by pair, on one served store.
+
+    Each sample asks ``/_direct`` for the page built in process, then the page over HTTP
+    (the client's time) with the same bound; the server's own time of each HTTP page is read
+    back after the round. Bounds: ``0.9``, then the benchmark's random sequence (seed 5).
+    """
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = data_dir / "gap.log"
+    command = [sys.executable, __file__, "--gap-server", str(port), "--data-dir", str(data_dir)]
+    env = clean_env()
+    with process(command, env, log_path) as child:
+        wait_until(f"{url}/health", "the gap server", child, log_path)
+        headers = {"Authorization": f"Bearer {KEY}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+            for label, bounds in (("min=0.9", None), ("random bound", random.Random(5))):
+                for _ in range(3):
+                    client.get(GAP_PAGE, params={"score.helpfulness.min": "0.9"})
+                client.get("/_served")
+                for round_ in range(rounds):
+                    direct: list[float] = []
+                    http: list[float] = []
+                    for _ in range(samples):
+                        bound = "0.9" if bounds is None else f"{bounds.random():.2f}"
+                        direct.append(client.get("/_direct", params={"bound": bound}).json()["ms"])
+                        began = time.perf_counter()
+                        client.get(GAP_PAGE, params={"score.helpfulness.min": bound})
+                        http.append((time.perf_counter() - began) * 1000)
+                    served = client.get("/_served").json()
+                    print(
+                        f"  {label:<13} round {round_ + 1} (load {os.getloadavg()[0]:4.1f}) "
+                        f"p50 / p95 ms: in process {_quantiles(direct)} | served "
+                        f"{_quantiles(served)} | over HTTP {_quantiles(http)}",
+                        flush=True,
+                    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -288,11 +422,26 @@ def main() -> None:
         help="record ids: req_bench<n> (time order), the SDK's (time first), or all random",
     )
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--gap",
+        action="store_true",
+        help="with --reuse: one list page in process and over HTTP, pair by pair",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="of --gap")
+    parser.add_argument("--gap-server", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.gap_server:
+        gap_server(args.data_dir, args.gap_server)
+        return
     if args.reuse and not args.data_dir:
         parser.error("--reuse needs the --data-dir of an earlier run")
     if args.ids != "bench" and args.write_docs:
         parser.error("--write-docs writes the req_bench ids' run; note other --ids by hand")
+    if args.gap:
+        if not args.reuse:
+            parser.error("--gap measures the store of an earlier load: add --reuse")
+        gap(args.data_dir, args.samples, args.rounds)
+        return
     total_scores = args.scores or args.records
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-scores-"))
     saved = data_dir / "scores-ingest.json"
