@@ -300,7 +300,10 @@ class RegistryJournal:
         and its ``VALUES`` rows, written inline. Return the entry's sequence number once it
         is there; the applier stores it with every entry waiting beside it, one insert per
         head."""
-        return self._append(ROWS + json.dumps([list(pair) for pair in inserts]), inserts)
+        # Text kept as it is (not escaped to ASCII): rows that are no valid UTF-8 fail here,
+        # before the write is acknowledged, as a statement entry does, not in the applier.
+        payload = json.dumps([list(pair) for pair in inserts], ensure_ascii=False)
+        return self._append(ROWS + payload, inserts)
 
     def _append(self, payload: str, inserts: Inserts | None) -> int:
         frame = encode_entry(payload)

@@ -119,6 +119,23 @@ def test_a_stream_of_writes_is_gathered_and_a_read_applies_it_at_once(
         journal.close()
 
 
+def test_rows_that_are_no_valid_text_are_refused_before_they_are_acknowledged(
+    scratch: tuple[Client, str], tmp_path: Path
+) -> None:
+    """A write whose rows cannot be kept as UTF-8 fails at its append, as a statement does:
+    it never reaches the file, where it would stop the applier for every write behind it."""
+    client, table = scratch
+    journal = RegistryJournal(tmp_path / "registry.journal", client.command)
+    try:
+        with pytest.raises(UnicodeEncodeError):
+            journal.append_rows([(f"INSERT INTO {table} (n, tag)", "(1, 'a\ud800b')")])
+        journal.append_rows(rows_entry(table, 2, 3))
+        journal.settle(timeout=10)
+        assert stored(client, table) == [2, 3]
+    finally:
+        journal.close()
+
+
 def test_merged_inserts_keep_the_order_every_entry_lists_its_tables_in() -> None:
     """A label's row never goes in before the version it points at, nor a name's claim,
     whichever entry first names the labels' table."""
