@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -27,7 +24,7 @@ from promptrail.collector.services import keys as key_rules
 from promptrail.collector.services.feedback_tokens import TokenScope
 from promptrail.collector.services.keys import KeyService
 from tests.collector.contract import assert_error
-from tests.collector.processes import cli, start_collector_process
+from tests.collector.processes import cli
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_KEY
 
@@ -253,29 +250,3 @@ def test_a_collector_on_a_server_reads_a_keys_scopes_once_and_its_revocation_eac
     server_like.revoke(made["key_id"])
     with pytest.raises(InvalidApiKey):
         server_like.authenticate_grant(made["api_key"])
-
-
-def test_the_development_key_of_a_first_start_has_every_scope_and_says_so(
-    tmp_path: Path,
-) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PROMPTRAIL_INIT_API_KEY"}
-    port, process = start_collector_process(tmp_path, env)
-    try:
-        assert process.stdout is not None
-        lines: list[str] = []
-        while not any(line.lstrip().startswith("try:") for line in lines):
-            line = process.stdout.readline()
-            assert line, "".join(lines)
-            lines.append(line)
-        (said,) = [line for line in lines if "development API key" in line]
-        assert "every scope" in said
-        key = next(word for word in said.split() if word.startswith("pr-"))
-
-        shown = httpx.get(f"http://127.0.0.1:{port}/v1/keys", headers=bearer(key))
-
-        assert shown.status_code == 200, shown.text
-        (dev,) = shown.json()["data"]
-        assert dev["scopes"] == EVERY_SCOPE and dev["created_by"] == "start-up"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)

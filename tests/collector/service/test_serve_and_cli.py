@@ -138,6 +138,18 @@ def test_a_busy_port_fails_before_a_key_is_made_then_the_first_start_prints_one_
         address = next(line for line in lines if "console:" in line).split()[1]
         assert address == f"http://127.0.0.1:{port}"
         assert "<title>promptrail</title>" in httpx.get(address).text
+        # The development key has every scope, and its line says so (before the banner's
+        # command below makes a second key).
+        (said,) = [line for line in lines if "development API key" in line]
+        assert "every scope" in said
+        dev_key = next(word for word in said.split() if word.startswith("pr-"))
+        shown = httpx.get(
+            f"http://127.0.0.1:{port}/v1/keys", headers={"Authorization": f"Bearer {dev_key}"}
+        )
+        assert shown.status_code == 200, shown.text
+        (dev,) = shown.json()["data"]
+        assert dev["scopes"] == ["ingest", "prompts:read", "read", "write", "admin"]
+        assert dev["created_by"] == "start-up"
 
         # The banner's command, run as printed (from the same directory), makes a key.
         command = next(line for line in lines if "keys create" in line).split(": ", 1)[1]
