@@ -115,6 +115,8 @@ def test_a_record_pydantic_refuses_leaves_the_compiled_pass(fields: dict[str, An
         b'{"records": [{"input": ' + b"[" * 5000 + b"]" * 5000 + b"}]}",  # past any parser
         b'{"records": [{"latency_ms": 1.0}]}',  # lax number pydantic may coerce
         b'{"records": [{"created_at": 1764417600}]}',  # a Unix time pydantic reads
+        # msgspec rounds a 7th digit, pydantic truncates it: 12:00:00.999 here
+        b'{"records": [{"id": "req_a", "created_at": "2026-11-29T12:00:00.9999999Z"}]}',
         b'{"records": {}}',
         b"[1, 2]",
         b"not json",
@@ -149,3 +151,10 @@ def test_a_built_record_pydantic_refuses_leaves_the_compiled_pass(fields: dict[s
     with pytest.raises(ValidationError):
         PYDANTIC_RECORDS.validate_python(built)
     assert convert_records(built) is None
+
+
+def test_a_built_time_finer_than_a_microsecond_goes_to_pydantic() -> None:
+    built = [{**BASE, "created_at": "2026-11-29T12:00:00.9999999+00:00"}]
+    assert convert_records(built) is None
+    (record,) = PYDANTIC_RECORDS.validate_python(built)
+    assert record_values(record, NOW)["created_at"].microsecond == 999_000
