@@ -15,8 +15,7 @@ from pathlib import Path
 import httpx
 
 import promptrail
-from promptrail.testing import free_port
-from tests.collector.processes import CLI, cli, collector, held_store, start_collector_process
+from tests.collector.processes import CLI, cli, collector, start_collector_process
 
 
 def test_prompts_survive_a_restart_sigterm_stops_cleanly_and_keys_create_works_either_way(
@@ -177,16 +176,3 @@ def test_version_and_help_read_as_a_user_expects() -> None:
         assert "<bool>" not in shown.stdout and "<str>" not in shown.stdout, shown.stdout
     assert "--port PORT" in helps[1].stdout
     assert "--project NAME" in helps[2].stdout
-
-
-def test_a_store_held_by_another_process_gives_one_clear_line(tmp_path: Path) -> None:
-    with held_store(tmp_path):
-        keys = cli("keys", "create", "--project", "x", "--data-dir", str(tmp_path))
-        served = cli("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
-
-    for result in (keys, served):
-        assert result.returncode == 1
-        assert "Traceback" not in result.stderr + result.stdout
-        message = result.stderr.strip()
-        assert len(message.splitlines()) == 1, message
-        assert "in use by another process" in message

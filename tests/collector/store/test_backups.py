@@ -329,12 +329,21 @@ def test_a_held_store_with_no_collector_answering_says_so(tmp_path: Path) -> Non
     silent = f"http://127.0.0.1:{free_port()}"
     with held_store(tmp_path) as holder:
         held = cli("backup", str(tmp_path / "b1"), "--data-dir", str(tmp_path))
+        # ``keys create`` and ``serve`` on the same held store (one holder for all three).
+        keys = cli("keys", "create", "--project", "x", "--data-dir", str(tmp_path))
+        served = cli("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
         # A runtime file naming a live process whose collector does not answer.
         write_runtime(tmp_path, RuntimeInfo(silent, holder, "token"))
         unanswered = cli("backup", str(tmp_path / "b2"), "--data-dir", str(tmp_path))
 
     assert one_line(held) and "in use by another process" in held.stderr
     assert one_line(unanswered) and f"the collector at {silent} did not answer" in unanswered.stderr
+    for result in (keys, served):
+        assert result.returncode == 1
+        assert "Traceback" not in result.stderr + result.stdout
+        message = result.stderr.strip()
+        assert len(message.splitlines()) == 1, message
+        assert "in use by another process" in message
 
 
 def test_the_admin_route_backs_up_only_for_the_admin_token(api: TestClient, tmp_path: Path) -> None:
