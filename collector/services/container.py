@@ -291,6 +291,7 @@ class Services:
         self.exports.close()
         self.rollups.close()
         self.keys.close()
+        self.prompts.links.stop()  # its start read and compiling, before the store closes
         self.prompts.close()
         if self.audit is not None:
             self.audit.close()

@@ -80,6 +80,8 @@ class ChatLinks:
         # Set while the warm-up's read is under way: a project not held yet waits for it.
         self._warming: threading.Event | None = None
         self.warmed = threading.Event()  # the warm-up's read is over (read, failed or skipped)
+        self._warmer: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     # -- warm-up ----------------------------------------------------------------------------
 
@@ -94,8 +96,16 @@ class ChatLinks:
         thread = threading.Thread(
             target=self.warm, args=(projects,), name="promptrail-chat-links", daemon=True
         )
+        self._warmer = thread
         thread.start()
         return thread
+
+    def stop(self) -> None:
+        """Stop the warm-up's background compiling and wait for its thread (a read under way
+        ends first), so the store can be closed under it."""
+        self._stopping.set()
+        if self._warmer is not None:
+            self._warmer.join()
 
     def warm(self, projects: Callable[[], Collection[str]]) -> None:
         """Read the versions of ``projects()`` in one read, hold them, then compile them."""
@@ -115,7 +125,9 @@ class ChatLinks:
                 warming.set()
             self.warmed.set()
         for loaded in held:
-            loaded.index.compile_all()
+            if self._stopping.is_set():
+                return
+            loaded.index.compile_all(self._stopping)
 
     def _warm_read(self, projects: Callable[[], Collection[str]]) -> list[ProjectVersions]:
         names = sorted(projects())

@@ -85,10 +85,12 @@ class _Index:
                 bucket.compiled = versions
             return bucket.compiled
 
-    def compile_all(self) -> None:
+    def compile_all(self, stop: threading.Event) -> None:
         """Compile every bucket not compiled yet, one at a time (a batch needing a bucket
-        waits for at most the one being compiled)."""
+        waits for at most the one being compiled), until ``stop`` is set."""
         for bucket in [*self.buckets.values(), *([self.loose] if self.loose else [])]:
+            if stop.is_set():
+                return
             self.compiled(bucket)
 
     def held_compiled(self) -> int:
