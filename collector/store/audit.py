@@ -192,13 +192,10 @@ class AuditStore:
         journal = self._chain.journal
         if journal is not None:
             columns = ", ".join(quote(c) for c in AUDIT_LOG.inserted_columns())
-            token = _literal(f"audit/{row.id}")
             literals = ", ".join(_literal(v) for v in values)
-            statement = (
-                f"INSERT INTO {self._table} ({columns}) "
-                f"SETTINGS insert_deduplication_token = {token} VALUES ({literals})"
-            )
-            return direct_write(lambda: journal.append(statement))
+            # Rows, not a statement: the journal stores every entry waiting as one insert.
+            head = f"INSERT INTO {self._table} ({columns})"
+            return direct_write(lambda: journal.append_rows([(head, f"({literals})")]))
         return direct_write(
             lambda: self._client.insert(
                 self._table,
