@@ -464,9 +464,17 @@ class EvaluationWorkStore:
 
     def advance(self, project: str, rule_id: str, stage: str, position: Position) -> None:
         """Store the rule's new watermark for ``stage``."""
+        self.advance_many(project, [(rule_id, stage, position)])
+
+    def advance_many(self, project: str, marks: Sequence[tuple[str, str, Position]]) -> None:
+        """Store new watermarks, each ``(rule_id, stage, position)``, in one insert (a
+        worker's pass moves every rule it decided for at once)."""
+        if not marks:
+            return
+        now = datetime.now(UTC)
         self._client.insert(
             self._marks,
-            [[project, rule_id, stage, position[0], position[1], datetime.now(UTC)]],
+            [[project, rule, stage, at, last, now] for rule, stage, (at, last) in marks],
             column_names=EVALUATION_WATERMARKS.inserted_columns(),
             column_type_names=EVALUATION_WATERMARKS.column_types(
                 EVALUATION_WATERMARKS.inserted_columns()

@@ -24,7 +24,7 @@ from ...store.evaluation_work import Candidate, EvaluationWorkStore, Position
 from ...store.writes import Refused
 from ..evaluators import Evaluator, parse_evaluators
 from ..prompts import PromptService
-from ..scores import ScoreService
+from ..scores import MAX_BATCH_SCORES, ScoreService
 from .evaluators import EvaluatorService
 from .judging import Judges, Verdict, run_code, score_id
 from .sampling import in_sample
@@ -228,14 +228,17 @@ class Decider:
     def store(self, project: str, outcome: Outcome) -> None:
         """Store a batch's scores, then its decisions (a score the store will not take
         makes its decision an ``error`` naming why); raise when the store refuses."""
-        if outcome.scores:
-            _, rejected = self._scores.batch(project, outcome.scores)
-            failed = {outcome.scores[i]["id"]: error.get("message", "") for i, error in rejected}
-            if failed:
-                outcome.decisions = [
-                    _failed(d, failed[d.score_id]) if d.score_id in failed else d
-                    for d in outcome.decisions
-                ]
+        failed: dict[str, str] = {}
+        # A worker's pass writes several rules' scores: in batches the score service takes.
+        for at in range(0, len(outcome.scores), MAX_BATCH_SCORES):
+            part = outcome.scores[at : at + MAX_BATCH_SCORES]
+            _, rejected = self._scores.batch(project, part)
+            failed.update((part[i]["id"], error.get("message", "")) for i, error in rejected)
+        if failed:
+            outcome.decisions = [
+                _failed(d, failed[d.score_id]) if d.score_id in failed else d
+                for d in outcome.decisions
+            ]
         written = self._decisions.append(project, outcome.decisions)
         if isinstance(written, Refused):
             raise RuntimeError(f"decisions not stored: {written.message}")

@@ -23,15 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ...models.evaluation import RuleIn
 from ...store.evaluation import DecisionStore, RuleRow
-from ...store.evaluation_work import Arrival, Candidate, EvaluationWorkStore
+from ...store.evaluation_work import Arrival, Candidate, EvaluationWorkStore, Position
 from ..prompts import PromptService
 from ..scores import ScoreService
 from .deciding import Decider, Outcome, RuleState, day_start
@@ -54,6 +55,7 @@ BATCH = 500
 # A disabled rule's watermarks follow the log (it judges nothing that arrived while it was
 # disabled), stored at most this often.
 DISABLED_STEP = timedelta(seconds=5)
+_FAILED = "evaluation rule %s of project %s failed; retrying"
 
 
 # What the deciding module gives the worker's callers as before (backfills, tests).
@@ -135,40 +137,104 @@ class EvaluationWorker(Decider):
         """One pass over every rule; True when some rule has more arrived records to read."""
         rules = await anyio.to_thread.run_sync(self._work.live_rules)
         self._has_rules = bool(rules)
-        busy = False
+        by_project: dict[str, list[RuleRow]] = {}
         for project, row in rules:
             if self.ownership is not None and not self.ownership.owns(row.id):
                 self._states.pop(row.id, None)  # its owner's now: re-read its marks if back
                 continue
+            by_project.setdefault(project, []).append(row)
+        busy = False
+        for project, rows in by_project.items():
             try:
-                busy = await self._rule(project, row) or busy
+                busy = await self._project(project, rows) or busy
             except Exception:
-                logger.exception(
-                    "evaluation rule %s of project %s failed; retrying", row.id, project
-                )
+                logger.exception("evaluation pass of project %s failed; retrying", project)
         return busy
 
-    # -- one rule ---------------------------------------------------------------------------
+    # -- one project's rules ----------------------------------------------------------------
 
-    async def _rule(self, project: str, row: RuleRow) -> bool:
-        spec = RuleIn.model_validate(row.spec)
-        state = self.state(row.id)
-        async with state.lock:
-            if state.marks is None:
-                state.marks = await anyio.to_thread.run_sync(self._work.watermarks, project, row.id)
-            cutoff = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS)
-            if not spec.enabled:
-                await self._follow(project, row, state, cutoff)
-                return False
+    async def _project(self, project: str, rows: list[RuleRow]) -> bool:
+        """One pass over a project's rules: each stage's arrivals and records are read once
+        for every rule at the same watermark, and the pass's decisions and scores are
+        written in one insert each (per phase), every rule's watermark moved after them."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS)
+        async with contextlib.AsyncExitStack() as held:
+            live: list[tuple[RuleRow, RuleIn, RuleState]] = []
+            for row in rows:
+                try:
+                    spec = RuleIn.model_validate(row.spec)
+                    state = self.state(row.id)
+                    await held.enter_async_context(state.lock)
+                    if state.marks is None:
+                        state.marks = await anyio.to_thread.run_sync(
+                            self._work.watermarks, project, row.id
+                        )
+                    if not spec.enabled:
+                        await self._follow(project, row, state, cutoff)
+                        continue
+                except Exception:
+                    logger.exception(_FAILED, row.id, project)
+                    continue
+                live.append((row, spec, state))
+            work = _Pass(project)
             busy = False
+            # A delayed rule's or a thread rule's arrival decisions are stored before its
+            # final ones are read for (a final decision looks up what the target got).
+            for phase in ("seen", "due"):
+                work.starts = {}
+                for row, spec, state in live:
+                    until = _until(spec, phase, cutoff)
+                    if until is not None:
+                        assert state.marks is not None
+                        mark = state.marks.get(phase, (row.created_at, ""))
+                        start = work.starts.get((phase, until), mark)
+                        work.starts[(phase, until)] = min(start, mark)
+                done = await asyncio.gather(
+                    *(
+                        self._phase(work, row, spec, state, phase, cutoff)
+                        for row, spec, state in live
+                    )
+                )
+                busy = any(done) or busy
+                await self._flush(work)
+            return busy
+
+    async def _phase(
+        self,
+        work: _Pass,
+        row: RuleRow,
+        spec: RuleIn,
+        state: RuleState,
+        phase: str,
+        cutoff: datetime,
+    ) -> bool:
+        until = _until(spec, phase, cutoff)
+        if until is None:
+            return False
+        try:
             if spec.target in ("trace", "session"):
-                busy = await self._thread_stage(project, row, spec, state, "seen", cutoff)
-                quiet = cutoff - timedelta(seconds=spec.idle_seconds)
-                return await self._thread_stage(project, row, spec, state, "due", quiet) or busy
-            if spec.delay_seconds > 0:
-                busy = await self._stage(project, row, spec, state, "seen", cutoff)
-            due = cutoff - timedelta(seconds=spec.delay_seconds)
-            return await self._stage(project, row, spec, state, "due", due) or busy
+                return await self._thread_stage(work, row, spec, state, phase, until)
+            return await self._stage(work, row, spec, state, phase, until)
+        except Exception:
+            logger.exception(_FAILED, row.id, work.project)
+            return False
+
+    async def _flush(self, work: _Pass) -> None:
+        """Store what the pass decided, then move its rules' watermarks (a crash between
+        them decides those targets again, alike; never skips one)."""
+        outcome, marks = work.outcome, work.marks
+        work.outcome, work.marks = Outcome(), []
+        if outcome.decisions or outcome.scores:
+            await anyio.to_thread.run_sync(self.store, work.project, outcome)
+        if marks:
+            await anyio.to_thread.run_sync(
+                self._work.advance_many,
+                work.project,
+                [(rule_id, stage, position) for _, rule_id, stage, position in marks],
+            )
+            for state, _, stage, position in marks:
+                assert state.marks is not None
+                state.marks[stage] = position
 
     async def _follow(self, project: str, row: RuleRow, state: RuleState, cutoff: datetime) -> None:
         assert state.marks is not None
@@ -180,37 +246,54 @@ class EvaluationWorker(Decider):
                 )
                 state.marks[stage] = (cutoff, "")
 
+    async def _arrivals(
+        self, work: _Pass, row: RuleRow, state: RuleState, stage: str, until: datetime
+    ) -> tuple[tuple[object, ...], list[Arrival], list[Arrival]]:
+        """The stage's next arrivals after the rule's watermark, with the key and the
+        answer of the read they came from (its length saying whether more arrived).
+
+        One read serves the pass's rules of that stage and ``until``: from the earliest of
+        their watermarks, each rule taking those after its own (a prefix of its next
+        arrivals; all of them up to ``until`` unless the read was full). A rule ahead of a
+        full read reads from its own watermark."""
+        assert state.marks is not None
+        after = state.marks.get(stage, (row.created_at, ""))
+        start = work.starts.get((stage, until), after)
+        for begin in dict.fromkeys((start, after)):
+            key: tuple[object, ...] = ("arrivals", begin, until, BATCH)
+            found: list[Arrival] = await work.read(
+                key, self._work.arrivals, work.project, begin, until, BATCH
+            )
+            mine = [a for a in found if (a.arrived_at, a.id) > after]
+            if mine or len(found) < BATCH:
+                return key, found, mine
+        return key, found, []
+
     async def _stage(
         self,
-        project: str,
+        work: _Pass,
         row: RuleRow,
         spec: RuleIn,
         state: RuleState,
         stage: str,
         until: datetime,
     ) -> bool:
-        assert state.marks is not None
-        after = state.marks.get(stage, (row.created_at, ""))
-        arrivals: list[Arrival] = await anyio.to_thread.run_sync(
-            self._work.arrivals, project, after, until, BATCH
-        )
+        key, read, arrivals = await self._arrivals(work, row, state, stage, until)
         if not arrivals:
             return False
-        records = await anyio.to_thread.run_sync(
-            self._work.candidates, project, [(a.created_at, a.id) for a in arrivals]
+        keys = [(a.created_at, a.id) for a in read]
+        records: list[Candidate] = await work.read(
+            ("records", *key), self._work.candidates, work.project, keys
         )
         by_id = {r.id: r for r in records}
         ordered = [by_id[i] for i in dict.fromkeys(a.id for a in arrivals) if i in by_id]
-        outcome = await self.decide(project, row, spec, ordered, waiting=stage == "seen")
-        await anyio.to_thread.run_sync(self.store, project, outcome)
-        last = (arrivals[-1].arrived_at, arrivals[-1].id)
-        await anyio.to_thread.run_sync(self._work.advance, project, row.id, stage, last)
-        state.marks[stage] = last
-        return len(arrivals) == BATCH
+        outcome = await self.decide(work.project, row, spec, ordered, waiting=stage == "seen")
+        work.add(outcome, state, row.id, stage, (arrivals[-1].arrived_at, arrivals[-1].id))
+        return len(read) == BATCH
 
     async def _thread_stage(
         self,
-        project: str,
+        work: _Pass,
         row: RuleRow,
         spec: RuleIn,
         state: RuleState,
@@ -221,11 +304,8 @@ class EvaluationWorker(Decider):
         arrivals; on arrival (``seen``) it gets ``waiting`` (or ``not_sampled``), and it is
         decided at its newest record's arrival once that is ``idle_seconds`` old (an earlier
         record's arrival leaves it to the newest's)."""
-        assert state.marks is not None
-        after = state.marks.get(stage, (row.created_at, ""))
-        arrivals: list[Arrival] = await anyio.to_thread.run_sync(
-            self._work.arrivals, project, after, until, BATCH
-        )
+        project = work.project
+        _, read, arrivals = await self._arrivals(work, row, state, stage, until)
         if not arrivals:
             return False
         key = "trace_id" if spec.target == "trace" else "session_id"
@@ -235,11 +315,8 @@ class EvaluationWorker(Decider):
             ids = [t for t in ids if newest.get(t, until) <= until]
         targets = await self.thread_targets(project, spec, ids)
         outcome = await self.decide_targets(project, row, spec, targets, waiting=stage == "seen")
-        await anyio.to_thread.run_sync(self.store, project, outcome)
-        last = (arrivals[-1].arrived_at, arrivals[-1].id)
-        await anyio.to_thread.run_sync(self._work.advance, project, row.id, stage, last)
-        state.marks[stage] = last
-        return len(arrivals) == BATCH
+        work.add(outcome, state, row.id, stage, (arrivals[-1].arrived_at, arrivals[-1].id))
+        return len(read) == BATCH
 
     async def thread_targets(self, project: str, spec: RuleIn, ids: list[str]) -> list[Target]:
         """The traces or sessions (the rule's target) of ``ids`` that match the rule, read
@@ -259,3 +336,45 @@ class EvaluationWorker(Decider):
         for record in self._work.trace_candidates(project, ids):
             grouped.setdefault(record.trace_id, []).append(record)
         return grouped
+
+
+@dataclass
+class _Pass:
+    """One pass over a project's rules: the reads its rules share (each made once, by the
+    first rule asking), and the decisions, scores and watermarks not yet stored."""
+
+    project: str
+    reads: dict[tuple[object, ...], asyncio.Future[Any]] = field(default_factory=dict)
+    # Where each (stage, until) read of the phase begins: its rules' earliest watermark.
+    starts: dict[tuple[str, datetime], Position] = field(default_factory=dict)
+    outcome: Outcome = field(default_factory=Outcome)
+    marks: list[tuple[RuleState, str, str, Position]] = field(default_factory=list)
+
+    async def read(self, key: tuple[object, ...], fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on a thread, once per pass for ``key``."""
+        found = self.reads.get(key)
+        if found is None:
+            found = self.reads[key] = asyncio.ensure_future(_on_thread(fn, *args))
+        return await asyncio.shield(found)
+
+    def add(
+        self, outcome: Outcome, state: RuleState, rule_id: str, stage: str, last: Position
+    ) -> None:
+        """A rule's stage decided up to ``last``: stored with the pass's next write."""
+        self.outcome.decisions.extend(outcome.decisions)
+        self.outcome.scores.extend(outcome.scores)
+        self.marks.append((state, rule_id, stage, last))
+
+
+def _on_thread(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+    return anyio.to_thread.run_sync(fn, *args)
+
+
+def _until(spec: RuleIn, phase: str, cutoff: datetime) -> datetime | None:
+    """How late an arrival the rule's ``phase`` reads up to in a pass at ``cutoff``; None
+    when the rule has no such phase (a record rule without delay decides on arrival)."""
+    if spec.target in ("trace", "session"):
+        return cutoff if phase == "seen" else cutoff - timedelta(seconds=spec.idle_seconds)
+    if phase == "seen":
+        return cutoff if spec.delay_seconds > 0 else None
+    return cutoff - timedelta(seconds=spec.delay_seconds)

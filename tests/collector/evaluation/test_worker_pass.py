@@ -1,0 +1,135 @@
+"""The evaluation worker's pass over a project's rules (issue 50, "Speed and scale"; the
+worker's path in docs/architecture.md): the records that arrived are read once for every rule
+at the same watermark, and what the rules decided is written in one scores write and one
+decisions insert, each rule's watermark moved only after them.
+
+A collector (ASGI, in process) on a real chDB store; its worker is stopped so that each test
+makes the passes itself, the store's calls counted on their way through.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from promptrail.collector.services.container import Services
+from promptrail.collector.services.evaluation.worker import SETTLE_SECONDS, EvaluationWorker
+from tests.collector.evaluation.steps import create_rule, put_evaluator
+
+RULES = 3
+RECORDS = 20
+
+
+def _stopped_worker(api: TestClient) -> EvaluationWorker:
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    worker = services.evaluation_worker
+    assert worker is not None
+    api.portal.call(worker.stop)  # type: ignore[union-attr]
+    return worker
+
+
+def _counted(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str, calls: Counter[str]
+) -> None:
+    """Count ``owner.name``'s calls (and the rows of its last argument), calling through."""
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def counting(*args: Any) -> Any:
+        calls[name] += 1
+        if isinstance(args[-1], list):
+            calls[f"{name} rows"] += len(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, counting)
+
+
+def _rules_and_records(api: TestClient) -> tuple[list[str], list[str]]:
+    put_evaluator(api, "valid", {"type": "json_valid"})
+    rules = [
+        create_rule(api, name=f"valid {n}", evaluator="valid", score_name=f"valid_{n}")["id"]
+        for n in range(RULES)
+    ]
+    ids = [f"req_pass-{n:02d}" for n in range(RECORDS)]
+    records = [
+        {
+            "id": rid,
+            "prompt_name": "greet",
+            "model": "gpt-4o-mini",
+            "status": "success",
+            "output": {"content": '{"ok": true}'},
+        }
+        for rid in ids
+    ]
+    response = api.post("/v1/requests/batch", json={"records": records})
+    assert response.status_code == 201, response.text
+    time.sleep(SETTLE_SECONDS * 2)  # the records are read once settled
+    return rules, ids
+
+
+def _decided(api: TestClient, rule_id: str) -> dict[str, str]:
+    response = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100})
+    assert response.status_code == 200, response.text
+    return {d["target_id"]: d["decision"] for d in response.json()["data"]}
+
+
+def _scores_of(api: TestClient, request_id: str) -> list[str]:
+    response = api.get("/v1/scores", params={"request_id": request_id})
+    assert response.status_code == 200, response.text
+    return sorted(s["name"] for s in response.json()["data"])
+
+
+def test_one_pass_reads_the_records_once_and_writes_every_rules_outcome_together(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = _stopped_worker(api)
+    rules, ids = _rules_and_records(api)
+    calls: Counter[str] = Counter()
+    work = worker._work
+    for name in ("arrivals", "candidates", "advance_many"):
+        _counted(monkeypatch, work, name, calls)
+    _counted(monkeypatch, worker._decisions, "append", calls)
+    _counted(monkeypatch, worker._scores, "batch", calls)
+
+    assert api.portal.call(worker.poll_once) is False  # type: ignore[union-attr]
+
+    for rule_id in rules:  # every rule decided every record, as alone
+        assert _decided(api, rule_id) == dict.fromkeys(ids, "scored")
+    assert _scores_of(api, ids[0]) == [f"valid_{n}" for n in range(RULES)]
+    # Read once for the three rules at one watermark; one write of each kind for all.
+    assert calls["arrivals"] == 1 and calls["candidates"] == 1
+    assert (calls["batch"], calls["batch rows"]) == (1, RULES * RECORDS)
+    assert (calls["append"], calls["append rows"]) == (1, RULES * RECORDS)
+    assert (calls["advance_many"], calls["advance_many rows"]) == (1, RULES)
+    for rule_id in rules:
+        assert set(work.watermarks("default", rule_id)) == {"due"}
+
+
+def test_a_pass_whose_decisions_are_not_stored_moves_no_rule_and_is_decided_once_after(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = _stopped_worker(api)
+    rules, ids = _rules_and_records(api)
+    real = worker._decisions.append
+
+    def refusing(project: str, rows: Any) -> Any:
+        raise RuntimeError("the store is down")
+
+    monkeypatch.setattr(worker._decisions, "append", refusing)
+    api.portal.call(worker.poll_once)  # type: ignore[union-attr]
+    for rule_id in rules:  # the pass failed as a whole: no rule went past these records
+        assert worker._work.watermarks("default", rule_id) == {}
+        assert _decided(api, rule_id) == {}
+
+    monkeypatch.setattr(worker._decisions, "append", real)
+    api.portal.call(worker.poll_once)  # type: ignore[union-attr]
+    api.portal.call(worker.poll_once)  # type: ignore[union-attr]
+    for rule_id in rules:
+        assert _decided(api, rule_id) == dict.fromkeys(ids, "scored")
+    # The scores the failed pass wrote were written again under the same ids: one each.
+    for rid in ids:
+        assert _scores_of(api, rid) == [f"valid_{n}" for n in range(RULES)]
