@@ -272,7 +272,7 @@ class Services:
         self.keys.start()
         if self.prompts.live_ids.polled:
             self.prompts.start_polling(self.settings.registry_poll_seconds)
-        # Chat versions for linking read in the background now, not on a batch's first record.
+        # Chat versions for linking read now, before serving, not on a batch's first record.
         self.prompts.links.start_warming(lambda: {key.project for key in self.store.keys.rows()})
         keys = self.connections.keys
         if keys is not None and keys.previous:

@@ -14,12 +14,13 @@ could be its first message (plus those that begin with a placeholder); a bucket 
 the first time a record needs it (:mod:`.matching_index`).
 
 Warm-up: a collector whose copies stay exact (an embedded store, or a server it polls) reads
-the chat versions of every project that has an API key at start, in the background, in one
-read (:meth:`ChatLinks.start_warming`), then compiles them in the background too; a version
+the chat versions of every project that has an API key at start, before it serves, in one
+read (:meth:`ChatLinks.start_warming`), then compiles them in the background; a version
 this collector stores later is compiled on that write. A batch finds them read, and compiles
 at most the buckets the background pass has not reached. A
-candidate record that arrives while that read is under way waits for it (never a second
-read): it is linked before it is stored, since a stored record's row is never written again.
+candidate record that arrives while that read is under way (a caller of the services before
+the collector serves) waits for it, never a second read: it is linked before it is stored,
+since a stored record's row is never written again.
 
 Freshness: a project the warm-up did not read is read from the store on its first candidate
 record (one read of its versions, claims and labels: ``PromptStore.changes`` from the epoch).
@@ -86,32 +87,32 @@ class ChatLinks:
     # -- warm-up ----------------------------------------------------------------------------
 
     def start_warming(self, projects: Callable[[], Collection[str]]) -> threading.Thread | None:
-        """Read the chat versions of ``projects()`` (every project with a key) in a thread,
-        then compile them there; None (nothing started) where copies are read again anyway."""
+        """Read the chat versions of ``projects()`` (every project with a key) now, in one
+        read, then compile them in a thread (returned); None (nothing read) where copies are
+        read again anyway. Called before the collector serves, so no record waits for it."""
         if self._max_age is not None:
             self.warmed.set()
             return None
-        with self._lock:
-            self._warming = threading.Event()
+        held = self.warm(projects)
         thread = threading.Thread(
-            target=self.warm, args=(projects,), name="promptrail-chat-links", daemon=True
+            target=self._compile, args=(held,), name="promptrail-chat-links", daemon=True
         )
         self._warmer = thread
         thread.start()
         return thread
 
     def stop(self) -> None:
-        """Stop the warm-up's background compiling and wait for its thread (a read under way
-        ends first), so the store can be closed under it."""
+        """Stop the start's background compiling and wait for its thread, so the store can
+        be closed under it."""
         self._stopping.set()
         if self._warmer is not None:
             self._warmer.join()
 
-    def warm(self, projects: Callable[[], Collection[str]]) -> None:
-        """Read the versions of ``projects()`` in one read, hold them, then compile them."""
+    def warm(self, projects: Callable[[], Collection[str]]) -> list[ProjectVersions]:
+        """Read the versions of ``projects()`` in one read and hold them (a record of one of
+        them needing them meanwhile waits for this read); return them, to compile."""
         with self._lock:
-            if self._warming is None:
-                self._warming = threading.Event()
+            self._warming = threading.Event()
         held: list[ProjectVersions] = []
         try:
             held = self._warm_read(projects)
@@ -124,6 +125,9 @@ class ChatLinks:
             if warming is not None:
                 warming.set()
             self.warmed.set()
+        return held
+
+    def _compile(self, held: list[ProjectVersions]) -> None:
         for loaded in held:
             if self._stopping.is_set():
                 return

@@ -1,5 +1,5 @@
-"""A collector reads the chat versions it links unnamed records to at start, in the
-background, so the first batch after a start does not wait for that read (docs/api-notes.md,
+"""A collector reads the chat versions it links unnamed records to at start, before it
+serves, so the first batch after a start does not wait for that read (docs/api-notes.md,
 Chat prompts: "Linking records that name no prompt"); on a live collector over the real store.
 
 The store's read of the registry (``PromptStore.changes``) is wrapped by :class:`ReadHook`,
@@ -21,6 +21,7 @@ import pytest
 from promptrail._mustache import render_mustache
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.models.prompts import PromptCreate
 from promptrail.collector.services.container import Services
 from promptrail.collector.services.prompts.matching_index import ProjectVersions
 from promptrail.collector.services.prompts.matching_patterns import (
@@ -156,27 +157,41 @@ BILLING_ASKED = [
 ]
 
 
+@contextmanager
+def built(settings: Settings) -> Iterator[Services]:
+    """The collector's services on the store, not started (a test reads as the start does)."""
+    store = Store.open(settings.store_url, settings.database, settings.clickhouse_cluster)
+    services = Services.build(settings, store)
+    try:
+        yield services
+    finally:
+        services.close()
+
+
 def test_a_batch_during_the_start_read_is_linked_by_that_read(
     with_versions: Settings, hook: ReadHook
 ) -> None:
     """Records are linked before they are stored (a stored record is never written again):
-    a batch that needs the versions while the start's read is held back is answered once that
+    a batch that needs the versions while the start's read is held back is stored once that
     read ends, its records linked, and no second read is made; a batch whose records all name
-    their prompt needs no versions and is answered at once."""
+    their prompt needs no versions and is stored at once."""
     hook.gate.clear()
-    with started(with_versions) as (client, services):
+    with built(with_versions) as services, ThreadPoolExecutor(2) as pool:
+        links = services.prompts.links
+        warming = pool.submit(links.warm, lambda: ["default"])
         assert hook.started.wait(_PATIENCE)  # the start's read is under way, held back
 
-        (named,) = log(client, {**unnamed(asked()), "prompt_name": "support", "version": 1})
-        with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(log, client, unnamed(asked()))
-            hook.gate.set()
-            (unnamed_id,) = waiting.result(_PATIENCE)
+        named = {**unnamed(asked()), "prompt_name": "support", "version": 1}
+        (named_id,) = services.ingest.log_batch("default", [named]).rows
+        waiting = pool.submit(services.ingest.log_batch, "default", [unnamed(asked())])
+        hook.gate.set()
+        (unnamed_id,) = waiting.result(_PATIENCE).rows
+        warming.result(_PATIENCE)
 
-        assert link_of(client, unnamed_id) == ("support", 1, "matched")
-        assert link_of(client, named)[:2] == ("support", 1)
+        row = services.requests.get("default", unnamed_id)
+        assert (row.prompt_name, row.version) == ("support", 1)
+        assert services.requests.get("default", named_id).prompt_name == "support"
         assert hook.reads == 1
-        assert services.prompts.links.warmed.is_set()
 
 
 def test_a_version_made_while_the_start_read_is_held_back_is_linked(
@@ -185,17 +200,23 @@ def test_a_version_made_while_the_start_read_is_held_back_is_linked(
     """The start's read has read the store but not finished when a new chat prompt is created:
     what the read missed is applied to what it read."""
     hook.gate.clear()
-    with started(with_versions) as (client, services):
+    with built(with_versions) as services, ThreadPoolExecutor(1) as pool:
+        links = services.prompts.links
+        warming = pool.submit(links.warm, lambda: ["default"])
         assert hook.started.wait(_PATIENCE)
         late = [{"role": "system", "content": "Shipping desk, {{carrier}}."}]
-        create(client, "shipping", late)
+        services.prompts.create("default", PromptCreate.model_validate(
+            {"name": "shipping", "type": "chat", "messages": late, "model": "gpt-4o"}
+        ))  # fmt: skip
         hook.gate.set()
-        assert services.prompts.links.warmed.wait(_PATIENCE)
+        warming.result(_PATIENCE)
         hook.refuse = True
 
-        (request_id,) = log(client, unnamed([{"role": "system", "content": "Shipping desk, UPS."}]))
+        shipping = unnamed([{"role": "system", "content": "Shipping desk, UPS."}])
+        (request_id,) = services.ingest.log_batch("default", [shipping]).rows
 
-        assert link_of(client, request_id) == ("shipping", 1, "matched")
+        row = services.requests.get("default", request_id)
+        assert (row.prompt_name, row.version) == ("shipping", 1)
         assert hook.reads == 1
 
 
@@ -204,19 +225,13 @@ def test_a_batch_compiles_only_the_versions_its_records_could_match(
 ) -> None:
     """Reading a project costs no compiling: a record is compared with the versions filed
     under its first message's role and leading text, compiled when first needed."""
-    store = Store.open(
-        with_versions.store_url, with_versions.database, with_versions.clickhouse_cluster
-    )
-    services = Services.build(with_versions, store)  # not started: nothing warmed
-    try:
+    with built(with_versions) as services:  # not started: nothing read yet
         links = services.prompts.links
         assert links.compiled("default") is None
         outcome = services.ingest.log_batch("default", [unnamed(asked())])
 
         assert services.requests.get("default", outcome.rows[0]).prompt_name == "support"
         assert links.compiled("default") == 1  # support's version, not billing's
-    finally:
-        services.close()
 
 
 def _row(messages: list[dict[str, Any]]) -> PromptVersionRow:
