@@ -9,8 +9,9 @@ exactly the steps the live path takes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -86,10 +87,31 @@ class Decider:
         self._judges = judges
         self._settle = settle
         self._states: dict[str, RuleState] = {}
+        # While a worker's pass runs: the evaluator versions and label targets it resolved,
+        # each looked up once for all its rules and stages (see :meth:`remembering`).
+        self._resolved: dict[tuple[object, ...], Any] | None = None
 
     def state(self, rule_id: str) -> RuleState:
         """The worker's memory of a rule."""
         return self._states.setdefault(rule_id, RuleState())
+
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within: an evaluator's version, or a prompt label's, is resolved once (a worker's
+        pass: its rules and stages decide by the same versions, as if at its start)."""
+        self._resolved = {}
+        try:
+            yield
+        finally:
+            self._resolved = None
+
+    async def _once(self, key: tuple[object, ...], fn: Callable[[], Awaitable[Any]]) -> Any:
+        memo = self._resolved
+        if memo is None:
+            return await fn()
+        if key not in memo:  # rules deciding at once share the one lookup
+            memo[key] = asyncio.ensure_future(fn())
+        return await asyncio.shield(memo[key])
 
     # -- deciding (the live path and backfills alike) ---------------------------------------
 
@@ -273,6 +295,15 @@ class Decider:
 
     async def _evaluator(self, project: str, spec: RuleIn) -> tuple[Evaluator | None, int, str]:
         """The evaluator version the rule runs now, parsed; or None and why not."""
+        key = ("evaluator", project, spec.evaluator, spec.evaluator_version)
+        found: tuple[Evaluator | None, int, str] = await self._once(
+            key, lambda: self._resolve_evaluator(project, spec)
+        )
+        return found
+
+    async def _resolve_evaluator(
+        self, project: str, spec: RuleIn
+    ) -> tuple[Evaluator | None, int, str]:
         try:
             found = await anyio.to_thread.run_sync(
                 self._evaluators.resolve, project, spec.evaluator, spec.evaluator_version
@@ -286,6 +317,12 @@ class Decider:
         name, label = spec.filter.prompt_name, spec.filter.label
         if name is None or label is None:
             return None
+        found: int | None = await self._once(
+            ("label", project, name, label), lambda: self._resolve_label(project, name, label)
+        )
+        return found
+
+    async def _resolve_label(self, project: str, name: str, label: str) -> int | None:
         try:
             found = await anyio.to_thread.run_sync(
                 lambda: self._prompts.resolve_version(project, name, label=label)

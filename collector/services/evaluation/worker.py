@@ -52,6 +52,10 @@ POLL_SECONDS = 0.5
 # collector wakes the worker at once, one made on another within this time).
 IDLE_POLL_SECONDS = 5.0
 BATCH = 500
+# A project whose last pass read full batches reads this many at a time (fewer, larger
+# writes per decision while a backlog lasts; a batch's scores are written in parts the
+# score service takes).
+BACKLOG_BATCH = 2000
 # A disabled rule's watermarks follow the log (it judges nothing that arrived while it was
 # disabled), stored at most this often.
 DISABLED_STEP = timedelta(seconds=5)
@@ -85,6 +89,8 @@ class EvaluationWorker(Decider):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._has_rules = False
+        # The projects whose last pass read a full batch (the next reads larger ones).
+        self._backlog: set[str] = set()
         # The rules' backfills (set by the services' container), stopped with the worker.
         self.backfills: Backfills | None = None
         # This collector's share of the rules on a shared server (ownership.py); None: all.
@@ -159,6 +165,7 @@ class EvaluationWorker(Decider):
         written in one insert each (per phase), every rule's watermark moved after them."""
         cutoff = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS)
         async with contextlib.AsyncExitStack() as held:
+            held.enter_context(self.remembering())
             live: list[tuple[RuleRow, RuleIn, RuleState]] = []
             for row in rows:
                 try:
@@ -176,7 +183,7 @@ class EvaluationWorker(Decider):
                     logger.exception(_FAILED, row.id, project)
                     continue
                 live.append((row, spec, state))
-            work = _Pass(project)
+            work = _Pass(project, BACKLOG_BATCH if project in self._backlog else BATCH)
             busy = False
             # A delayed rule's or a thread rule's arrival decisions are stored before its
             # final ones are read for (a final decision looks up what the target got).
@@ -197,6 +204,10 @@ class EvaluationWorker(Decider):
                 )
                 busy = any(done) or busy
                 await self._flush(work)
+            if busy:
+                self._backlog.add(project)
+            else:
+                self._backlog.discard(project)
             return busy
 
     async def _phase(
@@ -260,12 +271,12 @@ class EvaluationWorker(Decider):
         after = state.marks.get(stage, (row.created_at, ""))
         start = work.starts.get((stage, until), after)
         for begin in dict.fromkeys((start, after)):
-            key: tuple[object, ...] = ("arrivals", begin, until, BATCH)
+            key: tuple[object, ...] = ("arrivals", begin, until, work.limit)
             found: list[Arrival] = await work.read(
-                key, self._work.arrivals, work.project, begin, until, BATCH
+                key, self._work.arrivals, work.project, begin, until, work.limit
             )
             mine = [a for a in found if (a.arrived_at, a.id) > after]
-            if mine or len(found) < BATCH:
+            if mine or len(found) < work.limit:
                 return key, found, mine
         return key, found, []
 
@@ -289,7 +300,7 @@ class EvaluationWorker(Decider):
         ordered = [by_id[i] for i in dict.fromkeys(a.id for a in arrivals) if i in by_id]
         outcome = await self.decide(work.project, row, spec, ordered, waiting=stage == "seen")
         work.add(outcome, state, row.id, stage, (arrivals[-1].arrived_at, arrivals[-1].id))
-        return len(read) == BATCH
+        return len(read) == work.limit
 
     async def _thread_stage(
         self,
@@ -316,7 +327,7 @@ class EvaluationWorker(Decider):
         targets = await self.thread_targets(project, spec, ids)
         outcome = await self.decide_targets(project, row, spec, targets, waiting=stage == "seen")
         work.add(outcome, state, row.id, stage, (arrivals[-1].arrived_at, arrivals[-1].id))
-        return len(read) == BATCH
+        return len(read) == work.limit
 
     async def thread_targets(self, project: str, spec: RuleIn, ids: list[str]) -> list[Target]:
         """The traces or sessions (the rule's target) of ``ids`` that match the rule, read
@@ -344,6 +355,7 @@ class _Pass:
     first rule asking), and the decisions, scores and watermarks not yet stored."""
 
     project: str
+    limit: int
     reads: dict[tuple[object, ...], asyncio.Future[Any]] = field(default_factory=dict)
     # Where each (stage, until) read of the phase begins: its rules' earliest watermark.
     starts: dict[tuple[str, datetime], Position] = field(default_factory=dict)

@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.services.container import Services
+from promptrail.collector.services.evaluation import worker as worker_module
 from promptrail.collector.services.evaluation.worker import SETTLE_SECONDS, EvaluationWorker
 from tests.collector.evaluation.steps import create_rule, put_evaluator
 
@@ -133,3 +134,42 @@ def test_a_pass_whose_decisions_are_not_stored_moves_no_rule_and_is_decided_once
     # The scores the failed pass wrote were written again under the same ids: one each.
     for rid in ids:
         assert _scores_of(api, rid) == [f"valid_{n}" for n in range(RULES)]
+
+
+def _log(api: TestClient, ids: list[str]) -> None:
+    records = [
+        {"id": rid, "prompt_name": "greet", "model": "m", "status": "success", "output": {}}
+        for rid in ids
+    ]
+    response = api.post("/v1/requests/batch", json={"records": records})
+    assert response.status_code == 201, response.text
+
+
+def test_rules_at_different_watermarks_each_decide_their_own_arrivals_from_the_shared_read(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches of 4, so the earlier rule's read is full before the later rule's arrivals.
+    monkeypatch.setattr(worker_module, "BATCH", 4)
+    monkeypatch.setattr(worker_module, "BACKLOG_BATCH", 4)
+    worker = _stopped_worker(api)
+    put_evaluator(api, "valid", {"type": "json_valid"})
+    early = create_rule(api, name="early", evaluator="valid", score_name="early")["id"]
+    before = [f"req_early-{n:02d}" for n in range(10)]
+    _log(api, before)
+    time.sleep(SETTLE_SECONDS * 2)
+    late = create_rule(api, name="late", evaluator="valid", score_name="late")["id"]
+    after = [f"req_late-{n}" for n in range(3)]
+    _log(api, after)
+    time.sleep(SETTLE_SECONDS * 2)
+
+    assert api.portal.call(worker.poll_once) is True  # type: ignore[union-attr]
+    # The later rule is not held back behind the earlier one's backlog.
+    assert set(_decided(api, late)) == set(after)
+    assert set(_decided(api, early)) == set(before[:4])
+    while api.portal.call(worker.poll_once):  # type: ignore[union-attr]
+        pass
+    # Each rule decided what arrived after it was made, once; nothing before.
+    assert set(_decided(api, early)) == set(before + after)
+    assert set(_decided(api, late)) == set(after)
+    assert _scores_of(api, after[0]) == ["early", "late"]
+    assert _scores_of(api, before[0]) == ["early"]
