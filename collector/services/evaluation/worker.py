@@ -196,19 +196,38 @@ class EvaluationWorker(Decider):
                         mark = state.marks.get(phase, (row.created_at, ""))
                         start = work.starts.get((phase, until), mark)
                         work.starts[(phase, until)] = min(start, mark)
-                done = await asyncio.gather(
-                    *(
-                        self._phase(work, row, spec, state, phase, cutoff)
-                        for row, spec, state in live
-                    )
-                )
-                busy = any(done) or busy
+                # Judges' rules run beside the others, whose outcomes are stored as soon as
+                # they are decided (a code rule's scores do not wait for a judge's calls).
+                judged = [phase == "due" and await self._judged(project, s) for _, s, _ in live]
+                slow: list[asyncio.Task[bool]] = []
+                fast: list[Awaitable[bool]] = []
+                for (row, spec, state), by_judge in zip(live, judged, strict=True):
+                    job = self._phase(work, row, spec, state, phase, cutoff)
+                    if by_judge:
+                        slow.append(asyncio.ensure_future(job))
+                    else:
+                        fast.append(job)
+                try:
+                    busy = any(await asyncio.gather(*fast)) or busy
+                    await self._flush(work)
+                    busy = any(await asyncio.gather(*slow)) or busy
+                finally:
+                    for task in slow:  # a failed write ends the pass: its judges too
+                        task.cancel()
                 await self._flush(work)
             if busy:
                 self._backlog.add(project)
             else:
                 self._backlog.discard(project)
             return busy
+
+    async def _judged(self, project: str, spec: RuleIn) -> bool:
+        """Whether the rule's evaluator calls a judge (its decisions take the calls' time)."""
+        try:
+            evaluator, _, _ = await self._evaluator(project, spec)
+        except Exception:
+            return False  # decided (as an error) with the others
+        return evaluator is not None and evaluator.type == "llm_judge"
 
     async def _phase(
         self,
