@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.app import create_app
+from promptrail.collector.config import Settings
 from promptrail.collector.services.container import Services
 from promptrail.collector.services.evaluation import worker as worker_module
 from promptrail.collector.services.evaluation.worker import SETTLE_SECONDS, EvaluationWorker
+from promptrail.testing import OpenAIStub
 from tests.collector.evaluation.steps import create_rule, put_evaluator
+from tests.keys import DEFAULT_AUTH
 
 RULES = 3
 RECORDS = 20
@@ -173,3 +177,43 @@ def test_rules_at_different_watermarks_each_decide_their_own_arrivals_from_the_s
     assert set(_decided(api, late)) == set(after)
     assert _scores_of(api, after[0]) == ["early", "late"]
     assert _scores_of(api, before[0]) == ["early"]
+
+
+@pytest.fixture
+def patient_api(run_settings: Settings) -> Iterator[TestClient]:
+    """A collector whose runs go to the stubs and wait for a slow answer (no read timeout
+    within the test)."""
+    patient = run_settings.model_copy(update={"provider_read_timeout": 600.0})
+    with TestClient(create_app(patient), headers=DEFAULT_AUTH) as client:
+        yield client
+
+
+def test_a_code_rule_s_outcome_is_stored_while_a_judge_rule_of_the_pass_still_waits(
+    patient_api: TestClient, openai_stub: OpenAIStub
+) -> None:
+    runs_api = patient_api
+    worker = _stopped_worker(runs_api)
+    openai_stub.script.reply = "Score: 4"
+    openai_stub.script.first_byte_delay = 120.0  # the judge answers long after this test
+    response = runs_api.post(
+        "/v1/prompts", json={"name": "grader", "template": "Grade {output}", "model": "gpt-4o"}
+    )
+    assert response.status_code == 201, response.text
+    put_evaluator(runs_api, "grade", {"type": "llm_judge", "prompt": "grader"})
+    put_evaluator(runs_api, "valid", {"type": "json_valid"})
+    judged = create_rule(runs_api, name="judged", evaluator="grade")["id"]
+    checked = create_rule(runs_api, name="checked", evaluator="valid")["id"]
+    ids = ["req_mixed-1", "req_mixed-2"]
+    _log(runs_api, ids)
+    time.sleep(SETTLE_SECONDS * 2)
+
+    running = runs_api.portal.start_task_soon(worker.poll_once)  # type: ignore[union-attr]
+    try:
+        deadline = time.monotonic() + 60  # far below the judge's answer
+        while set(_decided(runs_api, checked)) != set(ids):
+            assert time.monotonic() < deadline, "the code rule waited for the judge"
+            time.sleep(0.1)
+        assert _decided(runs_api, judged) == {}  # its calls still wait for the stub
+        assert not running.done()
+    finally:
+        running.cancel()
