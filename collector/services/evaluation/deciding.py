@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ from .sampling import in_sample
 from .targets import Target, mapped, matches
 
 JUDGES_AT_ONCE = 8
+# Within a worker's pass (Decider.remembering): the evaluator versions and prompt labels it
+# resolved, each looked up once for all its rules and stages.
+_RESOLVED: contextvars.ContextVar[dict[tuple[object, ...], Any] | None] = contextvars.ContextVar(
+    "evaluation_resolved", default=None
+)
 RESUM_SECONDS = 60.0
 # The score field naming each kind of target.
 _SCORED_ON = {"record": "request_id", "trace": "trace_id", "session": "session_id"}
@@ -87,9 +93,6 @@ class Decider:
         self._judges = judges
         self._settle = settle
         self._states: dict[str, RuleState] = {}
-        # While a worker's pass runs: the evaluator versions and label targets it resolved,
-        # each looked up once for all its rules and stages (see :meth:`remembering`).
-        self._resolved: dict[tuple[object, ...], Any] | None = None
 
     def state(self, rule_id: str) -> RuleState:
         """The worker's memory of a rule."""
@@ -98,15 +101,17 @@ class Decider:
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
         """Within: an evaluator's version, or a prompt label's, is resolved once (a worker's
-        pass: its rules and stages decide by the same versions, as if at its start)."""
-        self._resolved = {}
+        pass: its rules and stages decide by the same versions, as if at its start). Only
+        the tasks of the caller's context share them: a backfill running meanwhile resolves
+        its own."""
+        token = _RESOLVED.set({})
         try:
             yield
         finally:
-            self._resolved = None
+            _RESOLVED.reset(token)
 
     async def _once(self, key: tuple[object, ...], fn: Callable[[], Awaitable[Any]]) -> Any:
-        memo = self._resolved
+        memo = _RESOLVED.get()
         if memo is None:
             return await fn()
         if key not in memo:  # rules deciding at once share the one lookup
