@@ -315,7 +315,7 @@ def record_scores_json(table: str) -> str:
         "if(s.request_id = '', 'null', toJSONString(s.request_id)), ',\"trace_id\":', "
         "if(s.trace_id = '', 'null', toJSONString(s.trace_id)), "
         # An export's scores are its records' and their traces': never a session's.
-        "',\"session_id\":null,\"name\":', "
+        '\',"session_id":null,"name":\', '
         "toJSONString(s.name), ',\"data_type\":', toJSONString(toString(s.data_type)), "
         "',\"value\":', s.value, ',\"comment\":', "
         "if(isNull(s.comment), 'null', toJSONString(assumeNotNull(s.comment))), "
