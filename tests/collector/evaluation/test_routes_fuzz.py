@@ -79,3 +79,22 @@ def test_rule_backfill(api: TestClient, body: Any) -> None:
     if taken(response):
         assert response.status_code == 202
         assert response.json()["data"]["status"] == "running"
+
+
+TRIAL = {
+    "evaluator": {"type": "regex", "pattern": "a"},
+    "request_ids": ["req_missing"],
+    "mapping": {"input": "input", "output": "output.content"},
+}
+
+
+@FUZZ
+@given(body=body_of(TRIAL, VALUES))
+def test_evaluator_try(api: TestClient, body: Any) -> None:
+    before = api.get("/v1/evaluators").json()["data"]
+    response = send(api, "POST", "/v1/evaluators/try", body)
+    if taken(response):
+        assert response.status_code == 200
+    # A try writes nothing, taken or not.
+    assert api.get("/v1/evaluators").json()["data"] == before
+    assert api.get("/v1/scores").json()["data"] == []
