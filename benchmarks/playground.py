@@ -4,8 +4,9 @@
 
 A collector (``promptrail serve`` on a fresh data directory) calls an OpenAI stub
 (``promptrail.testing``) that answers each request after 100 ms (``first_byte_delay``),
-served in this process beside a timer that notes when each request arrives at the stub and
-when its last byte leaves. Each run is 16 cells (a dataset's 16 items, one model, streamed),
+served in a process of its own (in this one its event loop would share the GIL with the
+client reading the run's events) beside a timer that notes when each request arrives at the
+stub and when its last byte leaves. Each run is 16 cells (a dataset's 16 items, one model, streamed),
 so 2 waves of 8 at once; the client notes when each cell's ``end`` event arrives.
 
 Per cell, the time the playground adds over the provider's own time is the cell's time in its
@@ -34,9 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
+import socket
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +77,13 @@ class StubTimer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         arrived = time.perf_counter()
+        if scope["type"] == "http" and scope["path"] == "/__timings":
+            # The benchmark's own read of the timings (the stub runs in its own process).
+            taken = json.dumps(self.seen).encode()
+            self.seen.clear()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": taken})
+            return
         body = bytearray()
 
         async def receiving() -> Message:
@@ -89,6 +100,33 @@ class StubTimer:
                     self.seen[text[marker : marker + 7]] = (arrived, time.perf_counter())
 
         await self.stub.app(scope, receiving, sending)
+
+
+def serve_stub_apart(port: int) -> None:
+    """Serve the timed stub at ``port`` in this (child) process, until killed.
+
+    Apart from the benchmark: in its process the stub's event loop would share the GIL with
+    the client reading the run's events, and its timings would carry the client's work.
+    """
+    stub = OpenAIStub()
+    stub.script.first_byte_delay = DELAY
+    stub.url = f"http://127.0.0.1:{port}"
+    with serve(StubTimer(stub), lifespan="off", port=port):
+        threading.Event().wait()
+
+
+class StubTimings:
+    """The timings of the stub's process, read over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self._client = httpx.Client(base_url=url, timeout=10)
+        self.seen: dict[str, tuple[float, float]] = {}
+
+    def take(self) -> dict[str, tuple[float, float]]:
+        """The requests timed since the last call."""
+        got = check(self._client.get("/__timings")).json()
+        self.seen.update({item: (a, b) for item, (a, b) in got.items()})
+        return self.seen
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -113,6 +151,24 @@ def cpu_of(pid: int, times: int, call: Callable[[], None]) -> tuple[float, float
     return (after[0] - before[0]) / times, (after[1] - before[1]) / times
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{url}/__timings", timeout=1)
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (nearest rank)."""
     ordered = sorted(values)
@@ -131,8 +187,9 @@ class Run:
     latency_ms: dict[str, int] = field(default_factory=dict)  # item -> the cell's record
 
 
-def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tuple[Run, float]:
+def one_run(client: httpx.Client, timer: StubTimings, items: dict[str, str]) -> tuple[Run, float]:
     """Run the 16 cells streamed; the client's timings and when the request was sent."""
+    timer.take()
     timer.seen.clear()
     run = Run()
     sent = time.perf_counter()
@@ -158,7 +215,7 @@ def one_run(client: httpx.Client, timer: StubTimer, items: dict[str, str]) -> tu
     # The stub notes a request's last byte just after sending it: the client may read the
     # run's end first.
     deadline = time.monotonic() + 5
-    while len(timer.seen) < CELLS and time.monotonic() < deadline:
+    while len(timer.take()) < CELLS and time.monotonic() < deadline:
         time.sleep(0.001)
     return run, sent
 
@@ -202,17 +259,21 @@ def main() -> None:
     )
     args = parser.parse_args()
     runs = args.runs
-    stub = OpenAIStub()
-    stub.script.first_byte_delay = DELAY
-    timer = StubTimer(stub)
+    port = free_port()
+    stub_process = multiprocessing.get_context("spawn").Process(
+        target=serve_stub_apart, args=(port,), daemon=True
+    )
+    stub_process.start()
+    stub_url = f"http://127.0.0.1:{port}"
+    wait_for(stub_url)
+    timer = StubTimings(stub_url)
     added: list[float] = []
     recorded: list[float] = []
     over_delay: list[float] = []
     starts: list[float] = []
     walls: list[float] = []
     provider: list[float] = []
-    with serve(timer, lifespan="off") as stub_url, tempfile.TemporaryDirectory() as tmp:
-        stub.url = stub_url
+    with tempfile.TemporaryDirectory() as tmp:
         settings = {"OPENAI_BASE_URL": f"{stub_url}/v1", "OPENAI_API_KEY": "sk-bench"}
         with collector(Path(tmp) / "data", API_KEY, **settings) as served:
             client = httpx.Client(base_url=served.url, headers={"X-API-Key": API_KEY}, timeout=60)
@@ -239,6 +300,7 @@ def main() -> None:
                 starts.append(run.start_event)
                 walls.append(run.done)
             cpu_after = cpu_seconds(pid)
+            stub_process.kill()
             # The settling reads are the benchmark's, not the runs': their own CPU, measured
             # alone (nothing left to wait for), is taken out of the runs' figure.
             reads = 0 if args.back_to_back else runs

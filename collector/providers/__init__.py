@@ -190,7 +190,10 @@ class Provider(Protocol):
     def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
         """Yield TextDelta pieces as they arrive, then one StreamEnd; raise ProviderFailure.
 
-        Closing the iterator early (a client went away) closes the upstream connection.
+        StreamEnd comes as soon as the answer is complete; the iterator then reads the body's
+        end, so that its connection goes back to the pool: a caller hands the answer on at
+        StreamEnd and reads on to the iterator's end. Closing the iterator early (a client
+        went away) closes the upstream connection.
         """
         ...
 

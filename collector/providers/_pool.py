@@ -1,13 +1,23 @@
 """The connection pool of the provider clients: httpcore's own, over a network backend made
-for the collector's event loop (docs/benchmarks.md, "Playground").
+for the collector's event loop: asyncio's streams (docs/benchmarks.md, "Playground").
 
-Before every request (and again when a response is closed) httpcore's pool asks each idle
-connection whether its server closed it, through ``get_extra_info("is_readable")``. Over
-httpcore's anyio streams that question builds the socket's whole attribute table (a
-``getpeername`` system call among them) before it polls the socket: a fifth of the event
-loop's time of a streamed call when eight run at once. The streams here keep their socket and
-only poll it, and time their reads and writes with asyncio's own timeouts. Connecting and TLS
-are anyio's, as in httpcore.
+httpcore's default backend runs over anyio's streams, which cost the event loop more than the
+request itself when eight calls run at once:
+
+- every read and write first yields to the event loop (anyio's checkpoint), even when the
+  bytes are already there or the socket takes them at once: each of a streamed call's reads
+  waits for every other cell's turn, and each yield is a trip through the loop;
+- each read and write sits in two context managers (a cancel scope and an exception map);
+- before every request (and again when a response is closed) httpcore's pool asks each idle
+  connection whether its server closed it (``get_extra_info("is_readable")``), and anyio
+  builds the socket's whole attribute table (a ``getpeername`` system call among them) to
+  answer.
+
+asyncio's ``StreamReader`` returns bytes already received without yielding and its
+``StreamWriter`` hands bytes to the socket without waiting unless the socket's buffer is full;
+timeouts are asyncio's own; the idle check polls the socket kept at connect. TLS is asyncio's
+(``StreamWriter.start_tls``) on the same SSL context; the errors are httpcore's, as with its own
+backends.
 """
 
 from __future__ import annotations
@@ -19,9 +29,6 @@ import ssl
 from collections.abc import Iterable
 from typing import Any
 
-import anyio
-import anyio.abc
-import anyio.streams.tls
 import httpcore
 import httpx
 
@@ -45,44 +52,45 @@ def readable(sock: socket.socket | None) -> bool:
 
 
 class _Stream(httpcore.AsyncNetworkStream):
-    """A connection: anyio's byte stream, with asyncio's own timeouts and the socket kept.
+    """A connection: asyncio's reader and writer, their socket kept for the idle check."""
 
-    httpcore's anyio streams wrap each read and write in two context managers (anyio's
-    ``fail_after`` cancel scope and an exception map): about a tenth of a streamed call's
-    time on the event loop. The collector serves on asyncio, whose ``asyncio.timeout`` does
-    the same job for less; the errors are httpcore's, as before.
-    """
-
-    def __init__(self, stream: anyio.abc.ByteStream) -> None:
-        self._stream = stream
-        self._socket: socket.socket | None = stream.extra(
-            anyio.abc.SocketAttribute.raw_socket, None
-        )
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._socket: socket.socket | None = writer.get_extra_info("socket")
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
             async with asyncio.timeout(timeout):
-                return await self._stream.receive(max_bytes)
-        except anyio.EndOfStream:
-            return b""
+                return await self._reader.read(max_bytes)
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(exc) from exc
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        except (OSError, ssl.SSLError) as exc:
             raise httpcore.ReadError(exc) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
         try:
+            if self._writer.transport.is_closing():
+                raise ConnectionResetError("the connection is closed")
+            self._writer.write(buffer)
             async with asyncio.timeout(timeout):
-                await self._stream.send(buffer)
+                # Waits only while the socket's buffer is over its high-water mark.
+                await self._writer.drain()
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(exc) from exc
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        except (OSError, ssl.SSLError) as exc:
             raise httpcore.WriteError(exc) from exc
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        # No TLS close_notify exchange to wait for (as httpcore's anyio streams, which are
+        # made not "standard compatible"): the transport closes on the loop's next turn.
+        transport = self._writer.transport
+        if transport.get_extra_info("ssl_object") is not None:
+            transport.abort()
+        else:
+            transport.close()
 
     async def start_tls(
         self,
@@ -91,43 +99,39 @@ class _Stream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            with anyio.fail_after(timeout):
-                wrapped = await anyio.streams.tls.TLSStream.wrap(
-                    self._stream,
-                    ssl_context=ssl_context,
-                    hostname=server_hostname,
-                    standard_compatible=False,
-                    server_side=False,
-                )
+            async with asyncio.timeout(timeout):
+                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
         except TimeoutError as exc:
             await self.aclose()
             raise httpcore.ConnectTimeout(exc) from exc
-        except (anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, EOFError) as exc:
             await self.aclose()
             raise httpcore.ConnectError(exc) from exc
-        except Exception:
+        except BaseException:
             await self.aclose()
             raise
-        return _Stream(wrapped)
+        return self
 
     def get_extra_info(self, info: str) -> Any:
-        # As httpcore's anyio streams answer, "is_readable" without building the socket's
-        # whole attribute table.
         if info == "is_readable":
-            return readable(self._socket)
+            return (
+                self._reader.at_eof()
+                or self._writer.transport.is_closing()
+                or readable(self._socket)
+            )
         if info == "socket":
             return self._socket
         if info == "ssl_object":
-            return self._stream.extra(anyio.streams.tls.TLSAttribute.ssl_object, None)
+            return self._writer.get_extra_info("ssl_object")
         if info == "client_addr":
-            return self._stream.extra(anyio.abc.SocketAttribute.local_address, None)
+            return self._writer.get_extra_info("sockname")
         if info == "server_addr":
-            return self._stream.extra(anyio.abc.SocketAttribute.remote_address, None)
+            return self._writer.get_extra_info("peername")
         return None
 
 
 class _Backend(httpcore.AsyncNetworkBackend):
-    """Connects as httpcore's anyio backend does; its connections are :class:`_Stream`."""
+    """Connects with asyncio; its connections are :class:`_Stream`."""
 
     async def connect_tcp(
         self,
@@ -138,15 +142,17 @@ class _Backend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            with anyio.fail_after(timeout):
-                stream = await anyio.connect_tcp(host, port, local_host=local_address)
+            async with asyncio.timeout(timeout):
+                # No happy_eyeballs_delay: uvloop's loop (uvicorn's choice when installed)
+                # takes none; a name's addresses are tried in turn.
+                reader, writer = await asyncio.open_connection(
+                    host, port, local_addr=(local_address, 0) if local_address else None
+                )
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
-        except (OSError, anyio.BrokenResourceError) as exc:
+        except OSError as exc:
             raise httpcore.ConnectError(exc) from exc
-        for option in socket_options or ():
-            stream.extra(anyio.abc.SocketAttribute.raw_socket).setsockopt(*option)
-        return _Stream(stream)
+        return _with_options(_Stream(reader, writer), socket_options)
 
     async def connect_unix_socket(
         self,
@@ -155,18 +161,23 @@ class _Backend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            with anyio.fail_after(timeout):
-                stream = await anyio.connect_unix(path)
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_unix_connection(path)
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
-        except (OSError, anyio.BrokenResourceError) as exc:
+        except OSError as exc:
             raise httpcore.ConnectError(exc) from exc
-        for option in socket_options or ():
-            stream.extra(anyio.abc.SocketAttribute.raw_socket).setsockopt(*option)
-        return _Stream(stream)
+        return _with_options(_Stream(reader, writer), socket_options)
 
     async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
+        await asyncio.sleep(seconds)
+
+
+def _with_options(stream: _Stream, options: Iterable[SocketOption] | None) -> _Stream:
+    sock = stream.get_extra_info("socket")
+    for option in options or ():
+        sock.setsockopt(*option)
+    return stream
 
 
 def transport(tls: ssl.SSLContext, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:

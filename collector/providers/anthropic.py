@@ -113,16 +113,18 @@ class AnthropicProvider:
                 if text:
                     yield TextDelta(text)
                 if state.stopped:
-                    await finish_reading(events)
                     break
-        if not state.stopped:
-            raise ProviderFailure(self.name, "stream ended before message_stop")
-        if not request.chat:
-            yield StreamEnd(state.stop_reason, state.usage())
-            return
-        yield StreamEnd(
-            finish_reason(state.stop_reason, state.answered), state.usage(), state.tool_calls()
-        )
+            if not state.stopped:
+                raise ProviderFailure(self.name, "stream ended before message_stop")
+            if not request.chat:
+                yield StreamEnd(state.stop_reason, state.usage())
+            else:
+                yield StreamEnd(
+                    finish_reason(state.stop_reason, state.answered),
+                    state.usage(),
+                    state.tool_calls(),
+                )
+            await finish_reading(events)
 
 
 class _StreamState:

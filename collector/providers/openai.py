@@ -87,7 +87,6 @@ class OpenAIProvider:
             async for event in events:
                 if event.data.strip() == "[DONE]":
                     done = True
-                    await finish_reading(events)
                     break
                 chunk = parse_json_data(self.name, event)
                 if "error" in chunk:
@@ -98,9 +97,11 @@ class OpenAIProvider:
                     finish_reason = reason or finish_reason
                 if isinstance(chunk.get("usage"), dict):
                     usage = _usage(chunk["usage"])
-        if not done and finish_reason is None:
-            raise ProviderFailure(self.name, "stream ended before the answer was complete")
-        yield StreamEnd(finish_reason, usage, calls.finished())
+            if not done and finish_reason is None:
+                raise ProviderFailure(self.name, "stream ended before the answer was complete")
+            yield StreamEnd(finish_reason, usage, calls.finished())
+            if done:
+                await finish_reading(events)
 
 
 class _CallPieces:

@@ -105,6 +105,23 @@ class PreparedRun:
     written_model: str | None = None
 
 
+def last(run: PreparedRun, finished: Relayed) -> dict[str, Any]:
+    """A streamed run's last event (spec 6): ``end`` with its usage, or ``error``."""
+    if finished.error is not None or finished.row is None:
+        return {"type": "error", "error": finished.error or internal_error(run)}
+    row = finished.row
+    event: dict[str, Any] = {
+        "type": "end",
+        "usage": usage_of(row).model_dump(),
+        "cost_known": row.cost_known,
+    }
+    if run.version.type == "chat":
+        event["finish_reason"] = row.output["finish_reason"]
+        if "tool_calls" in row.output:
+            event["tool_calls"] = row.output["tool_calls"]
+    return event
+
+
 class RunService:
     """Run stored prompts against their providers and log every run."""
 
@@ -338,28 +355,14 @@ class RunService:
         except BaseException as exc:
             self._store_quietly(run, Outcome("", None, TokenUsage(), 0, error=reason(exc)))
             raise
-        finished: Relayed | None = None
         async with aclosing(self.relay(run)) as relayed:
             async for item in relayed:
+                # The last event goes out as soon as the answer is complete; the relay then
+                # reads the provider's body to its end.
                 if isinstance(item, str):
                     yield {"type": "chunk", "content": item}
                 else:
-                    finished = item
-        assert finished is not None  # a relay ends with how it ended
-        if finished.error is not None or finished.row is None:
-            yield {"type": "error", "error": finished.error or internal_error(run)}
-            return
-        row = finished.row
-        last: dict[str, Any] = {
-            "type": "end",
-            "usage": usage_of(row).model_dump(),
-            "cost_known": row.cost_known,
-        }
-        if run.version.type == "chat":
-            last["finish_reason"] = row.output["finish_reason"]
-            if "tool_calls" in row.output:
-                last["tool_calls"] = row.output["tool_calls"]
-        yield last
+                    yield last(run, item)
 
     async def relay(
         self, run: PreparedRun, keep: RecordKeeper | None = None
@@ -375,6 +378,7 @@ class RunService:
         first_token: float | None = None
         pieces: list[str] = []
         end: StreamEnd | None = None
+        row: RequestRow | None = None
 
         def outcome(error: str | None = None) -> Outcome:
             return Outcome(
@@ -395,24 +399,35 @@ class RunService:
                             first_token = time.perf_counter()
                         pieces.append(event.content)
                         yield event.content
-                    else:
+                    elif row is None:
+                        # The answer is complete: its record and its end go out now, while
+                        # the provider's stream reads its body's end (its connection back
+                        # to the pool), which is no part of the answer's time.
                         end = event
-            row = self._store(run, outcome(), keep)
+                        row = self._store(run, outcome(), keep)
+                        yield Relayed(row)
+            if row is None:
+                row = self._store(run, outcome(), keep)
+                yield Relayed(row)
         except ProviderFailure as exc:
+            if row is not None:
+                return
             failed = self._store_quietly(run, outcome(exc.message), keep)
             yield Relayed(failed, provider_error(run, exc).body()["error"])
             return
         except Exception as exc:
             logger.exception("run %s failed", run.request_id)
+            if row is not None:
+                return
             failed = self._store_quietly(run, outcome(reason(exc)), keep)
             yield Relayed(failed, internal_error(run))
             return
         except BaseException as exc:
             # Cancelled, or closed by a client that went away: the upstream stream is closed
-            # by now; keep the record of what was relayed.
-            self._store_quietly(run, outcome(reason(exc)))
+            # by now; keep the record of what was relayed (unless it is kept already).
+            if row is None:
+                self._store_quietly(run, outcome(reason(exc)))
             raise
-        yield Relayed(row)
 
     # -- 3. store --------------------------------------------------------------------------
 

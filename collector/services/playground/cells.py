@@ -79,11 +79,14 @@ async def run_cell(
     planned: PlannedCell,
     keep: RecordKeeper,
     deltas: Deltas | None = None,
+    ended: Ended | None = None,
 ) -> PlaygroundCell:
-    """Admit and call one cell; its record goes to ``keep``, its deltas to ``deltas``."""
+    """Admit and call one cell; its record goes to ``keep``, its deltas to ``deltas``, and the
+    cell to ``ended`` as soon as its answer is complete (before the provider's connection is
+    done with: the cell's end does not wait for it)."""
     head = planned.head
     if planned.run is None:
-        return failed(head, planned.error or INTERNAL_ERROR)
+        return _told(failed(head, planned.error or INTERNAL_ERROR), ended)
     now = utc_now_ms()
     run = replace(
         planned.run,
@@ -97,19 +100,31 @@ async def run_cell(
         # A connection at its budget (402) or whose host turned link-local (400): no call.
         await runs.admit(run)
     except ContractError as exc:
-        return failed(head, exc.body()["error"])
-    finished: Relayed | None = None
+        return _told(failed(head, exc.body()["error"]), ended)
+    cell: PlaygroundCell | None = None
     async with aclosing(runs.relay(run, keep)) as relayed:
         async for item in relayed:
             if isinstance(item, str):
                 if deltas is not None:
                     await deltas(head.cell, item)
-            else:
-                finished = item
-    if finished is None or finished.row is None:
+            elif cell is None:
+                cell = _told(_cell_of(head, run.request_id, item), ended)
+    if cell is None:  # a relay always ends with how it ended; this is a guard
+        cell = _told(failed(head, INTERNAL_ERROR, run.request_id), ended)
+    return cell
+
+
+def _told(cell: PlaygroundCell, ended: Ended | None) -> PlaygroundCell:
+    if ended is not None:
+        ended(cell)
+    return cell
+
+
+def _cell_of(head: CellHead, request_id: str, finished: Relayed) -> PlaygroundCell:
+    """The cell a finished call makes: its answer, or its error."""
+    if finished.row is None:
         # The call ended but its record could not be made (the log says why).
-        error = finished.error if finished is not None else None
-        return failed(head, error or INTERNAL_ERROR, run.request_id)
+        return failed(head, finished.error or INTERNAL_ERROR, request_id)
     row = finished.row
     return PlaygroundCell(
         **head.model_dump(),

@@ -275,15 +275,23 @@ class PlaygroundService:
         limit = asyncio.Semaphore(self._concurrency)
 
         async def one(planned: PlannedCell) -> PlaygroundCell:
+            told: list[PlaygroundCell] = []
+
+            def tell(cell: PlaygroundCell) -> None:
+                told.append(cell)
+                if ended is not None:
+                    ended(cell)
+
             try:
                 async with limit:
-                    cell = await run_cell(self._runs, planned, keep, deltas)
+                    return await run_cell(self._runs, planned, keep, deltas, tell)
             except Exception:
                 logger.exception("cell %d of %s failed", planned.head.cell, plan.id)
+                if told:  # it failed after its end was handed on
+                    return told[0]
                 cell = internal(planned.head)
-            if ended is not None:
-                ended(cell)
-            return cell
+                tell(cell)
+                return cell
 
         return list(await asyncio.gather(*(one(c) for c in plan.cells)))
 

@@ -54,7 +54,6 @@ async def multiplex(
         queue.put_nowait({"type": "end", **cell.model_dump(mode="json")})
 
     task = asyncio.create_task(cells(delta, ended))
-    batch: list[dict[str, Any]] = []
     try:
         remaining = len(plan.cells)
         while remaining:
@@ -62,18 +61,18 @@ async def multiplex(
             while not queue.empty():
                 batch.append(queue.get_nowait())
             remaining -= sum(1 for event in batch if event["type"] == "end")
-            if remaining:
-                yield batch
+            # The last cells' ends go out now: ``done`` waits for the cells' connections to be
+            # read to their ends (each cell ends as soon as its answer is complete).
+            yield batch
         finished = await task
-        batch.append(
+        yield [
             {
                 "type": "done",
                 "id": plan.id,
                 "estimated_cost_usd": plan.estimate.cost_usd,
                 "cost_usd": round(sum(c.estimated_cost_usd for c in finished), 10),
             }
-        )
-        yield batch
+        ]
     finally:
         if not task.done():
             task.cancel()

@@ -7,7 +7,7 @@ import contextlib
 from typing import Any
 
 from fastapi.testclient import TestClient
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from promptrail.testing import OpenAIStub
 
@@ -64,14 +64,29 @@ class CountingApp:
             self.in_flight += 1
             self.most = max(self.most, self.in_flight)
             changed.notify_all()
+        left = False
+
+        async def leave() -> None:
+            nonlocal left
+            if not left:
+                left = True
+                async with changed:
+                    self.in_flight -= 1
+                    self.served += 1
+
+        async def answering(message: Message) -> None:
+            # A request is out of flight once its answer's last byte is sent: the service
+            # may call again as soon as it has read it, before this handler returns.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                await leave()
+            await send(message)
+
         try:
             async with changed:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
                         changed.wait_for(lambda: self.in_flight >= self.gather), GATHER_SECONDS
                     )
-            await self.stub.app(scope, receive, send)
+            await self.stub.app(scope, receive, answering)
         finally:
-            async with changed:
-                self.in_flight -= 1
-                self.served += 1
+            await leave()
