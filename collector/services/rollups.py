@@ -96,6 +96,7 @@ class RollupService:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
+        caught_up = False
         while not self._stop.wait(self._interval):
             try:
                 self.seal_due()
@@ -103,6 +104,12 @@ class RollupService:
                 # The store may be closing, or busy: analytics stay exact without the
                 # rollup, and the next round retries.
                 logger.exception("rollup: sealing failed")
+                continue
+            if not caught_up and not self._stop.is_set():
+                # Said once: until then, analytics of a store that was down (or loaded
+                # behind the collector's back) read more of the log than they will.
+                caught_up = True
+                logger.info("rollup: caught up: every settled hour and day is sealed")
 
 
 def plan_period(
