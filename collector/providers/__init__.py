@@ -120,9 +120,15 @@ class Completion:
 
 @dataclass(frozen=True)
 class TextDelta:
-    """A piece of output text, as the provider sent it."""
+    """Pieces of output text, each as the provider sent it: those that one read of its stream
+    brought (at least one), handed on together so each layer above runs once a read."""
 
-    content: str
+    pieces: tuple[str, ...]
+
+    @property
+    def content(self) -> str:
+        """The pieces' text."""
+        return "".join(self.pieces)
 
 
 @dataclass(frozen=True)

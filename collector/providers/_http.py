@@ -249,7 +249,7 @@ class SseEvent:
 _DRAIN_SECONDS = 1.0
 
 
-async def finish_reading(events: AsyncIterator[SseEvent]) -> None:
+async def finish_reading(events: AsyncIterator[list[SseEvent]]) -> None:
     """Read a stream's body to its end after its last event (``[DONE]``, ``message_stop``).
 
     A response closed with its body unread closes its connection instead of handing it back
@@ -264,51 +264,64 @@ async def finish_reading(events: AsyncIterator[SseEvent]) -> None:
             pass
 
 
-async def sse_events(provider: str, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
-    """Parse a text/event-stream body as it arrives; transport failures are ProviderFailure."""
+async def sse_events(
+    provider: str, response: httpx.Response
+) -> AsyncGenerator[list[SseEvent], None]:
+    """Parse a text/event-stream body as it arrives: each item is the events one read of the
+    body completed (never empty); transport failures are ProviderFailure.
+
+    By the read rather than by the event: a provider's events mostly arrive several to a read
+    (all at once when the answer was ready before its first byte), and a caller hands a read's
+    text on as one piece, so each layer above runs once a read instead of once an event.
+    Lines end with LF, CRLF or CR, as SSE allows; a line is decoded whole (SSE is UTF-8), so a
+    character split between two reads is never cut.
+    """
     event: str | None = None
     data: list[str] = []
+    pending = b""
     try:
-        async for line in _lines(response):
-            if not line:
-                if data:
-                    yield SseEvent(event, "\n".join(data))
-                event, data = None, []
-                continue
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if name == "data":
-                data.append(value)
-            elif name == "event":
-                event = value
-            # Comments (":"), "id" and "retry" carry nothing a run needs.
+        async for piece in response.aiter_bytes():
+            lines = (pending + piece if pending else piece).splitlines(keepends=True)
+            last = lines[-1] if lines else b""
+            # A last line without its end waits for the next read; so does one ending in CR,
+            # which may be the first half of a CRLF.
+            pending = b"" if last.endswith(b"\n") else lines.pop() if lines else b""
+            batch: list[SseEvent] = []
+            for raw in lines:
+                event, data = _take_line(raw, event, data, batch)
+            if batch:
+                yield batch
     except httpx.TimeoutException as exc:
         raise ProviderFailure(provider, f"stream stalled: {_describe(exc)}") from exc
     except httpx.HTTPError as exc:
         raise ProviderFailure(provider, f"stream broke off: {_describe(exc)}") from exc
-    if data:
-        yield SseEvent(event, "\n".join(data))
-
-
-async def _lines(response: httpx.Response) -> AsyncGenerator[str, None]:
-    """The body's lines as they arrive (ended by LF, CRLF or CR, as SSE allows), without
-    their endings.
-
-    Split on the bytes rather than through ``aiter_lines``: two layers of generators (text
-    decoding, line splitting) less per network read; SSE is UTF-8, and a whole line is
-    decoded at once, so a character split between two reads is never cut.
-    """
-    pending = b""
-    async for piece in response.aiter_bytes():
-        lines = (pending + piece if pending else piece).splitlines(keepends=True)
-        last = lines[-1] if lines else b""
-        # A last line without its end waits for the next read; so does one ending in CR,
-        # which may be the first half of a CRLF.
-        pending = b"" if last.endswith(b"\n") else lines.pop() if lines else b""
-        for line in lines:
-            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+    batch = []
     if pending:
-        yield pending.rstrip(b"\r\n").decode("utf-8", "replace")
+        event, data = _take_line(pending, event, data, batch)
+    if data:
+        batch.append(SseEvent(event, "\n".join(data)))
+    if batch:
+        yield batch
+
+
+def _take_line(
+    raw: bytes, event: str | None, data: list[str], batch: list[SseEvent]
+) -> tuple[str | None, list[str]]:
+    """Take one line of the body: an empty line ends an event (added to ``batch``); returns
+    the event being read, its name and data lines so far."""
+    line = raw.rstrip(b"\r\n").decode("utf-8", "replace")
+    if not line:
+        if data:
+            batch.append(SseEvent(event, "\n".join(data)))
+        return None, []
+    name, _, value = line.partition(":")
+    value = value.removeprefix(" ")
+    if name == "data":
+        data.append(value)
+    elif name == "event":
+        event = value
+    # Comments (":"), "id" and "retry" carry nothing a run needs.
+    return event, data
 
 
 def parse_json_data(provider: str, event: SseEvent) -> dict[str, Any]:

@@ -107,11 +107,24 @@ class AnthropicProvider:
             open_response(self._client, self.name, _PATH, body, self._policy) as response,
             aclosing(sse_events(self.name, response)) as events,
         ):
-            async for event in events:
-                payload = parse_json_data(self.name, event)
-                text = state.take(self.name, payload)
-                if text:
-                    yield TextDelta(text)
+            async for batch in events:
+                # The text of one read's events goes on together, each event its piece.
+                texts: list[str] = []
+                failure: ProviderFailure | None = None
+                for event in batch:
+                    try:
+                        text = state.take(self.name, parse_json_data(self.name, event))
+                    except ProviderFailure as exc:
+                        failure = exc
+                        break
+                    if text:
+                        texts.append(text)
+                    if state.stopped:
+                        break
+                if texts:
+                    yield TextDelta(tuple(texts))
+                if failure is not None:
+                    raise failure
                 if state.stopped:
                     break
             if not state.stopped:

@@ -84,19 +84,30 @@ class OpenAIProvider:
             open_response(self._client, self.name, _PATH, body, self._policy) as response,
             aclosing(sse_events(self.name, response)) as events,
         ):
-            async for event in events:
-                if event.data.strip() == "[DONE]":
-                    done = True
+            async for batch in events:
+                # The text of one read's events goes on together, each event its piece.
+                texts: list[str] = []
+                failure: ProviderFailure | None = None
+                for event in batch:
+                    if event.data.strip() == "[DONE]":
+                        done = True
+                        break
+                    chunk = parse_json_data(self.name, event)
+                    if "error" in chunk:
+                        failure = ProviderFailure(self.name, error_message(event.data))
+                        break
+                    for text, reason in _deltas(chunk, calls):
+                        if text:
+                            texts.append(text)
+                        finish_reason = reason or finish_reason
+                    if isinstance(chunk.get("usage"), dict):
+                        usage = _usage(chunk["usage"])
+                if texts:
+                    yield TextDelta(tuple(texts))
+                if failure is not None:
+                    raise failure
+                if done:
                     break
-                chunk = parse_json_data(self.name, event)
-                if "error" in chunk:
-                    raise ProviderFailure(self.name, error_message(event.data))
-                for text, reason in _deltas(chunk, calls):
-                    if text:
-                        yield TextDelta(text)
-                    finish_reason = reason or finish_reason
-                if isinstance(chunk.get("usage"), dict):
-                    usage = _usage(chunk["usage"])
             if not done and finish_reason is None:
                 raise ProviderFailure(self.name, "stream ended before the answer was complete")
             yield StreamEnd(finish_reason, usage, calls.finished())

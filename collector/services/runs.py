@@ -359,16 +359,18 @@ class RunService:
             async for item in relayed:
                 # The last event goes out as soon as the answer is complete; the relay then
                 # reads the provider's body to its end.
-                if isinstance(item, str):
-                    yield {"type": "chunk", "content": item}
+                if isinstance(item, tuple):
+                    for piece in item:  # each as the provider sent it (spec 6)
+                        yield {"type": "chunk", "content": piece}
                 else:
                     yield last(run, item)
 
     async def relay(
         self, run: PreparedRun, keep: RecordKeeper | None = None
-    ) -> AsyncGenerator[str | Relayed, None]:
-        """Stream a run from its provider: yield each text delta, then one :class:`Relayed`
-        (the record, and the error body when the provider or the service failed).
+    ) -> AsyncGenerator[tuple[str, ...] | Relayed, None]:
+        """Stream a run from its provider: yield the text pieces of each read (each piece as
+        the provider sent it), then one :class:`Relayed` (the record, and the error body when
+        the provider or the service failed).
 
         The record is handed to the store (or to ``keep``) before the last item; a caller
         that closes this iterator early closes the upstream stream, and the record (written
@@ -397,8 +399,8 @@ class RunService:
                     if isinstance(event, TextDelta):
                         if first_token is None:
                             first_token = time.perf_counter()
-                        pieces.append(event.content)
-                        yield event.content
+                        pieces.extend(event.pieces)
+                        yield event.pieces
                     elif row is None:
                         # The answer is complete: its record and its end go out now, while
                         # the provider's stream reads its body's end (its connection back

@@ -26,8 +26,8 @@ from .estimate import Priced
 
 logger = logging.getLogger("promptrail.playground")
 
-Deltas = Callable[[int, str], Awaitable[None]]
-"""Takes each text delta of a cell (its number, the text) as it arrives."""
+Deltas = Callable[[int, tuple[str, ...]], Awaitable[None]]
+"""Takes a cell's text deltas as they arrive (its number, the pieces one read brought)."""
 Ended = Callable[[PlaygroundCell], None]
 """Takes each cell as it finishes."""
 
@@ -104,7 +104,7 @@ async def run_cell(
     cell: PlaygroundCell | None = None
     async with aclosing(runs.relay(run, keep)) as relayed:
         async for item in relayed:
-            if isinstance(item, str):
+            if isinstance(item, tuple):
                 if deltas is not None:
                     await deltas(head.cell, item)
             elif cell is None:

@@ -47,8 +47,9 @@ async def multiplex(
     ]
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
-    async def delta(cell: int, text: str) -> None:
-        queue.put_nowait({"type": "chunk", "cell": cell, "delta": text})
+    async def delta(cell: int, pieces: tuple[str, ...]) -> None:
+        for text in pieces:  # each as the provider sent it (a chunk event of its own)
+            queue.put_nowait({"type": "chunk", "cell": cell, "delta": text})
 
     def ended(cell: PlaygroundCell) -> None:
         queue.put_nowait({"type": "end", **cell.model_dump(mode="json")})
