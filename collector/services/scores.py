@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from promptrail._score_rules import name_problem, target_problem
+
 from ..errors import (
     ContractError,
     InvalidFeedbackToken,
@@ -23,6 +25,7 @@ from ..errors import (
     ValidationFailed,
 )
 from ..models.scores import (
+    SESSION_ID_MAX_CHARS,
     FeedbackIn,
     FeedbackTokenIn,
     ScoreConfigIn,
@@ -102,6 +105,32 @@ class ScoreService:
                 rejected.append((index, exc.body()["error"]))
         rejected.sort(key=lambda item: item[0])
         self._stored(self._store.insert(kept))
+        return len(kept), rejected
+
+    def batch_own(
+        self, project: str, rows: Sequence[ScoreRow]
+    ) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+        """Store scores the collector built itself (the evaluation worker's: typed rows of
+        the project, each id derived from its rule and target); return how many and the
+        rejected (index, error), as :meth:`batch` does.
+
+        No body to parse: each row is checked only for what such a row may break (its name,
+        its one target, its value against its type; then its name's config), as :meth:`batch`
+        would refuse it. Written by :meth:`ScoreStore.insert_at_own_targets` (idempotent by
+        id, as every write), in one insert however many: a pass of several rules writes
+        them at once.
+        """
+        kept: list[ScoreRow] = []
+        rejected: list[tuple[int, dict[str, Any]]] = []
+        configs = self._configs_of(project, rows)
+        for index, row in enumerate(rows):
+            try:
+                _own_row(project, row)
+                _check_config(row, configs.get(row.name))
+                kept.append(row)
+            except ContractError as exc:
+                rejected.append((index, exc.body()["error"]))
+        self._stored(self._store.insert_at_own_targets(kept))
         return len(kept), rejected
 
     def delete(self, project: str, score_id: str) -> ScoreRow:
@@ -231,7 +260,7 @@ class ScoreService:
             correction=body.correction,
             source="end_user",
             metadata={},
-            created_at=_stored_time(datetime.now(UTC)),
+            created_at=stored_time(datetime.now(UTC)),
         )
         self._check_configs(project, [row])
         self._stored(self._store.insert([row]))
@@ -249,7 +278,7 @@ class ScoreService:
         problem = value_problem(body.value, data_type)
         if problem is not None:
             raise ValidationFailed("value", problem)
-        created = _stored_time(body.created_at or datetime.now(UTC))
+        created = stored_time(body.created_at or datetime.now(UTC))
         if not datetime(1970, 1, 1, tzinfo=UTC) <= created < datetime(2200, 1, 1, tzinfo=UTC):
             raise ValidationFailed("created_at", "created_at must lie between 1970 and 2200")
         return ScoreRow(
@@ -279,10 +308,31 @@ class ScoreService:
             _check_config(row, configs.get(row.name))
 
 
-def _stored_time(at: datetime) -> datetime:
+def stored_time(at: datetime) -> datetime:
     """``at`` in UTC to the millisecond, as the store keeps it (the answer matches a read)."""
     at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     return at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def _own_row(project: str, row: ScoreRow) -> None:
+    """Refuse (400) a row built by the collector that a client's score of the same fields
+    would not pass: the refusals :meth:`ScoreService.batch` makes of them, by field."""
+    if row.project != project:
+        raise ValueError(f"a score of project {row.project!r} written in {project!r}")
+    _one_target(row.request_id, row.trace_id, row.session_id, sessions=True)
+    for field, problem in (
+        ("name", name_problem(row.name)),
+        ("value", value_problem(row.value, row.data_type)),
+    ):
+        if problem is not None:
+            raise ValidationFailed(field, problem)
+    if row.session_id is not None and not 1 <= len(row.session_id) <= SESSION_ID_MAX_CHARS:
+        raise ValidationFailed(
+            "session_id", f"session_id must be 1 to {SESSION_ID_MAX_CHARS} characters"
+        )
+    problem = target_problem(row.request_id, row.trace_id) if row.session_id is None else None
+    if problem is not None:
+        raise ValidationFailed("trace_id" if row.trace_id else "request_id", problem)
 
 
 def _one_target(

@@ -99,14 +99,31 @@ class ScoreStore:
         """
         return direct_write(lambda: self._insert(rows, deleted))
 
-    def _insert(self, rows: Sequence[ScoreRow], deleted: bool) -> None:
+    def insert_at_own_targets(self, rows: Sequence[ScoreRow]) -> WriteOutcome:
+        """Store scores whose ids the collector derives from their targets (the evaluation
+        worker's: one id per rule and target, only ever written at that target), as
+        :meth:`insert` does, reading fewer live versions.
+
+        Such a score is new but when its target was decided again (a backfill, a batch
+        decided again after a crash or a failed write). The ids that ever had a version at
+        these targets are read first from SCORES_BY_TARGET (a key range per target, where
+        :meth:`insert` reads every id from ``scores``, whose key scatters them over its
+        granules); only theirs are read as :meth:`insert` reads them, so a replacement
+        is still preceded by a tombstone and the sums stay exact.
+        """
+        return direct_write(lambda: self._insert(rows, False, at_own_targets=True))
+
+    def _insert(
+        self, rows: Sequence[ScoreRow], deleted: bool, at_own_targets: bool = False
+    ) -> None:
         latest = {(r.project, r.id): r for r in rows}
         if not latest:
             return
         if not deleted:
             self._note_traced(list(latest.values()))
         with self._write_lock:
-            live = self._live_versions(latest)
+            keys = self._ever_at_targets(latest.values()) if at_own_targets else latest
+            live = self._live_versions(keys) if keys else {}
             written = datetime.now(UTC)
             ended = written - timedelta(microseconds=1)
             if deleted:
@@ -170,6 +187,25 @@ class ScoreStore:
             sql = self._resolved("id IN {ids:Array(String)}", "1")
             for row in self._rows(project, sql, {"ids": ids}):
                 found[(project, row.id)] = row
+        return found
+
+    def _ever_at_targets(self, rows: Iterable[ScoreRow]) -> set[tuple[str, str]]:
+        """The (project, id) of ``rows`` that ever had a version at the row's own target
+        (SCORES_BY_TARGET keeps every version, tombstones too)."""
+        by_project: dict[str, tuple[set[str], set[str]]] = {}
+        for r in rows:
+            targets, ids = by_project.setdefault(r.project, (set(), set()))
+            targets.add(_target_of(r))
+            ids.add(r.id)
+        found: set[tuple[str, str]] = set()
+        for project, (targets, ids) in by_project.items():
+            result = self._client.query(
+                f"SELECT DISTINCT id FROM {self._by_target} WHERE project = {{p:String}} "
+                "AND target IN {targets:Array(String)} AND id IN {ids:Array(String)}",
+                parameters={"p": project, "targets": sorted(targets), "ids": sorted(ids)},
+                settings=self._read_settings,
+            )
+            found.update((project, str(row[0])) for row in result.result_rows)
         return found
 
     @staticmethod
@@ -399,3 +435,10 @@ class ScoreStore:
 def _ids_of(condition: str, table: str) -> str:
     """Ids of the project's scores any version of which meets ``condition``."""
     return f"id IN (SELECT id FROM {table} WHERE project = {{p:String}} AND {condition})"
+
+
+def _target_of(row: ScoreRow) -> str:
+    """A score's target as SCORES_BY_TARGET keys it (score_tables.TARGET_OF, in Python)."""
+    if row.session_id:
+        return session_target(row.session_id)
+    return row.trace_id or row.request_id or ""

@@ -21,12 +21,14 @@ import anyio
 
 from ...errors import ContractError
 from ...models.evaluation import RuleIn
+from ...models.scores import infer_data_type
 from ...store.evaluation import DecisionRow, DecisionStore, RuleRow
 from ...store.evaluation_work import Candidate, EvaluationWorkStore, Position
+from ...store.score_rows import ScoreRow
 from ...store.writes import Refused
 from ..evaluators import Evaluator, parse_evaluators
 from ..prompts import PromptService
-from ..scores import MAX_BATCH_SCORES, ScoreService
+from ..scores import ScoreService, stored_time
 from .evaluators import EvaluatorService
 from .judging import Judges, Verdict, run_code, score_id
 from .sampling import in_sample
@@ -61,7 +63,7 @@ class Outcome:
     """A batch's decisions and the scores they write."""
 
     decisions: list[DecisionRow] = field(default_factory=list)
-    scores: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[ScoreRow] = field(default_factory=list)
 
 
 def day_start(now: datetime) -> datetime:
@@ -188,20 +190,8 @@ class Decider:
             sid = None
             if verdict.decision == "scored":
                 sid = score_id(row.id, target.id)
-                on = _SCORED_ON[target.type]
                 outcome.scores.append(
-                    {
-                        "id": sid,
-                        on: target.id,
-                        "name": spec.score_name or spec.evaluator,
-                        "value": verdict.value,
-                        "source": "eval",
-                        "metadata": {
-                            "rule_id": row.id,
-                            "evaluator": spec.evaluator,
-                            "evaluator_version": version,
-                        },
-                    }
+                    _score(project, sid, target, spec, verdict.value, row.id, version)
                 )
             outcome.decisions.append(
                 self._row(
@@ -256,11 +246,10 @@ class Decider:
         """Store a batch's scores, then its decisions (a score the store will not take
         makes its decision an ``error`` naming why); raise when the store refuses."""
         failed: dict[str, str] = {}
-        # A worker's pass writes several rules' scores: in batches the score service takes.
-        for at in range(0, len(outcome.scores), MAX_BATCH_SCORES):
-            part = outcome.scores[at : at + MAX_BATCH_SCORES]
-            _, rejected = self._scores.batch(project, part)
-            failed.update((part[i]["id"], error.get("message", "")) for i, error in rejected)
+        if outcome.scores:
+            # Rows of the worker's own making, several rules' at once: one typed write.
+            _, rejected = self._scores.batch_own(project, outcome.scores)
+            failed.update((outcome.scores[i].id, error.get("message", "")) for i, error in rejected)
         if failed:
             outcome.decisions = [
                 _failed(d, failed[d.score_id]) if d.score_id in failed else d
@@ -345,6 +334,29 @@ class Decider:
             state.spent = await anyio.to_thread.run_sync(self._work.spend, project, rule_id, today)
             state.day, state.summed_at = today, time.monotonic()
         return state.spent
+
+
+def _score(
+    project: str, sid: str, target: Target, spec: RuleIn, value: Any, rule_id: str, version: int
+) -> ScoreRow:
+    """The score a rule gives a target, as the score store keeps it (source ``eval``; its
+    metadata names the rule and the evaluator version)."""
+    on = {_SCORED_ON[target.type]: target.id}
+    return ScoreRow(
+        project=project,
+        id=sid,
+        request_id=on.get("request_id"),
+        trace_id=on.get("trace_id"),
+        session_id=on.get("session_id"),
+        name=spec.score_name or spec.evaluator,
+        data_type=infer_data_type(value),
+        value=value,
+        comment=None,
+        correction=None,
+        source="eval",
+        metadata={"rule_id": rule_id, "evaluator": spec.evaluator, "evaluator_version": version},
+        created_at=stored_time(datetime.now(UTC)),
+    )
 
 
 def _arrival_decision(spec: RuleIn, target_type: str, sampled: bool) -> tuple[str, str]:

@@ -44,11 +44,11 @@ def _counted(
     """Count ``owner.name``'s calls (and the rows of its last argument), calling through."""
     real: Callable[..., Any] = getattr(owner, name)
 
-    def counting(*args: Any) -> Any:
+    def counting(*args: Any, **kwargs: Any) -> Any:
         calls[name] += 1
         if isinstance(args[-1], list):
             calls[f"{name} rows"] += len(args[-1])
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, counting)
 
@@ -98,7 +98,7 @@ def test_one_pass_reads_the_records_once_and_writes_every_rules_outcome_together
     for name in ("arrivals", "candidates", "advance_many"):
         _counted(monkeypatch, work, name, calls)
     _counted(monkeypatch, worker._decisions, "append", calls)
-    _counted(monkeypatch, worker._scores, "batch", calls)
+    _counted(monkeypatch, worker._scores, "batch_own", calls)
 
     assert api.portal.call(worker.poll_once) is False  # type: ignore[union-attr]
 
@@ -107,7 +107,7 @@ def test_one_pass_reads_the_records_once_and_writes_every_rules_outcome_together
     assert _scores_of(api, ids[0]) == [f"valid_{n}" for n in range(RULES)]
     # Read once for the three rules at one watermark; one write of each kind for all.
     assert calls["arrivals"] == 1 and calls["candidates"] == 1
-    assert (calls["batch"], calls["batch rows"]) == (1, RULES * RECORDS)
+    assert (calls["batch_own"], calls["batch_own rows"]) == (1, RULES * RECORDS)
     assert (calls["append"], calls["append rows"]) == (1, RULES * RECORDS)
     assert (calls["advance_many"], calls["advance_many rows"]) == (1, RULES)
     for rule_id in rules:
@@ -121,7 +121,7 @@ def test_a_pass_whose_decisions_are_not_stored_moves_no_rule_and_is_decided_once
     rules, ids = _rules_and_records(api)
     real = worker._decisions.append
 
-    def refusing(project: str, rows: Any) -> Any:
+    def refusing(project: str, rows: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the store is down")
 
     monkeypatch.setattr(worker._decisions, "append", refusing)
