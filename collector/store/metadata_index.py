@@ -1,8 +1,12 @@
-"""The metadata index's page planner: metadata-filtered lists read through ``request_metadata``.
+"""The index pages: lists filtered by metadata or by prompt, read through an index table.
 
-A page of records filtered by metadata reads candidate keys from the index entries of one pair,
-newest first, checks the filter's other pairs on the index too, and reads from
-``request_items`` only the records it shows.
+A page of records filtered by metadata reads candidate keys from the index entries of one pair
+(``request_metadata``), newest first, checks the filter's other pairs on the index too, and
+reads from ``request_items`` only the records it shows. A page filtered by prompt (and no
+metadata) reads its candidates the same way from the prompt index, ``request_prompts``
+(migration 40, defined here): one key range per prompt, where ``request_items``, sorted by
+time, held a prompt's records one in a few hundred and a page read further back the bigger
+the log.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .request_filters import (
     SLACK,
     RequestFilter,
     column_clauses,
+    environment_clauses,
     filter_where,
     keyset,
     windows,
@@ -30,6 +35,7 @@ from .request_rows import (
     item_row,
     read_whole_copies,
 )
+from .schema import Table, View
 
 # Index entries read at a time by a metadata-filtered page. The first read takes a few pages'
 # worth: a common pair's matches are spread thin, and reading ten times as many entries costs
@@ -40,26 +46,94 @@ _CANDIDATES = 1000
 # How many (project, key) pairs the index remembers the density of (see MetadataIndex.page).
 _SPARSE_KEYS = 4096
 
+# The prompt index (migration 40): one row per record that names a prompt, in the order a list
+# by prompt reads it, with the columns the list's other filters test (model, status, kind,
+# environment; dates are in the key), so that a page reads from ``request_items`` only the
+# records it shows. Filled by a view from every insert into ``requests`` (retried copies and
+# tombstones too, which collapse as there and which reads resolve as pages do); narrow rows in
+# granules of 1,024, as the id index: a page reads about one granule a part.
+REQUEST_PROMPTS = Table(
+    name="request_prompts",
+    columns=(
+        "project LowCardinality(String)",
+        "prompt_name String",
+        "created_at DateTime64(3, 'UTC')",
+        "id String",
+        "model LowCardinality(String)",
+        "status Enum8('success' = 1, 'error' = 2)",
+        "kind LowCardinality(String)",
+        "environment LowCardinality(String)",
+        "row_version UInt8",
+        "is_deleted UInt8",
+    ),
+    engine="ReplacingMergeTree",
+    engine_args=("row_version", "is_deleted"),
+    partition_by="toYYYYMM(created_at)",
+    order_by="(project, prompt_name, created_at, id)",
+    sharded=True,
+    # As ``requests``: a record's entry lives on the record's shard.
+    sharding_key="cityHash64(project, id)",
+    settings=("index_granularity = 1024", "max_parts_to_merge_at_once = 10"),
+)
+
+# On a cluster each shard's view reads ``requests_local`` into ``request_prompts_local``.
+REQUEST_PROMPTS_MV = View(
+    name="request_prompts_mv",
+    to_table="request_prompts",
+    select=(
+        "SELECT project, prompt_name, created_at, id, model, status, kind, environment, "
+        "row_version, is_deleted FROM {db}.requests{local} WHERE prompt_name != ''"
+    ),
+    sharded=True,
+)
+
+
+def by_prompt_index(filters: RequestFilter) -> bool:
+    """Whether a list page (not a search) with ``filters`` reads through the prompt index:
+    a prompt and no metadata (the metadata index carries the prompt), no trace (its own
+    bloom filter finds a trace's few records) and no score test (score pages bound their
+    reads by time: ``RequestStore.page``)."""
+    return (
+        bool(filters.prompt_name and not filters.metadata and filters.trace_id is None)
+        and not filters.scores
+    )
+
+
+@dataclass(frozen=True)
+class _Driver:
+    """Where a page's candidates come from: an index table, the WHERE of its entries (with
+    ``{project}``), the metadata pairs left to check and the key its density is kept by."""
+
+    table: str
+    where: str
+    params: dict[str, Any]
+    others: list[tuple[str, str]]
+    density: tuple[str, str, str]
+
 
 @dataclass(frozen=True)
 class MetadataIndex:
-    """Pages and driving pairs of metadata filters, read from the metadata index."""
+    """Pages of metadata- and prompt-filtered lists read through their index tables, and
+    the driving pairs of metadata filters."""
 
     client: Client
     metadata_table: str
     items_table: str
-    # Per (project, metadata key) that drove a page: whether its newest day last held fewer
-    # candidates than the page wanted. Such a key's next pages start at the week's window.
-    sparse: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False)
+    prompts_table: str = ""
+    # Per index, project and metadata key that drove a page: whether its newest day last held
+    # fewer candidates than the page wanted. Such a key's next pages start at the week's window.
+    sparse: dict[tuple[str, str, str], bool] = field(default_factory=dict, compare=False)
 
     def page(
         self, project: str, filters: RequestFilter, after: tuple[datetime, str] | None, limit: int
     ) -> list[RequestRow]:
-        """Return a page of a metadata-filtered list through the metadata index.
+        """Return a page of a metadata-filtered list through the metadata index, or of a
+        prompt-filtered one (:func:`by_prompt_index`) through the prompt index.
 
         The keys of candidates, newest first after the position, come from the index entries
-        of one pair (the rarest-looking, :meth:`driving_pair`) that also pass the filters the
-        index carries (prompt, model, status, dates); runs of copies are resolved and
+        of one pair (the rarest-looking, :meth:`driving_pair`), or of the prompt, that also
+        pass the filters the index carries (prompt, model, status, dates; the prompt index
+        kinds and environments too); runs of copies are resolved and
         tombstoned keys dropped as a scan of the log does, window after window until the
         page's worth is known. The candidates are then read from ``request_items`` by key
         with the whole filter (the other pairs), as many as the page still lacks, and resolved
@@ -67,9 +141,8 @@ class MetadataIndex:
         a scan of the records.
         """
         where, params = filter_where(project, filters)
-        driver = self.driving_pair(project, filters)
-        index_where, index_params = self._index_where(project, filters, driver)
-        others = [pair for pair in sorted(filters.metadata.items()) if pair != driver]
+        driver = self._driver(project, filters)
+        others = driver.others
         found: list[RequestRow] = []
         position = after
         check = limit + SLACK
@@ -81,7 +154,7 @@ class MetadataIndex:
         # like environment fills a page within the day, and a week's window reads more
         # parts. So the day is skipped for keys whose last page found their day short, and
         # a week read that reaches its limit (many a day) marks the key dense again.
-        density = (project, driver[0])
+        density = driver.density
         skip_day = self.sparse.get(density, False) and len(lowers) > 2
         if skip_day:
             lowers = lowers[1:]
@@ -108,9 +181,7 @@ class MetadataIndex:
                     continue
                 if exhausted:
                     break
-                keys, position, complete = self._candidates(
-                    index_where, index_params, position, reading, lowers[0]
-                )
+                keys, position, complete = self._candidates(driver, position, reading, lowers[0])
                 reading = _CANDIDATES
                 if first_read and lowers[0] is not None:
                     # Short: the day held less than a page; the week read (skipping the
@@ -132,7 +203,28 @@ class MetadataIndex:
             found += self._read_keys(where, params, wanted)
         return found[:limit]
 
-    def _note_density(self, density: tuple[str, str], sparse: bool) -> None:
+    def _driver(self, project: str, filters: RequestFilter) -> _Driver:
+        """The index a page's candidates come from: the metadata index's entries of the
+        driving pair, or (no metadata) the prompt index's entries of the prompt."""
+        if filters.metadata:
+            pair = self.driving_pair(project, filters)
+            where, params = self._index_where(project, filters, pair)
+            others = [p for p in sorted(filters.metadata.items()) if p != pair]
+            return _Driver(self.metadata_table, where, params, others, ("meta", project, pair[0]))
+        # The prompt is one of the column tests; the kinds and environments are tested here
+        # too, so that only a tombstone the index has not seen yet makes the records refuse one.
+        clauses, params = column_clauses(filters)
+        clauses.insert(0, "project = {project:String}")
+        params["project"] = project
+        if filters.kinds is not None:
+            clauses.append("kind IN {kinds:Array(String)}")
+            params["kinds"] = list(filters.kinds)
+        clauses += environment_clauses(filters, params)
+        # Prompts differ in density as metadata keys do: each prompt's is its own.
+        density = ("prompt", project, str(filters.prompt_name))
+        return _Driver(self.prompts_table, " AND ".join(clauses), params, [], density)
+
+    def _note_density(self, density: tuple[str, str, str], sparse: bool) -> None:
         if len(self.sparse) >= _SPARSE_KEYS and density not in self.sparse:
             self.sparse.clear()  # many keys: forget them all rather than grow
         self.sparse[density] = sparse
@@ -194,8 +286,7 @@ class MetadataIndex:
 
     def _candidates(
         self,
-        where: str,
-        params: dict[str, Any],
+        driver: _Driver,
         after: tuple[datetime, str] | None,
         limit: int,
         lower: datetime | None = None,
@@ -207,12 +298,12 @@ class MetadataIndex:
         """
 
         def read(fetch: int) -> list[tuple[Any, ...]]:
-            query_params = {**params, "limit": fetch}
-            clause = keyset(where, query_params, after, lower)
+            query_params = {**driver.params, "limit": fetch}
+            clause = keyset(driver.where, query_params, after, lower)
             return [
                 tuple(r)
                 for r in self.client.query(
-                    f"SELECT id, created_at, is_deleted FROM {self.metadata_table} "
+                    f"SELECT id, created_at, is_deleted FROM {driver.table} "
                     f"WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT {{limit:UInt32}}",
                     parameters=query_params,
                     settings=PAGE_READ,

@@ -23,6 +23,7 @@ from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
+from .metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .protected_labels import PROTECTED_LABELS
 from .request_tables import (
@@ -395,6 +396,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     # server"): their heartbeats, by which their evaluation workers split the rules (see
     # store/collector_heartbeats.py).
     Migration(38, "collector_heartbeats", (COLLECTOR_HEARTBEATS,)),
+    # The prompt index (see store/metadata_index.py): a list by prompt reads the prompt's
+    # entries newest first, then only the records it shows, where it had read the log back
+    # until a page of the prompt's records turned up (further back the bigger the log).
+    Migration(
+        40,
+        "request_prompt_index",
+        (
+            REQUEST_PROMPTS,
+            REQUEST_PROMPTS_MV,
+            Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS),
+        ),
+    ),
 )
 
 

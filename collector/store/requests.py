@@ -24,7 +24,7 @@ from typing import Any
 from clickhouse_connect.driver.client import Client
 
 from .connection import utc
-from .metadata_index import MetadataIndex
+from .metadata_index import REQUEST_PROMPTS, MetadataIndex, by_prompt_index
 from .request_details import RecordDetails
 from .request_filters import (
     PAGE_READ,
@@ -87,7 +87,10 @@ class RequestStore(RecordDetails):
         self.ids_table = f"{db}.{quote(REQUEST_IDS.name)}"
         self.scores_table = f"{db}.{quote(SCORES.name)}"
         self.scores_by_target = sibling(self.scores_table, SCORES_BY_TARGET.name)
-        self._index = MetadataIndex(client, self.metadata_table, self.items_table)
+        self.prompts_table = f"{db}.{quote(REQUEST_PROMPTS.name)}"
+        self._index = MetadataIndex(
+            client, self.metadata_table, self.items_table, self.prompts_table
+        )
         self.traced_names = traced_names or TracedScoreNames(
             lambda project, names: read_traced_names(client, self.scores_table, project, names),
             sole_writer=False,
@@ -166,10 +169,11 @@ class RequestStore(RecordDetails):
     ) -> list[RequestRow]:
         """Return live records newest first, after a keyset position, optionally matching text.
 
-        A metadata filter reads its candidates from the metadata index
-        (:meth:`.MetadataIndex.page`); every other list reads ``request_items`` (``requests``
-        for a search) in key order. A list's rows carry the fields of a list item only (the
-        rest keep their defaults); a search's rows are whole.
+        A metadata filter reads its candidates from the metadata index, a prompt filter (with
+        no metadata, trace or score test) from the prompt index (:meth:`.MetadataIndex.page`);
+        every other list reads ``request_items`` (``requests`` for a search) in key order. A
+        list's rows carry the fields of a list item only (the rest keep their defaults); a
+        search's rows are whole.
 
         FINAL would hide duplicates and tombstones but stops ClickHouse from reading the sort
         key backwards and from skipping granules by index, which costs many times over on a
@@ -179,7 +183,7 @@ class RequestStore(RecordDetails):
         """
         if filters.scores:
             filters = self._trace_scored(project, filters)
-        if filters.metadata and search is None:
+        if search is None and (filters.metadata or by_prompt_index(filters)):
             return self._index.page(project, filters, after, limit)
         where, params = filter_where(project, filters)
         table, columns = self.items_table, LIST_COLUMNS
