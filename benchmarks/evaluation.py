@@ -406,6 +406,17 @@ FROM (
 """
 
 
+_ENDED = """
+INSERT INTO {db}.evaluation_waiting
+  (project, rule_id, decided_at, target_type, target_id, row_version, sign)
+SELECT project, rule_id, decided_at, target_type, target_id, 0, -1
+FROM {db}.evaluation_decision_times
+WHERE decision = 'waiting' AND (project, rule_id, target_type, target_id) IN (
+  SELECT project, rule_id, target_type, target_id FROM {db}.evaluation_decisions FINAL
+  WHERE decision != 'waiting')
+"""
+
+
 def load_decisions(
     data_dir: Path, rules: list[str], evaluators: list[str], targets: int, records: int
 ) -> None:
@@ -441,6 +452,9 @@ def load_decisions(
             ),
             parameters=params,
         )
+        # What the decision store writes beside a final decision replacing a waiting one
+        # (migration 44): the -1 that ends it among the waiting decisions.
+        client.command(_ENDED.format(db=DATABASE))
         table = f"{DATABASE}.evaluation_decisions"
         per_rule = dict(
             client.query(f"SELECT rule_id, count() FROM {table} FINAL GROUP BY rule_id").result_rows

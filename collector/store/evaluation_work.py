@@ -411,18 +411,19 @@ class EvaluationWorkStore:
 
     def decided(
         self, project: str, rule_id: str, target_type: str, target_ids: Sequence[str]
-    ) -> dict[str, str]:
-        """The surviving decision of the rule on each of ``target_ids`` that has one."""
+    ) -> dict[str, tuple[str, datetime]]:
+        """The surviving decision of the rule on each of ``target_ids`` that has one, and
+        when it was decided."""
         if not target_ids:
             return {}
         result = self._client.query(
-            f"SELECT target_id, decision FROM {self._decisions} FINAL "
+            f"SELECT target_id, decision, decided_at FROM {self._decisions} FINAL "
             "WHERE project = {p:String} AND rule_id = {r:String} AND target_type = {tt:String} "
             "AND target_id IN {ids:Array(String)}",
             parameters={"p": project, "r": rule_id, "tt": target_type, "ids": list(target_ids)},
             settings=self._read,
         )
-        return {str(r[0]): str(r[1]) for r in result.result_rows}
+        return {str(r[0]): (str(r[1]), _utc(r[2])) for r in result.result_rows}
 
     def of_target(self, project: str, target_type: str, target_id: str) -> list[DecisionRow]:
         """Every rule's surviving decision on one target, oldest rule decision first."""

@@ -17,13 +17,15 @@ from .evaluation import (
     EVALUATION_DECISION_TIMES_MV,
     EVALUATION_DECISIONS,
     EVALUATION_RULES,
+    EVALUATION_WAITING,
+    EVALUATION_WAITING_MV,
+    EVALUATION_WAITING_SEED,
     EVALUATOR_VERSIONS,
 )
 from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
-from .metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .protected_labels import PROTECTED_LABELS
 from .request_tables import (
@@ -396,17 +398,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     # server"): their heartbeats, by which their evaluation workers split the rules (see
     # store/collector_heartbeats.py).
     Migration(38, "collector_heartbeats", (COLLECTOR_HEARTBEATS,)),
-    # The prompt index (see store/metadata_index.py): a list by prompt reads the prompt's
-    # entries newest first, then only the records it shows, where it had read the log back
-    # until a page of the prompt's records turned up (further back the bigger the log).
+    # The waiting decisions not yet replaced, in time order (docs/benchmarks.md, "Online
+    # evaluation"): a page of `decision=waiting` reads them instead of every waiting row ever
+    # written (see store/evaluation/tables.py).
     Migration(
-        40,
-        "request_prompt_index",
-        (
-            REQUEST_PROMPTS,
-            REQUEST_PROMPTS_MV,
-            Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS),
-        ),
+        44,
+        "evaluation_waiting",
+        (EVALUATION_WAITING, EVALUATION_WAITING_MV, EVALUATION_WAITING_SEED),
     ),
 )
 

@@ -22,7 +22,7 @@ import anyio
 from ...errors import ContractError
 from ...models.evaluation import RuleIn
 from ...models.scores import infer_data_type
-from ...store.evaluation import DecisionRow, DecisionStore, RuleRow
+from ...store.evaluation import WAITING, DecisionRow, DecisionStore, RuleRow
 from ...store.evaluation_work import Candidate, EvaluationWorkStore, Position
 from ...store.score_rows import ScoreRow
 from ...store.writes import Refused
@@ -160,7 +160,7 @@ class Decider:
         todo = [
             t
             for t in targets
-            if again or prior.get(t.id) is None or (prior[t.id] == "waiting" and not waiting)
+            if again or t.id not in prior or (prior[t.id][0] == WAITING and not waiting)
         ]
         outcome = Outcome()
         if not todo:
@@ -204,6 +204,7 @@ class Decider:
                     score=sid,
                     judge_request_id=verdict.judge_request_id,
                     cost=verdict.cost_usd,
+                    replaces=_waiting_since(prior.get(target.id)),
                 )
             )
         return outcome
@@ -255,7 +256,8 @@ class Decider:
                 _failed(d, failed[d.score_id]) if d.score_id in failed else d
                 for d in outcome.decisions
             ]
-        written = self._decisions.append(project, outcome.decisions)
+        # Each final row names the waiting one it replaces, from the batch's read of prior.
+        written = self._decisions.append(project, outcome.decisions, waiting_known=True)
         if isinstance(written, Refused):
             raise RuntimeError(f"decisions not stored: {written.message}")
 
@@ -272,6 +274,7 @@ class Decider:
         score: str | None = None,
         judge_request_id: str | None = None,
         cost: float | None = None,
+        replaces: datetime | None = None,
     ) -> DecisionRow:
         return DecisionRow(
             rule_id=row.id,
@@ -285,6 +288,7 @@ class Decider:
             score_id=score,
             judge_request_id=judge_request_id,
             cost_usd=cost,
+            replaces_waiting=replaces,
         )
 
     async def _evaluator(self, project: str, spec: RuleIn) -> tuple[Evaluator | None, int, str]:
@@ -407,4 +411,10 @@ def _failed(decision: DecisionRow, message: str) -> DecisionRow:
         decided_at=decision.decided_at,
         judge_request_id=decision.judge_request_id,
         cost_usd=decision.cost_usd,
+        replaces_waiting=decision.replaces_waiting,
     )
+
+
+def _waiting_since(prior: tuple[str, datetime] | None) -> datetime | None:
+    """When the target's ``waiting`` decision was decided, if ``prior`` is one."""
+    return prior[1] if prior is not None and prior[0] == WAITING else None

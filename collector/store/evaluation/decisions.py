@@ -16,7 +16,7 @@ from clickhouse_connect.driver.client import Client
 
 from ..schema import quote
 from ..writes import WriteOutcome, direct_write
-from .tables import EVALUATION_DECISION_TIMES, EVALUATION_DECISIONS
+from .tables import EVALUATION_DECISION_TIMES, EVALUATION_DECISIONS, EVALUATION_WAITING
 
 WAITING = "waiting"
 # A final decision's row version is above every waiting one's (a waiting decision's version
@@ -44,6 +44,9 @@ class DecisionRow:
     score_id: str | None = None
     judge_request_id: str | None = None
     cost_usd: float | None = None
+    # A final decision written by a caller that read the target's decision before (the
+    # worker): when the ``waiting`` one it replaces was decided, None when there is none.
+    replaces_waiting: datetime | None = None
 
 
 def row_version(decision: str, decided_at: datetime) -> int:
@@ -55,6 +58,7 @@ def row_version(decision: str, decided_at: datetime) -> int:
 
 
 _COLUMNS = EVALUATION_DECISIONS.inserted_columns()
+_WAITING_COLUMNS = EVALUATION_WAITING.inserted_columns()
 _SELECT = (
     "rule_id, target_type, target_id, decision, reason, evaluator, evaluator_version, "
     "decided_at, score_id, judge_request_id, cost_usd"
@@ -72,17 +76,27 @@ class DecisionStore:
         self._client = client
         self._table = f"{quote(database)}.{quote(EVALUATION_DECISIONS.name)}"
         self._times = f"{quote(database)}.{quote(EVALUATION_DECISION_TIMES.name)}"
+        self._waiting = f"{quote(database)}.{quote(EVALUATION_WAITING.name)}"
         self._write: dict[str, Any] = {"insert_quorum": "auto"} if cluster else {}
         self._read: dict[str, Any] = {"select_sequential_consistency": 1} if cluster else {}
 
-    def append(self, project: str, rows: Sequence[DecisionRow]) -> WriteOutcome:
+    def append(
+        self, project: str, rows: Sequence[DecisionRow], waiting_known: bool = False
+    ) -> WriteOutcome:
         """Store decisions (each replaces its target's ``waiting`` one, or its older final
-        one). Answers :data:`~..writes.STORED`, or :class:`~..writes.Refused` on an outage."""
-        return direct_write(lambda: self._insert(project, rows))
+        one). Answers :data:`~..writes.STORED`, or :class:`~..writes.Refused` on an outage.
 
-    def _insert(self, project: str, rows: Sequence[DecisionRow]) -> None:
+        A final decision replacing a ``waiting`` one ends it in ``evaluation_waiting`` too
+        (see :mod:`.tables`). ``waiting_known``: each final row says which ``waiting`` one
+        it replaces (``replaces_waiting``, the worker's, which read its targets' decisions
+        before); else they are read here first.
+        """
+        return direct_write(lambda: self._insert(project, rows, waiting_known))
+
+    def _insert(self, project: str, rows: Sequence[DecisionRow], waiting_known: bool) -> None:
         if not rows:
             return
+        ended = _ended(rows) if waiting_known else self._waiting_of(project, rows)
         self._client.insert(
             self._table,
             [
@@ -107,6 +121,41 @@ class DecisionStore:
             column_type_names=EVALUATION_DECISIONS.column_types(_COLUMNS),
             settings=self._write,
         )
+        if ended:
+            # After the decisions: cut short between the two, a waiting row stays listed
+            # as a candidate, which the page finds replaced (never a live one hidden).
+            self._client.insert(
+                self._waiting,
+                [[project, rule, at, tt, tid, 0, -1] for rule, tt, tid, at in sorted(ended)],
+                column_names=_WAITING_COLUMNS,
+                column_type_names=EVALUATION_WAITING.column_types(_WAITING_COLUMNS),
+                settings=self._write,
+            )
+
+    def _waiting_of(
+        self, project: str, rows: Sequence[DecisionRow]
+    ) -> set[tuple[str, str, str, datetime]]:
+        """(rule, target type, target id, decided_at) of the surviving ``waiting`` decision
+        each final row of ``rows`` replaces, read from the store."""
+        keys: dict[str, set[tuple[str, str]]] = {}
+        for d in rows:
+            if d.decision != WAITING:
+                keys.setdefault(d.rule_id, set()).add((d.target_type, d.target_id))
+        found: set[tuple[str, str, str, datetime]] = set()
+        for rule_id, targets in keys.items():
+            result = self._client.query(
+                f"SELECT target_type, target_id, decision, decided_at FROM {self._table} FINAL "
+                "WHERE project = {p:String} AND rule_id = {r:String} "
+                "AND (target_type, target_id) IN {keys:Array(Tuple(String, String))}",
+                parameters={"p": project, "r": rule_id, "keys": sorted(targets)},
+                settings=self._read,
+            )
+            found.update(
+                (rule_id, str(r[0]), str(r[1]), _utc(r[3]))
+                for r in result.result_rows
+                if r[2] == WAITING
+            )
+        return found
 
     def page(
         self,
@@ -124,8 +173,12 @@ class DecisionStore:
         is not, and shows where its final decision was decided instead). When a page has read
         :data:`_MAX_SCANNED` candidates without filling up, the rest of it is read with
         ``FINAL`` over the whole rule: one bounded read instead of a walk through every
-        replaced row.
+        replaced row. A page of ``decision=waiting`` reads its candidates from the waiting
+        decisions not replaced instead (:meth:`_waiting_page`), never walking through the
+        replaced ones.
         """
+        if decision == WAITING:
+            return self._waiting_page(project, rule_id, after, limit)
         found: list[DecisionRow] = []
         seen: set[tuple[str, str]] = set()
         batch = max(2 * limit, 100)
@@ -174,6 +227,69 @@ class DecisionStore:
             settings=self._read,
         )
         return [(_utc(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in result.result_rows]
+
+    def _waiting_page(
+        self,
+        project: str,
+        rule_id: str,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[DecisionRow]:
+        """:meth:`page` for ``decision=waiting``: its candidates are the rule's ``waiting``
+        rows not replaced, read from ``evaluation_waiting`` (see :mod:`.tables`), each kept
+        when it is still its target's surviving row."""
+        found: list[DecisionRow] = []
+        seen: set[tuple[str, str]] = set()
+        batch = max(2 * limit, 100)
+        scanned = 0
+        while True:
+            rows = self._waiting_rows(project, rule_id, after, batch)
+            scanned += len(rows)
+            # A waiting row and the -1 of its replacement, not merged yet, share a key and
+            # cancel (a row copied twice by the migration counts once).
+            signs: dict[tuple[datetime, str, str], list[int]] = {}
+            for key, version, sign in rows:
+                entry = signs.setdefault(key, [0, 0])
+                entry[0] += sign
+                entry[1] = max(entry[1], version)
+            candidates = [(key, version) for key, (total, version) in signs.items() if total > 0]
+            live = self._surviving(project, rule_id, {key[1:] for key, _ in candidates})
+            for key, version in candidates:
+                row = live.get(key[1:])
+                if row is None or key[1:] in seen or row[1] != version:
+                    continue
+                if row[0].decision != WAITING:
+                    continue
+                seen.add(key[1:])
+                found.append(row[0])
+                if len(found) == limit:
+                    return found
+            if len(rows) < batch:
+                return found
+            after = rows[-1][0]
+            if scanned >= _MAX_SCANNED:
+                # Rows left by writes cut short (never replaced here): read the rest as the
+                # other pages do.
+                return found + self._rest(project, rule_id, WAITING, after, limit - len(found))
+            batch = min(4 * batch, _MAX_BATCH)
+
+    def _waiting_rows(
+        self, project: str, rule_id: str, after: tuple[datetime, str, str] | None, limit: int
+    ) -> list[tuple[tuple[datetime, str, str], int, int]]:
+        """Up to ``limit`` rows of ``evaluation_waiting`` below ``after``, newest first, each
+        as (position, row version, sign); more when the last position has several rows (all
+        of a position's rows are read, so its -1 is never cut off from its waiting row)."""
+        where, params = _page_where(project, rule_id, None, after, limit)
+        result = self._client.query(
+            f"SELECT decided_at, target_type, target_id, row_version, sign FROM {self._waiting} "
+            f"WHERE {where} ORDER BY decided_at DESC, target_type DESC, target_id DESC "
+            "LIMIT {limit:UInt32} WITH TIES",
+            parameters=params,
+            settings=self._read,
+        )
+        return [
+            ((_utc(r[0]), str(r[1]), str(r[2])), int(r[3]), int(r[4])) for r in result.result_rows
+        ]
 
     def _rest(
         self,
@@ -291,3 +407,13 @@ def _row(r: Any) -> DecisionRow:
         judge_request_id=r[9],
         cost_usd=None if r[10] is None else float(r[10]),
     )
+
+
+def _ended(rows: Sequence[DecisionRow]) -> set[tuple[str, str, str, datetime]]:
+    """(rule, target type, target id, decided_at) of the ``waiting`` decisions the final
+    rows of ``rows`` say they replace."""
+    return {
+        (d.rule_id, d.target_type, d.target_id, d.replaces_waiting)
+        for d in rows
+        if d.decision != WAITING and d.replaces_waiting is not None
+    }
