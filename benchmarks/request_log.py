@@ -835,6 +835,106 @@ def linked_count(base: str) -> int:
         return sum(int(group["count"]) for group in response.json()["data"]["groups"])
 
 
+def view_costs(total: int, size: int, rounds: int, traced: bool) -> None:
+    """Print the CPU one insert into the log costs with every view, and without each view of
+    the log's insert path in turn (issue 52.1): the view's cost is the difference.
+
+    A fresh embedded store in this process, migrated as the collector migrates it, merges
+    stopped (so only the inserts count); the benchmark's records, encoded as the collector
+    encodes them (``traced``: in traces of 10, as ``benchmarks/traces.py`` makes them, each
+    with its session and user). Per round and case: the median CPU of 15 one-row inserts and
+    of 2 inserts of ``size`` rows, the process's CPU (chDB's threads included); cases are
+    alternated within each round so that a change of the machine's speed hits them alike.
+    """
+    import resource
+
+    from pydantic import TypeAdapter
+
+    from promptrail.collector.models.requests import ValidRequestBatch
+    from promptrail.collector.services.dates import utc_now_ms
+    from promptrail.collector.services.ingest import record_values
+    from promptrail.collector.store.connection import close_client, open_client
+    from promptrail.collector.store.migrations import migrate
+    from promptrail.collector.store.request_rows import encode_rows
+    from promptrail.collector.store.requests import RequestStore
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def encoded(count: int, rows: int) -> list[bytes]:
+        batches = TypeAdapter(ValidRequestBatch)
+        bodies = Bodies(count, rows, make_pool(random.Random(1)), datetime.now(UTC))
+        bodies.prepare()
+        made = []
+        for number in range(bodies.count):
+            body = json.loads(zlib.decompress(bodies.body(number), 31))
+            for i, record in enumerate(body["records"] if traced else []):
+                at = number * rows + i
+                record.update(trace_id=f"{at // 10 + 1:032x}", span_id=f"{at % 10 + 1:016x}")
+                if at % 10:
+                    record["parent_span_id"] = f"{1:016x}"
+            records = batches.validate_python(body).records
+            made.append(encode_rows("default", [record_values(r, utc_now_ms()) for r in records]))
+        return made
+
+    ones, blocks = encoded(rounds * 200, 1), encoded(max(total, size * 4), size)
+    with tempfile.TemporaryDirectory(prefix="promptrail-views-") as scratch:
+        client = open_client(f"chdb://{scratch}")
+        try:
+            migrate(client, "views")
+            client.command("SYSTEM STOP MERGES")
+            store = RequestStore(client, "views")
+            made = {
+                str(name): str(ddl)
+                for name, ddl in client.query(
+                    "SELECT name, create_table_query FROM system.tables WHERE database = 'views' "
+                    "AND engine = 'MaterializedView' AND match(create_table_query, "
+                    "'FROM views[.](requests|request_items)([^a-z_]|$)')"
+                ).result_rows
+            }
+            cases = ["every view", *(f"without {name}" for name in sorted(made))]
+            timings: dict[str, list[tuple[float, float]]] = {case: [] for case in cases}
+            one, block = iter(ones * 4), iter(blocks * (rounds * len(cases)))
+            for round_ in range(rounds):
+                for case in cases:
+                    dropped = case.removeprefix("without ") if case != "every view" else None
+                    if dropped:
+                        client.command(f"DROP VIEW views.`{dropped}`")
+                    single = []
+                    for _ in range(15):
+                        began = cpu()
+                        store.insert([next(one)])
+                        single.append(cpu() - began)
+                    whole = []
+                    for _ in range(2):
+                        began = cpu()
+                        store.insert([next(block)])
+                        whole.append(cpu() - began)
+                    if dropped:
+                        client.command(made[dropped])
+                    timings[case].append(
+                        (statistics.median(single) * 1e3, statistics.median(whole) * 1e3)
+                    )
+                print(f"  round {round_ + 1} of {rounds} done", flush=True)
+        finally:
+            close_client(client)
+    base = timings["every view"]
+    print(f"insert CPU, ms: one row / {size:,} rows (median over {rounds} rounds)")
+    for case in cases:
+        one_ms = statistics.median(t[0] for t in timings[case])
+        block_ms = statistics.median(t[1] for t in timings[case])
+        line = f"  {case:<36} {one_ms:7.1f} / {block_ms:8.1f}"
+        if case != "every view":
+            saved = [(b[0] - t[0], b[1] - t[1]) for b, t in zip(base, timings[case], strict=True)]
+            line += (
+                f"   view: {statistics.median(s[0] for s in saved):6.1f} / "
+                f"{statistics.median(s[1] for s in saved):7.1f}"
+            )
+        print(line, flush=True)
+    print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+
+
 def measure_linking(args: argparse.Namespace, counts: list[int]) -> None:
     """Ingest the same unnamed chat records on a fresh collector for each count of chat
     versions, one after the other; print (and with --write-docs record) the rates."""
@@ -947,7 +1047,20 @@ def main() -> None:
         help="measure the linking of unnamed records: counts of chat versions to ingest "
         "against, one fresh collector each, in order (e.g. 0,1000,0,1000)",
     )
+    parser.add_argument(
+        "--view-costs",
+        action="store_true",
+        help="print each view's CPU per insert into the log (one row, --batch rows), no "
+        "collector; --rounds rounds, --traced for records in traces",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --view-costs")
+    parser.add_argument(
+        "--traced", action="store_true", help="--view-costs: records in traces of 10"
+    )
     args = parser.parse_args()
+    if args.view_costs:
+        view_costs(args.records, args.batch, args.rounds, args.traced)
+        return
     if args.chat_versions is not None:
         measure_linking(args, [int(count) for count in args.chat_versions.split(",")])
         return

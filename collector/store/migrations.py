@@ -85,6 +85,7 @@ from .thread_tables import (
     THREAD_ITEMS_BEFORE_27,
     THREAD_ITEMS_MV,
     THREAD_ITEMS_MV_BEFORE_27,
+    THREAD_ITEMS_MV_BEFORE_39,
 )
 
 logger = logging.getLogger("promptrail.store")
@@ -337,7 +338,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             AddColumn(THREAD_ITEMS, "environment"),
             ModifyQuery(REQUEST_ITEMS_MV),
             ModifyQuery(TRACE_RECORDS_MV),
-            ModifyQuery(THREAD_ITEMS_MV),
+            # Its query then: a session's rows lose their list columns with migration 39.
+            ModifyQuery(THREAD_ITEMS_MV_BEFORE_39),
         ),
     ),
     # Chat prompts (docs/api-notes.md, Chat prompts): a version's chat fields in one column,
@@ -398,6 +400,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     # server"): their heartbeats, by which their evaluation workers split the rules (see
     # store/collector_heartbeats.py).
     Migration(38, "collector_heartbeats", (COLLECTOR_HEARTBEATS,)),
+    # A session's rows of ``thread_items`` stop copying the list item (see
+    # thread_tables._LISTED): its page takes it from the trace's row of the record, or the
+    # list copy. The view is given its new query, never dropped, so no insert misses it; the
+    # rows stored before keep their copy, which the reads take as they are.
+    Migration(39, "thread_items_slim", (ModifyQuery(THREAD_ITEMS_MV),)),
     # The waiting decisions not yet replaced, in time order (docs/benchmarks.md, "Online
     # evaluation"): a page of `decision=waiting` reads them instead of every waiting row ever
     # written (see store/evaluation/tables.py).

@@ -118,7 +118,7 @@ class SessionReads(ThreadReads):
             return summary, records, page
         if after is not None:
             picked = [r for r in picked if (utc(r[1]), str(r[0])) > after]
-        return summary, records, [item_row(r) for r in picked[:limit]]
+        return summary, records, [item_row(r) for r in self._listed(project, picked[:limit], 11)]
 
     def _session_rows(
         self, project: str, session_id: str, columns: str, limit: int | None

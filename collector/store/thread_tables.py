@@ -64,18 +64,18 @@ ACTIVITY_ROLLUP_MV = View(
 
 # The records of each trace, session and user, in the order their pages and sums read them:
 # one row per (record, key) for the record's trace (key 'trace_id'), its session ('session_id')
-# and its user ('user_id'). A trace's or a session's row carries what a list item shows; a
-# user's, which no page lists, only what the user list sums (its ``item`` and ``trace`` are
-# empty). A page of a trace or a session is one primary-key range read here, where it was keys
-# from an index and then those keys looked up in ``request_items`` (sorted by time, so each key
-# a seek of its own); a session's or a user's sums over a period are one range read each,
-# where a user's were its keys from the metadata index looked up in ``request_items``, granules
-# all over the month. One table for the three keys, so an insert writes one part more, not
-# three. Filled by a view over ``request_items`` (the list copy the log's view writes: its
-# packed ``item`` is reused, not packed again; tokens and cost read from it once a record),
-# copies and tombstones too (reads resolve them as pages do), and for the records stored
-# before migration 23 by its backfill. Granules of 128 rows, as ``request_items``: a page of
-# 100 decompresses one or two granules of each part holding it.
+# and its user ('user_id'). A trace's row carries what a list item shows; a session's (since
+# migration 39: see _LISTED) and a user's only what their sums read. A page of a trace is one
+# primary-key range read here, a session's that and one lookup of its page's list items,
+# where it was keys from an index and then those keys looked up in ``request_items`` (sorted
+# by time, so each key a seek of its own); a session's or a user's sums over a period
+# are one range read each, where a user's were its keys from the metadata index looked up in
+# ``request_items``, granules all over the month. One table for the three keys, so an insert
+# writes one part more, not three. Filled by a view over ``request_items`` (the list copy the
+# log's view writes: its packed ``item`` is reused, not packed again; tokens and cost read
+# from it once a record), copies and tombstones too (reads resolve them as pages do), and for
+# the records stored before migration 23 by its backfill. Granules of 128 rows, as
+# ``request_items``: a page of 100 decompresses one or two granules of each part holding it.
 THREAD_ITEMS = Table(
     name="thread_items",
     columns=(
@@ -110,15 +110,28 @@ THREAD_ITEMS = Table(
 )
 
 
-def _threads_view(environment: bool) -> View:
+# Which rows carry the list columns (``prompt_name``, ``model``, ``item``, ``trace``): a
+# trace's alone. A session's row leaves them empty and its page takes them from the trace's row
+# of the same record, or from the list copy for a record in no trace (one primary-key lookup
+# per page, ``ThreadReads._listed``): the list item, most of a row's bytes, was copied once
+# more for every record with a session, twice for one also in a trace (39% of the store's
+# bytes, docs/scale.md), and copying it cost the view about half its CPU per record
+# (docs/benchmarks.md, "Request log"). A user's rows never carried them. Before migration 39
+# a session's row did (``_LISTED_BEFORE_39``); the reads take either.
+_LISTED = "key = 'trace_id'"
+_LISTED_BEFORE_39 = "key != 'user_id'"
+
+
+def _threads_view(environment: bool, listed: str = _LISTED) -> View:
     # The environment comes last, as in THREAD_ITEMS (a backfill inserts by position).
     env = ", environment" if environment else ""
     return View(
         name="thread_items_mv",
         to_table=THREAD_ITEMS.name,
         select=(
-            "SELECT project, key, value, created_at, id, prompt_name, model, status, "
-            "if(key = 'user_id', '', item) AS item, if(key = 'user_id', '', trace) AS trace, "
+            "SELECT project, key, value, created_at, id, "
+            f"if({listed}, prompt_name, '') AS prompt_name, if({listed}, model, '') AS model, "
+            f"status, if({listed}, item, '') AS item, if({listed}, trace, '') AS trace, "
             "cost_known, kind, trace_id, session_id, user_id, total_tokens, estimated_cost_usd, "
             f"row_version, is_deleted{env} FROM ("
             f"SELECT project, created_at, id, prompt_name, model, status, item, trace, "
@@ -135,7 +148,10 @@ def _threads_view(environment: bool) -> View:
 
 
 THREAD_ITEMS_MV = _threads_view(environment=True)
+# The view as migration 27 left it (every session row with its list columns); migration 39
+# gives it today's query.
+THREAD_ITEMS_MV_BEFORE_39 = _threads_view(environment=True, listed=_LISTED_BEFORE_39)
 # The view and the backfill's columns as migration 23 made them: the list copy it reads has no
-# environment until migration 27 (which gives the view today's query).
-THREAD_ITEMS_MV_BEFORE_27 = _threads_view(environment=False)
+# environment until migration 27 (which gives the view the query above).
+THREAD_ITEMS_MV_BEFORE_27 = _threads_view(environment=False, listed=_LISTED_BEFORE_39)
 THREAD_ITEMS_BEFORE_27 = replace(THREAD_ITEMS, columns=THREAD_ITEMS.columns[:-1])

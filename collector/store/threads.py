@@ -263,7 +263,8 @@ class ThreadReads:
                 return [
                     tuple(r)
                     for r in self._client.query(
-                        f"SELECT {LIST_COLUMNS}, {sums}is_deleted FROM {self.threads_table} "
+                        f"SELECT {LIST_COLUMNS}, {sums}trace_id, is_deleted "
+                        f"FROM {self.threads_table} "
                         f"WHERE {clause} ORDER BY created_at, id LIMIT {{limit:UInt32}}",
                         parameters={**params, "limit": fetch},
                         settings=PAGE_READ,
@@ -272,6 +273,7 @@ class ThreadReads:
 
             runs, complete, fetch = read_whole_copies(read, fetch)
             live = [run[0] for run in runs if not any(r[-1] for r in run)]
+            live = self._listed(project, live, -2)
             records = [item_row(r) for r in live]
             if sums and complete:  # the trace's first read, all of it
                 whole = [(row, str(r[9]), str(r[10])) for row, r in zip(records, live, strict=True)]
@@ -283,6 +285,51 @@ class ThreadReads:
             if complete:
                 break
         return found[:limit], whole
+
+    def _listed(
+        self, project: str, rows: list[tuple[Any, ...]], trace_at: int
+    ) -> list[tuple[Any, ...]]:
+        """Return ``rows`` of ``thread_items`` (LIST_COLUMNS first, the record's trace id at
+        ``trace_at``) with the list columns of each row stored without them: a session's row
+        since migration 39 (thread_tables._LISTED). A record in a trace takes them from the
+        trace's row of the same record, one in no trace from the list copy, both primary-key
+        lookups in one query; a record deleted meanwhile (no live row left) is left out.
+        """
+        narrow = [r for r in rows if r[4] == ""]
+        if not narrow:
+            return rows
+        params: dict[str, Any] = {"project": project}
+        reads = []
+        traced = [(str(r[trace_at]), utc(r[1]), str(r[0])) for r in narrow if r[trace_at]]
+        if traced:
+            reads.append(
+                f"SELECT {LIST_COLUMNS} FROM {self.threads_table} "
+                "WHERE project = {project:String} AND key = 'trace_id' "
+                "AND (value, created_at, id) IN "
+                "{traced:Array(Tuple(String, DateTime64(3, 'UTC'), String))} AND is_deleted = 0"
+            )
+            params["traced"] = traced
+        alone = [(utc(r[1]), str(r[0])) for r in narrow if not r[trace_at]]
+        if alone:
+            reads.append(
+                f"SELECT {LIST_COLUMNS} FROM {self.items_table} "
+                "WHERE project = {project:String} AND (created_at, id) IN "
+                "{alone:Array(Tuple(DateTime64(3, 'UTC'), String))} AND is_deleted = 0"
+            )
+            params["alone"] = alone
+        found = {
+            (str(r[0]), r[1]): tuple(r)
+            for r in self._client.query(
+                " UNION ALL ".join(reads), parameters=params, settings=PAGE_READ
+            ).result_rows
+        }
+        listed = []
+        for row in rows:
+            if row[4] != "":
+                listed.append(row)
+            elif (item := found.get((str(row[0]), row[1]))) is not None:
+                listed.append(item + row[len(item) :])
+        return listed
 
 
 def _period(period: tuple[datetime, datetime], params: dict[str, Any]) -> str:
