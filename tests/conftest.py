@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher, profiles
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 import promptrail
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.services.accounts import passwords
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
 from tests.databases import ReusableDatabase, drop_database, one_handshake_per_engine
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
@@ -48,6 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cost: a cost guard: asserts the SQL run or how many queries or calls it takes"
     )
+    config.addinivalue_line(
+        "markers", "real_password_cost: the collectors of the test hash passwords at full cost"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +64,32 @@ def private_cache_dir(
     own, never the user's: no spool or template of one test is seen by another, and a run
     leaves nothing under ~/.cache/promptrail."""
     monkeypatch.setenv("PROMPTRAIL_CACHE_DIR", str(tmp_path_factory.mktemp("promptrail-cache")))
+
+
+# Argon2id with the shape of RFC 9106's second recommended set (16-byte salt, 32-byte hash) and
+# the least work argon2 allows, as argon2-cffi's own CHEAPEST profile is meant for tests.
+CHEAP_PASSWORD_HASHES = dataclasses.replace(
+    profiles.RFC_9106_LOW_MEMORY, time_cost=1, memory_cost=8, parallelism=1
+)
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collectors a test runs in its own process hash passwords with the least work.
+
+    The product's Argon2id (64 MiB, 3 passes, 4 lanes) costs about 0.17 s of CPU a hash or
+    check here, on purpose, and the accounts and console tests make and check hundreds of
+    passwords: most of their time went there (a test of members and roles: 1.7 -> 0.4 s of
+    CPU). A check reads the cost from the stored hash, so a cheap hash is a cheap check. The
+    product's own cost is asserted where it is the point (tests marked ``real_password_cost``),
+    and the ``promptrail`` processes a test starts hash at full cost.
+    """
+    if request.node.get_closest_marker("real_password_cost") is None:
+        monkeypatch.setattr(
+            passwords,
+            "PasswordHasher",
+            lambda: PasswordHasher.from_parameters(CHEAP_PASSWORD_HASHES),
+        )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from argon2 import extract_parameters, profiles
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
@@ -67,6 +68,7 @@ def _services(client: TestClient) -> Services:
     return services
 
 
+@pytest.mark.real_password_cost
 def test_the_environment_s_first_admin_is_made_once_with_an_argon2id_hash(
     admin_settings: Settings,
 ) -> None:
@@ -80,6 +82,8 @@ def test_the_environment_s_first_admin_is_made_once_with_an_argon2id_hash(
     assert made.instance_admin and not made.disabled
     assert made.password_hash.startswith("$argon2id$")
     assert ADMIN_PASSWORD not in made.password_hash
+    # At the product's full cost (the other tests' collectors hash cheaply: tests/conftest.py).
+    assert extract_parameters(made.password_hash) == profiles.RFC_9106_LOW_MEMORY
 
 
 def test_a_bad_initial_admin_password_stops_the_start_naming_the_setting(
