@@ -243,8 +243,11 @@ def measure(
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
 
-def reads(base: str, records: int, samples: int) -> list[dict[str, Any]]:
-    """Each read users make, over one keep-alive connection."""
+def reads(
+    base: str, records: int, samples: int, only: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """Each read users make (those whose name starts with one of ``only``, when given), over
+    one keep-alive connection."""
     rng = random.Random(7)
     words = vocabulary()
     traces = records // TRACE
@@ -324,6 +327,8 @@ def reads(base: str, records: int, samples: int) -> list[dict[str, Any]]:
             ("user list, newest 20", lambda i: ("/v1/users", {}), samples),
         ]
         for name, make, count in ops:
+            if only and not name.startswith(only):
+                continue
             p50, p95 = measure(client, count, make)
             print(f"  {name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
             results.append({"operation": name, "p50": p50, "p95": p95, "samples": count})
@@ -422,9 +427,18 @@ def main() -> None:
         "--wait", type=float, default=300.0, help="longest wait for a quiet machine (s)"
     )
     parser.add_argument("--words", type=int, default=24, help="words of input and of output")
+    parser.add_argument(
+        "--reads",
+        default="",
+        help="only the reads whose name starts with one of these, comma-separated "
+        "(e.g. 'newest,by '); not with --write-docs",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
+    only = tuple(part for part in args.reads.split(",") if part)
+    if only and args.write_docs:
+        parser.error("--reads measures some reads only: the docs' tables need them all")
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-scale-"))
     data_dir.mkdir(parents=True, exist_ok=True)
     state_path = data_dir / LOADED
@@ -449,7 +463,7 @@ def main() -> None:
             waited, busy = wait_quiet(max_seconds=args.wait)
             note += f"; reads after a {waited:.0f} s wait (CPU {busy:.0%}, load {load_average()})"
             print(f"step {step:,}: {note}", flush=True)
-            results = reads(running.url, state["records"], args.samples)
+            results = reads(running.url, state["records"], args.samples, only)
         report.append(
             {
                 "words": state["words"],
