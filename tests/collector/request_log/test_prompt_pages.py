@@ -19,10 +19,12 @@ from fastapi.testclient import TestClient
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import close_client, open_client
+from promptrail.collector.store.metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
 from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.request_filters import RequestFilter
 from promptrail.collector.store.request_rows import RequestRow
 from promptrail.collector.store.requests import RequestStore
+from promptrail.collector.store.schema import Backfill, render
 from tests.collector.pages import walk, walk_while_writing
 from tests.collector.upgrades import backfill, insert_rows, store_before
 from tests.keys import DEFAULT_AUTH
@@ -281,3 +283,20 @@ def test_records_stored_before_the_prompt_index_are_listed_after_the_upgrade(
         assert migrate(client, settings.database) == []  # recorded: not run again
     finally:
         client.close()
+
+
+def test_the_prompt_index_lives_on_the_record_s_shard_on_a_cluster() -> None:
+    local, distributed = render(REQUEST_PROMPTS, "promptrail", "main")
+    (view,) = render(REQUEST_PROMPTS_MV, "promptrail", "main")
+    (backfill,) = render(Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS), "promptrail", "main")
+
+    assert "ORDER BY (project, prompt_name, created_at, id)" in local
+    assert "ReplicatedReplacingMergeTree(" in local and "row_version, is_deleted)" in local
+    # With the record's sharding key: a record's entry and the record share a shard, so the
+    # keyed read of the records after the index finds each on the shard that listed it.
+    assert distributed.endswith("`request_prompts_local`, cityHash64(project, id))")
+    assert "TO `promptrail`.`request_prompts_local`\n" in view
+    assert "FROM `promptrail`.requests_local WHERE prompt_name != ''" in view
+    assert backfill.startswith("INSERT INTO `promptrail`.`request_prompts` (project, ")
+    assert "FROM `promptrail`.requests WHERE prompt_name != ''" in backfill
+    assert backfill.endswith("SETTINGS parallel_distributed_insert_select = 2")
