@@ -1,20 +1,27 @@
 """The real provider SDKs' clients of the wire stubs; every one made is closed after its test.
 
 ``tests/integrations/conftest.py`` closes them, so no connection outlives the test that made it.
+The SDKs are imported by the first client made: that conftest imports this module in every test
+worker, and one that makes no client need not pay for them (docs/architecture.md, "Tests").
 """
 
 from __future__ import annotations
 
-import anthropic
-import openai
+from typing import TYPE_CHECKING
 
 from promptrail.testing import AnthropicStub, OpenAIStub
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 _opened: list[openai.OpenAI | anthropic.Anthropic] = []
 
 
 def openai_client(stub: OpenAIStub) -> openai.OpenAI:
     """An ``openai.OpenAI`` of the stub, without retries."""
+    import openai
+
     made = openai.OpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
     _opened.append(made)
     return made
@@ -22,6 +29,8 @@ def openai_client(stub: OpenAIStub) -> openai.OpenAI:
 
 def anthropic_client(stub: AnthropicStub) -> anthropic.Anthropic:
     """An ``anthropic.Anthropic`` of the stub, without retries."""
+    import anthropic
+
     made = anthropic.Anthropic(api_key="sk-ant-test", base_url=stub.url, max_retries=0)
     _opened.append(made)
     return made

@@ -10,11 +10,10 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
@@ -22,17 +21,32 @@ from promptrail.collector.config import Settings
 from promptrail.testing import OpenAIStub, serve
 from tests.keys import DEFAULT_KEY
 
+# Playwright is imported by the first console test a worker runs (``browser``, ``expect``), not
+# here: every test worker collects tests/console, and most of them never open a browser
+# (docs/architecture.md, "Tests").
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, ConsoleMessage, Page
+
 CHROMIUM = "/usr/bin/chromium"
 # Test runs write their screenshots under build/ (ignored by git): a run must not leave the tree
 # modified, and the pages show server-set times. `make screenshots` writes docs/screenshots.
 REVIEW_SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 SCREENSHOTS = Path(os.environ.get("PROMPTRAIL_SCREENSHOTS") or REVIEW_SCREENSHOTS)
 LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
 # A waiting assertion returns as soon as it holds, so a longer bound costs a passing test
 # nothing; Playwright's 5 s default failed tests whose page was merely slow on a loaded machine
 # (the key check still "Checking the key…" after 5 s with the suite and other work running).
-expect.set_options(timeout=15_000)
-PHONE = {"width": 390, "height": 844}
+EXPECT_TIMEOUT_MS = 15_000
+
+
+def expect(actual: Any, message: str | None = None) -> Any:
+    """Playwright's ``expect`` (its waiting assertions on a page or locator), with the console
+    tests' timeout."""
+    from playwright.sync_api import expect as playwright_expect
+
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    return playwright_expect(actual, message)
 
 
 @pytest.fixture(scope="package")
@@ -46,6 +60,8 @@ def browser() -> Iterator[Browser]:
     (which call no ``asyncio.run``) share one browser; each still gets its own context
     (cookies, storage) from ``_new_console``. Launching Chromium per test cost ~1 s each.
     """
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         yield browser

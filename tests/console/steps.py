@@ -4,15 +4,17 @@ panel) and reads (a table's rows, a detail's facts), and the API calls that set 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Browser, Locator, Page, expect
 from pydantic import SecretStr
 
 from promptrail.collector.config import Settings
 
-from .conftest import Console, _new_console
+from .conftest import Console, _new_console, expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
 
 
 def post(client: httpx.Client, path: str, body: dict[str, Any], status: int = 201) -> Any:

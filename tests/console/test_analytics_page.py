@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
-from playwright.sync_api import Page, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import GALLERY, record
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 PERIOD = "#/analytics?start_date=2026-11-20&end_date=2026-11-24"
 

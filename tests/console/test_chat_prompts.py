@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
 
 from promptrail.testing import OpenAIStub, ToolCallReply
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .steps import card, fits, post, settled
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 WEATHER_TOOL = {
     "type": "function",

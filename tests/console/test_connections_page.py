@@ -4,14 +4,18 @@ and latency), set its budget, delete it; laptop and phone, light and dark."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 import pytest
-from playwright.sync_api import Dialog, expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .steps import fits, settled
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Dialog
 
 SECRET = "sk-test-very-secret-key-9f3a"
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from playwright.sync_api import expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import GALLERY, record
 from .steps import fits, post, settled
 

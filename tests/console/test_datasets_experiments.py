@@ -11,11 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from playwright.sync_api import expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
 from .steps import fits, post, settled
 

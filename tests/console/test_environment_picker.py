@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from playwright.sync_api import Page, expect
-
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .records import record
 from .steps import rows
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 Log = Callable[..., None]
 

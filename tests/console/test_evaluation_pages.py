@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import time
 from contextlib import closing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Browser, Page, expect
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import serve
 from tests.keys import DEFAULT_KEY
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .steps import (
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
@@ -34,6 +33,9 @@ from .steps import (
     signed_in,
     team_settings,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 def _record(rid: str, content: str) -> dict[str, Any]:

@@ -6,15 +6,17 @@ saved. A live collector, Debian's Chromium, laptop and phone width, light and da
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Page, expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .steps import fits, rows, settled
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 
 def _record(rid: str) -> dict[str, Any]:

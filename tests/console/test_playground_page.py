@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import OpenAIStub, serve
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .steps import (
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
@@ -31,6 +30,9 @@ from .steps import (
     signed_in,
     team_settings,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You greet people."},

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Page, expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import Console
+from .conftest import Console, expect
 from .steps import create, run_panel
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 
 def update(client: httpx.Client, name: str, **fields: Any) -> None:

@@ -8,12 +8,15 @@ long record id does not make a phone's page scroll sideways.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
-from playwright.sync_api import Page, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 Log = Callable[..., None]
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from playwright.sync_api import expect
-
 from tests.keys import DEFAULT_KEY
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .records import GALLERY, record
 from .steps import card, filter_by, pairs, rows
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
 from .steps import card, rows
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 Log = Callable[..., None]
 ANY_HINT = "What the output should have been (Ctrl+Enter saves)"

@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Route, expect
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .records import record
 from .steps import fits, post, settled
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Route
 
 Log = Callable[..., None]
 TRACE = "7d3f9a2c4b1e48d6a0c5e9f1b2d3c4e5"

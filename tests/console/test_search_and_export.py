@@ -7,9 +7,7 @@ import io
 import json
 from collections.abc import Callable
 
-from playwright.sync_api import expect
-
-from .conftest import Console
+from .conftest import Console, expect
 from .records import GALLERY, record
 from .steps import filter_by, rows
 

@@ -6,13 +6,15 @@ dark."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Page, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .steps import card, fits, post, settled
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 SESSION = "chat-console-scores"
 

@@ -5,16 +5,16 @@ scopes (the key shown once, and doing only what its scopes allow), protected lab
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, expect
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import serve
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .records import record
 from .steps import (
     ADMIN_EMAIL,
@@ -28,6 +28,9 @@ from .steps import (
     signed_in,
     team_settings,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
 from pydantic import SecretStr
 
 from promptrail.collector.app import create_app
@@ -20,7 +19,7 @@ from tests.collector.accounts.oidc_provider import CLIENT_ID, CLIENT_SECRET
 from tests.collector.accounts.oidc_steps import running_provider
 from tests.keys import DEFAULT_KEY
 
-from .conftest import PHONE, Console
+from .conftest import PHONE, Console, expect
 from .records import record
 from .steps import (
     ADMIN_EMAIL,
@@ -34,6 +33,9 @@ from .steps import (
     signed_in,
     team_settings,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 @pytest.fixture

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import expect
-
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
 from .steps import pairs
 

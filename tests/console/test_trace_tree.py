@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Page, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 Log = Callable[..., None]
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from playwright.sync_api import Page, Route, expect
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
 from .steps import pairs, rows
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, Route
 
 Log = Callable[..., None]
 

@@ -10,11 +10,10 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from playwright.sync_api import expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import LAPTOP, PHONE, Console
+from .conftest import LAPTOP, PHONE, Console, expect
 from .records import record
 from .steps import run_panel
 

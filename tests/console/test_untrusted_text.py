@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from playwright.sync_api import expect
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import Console
+from .conftest import Console, expect
 from .records import record
 
 SCRIPT = "<script>window.pwned = 'script'</script>"

@@ -1,27 +1,19 @@
-"""LangChain and LangGraph, driven for real against the wire stubs and a live collector."""
+"""LangChain and LangGraph, driven for real against the wire stubs and a live collector.
+
+LangChain's names come from the ``lc`` fixture (tests/integrations/langchain_parts.py), not
+from imports at this module's top: every test worker collects this module, and only the one
+that runs these tests should pay for importing LangChain (docs/architecture.md, "Tests").
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from typing import Any, TypedDict
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypedDict
 
-import openai
 import pytest
-from langchain_anthropic import ChatAnthropic
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableLambda
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -32,33 +24,24 @@ from tests.capture import Records, fetch_records
 from tests.keys import DEFAULT_KEY
 from tests.provider_clients import openai_client
 
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
 REPLY = "Hello from the stub provider."
-PROMPT = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{question}")])
 
 
-def chat_openai(stub: OpenAIStub, **options: Any) -> ChatOpenAI:
-    return ChatOpenAI(  # type: ignore[call-arg]
-        model="gpt-4o", api_key="k", base_url=f"{stub.url}/v1", max_retries=0, **options
-    )
+@pytest.fixture(scope="module")
+def lc() -> ModuleType:
+    """The LangChain and LangGraph names and pieces these tests use, imported on first use."""
+    from tests.integrations import langchain_parts
+
+    return langchain_parts
 
 
 @pytest.fixture
-def model(openai_stub: OpenAIStub) -> ChatOpenAI:
-    return chat_openai(openai_stub)
-
-
-@asynccontextmanager
-async def async_model(stub: OpenAIStub) -> AsyncIterator[ChatOpenAI]:
-    """A model with its own async connections, closed on this event loop.
-
-    (langchain-openai otherwise shares one async client per process, whose connections
-    outlive the event loop of each ``asyncio.run``.)
-    """
-    client = openai.DefaultAsyncHttpxClient()
-    try:
-        yield chat_openai(stub, http_async_client=client)
-    finally:
-        await client.aclose()
+def model(lc: ModuleType, openai_stub: OpenAIStub) -> ChatOpenAI:
+    made: ChatOpenAI = lc.chat_openai(openai_stub)
+    return made
 
 
 def model_calls(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -71,9 +54,9 @@ def named(recorded: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def test_a_chain_is_one_trace_with_one_record_per_provider_call(
-    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+    lc: ModuleType, model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
 ) -> None:
-    chain = PROMPT | model | StrOutputParser()
+    chain = lc.PROMPT | model | lc.StrOutputParser()
 
     with promptrail.context(user_id="u1", session_id="s1"):
         assert chain.invoke({"question": "Hi?"}) == REPLY
@@ -128,10 +111,10 @@ def joined_records(live_url: str) -> Iterator[Records]:
 
 
 def test_on_the_applications_sdk_spans_the_records_are_the_same(
-    model: ChatOpenAI, joined_records: Records
+    lc: ModuleType, model: ChatOpenAI, joined_records: Records
 ) -> None:
     with promptrail.context(user_id="u1"):
-        (PROMPT | model | StrOutputParser()).invoke({"question": "Hi?"})
+        (lc.PROMPT | model | lc.StrOutputParser()).invoke({"question": "Hi?"})
 
     recorded = joined_records(expected=4)
     sequence = named(recorded, "RunnableSequence")
@@ -147,12 +130,12 @@ def test_on_the_applications_sdk_spans_the_records_are_the_same(
 
 
 def test_stream_and_astream_record_time_to_first_token(
-    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+    lc: ModuleType, model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
 ) -> None:
     streamed = "".join(str(chunk.content) for chunk in model.stream("one"))
 
     async def astream() -> str:
-        async with async_model(openai_stub) as chat:
+        async with lc.async_model(openai_stub) as chat:
             return "".join([str(chunk.content) async for chunk in chat.astream("two")])
 
     assert streamed == asyncio.run(astream()) == REPLY
@@ -166,10 +149,10 @@ def test_stream_and_astream_record_time_to_first_token(
 
 
 def test_ainvoke_and_batch_each_call_recorded_once_in_its_own_context(
-    model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
+    lc: ModuleType, model: ChatOpenAI, openai_stub: OpenAIStub, records: Records
 ) -> None:
     async def ainvoke() -> None:
-        async with async_model(openai_stub) as chat, promptrail.context(user_id="async-user"):
+        async with lc.async_model(openai_stub) as chat, promptrail.context(user_id="async-user"):
             await chat.ainvoke("async question")
 
     asyncio.run(ainvoke())
@@ -200,8 +183,10 @@ def test_a_failing_call_is_an_error_record_and_the_error_reaches_the_caller(
     assert "500" in call["error"]
 
 
-def test_chat_anthropic_is_recorded_once(anthropic_stub: AnthropicStub, records: Records) -> None:
-    chat = ChatAnthropic(
+def test_chat_anthropic_is_recorded_once(
+    lc: ModuleType, anthropic_stub: AnthropicStub, records: Records
+) -> None:
+    chat = lc.ChatAnthropic(
         model_name="claude-stub-model",
         max_tokens=100,
         api_key="k",  # type: ignore[arg-type]
@@ -226,28 +211,22 @@ class State(TypedDict, total=False):
     answer: str
 
 
-@tool
-def lookup(topic: str) -> str:
-    """Look up a fact."""
-    return f"facts about {topic}"
-
-
 def test_a_langgraph_run_nests_nodes_tools_and_model_calls_in_one_trace(
-    model: ChatOpenAI, records: Records
+    lc: ModuleType, model: ChatOpenAI, records: Records
 ) -> None:
     def research(state: State) -> State:
-        return {"facts": lookup.invoke({"topic": state["question"]})}
+        return {"facts": lc.lookup.invoke({"topic": state["question"]})}
 
     def answer(state: State) -> State:
         reply = model.invoke(f"{state['facts']}: {state['question']}")
         return {"answer": str(reply.content)}
 
-    graph = StateGraph(State)
+    graph = lc.StateGraph(State)
     graph.add_node("research", research)
     graph.add_node("answer", answer)
-    graph.add_edge(START, "research")
+    graph.add_edge(lc.START, "research")
     graph.add_edge("research", "answer")
-    graph.add_edge("answer", END)
+    graph.add_edge("answer", lc.END)
 
     with promptrail.context(user_id="graph-user"):
         result = graph.compile().invoke({"question": "otters"})
@@ -285,29 +264,20 @@ def test_inside_an_observed_function_the_run_joins_its_trace(
 
 
 def test_uninstrumented_langchain_leaves_the_call_to_the_openai_patch(
-    model: ChatOpenAI, records: Records
+    lc: ModuleType, model: ChatOpenAI, records: Records
 ) -> None:
     promptrail.uninstrument("langchain")
-    (PROMPT | model).invoke({"question": "plain?"})
+    (lc.PROMPT | model).invoke({"question": "plain?"})
 
     (call,) = records()  # the provider call only: no chain spans
     assert call["span_name"] == "chat gpt-4o"
     assert call["input"][-1] == {"role": "user", "content": "plain?"}
 
 
-class Shelf(BaseRetriever):
-    """A retriever over a fixed list of documents."""
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return [Document(page_content=f"{query} live in rivers", metadata={"source": "atlas"})]
-
-
 def test_a_retriever_is_a_parent_span_with_its_documents(
-    model: ChatOpenAI, records: Records
+    lc: ModuleType, model: ChatOpenAI, records: Records
 ) -> None:
-    chain = Shelf() | (lambda docs: docs[0].page_content) | model
+    chain = lc.Shelf() | (lambda docs: docs[0].page_content) | model
 
     chain.invoke("otters")
 
@@ -323,26 +293,28 @@ def test_a_retriever_is_a_parent_span_with_its_documents(
     assert call["input"] == [{"role": "user", "content": "otters live in rivers"}]
 
 
-def one_node_graph(node: Any) -> Any:
+def one_node_graph(lc: ModuleType, node: Any) -> Any:
     """A graph of one node, ``approve``, with a checkpointer (an interrupt needs one)."""
-    graph = StateGraph(State)
+    graph = lc.StateGraph(State)
     graph.add_node("approve", node)
-    graph.add_edge(START, "approve")
-    graph.add_edge("approve", END)
-    return graph.compile(checkpointer=InMemorySaver())
+    graph.add_edge(lc.START, "approve")
+    graph.add_edge("approve", lc.END)
+    return graph.compile(checkpointer=lc.InMemorySaver())
 
 
-def test_a_langgraph_interrupt_is_control_flow_not_an_error(records: Records) -> None:
+def test_a_langgraph_interrupt_is_control_flow_not_an_error(
+    lc: ModuleType, records: Records
+) -> None:
     def approve(state: State) -> State:
-        return {"answer": str(interrupt(f"approve {state['question']}?"))}
+        return {"answer": str(lc.interrupt(f"approve {state['question']}?"))}
 
-    app = one_node_graph(approve)
+    app = one_node_graph(lc, approve)
     config: Any = {"configurable": {"thread_id": "t1"}}
 
     paused = app.invoke({"question": "otters"}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["approve otters?"]
     paused_records = records(expected=2)
-    assert app.invoke(Command(resume="yes"), config)["answer"] == "yes"
+    assert app.invoke(lc.Command(resume="yes"), config)["answer"] == "yes"
 
     recorded = records(expected=4)
     assert len(paused_records) == 2 and len(recorded) == 4
@@ -357,7 +329,9 @@ def look_up(topic: str) -> str:
     return f"facts about {topic}"
 
 
-def test_a_runs_span_is_current_inside_it(openai_stub: OpenAIStub, records: Records) -> None:
+def test_a_runs_span_is_current_inside_it(
+    lc: ModuleType, openai_stub: OpenAIStub, records: Records
+) -> None:
     client = openai_client(openai_stub)
 
     def research(topic: str) -> str:
@@ -367,7 +341,7 @@ def test_a_runs_span_is_current_inside_it(openai_stub: OpenAIStub, records: Reco
         )
         return facts
 
-    assert RunnableLambda(research).invoke("otters") == "facts about otters"
+    assert lc.RunnableLambda(research).invoke("otters") == "facts about otters"
     assert trace.get_current_span() is trace.INVALID_SPAN  # the run left nothing behind
 
     recorded = records(expected=3)
@@ -380,12 +354,12 @@ def test_a_runs_span_is_current_inside_it(openai_stub: OpenAIStub, records: Reco
     ]
 
 
-def test_a_failing_run_stops_being_current(records: Records) -> None:
+def test_a_failing_run_stops_being_current(lc: ModuleType, records: Records) -> None:
     def fail(_: str) -> str:
         raise ValueError("no otters")
 
     with pytest.raises(ValueError, match="no otters"):
-        RunnableLambda(fail).invoke("x")
+        lc.RunnableLambda(fail).invoke("x")
     assert trace.get_current_span() is trace.INVALID_SPAN
     look_up("after")
 
@@ -395,9 +369,11 @@ def test_a_failing_run_stops_being_current(records: Records) -> None:
 
 
 def test_async_runs_are_current_in_their_own_tasks_without_detach_errors(
-    openai_stub: OpenAIStub, records: Records, caplog: pytest.LogCaptureFixture
+    lc: ModuleType, openai_stub: OpenAIStub, records: Records, caplog: pytest.LogCaptureFixture
 ) -> None:
     openai_stub.script.first_byte_delay = 0.05  # the two runs overlap
+
+    import openai
 
     async def main() -> None:
         client = openai.AsyncOpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
@@ -409,7 +385,7 @@ def test_async_runs_are_current_in_their_own_tasks_without_detach_errors(
             return facts
 
         async with client:
-            runs = [RunnableLambda(ask, name=f"ask {t}").ainvoke(t) for t in ("a", "b")]
+            runs = [lc.RunnableLambda(ask, name=f"ask {t}").ainvoke(t) for t in ("a", "b")]
             assert await asyncio.gather(*runs) == ["facts about a", "facts about b"]
             # LangChain ends an async run in a task of its own: what the run left current
             # here now stands for the span before it (none), not for the ended run.
@@ -432,11 +408,13 @@ def test_async_runs_are_current_in_their_own_tasks_without_detach_errors(
     assert [r["input_variables"] for r in after] == [{"topic": "after"}]
 
 
-def test_an_async_interrupt_is_no_error_and_leaves_no_run_current(records: Records) -> None:
+def test_an_async_interrupt_is_no_error_and_leaves_no_run_current(
+    lc: ModuleType, records: Records
+) -> None:
     async def approve(state: State) -> State:
-        return {"answer": str(interrupt("approve?"))}
+        return {"answer": str(lc.interrupt("approve?"))}
 
-    app = one_node_graph(approve)
+    app = one_node_graph(lc, approve)
     config: Any = {"configurable": {"thread_id": "t2"}}
 
     async def main() -> None:
@@ -451,11 +429,11 @@ def test_an_async_interrupt_is_no_error_and_leaves_no_run_current(records: Recor
     assert named(recorded, "approve")["output"] == {"__interrupt__": ["approve?"]}
 
 
-def test_a_stream_left_early_stops_being_current(records: Records) -> None:
+def test_a_stream_left_early_stops_being_current(lc: ModuleType, records: Records) -> None:
     def count(_: str) -> Iterator[str]:
         yield from ("one", "two", "three")
 
-    chain = RunnableLambda(lambda text: text) | RunnableLambda(count)
+    chain = lc.RunnableLambda(lambda text: text) | lc.RunnableLambda(count)
     for chunk in chain.stream("go"):
         assert chunk == "one"
         break

@@ -2,30 +2,45 @@
 
 Needs ``llama-index-llms-openai``, which declares ``openai<3`` but works with openai 3.x at
 run time: install it with ``pip install --no-deps llama-index-llms-openai`` (docs/sdk.md).
+
+LlamaIndex is imported by the fixtures and tests that use it, not at the module's top: every
+test worker collects this module, and importing LlamaIndex there cost each of them seconds of
+CPU (docs/architecture.md, "Tests").
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.llms import ChatMessage, ChatResponse
-from llama_index.llms.openai import OpenAI
 
 import promptrail
 from promptrail.testing import OpenAIStub
 from tests.capture import Records
 
+if TYPE_CHECKING:
+    from llama_index.core.instrumentation.dispatcher import Dispatcher
+    from llama_index.core.llms import ChatResponse
+    from llama_index.llms.openai import OpenAI
+
 REPLY = "Hello from the stub provider."
-dispatcher = get_dispatcher(__name__)
 
 
 @pytest.fixture
 def llm(openai_stub: OpenAIStub) -> OpenAI:
+    from llama_index.llms.openai import OpenAI
+
     return OpenAI(model="gpt-4o", api_key="k", api_base=f"{openai_stub.url}/v1", max_retries=0)
+
+
+@pytest.fixture
+def dispatcher() -> Dispatcher:
+    """This module's LlamaIndex dispatcher, whose spans the tests' own functions open."""
+    from llama_index.core.instrumentation import get_dispatcher
+
+    return get_dispatcher(__name__)
 
 
 def named(recorded: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -34,8 +49,10 @@ def named(recorded: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def test_dispatcher_spans_are_parents_of_one_record_per_provider_call(
-    llm: OpenAI, openai_stub: OpenAIStub, records: Records
+    llm: OpenAI, dispatcher: Dispatcher, openai_stub: OpenAIStub, records: Records
 ) -> None:
+    from llama_index.core.llms import ChatMessage
+
     @dispatcher.span
     def answer(question: str) -> str:
         return str(llm.chat([ChatMessage(role="user", content=question)]).message.content)
@@ -89,8 +106,10 @@ def streamed_call(recorded: list[dict[str, Any]], span_name: str) -> dict[str, A
 
 
 def test_streamed_calls_nest_under_their_span(
-    llm: OpenAI, openai_stub: OpenAIStub, records: Records
+    llm: OpenAI, dispatcher: Dispatcher, openai_stub: OpenAIStub, records: Records
 ) -> None:
+    from llama_index.core.llms import ChatMessage
+
     @dispatcher.span
     def ask(question: str) -> Iterator[ChatResponse]:
         return llm.stream_chat([ChatMessage(role="user", content=question)])
@@ -123,6 +142,8 @@ def test_streamed_completion_nests_under_its_span(llm: OpenAI, records: Records)
 def test_async_streamed_calls_nest_under_their_span(
     llm: OpenAI, openai_stub: OpenAIStub, records: Records
 ) -> None:
+    from llama_index.core.llms import ChatMessage
+
     async def stream() -> str:
         try:
             chunks = await llm.astream_chat([ChatMessage(role="user", content="astream?")])

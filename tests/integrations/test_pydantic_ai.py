@@ -1,20 +1,22 @@
-"""pydantic-ai: agent and tool spans as parents of the openai patch's records, in one trace."""
+"""pydantic-ai: agent and tool spans as parents of the openai patch's records, in one trace.
+
+pydantic-ai and openai are imported by the tests that use them, not at the module's top: every
+test worker collects this module, and a worker that runs neither test would pay for them
+(docs/architecture.md, "Tests").
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-import openai
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
+from typing import TYPE_CHECKING, Any
 
 import promptrail
 from promptrail.testing import OpenAIStub
 from tests.capture import Records
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
 
 REPLY = "Hello from the stub provider."
 
@@ -22,6 +24,11 @@ REPLY = "Hello from the stub provider."
 def test_an_agent_run_is_the_parent_of_one_record_per_provider_call(
     openai_stub: OpenAIStub, records: Records
 ) -> None:
+    import openai
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     async def run() -> str:
         client = openai.AsyncOpenAI(api_key="k", base_url=f"{openai_stub.url}/v1", max_retries=0)
         try:
@@ -50,6 +57,10 @@ def test_an_agent_run_is_the_parent_of_one_record_per_provider_call(
 
 
 def test_a_tool_call_is_a_record_under_its_agent_run(records: Records) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
     def plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
             return ModelResponse(parts=[ToolCallPart("lookup", {"topic": "otters"})])
