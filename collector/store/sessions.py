@@ -3,7 +3,8 @@ that carry a ``session_id`` in their metadata.
 
 The list takes candidates, latest first, from the activity rollup, then sums each candidate
 exactly over its records in the period, from its rows of ``thread_items``
-(:class:`.threads.ThreadReads`); one session is one range read of its rows there. Apart from
+(:class:`.threads.ThreadReads`); one session is one range read of its rows there, and one
+lookup of its page's list items (its rows do not carry them since migration 39). Apart from
 traces and users because a session's summary and its page are read and summed in ways of
 their own (:meth:`SessionReads.session`).
 """
@@ -86,10 +87,12 @@ class SessionReads(ThreadReads):
         id) of its live records of every kind, and its live records of ``kinds`` oldest first
         after a keyset position (None if it has no record of ``kinds``).
 
-        One range read of the session's rows of ``thread_items`` with their list columns,
-        summed here: the rows come in key order, so a record's copies are adjacent and resolve
-        as a page's do; summing them here costs less than ClickHouse grouping them twice
-        (records, then the session), the session's rows being few. A session of up to
+        One range read of the session's rows of ``thread_items``, summed here, then one
+        lookup of the list items of the page's records (its rows carry none since migration
+        39; rows stored before do, and need none: ``ThreadReads._listed``). The rows come in
+        key order, so a record's copies are adjacent and resolve as a page's do; summing them
+        here costs less than ClickHouse grouping them twice (records, then the session), the
+        session's rows being few. A session of up to
         ``_WHOLE_SESSION`` rows is its page too; a bigger one reads its rows again without
         their list items, and its page apart. It was two queries (the summary, then the page)
         for every session.

@@ -239,6 +239,7 @@ class ThreadReads:
         One primary-key range read of ``thread_items`` a page: its rows hold every copy and
         tombstone of the records, resolved as a list page does (a record is live when no copy
         of it is a tombstone; a read cut by LIMIT leaves its last record for the next read).
+        A session's page then looks up its records' list items (:meth:`_listed`).
         """
         found: list[RequestRow] = []
         whole: list[tuple[RequestRow, str, str]] | None = None
