@@ -245,14 +245,9 @@ class DecisionStore:
         while True:
             rows = self._waiting_rows(project, rule_id, after, batch)
             scanned += len(rows)
-            # A waiting row and the -1 of its replacement, not merged yet, share a key and
-            # cancel (a row copied twice by the migration counts once).
-            signs: dict[tuple[datetime, str, str], list[int]] = {}
-            for key, version, sign in rows:
-                entry = signs.setdefault(key, [0, 0])
-                entry[0] += sign
-                entry[1] = max(entry[1], version)
-            candidates = [(key, version) for key, (total, version) in signs.items() if total > 0]
+            # Each position once (FINAL): a -1 left alone (a final decision whose waiting row
+            # was never copied here) is no candidate.
+            candidates = [(key, version) for key, version, sign in rows if sign > 0]
             live = self._surviving(project, rule_id, {key[1:] for key, _ in candidates})
             for key, version in candidates:
                 row = live.get(key[1:])
@@ -276,14 +271,15 @@ class DecisionStore:
     def _waiting_rows(
         self, project: str, rule_id: str, after: tuple[datetime, str, str] | None, limit: int
     ) -> list[tuple[tuple[datetime, str, str], int, int]]:
-        """Up to ``limit`` rows of ``evaluation_waiting`` below ``after``, newest first, each
-        as (position, row version, sign); more when the last position has several rows (all
-        of a position's rows are read, so its -1 is never cut off from its waiting row)."""
+        """Up to ``limit`` positions of ``evaluation_waiting`` below ``after``, newest first,
+        each as (position, row version, sign), read with ``FINAL``: a waiting row and the -1
+        of its replacement cancel in the read even before a merge drops them (read as rows,
+        the pairs not merged yet cost a page as much as the walk this table ends)."""
         where, params = _page_where(project, rule_id, None, after, limit)
         result = self._client.query(
             f"SELECT decided_at, target_type, target_id, row_version, sign FROM {self._waiting} "
-            f"WHERE {where} ORDER BY decided_at DESC, target_type DESC, target_id DESC "
-            "LIMIT {limit:UInt32} WITH TIES",
+            f"FINAL WHERE {where} ORDER BY decided_at DESC, target_type DESC, target_id DESC "
+            "LIMIT {limit:UInt32}",
             parameters=params,
             settings=self._read,
         )

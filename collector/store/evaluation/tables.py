@@ -24,9 +24,9 @@ versions, rules and decisions.
   all of a delayed rule's once it is caught up). A view writes each ``waiting`` row with
   ``sign`` 1; the decision store writes the final decision that replaces it a row of the
   same key with ``sign`` -1 (:meth:`~.decisions.DecisionStore.append`), and merges drop
-  the pair. A row whose pair is not merged yet is dropped by the read (the signs of a key
-  summed); one left by a write cut short between the two inserts is a candidate the page
-  checks against ``evaluation_decisions``, as every candidate.
+  the pair. A pair not merged yet is dropped by the read (``FINAL``); a waiting row left
+  by a write cut short between the two inserts is a candidate the page checks against
+  ``evaluation_decisions``, as every candidate.
 """
 
 from __future__ import annotations
@@ -136,8 +136,9 @@ EVALUATION_WAITING_MV = View(
 )
 
 # The decisions still waiting when migration 44 runs. A waiting row written while it runs may
-# be copied twice (by the view and here): the read sums a key's signs and lists it once, and
-# its final decision's -1 leaves it at 1, a candidate the page finds replaced and skips.
+# be copied twice (by the view and here): the read (FINAL) takes it once, and once its
+# final decision's -1 is merged with the two, the one left is a candidate the page finds
+# replaced and skips.
 _EVALUATION_WAITING_SEED = View(
     name="evaluation_waiting_seed",
     to_table="evaluation_waiting",
