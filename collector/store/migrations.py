@@ -26,6 +26,7 @@ from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
+from .metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .protected_labels import PROTECTED_LABELS
 from .request_tables import (
@@ -405,6 +406,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     # list copy. The view is given its new query, never dropped, so no insert misses it; the
     # rows stored before keep their copy, which the reads take as they are.
     Migration(39, "thread_items_slim", (ModifyQuery(THREAD_ITEMS_MV),)),
+    # The prompt index (see store/metadata_index.py): a list by prompt reads the prompt's
+    # entries newest first, then only the records it shows, where it had read the log back
+    # until a page of the prompt's records turned up (further back the bigger the log).
+    Migration(
+        40,
+        "request_prompt_index",
+        (
+            REQUEST_PROMPTS,
+            REQUEST_PROMPTS_MV,
+            Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS),
+        ),
+    ),
     # The waiting decisions not yet replaced, in time order (docs/benchmarks.md, "Online
     # evaluation"): a page of `decision=waiting` reads them instead of every waiting row ever
     # written (see store/evaluation/tables.py).
