@@ -240,7 +240,8 @@ class DecisionStore:
         when it is still its target's surviving row."""
         found: list[DecisionRow] = []
         seen: set[tuple[str, str]] = set()
-        batch = max(2 * limit, 100)
+        # Nearly every row read is a live waiting decision: read a page's worth at first.
+        batch = max(limit, 1)
         scanned = 0
         while True:
             rows = self._waiting_rows(project, rule_id, after, batch)
