@@ -192,8 +192,10 @@ def test_export_interrupted_by_a_restart_is_resumed(settings: Settings, logged: 
     export_id = start(logged, format="csv")["export_id"]
     job = services.store.exports.get("default", export_id)
     finish(logged, export_id)
-    # The state a crash mid-export leaves behind: the job still processing, no file.
-    services.store.exports.save(replace(job, updated_at=utc_now_ms()))
+    # The state a crash mid-export leaves behind: the job still processing, no file. (Its
+    # status set here: the export may have finished before the job above was read.)
+    stale = replace(job, status="processing", row_count=0, updated_at=utc_now_ms())
+    services.store.exports.save(stale)
     (settings.exports_path / f"{export_id}.csv").unlink()
     assert logged.get(f"/v1/requests/exports/{export_id}").json()["data"]["status"] == "processing"
 
