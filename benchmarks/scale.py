@@ -9,7 +9,8 @@ store of a fresh data dir (migrated by a collector first), so every table a real
 is written the same way, by the same materialised views (the list copy, the id and metadata
 indexes, the thread tables, the evaluation arrivals); scores go into ``scores`` alike, with
 their sums and by-target views. Each step adds records up to its count and then starts the
-collector on the store (which seals the analytics rollup as it would) and measures the reads
+collector on the store, waits until it says its analytics rollup caught up (its first round
+seals every settled hour, as a collector running all along would have) and measures the reads
 users make over HTTP, on one keep-alive connection: the newest page and the next, filters by
 prompt, by metadata and by score, a detail, search (a common and a rare word), analytics by day
 and by version, a trace, a session, and the trace, session and user lists.
@@ -415,6 +416,32 @@ def section(machine: Machine, command: str, report: list[dict[str, Any]]) -> str
     return "\n".join(lines) + "\n"
 
 
+def log_size(data_dir: Path) -> int:
+    """Where the collector's log ends now (its next start's lines come after)."""
+    path = data_dir / "collector.log"
+    return path.stat().st_size if path.exists() else 0
+
+
+def wait_sealed(data_dir: Path, since: int, longest: float) -> float:
+    """Wait until the collector says its analytics rollup caught up (its first round after
+    the start sealed every settled hour and day, as a collector running all along would have);
+    the seconds waited, or -1 after ``longest`` seconds.
+
+    Before that the records loaded behind its back are read from the log by analytics: the
+    reads would measure a state no running collector stays in.
+    """
+    path = data_dir / "collector.log"
+    began = time.monotonic()
+    while time.monotonic() - began < longest:
+        with path.open("rb") as log:
+            # The collector's start may have begun the log afresh.
+            log.seek(since if path.stat().st_size >= since else 0)
+            if b"rollup: caught up" in log.read():
+                return time.monotonic() - began
+        time.sleep(1)
+    return -1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -459,8 +486,11 @@ def main() -> None:
             state["records"] = step
             state_path.write_text(json.dumps(state))
             print(f"step {step:,}: {note}", flush=True)
+        log_at = log_size(data_dir)
         with collector(data_dir, KEY) as running:
+            sealed = wait_sealed(data_dir, log_at, args.wait)
             waited, busy = wait_quiet(max_seconds=args.wait)
+            note += f"; rollup caught up after {sealed:.0f} s" if sealed >= 0 else ""
             note += f"; reads after a {waited:.0f} s wait (CPU {busy:.0%}, load {load_average()})"
             print(f"step {step:,}: {note}", flush=True)
             results = reads(running.url, state["records"], args.samples, only)
