@@ -34,6 +34,32 @@ def create_rule(api: TestClient, **fields: Any) -> dict[str, Any]:
     return data
 
 
+def log_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
+    """Log ``records`` through the batch route; check that none was rejected."""
+    response = api.post("/v1/requests/batch", json={"records": records})
+    assert response.status_code == 201, response.text
+    assert response.json()["data"]["rejected"] == [], response.text
+
+
+def decisions_by_target(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
+    """A rule's decisions (its first 100), by target id."""
+    page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
+    return {d["target_id"]: d for d in page["data"]}
+
+
+def until_decided(
+    api: TestClient, rule_id: str, target: str, decision: str
+) -> dict[str, dict[str, Any]]:
+    """Poll (at most 60 s) until ``target``'s decision is ``decision``; all the decisions."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = decisions_by_target(api, rule_id)
+        if target in found and found[target]["decision"] == decision:
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.1)
+
+
 def killed(api: httpx.Client, data_dir: Path) -> None:
     """Kill -9 the collector serving ``data_dir`` and wait until ``api`` no longer answers."""
     info = read_runtime(data_dir)

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.services.evaluation import in_sample
 from tests.collector.contract import assert_error
-from tests.collector.evaluation.steps import create_rule, put_evaluator
+from tests.collector.evaluation.steps import create_rule, decisions_by_target, put_evaluator
 
 IDS = [f"req_bf{n:02d}" for n in range(20)]
 
@@ -26,15 +26,10 @@ def _log(api: TestClient) -> None:
     assert response.status_code == 201, response.text
 
 
-def _decisions(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
-    page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
-    return {d["target_id"]: d for d in page["data"]}
-
-
 def _settled(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + 60
     while True:
-        found = _decisions(api, rule_id)
+        found = decisions_by_target(api, rule_id)
         if len(found) == len(IDS):
             return found
         assert time.monotonic() < deadline, found
@@ -72,7 +67,7 @@ def test_a_backfill_decides_what_the_live_path_decided_and_replaces_its_scores(
     assert api.get(f"/v1/evaluation-rules/{later['id']}").json()["data"]["backfill"] is None
     done = _backfill(api, live["id"])
     assert done["status"] == "completed" and done["done"] == done["total"] >= len(IDS)
-    after = _decisions(api, live["id"])
+    after = decisions_by_target(api, live["id"])
     assert {k: (d["decision"], d["score_id"]) for k, d in after.items()} == {
         k: (d["decision"], d["score_id"]) for k, d in before.items()
     }
@@ -81,9 +76,9 @@ def test_a_backfill_decides_what_the_live_path_decided_and_replaces_its_scores(
     for rid in scored[:3]:
         (score,) = api.get("/v1/scores", params={"request_id": rid}).json()["data"]
         assert score["id"] == after[rid]["score_id"]
-    assert _decisions(api, later["id"]) == {}
+    assert decisions_by_target(api, later["id"]) == {}
     assert _backfill(api, later["id"])["status"] == "completed"
-    decided = _decisions(api, later["id"])
+    decided = decisions_by_target(api, later["id"])
     assert set(decided) == set(IDS)
     for rid, decision in decided.items():
         sampled = in_sample(later["id"], rid, 0.5)

@@ -13,7 +13,13 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.collector.evaluation.steps import create_rule, put_evaluator
+from tests.collector.evaluation.steps import (
+    create_rule,
+    decisions_by_target,
+    log_batch,
+    put_evaluator,
+    until_decided,
+)
 
 SESSION = "chat-7f3a"
 QUIET = "chat-other"
@@ -30,27 +36,6 @@ def _record(rid: str, session: str, at: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def _log(api: TestClient, records: list[dict[str, Any]]) -> None:
-    response = api.post("/v1/requests/batch", json={"records": records})
-    assert response.status_code == 201, response.text
-    assert response.json()["data"]["rejected"] == [], response.text
-
-
-def _decisions(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
-    page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
-    return {d["target_id"]: d for d in page["data"]}
-
-
-def _until(api: TestClient, rule_id: str, decision: str) -> dict[str, dict[str, Any]]:
-    deadline = time.monotonic() + 60
-    while True:
-        found = _decisions(api, rule_id)
-        if SESSION in found and found[SESSION]["decision"] == decision:
-            return found
-        assert time.monotonic() < deadline, found
-        time.sleep(0.1)
-
-
 def test_a_session_waits_until_quiet_then_is_judged_once_first_input_last_output(
     api: TestClient,
 ) -> None:
@@ -63,21 +48,21 @@ def test_a_session_waits_until_quiet_then_is_judged_once_first_input_last_output
         filter={"metadata": {"app": "support"}},
         mapping={"input": "input", "output": "output.content", "expected": "metadata.want"},
     )
-    _log(api, [
+    log_batch(api, [
         _record("req_s1", SESSION, 1, input="first question", output={"content": "hello"},
                 metadata={"app": "support", "want": "final answer"}),
         # A session none of whose records passes the filter gets no decision.
         _record("req_q1", QUIET, 2, output={"content": "x"}, metadata={"app": "sales"}),
     ])  # fmt: skip
-    waiting = _until(api, rule["id"], "waiting")[SESSION]
+    waiting = until_decided(api, rule["id"], SESSION, "waiting")[SESSION]
     assert waiting["target_type"] == "session" and "idle time of 2 s" in waiting["reason"]
     # The conversation goes on: its last model call's output is the one judged (a tool span
     # after it is no model call), against the expected output read from its first call.
-    _log(api, [
+    log_batch(api, [
         _record("req_s2", SESSION, 3, input="second question", output={"content": "final answer"}),
         _record("req_s3", SESSION, 4, kind="tool", output={"content": "tool result"}),
     ])  # fmt: skip
-    found = _until(api, rule["id"], "scored")
+    found = until_decided(api, rule["id"], SESSION, "scored")
     assert set(found) == {SESSION}
     (score,) = api.get("/v1/scores", params={"session_id": SESSION}).json()["data"]
     assert score["id"] == found[SESSION]["score_id"] and score["value"] is True
@@ -90,7 +75,7 @@ def test_a_session_waits_until_quiet_then_is_judged_once_first_input_last_output
     assert page["scores"] == {"same": 1.0}
     assert api.get(f"/v1/sessions/{QUIET}").json()["data"]["evaluations"] == []
     time.sleep(1.5)  # decided once: nothing more comes of the records already read
-    assert _decisions(api, rule["id"]) == found
+    assert decisions_by_target(api, rule["id"]) == found
 
 
 def test_the_transcript_is_the_session_s_model_calls_oldest_first(api: TestClient) -> None:
@@ -104,13 +89,13 @@ def test_the_transcript_is_the_session_s_model_calls_oldest_first(api: TestClien
         mapping={"input": "input", "output": "transcript"},
     )
     none = create_rule(api, evaluator="turns", target="session", sampling=0)
-    _log(api, [
+    log_batch(api, [
         _record("req_t2", "chat-t", 2, input="q2", output={"content": "a2"}),
         _record("req_t1", "chat-t", 1, input="q1", output={"content": "a1"}),
         _record("req_tc", "chat-t", 3, kind="chain", input="q3", output={"content": "a3"}),
     ])  # fmt: skip
     deadline = time.monotonic() + 60
-    while (decision := _decisions(api, rule["id"]).get("chat-t")) is None or decision[
+    while (decision := decisions_by_target(api, rule["id"]).get("chat-t")) is None or decision[
         "decision"
     ] == "waiting":
         assert time.monotonic() < deadline
@@ -119,6 +104,6 @@ def test_the_transcript_is_the_session_s_model_calls_oldest_first(api: TestClien
     (score,) = api.get("/v1/scores", params={"session_id": "chat-t"}).json()["data"]
     assert score["value"] is True, decision
     # Left out of a sample on arrival: final at once, naming the version the rule runs.
-    (left_out,) = _decisions(api, none["id"]).values()
+    (left_out,) = decisions_by_target(api, none["id"]).values()
     assert (left_out["target_id"], left_out["decision"]) == ("chat-t", "not_sampled")
     assert left_out["evaluator_version"] == 1 and left_out["score_id"] is None

@@ -13,15 +13,14 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from promptrail.collector.services.evaluation import in_sample
-from tests.collector.evaluation.steps import create_rule, put_evaluator
+from tests.collector.evaluation.steps import (
+    create_rule,
+    decisions_by_target,
+    log_batch,
+    put_evaluator,
+)
 
 NOW = datetime.now(UTC).replace(microsecond=0)
-
-
-def _log(api: TestClient, records: list[dict[str, Any]]) -> None:
-    response = api.post("/v1/requests/batch", json={"records": records})
-    assert response.status_code == 201, response.text
-    assert response.json()["data"]["rejected"] == [], response.text
 
 
 def _call(rid: str, at: datetime, content: str, **fields: Any) -> dict[str, Any]:
@@ -33,11 +32,6 @@ def _call(rid: str, at: datetime, content: str, **fields: Any) -> dict[str, Any]
         "output": {"content": content},
         **fields,
     }
-
-
-def _decisions(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
-    page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
-    return {d["target_id"]: d for d in page["data"]}
 
 
 def _backfilled(api: TestClient, rule_id: str, since: datetime) -> dict[str, Any]:
@@ -56,7 +50,7 @@ def _backfilled(api: TestClient, rule_id: str, since: datetime) -> dict[str, Any
 def _final(api: TestClient, rule_id: str, n: int) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + 60
     while True:
-        found = _decisions(api, rule_id)
+        found = decisions_by_target(api, rule_id)
         if len(found) == n and all(d["decision"] != "waiting" for d in found.values()):
             return found
         assert time.monotonic() < deadline, found
@@ -68,7 +62,7 @@ def test_a_trace_backfill_decides_what_the_live_path_decided(api: TestClient) ->
     live = create_rule(api, name="live", evaluator="valid", target="trace", idle_seconds=0,
                        sampling=0.5)  # fmt: skip
     traces = [uuid.uuid4().hex for _ in range(8)]
-    _log(api, [
+    log_batch(api, [
         _call(f"req_{t[:8]}_{n}", NOW - timedelta(minutes=5), content, trace_id=t,
               span_id=f"{n + 1:016x}")
         for t in traces
@@ -78,7 +72,7 @@ def test_a_trace_backfill_decides_what_the_live_path_decided(api: TestClient) ->
     assert set(before) == set(traces)
     done = _backfilled(api, live["id"], NOW - timedelta(hours=1))
     assert done == {"status": "completed", "done": len(traces), "total": len(traces)}
-    after = _decisions(api, live["id"])
+    after = decisions_by_target(api, live["id"])
     assert {k: (d["decision"], d["score_id"]) for k, d in after.items()} == {
         k: (d["decision"], d["score_id"]) for k, d in before.items()
     }
@@ -95,7 +89,7 @@ def test_a_session_backfill_takes_the_sessions_with_a_record_in_the_window(
 ) -> None:
     put_evaluator(api, "valid", {"type": "json_valid"})
     recent = [f"bf-{n}" for n in range(3)]
-    _log(api, [
+    log_batch(api, [
         *(_call(f"req_{s}_{n}", NOW - timedelta(minutes=10 - n), content,
                 metadata={"session_id": s})
           for s in recent
@@ -110,10 +104,10 @@ def test_a_session_backfill_takes_the_sessions_with_a_record_in_the_window(
     ])  # fmt: skip
     rule = create_rule(api, name="later", evaluator="valid", target="session", idle_seconds=0)
     time.sleep(1.0)  # the live path leaves records logged before the rule alone
-    assert _decisions(api, rule["id"]) == {}
+    assert decisions_by_target(api, rule["id"]) == {}
     done = _backfilled(api, rule["id"], NOW - timedelta(hours=1))
     assert done == {"status": "completed", "done": 4, "total": 4}
-    decided = _decisions(api, rule["id"])
+    decided = decisions_by_target(api, rule["id"])
     assert set(decided) == {*recent, "bf-span"}
     assert {d["target_type"] for d in decided.values()} == {"session"}
     values = {
@@ -125,7 +119,7 @@ def test_a_session_backfill_takes_the_sessions_with_a_record_in_the_window(
     assert [e["decision"] for e in page["evaluations"]] == ["scored"]
     # Run again: decided alike, each score replaced under its id.
     assert _backfilled(api, rule["id"], NOW - timedelta(hours=1))["status"] == "completed"
-    again = _decisions(api, rule["id"])
+    again = decisions_by_target(api, rule["id"])
     assert {k: d["score_id"] for k, d in again.items()} == {
         k: d["score_id"] for k, d in decided.items()
     }

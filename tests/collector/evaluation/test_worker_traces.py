@@ -10,7 +10,13 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.collector.evaluation.steps import create_rule, put_evaluator
+from tests.collector.evaluation.steps import (
+    create_rule,
+    decisions_by_target,
+    log_batch,
+    put_evaluator,
+    until_decided,
+)
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 OTHER = "1bf7651916cd43dd8448eb211c80319d"
@@ -23,27 +29,6 @@ def _span(rid: str, trace: str, span: str, parent: str, **fields: Any) -> dict[s
     return record
 
 
-def _log(api: TestClient, records: list[dict[str, Any]]) -> None:
-    response = api.post("/v1/requests/batch", json={"records": records})
-    assert response.status_code == 201, response.text
-    assert response.json()["data"]["rejected"] == [], response.text
-
-
-def _decisions(api: TestClient, rule_id: str) -> dict[str, dict[str, Any]]:
-    page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
-    return {d["target_id"]: d for d in page["data"]}
-
-
-def _until(api: TestClient, rule_id: str, decision: str) -> dict[str, dict[str, Any]]:
-    deadline = time.monotonic() + 60
-    while True:
-        found = _decisions(api, rule_id)
-        if TRACE in found and found[TRACE]["decision"] == decision:
-            return found
-        assert time.monotonic() < deadline, found
-        time.sleep(0.1)
-
-
 def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
     api: TestClient,
 ) -> None:
@@ -51,7 +36,7 @@ def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
     rule = create_rule(
         api, evaluator="valid", target="trace", idle_seconds=2, filter={"model": "gpt-4o-mini"}
     )
-    _log(api, [
+    log_batch(api, [
         _span("req_root", TRACE, "a1a1a1a1a1a1a1a1", "", kind="chain", span_name="agent",
               output={"content": "not json"}),
         _span("req_call1", TRACE, "b1b1b1b1b1b1b1b1", "a1a1a1a1a1a1a1a1", kind="llm",
@@ -60,12 +45,12 @@ def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
         _span("req_lone", OTHER, "c1c1c1c1c1c1c1c1", "", kind="llm", model="claude-3-5-haiku",
               output={"content": "{}"}),
     ])  # fmt: skip
-    waiting = _until(api, rule["id"], "waiting")[TRACE]
+    waiting = until_decided(api, rule["id"], TRACE, "waiting")[TRACE]
     assert waiting["target_type"] == "trace" and "idle time of 2 s" in waiting["reason"]
     # A later model call of the same trace: its output is the one judged.
-    _log(api, [_span("req_call2", TRACE, "d1d1d1d1d1d1d1d1", "a1a1a1a1a1a1a1a1", kind="llm",
+    log_batch(api, [_span("req_call2", TRACE, "d1d1d1d1d1d1d1d1", "a1a1a1a1a1a1a1a1", kind="llm",
                      model="gpt-4o-mini", output={"content": '{"answer": 42}'})])  # fmt: skip
-    found = _until(api, rule["id"], "scored")
+    found = until_decided(api, rule["id"], TRACE, "scored")
     assert set(found) == {TRACE}
     (score,) = api.get("/v1/scores", params={"trace_id": TRACE}).json()["data"]
     assert score["id"] == found[TRACE]["score_id"] and score["value"] is True
@@ -74,4 +59,4 @@ def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
     assert (evaluation["rule_id"], evaluation["decision"]) == (rule["id"], "scored")
     assert evaluation["score_id"] == score["id"]
     time.sleep(1.5)  # decided once: nothing more comes of the records already read
-    assert _decisions(api, rule["id"]) == found
+    assert decisions_by_target(api, rule["id"]) == found
