@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from promptrail.collector.config import Settings
 
-from .conftest import Console, _new_console, expect
+from .conftest import LAPTOP, PHONE, Console, _new_console, expect
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
@@ -33,6 +33,20 @@ def settled(page: Page) -> Page:
 def fits(page: Page) -> bool:
     """Whether the page is no wider than the screen (nothing to scroll sideways)."""
     return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+
+
+def both_looks(console: Console, page: Page, name: str) -> None:
+    """Screenshots of the page at laptop and phone width, light and dark (``name``-width-
+    scheme); the page must not scroll sideways on a phone."""
+    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
+        page.set_viewport_size(viewport)
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
+        if width == "phone":
+            assert fits(page), f"{name} scrolls sideways on a phone"
+    page.set_viewport_size(LAPTOP)
+    page.emulate_media(color_scheme="light")
 
 
 def rows(page: Page) -> list[list[str]]:

@@ -18,13 +18,13 @@ from promptrail.collector.config import Settings
 from promptrail.testing import serve
 from tests.keys import DEFAULT_KEY
 
-from .conftest import LAPTOP, PHONE, Console, expect
+from .conftest import Console, expect
 from .steps import (
     ADMIN_EMAIL,
     ADMIN_PASSWORD,
     add_person,
+    both_looks,
     card,
-    fits,
     new_tab,
     password_sign_in,
     post,
@@ -35,7 +35,7 @@ from .steps import (
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser
 
 
 def _record(rid: str, content: str) -> dict[str, Any]:
@@ -60,19 +60,6 @@ def _decisions(client: httpx.Client, rule_id: str, wanted: int) -> list[dict[str
             return found
         time.sleep(0.25)
     raise AssertionError(f"the worker decided only {found}")
-
-
-def _both_looks(console: Console, page: Page, name: str) -> None:
-    """Screenshots of the page at laptop and phone width, light and dark; fits a phone."""
-    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
-        page.set_viewport_size(viewport)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
-        if width == "phone":
-            assert fits(page), f"{name} scrolls sideways on a phone"
-    page.set_viewport_size(LAPTOP)
-    page.emulate_media(color_scheme="light")
 
 
 def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
@@ -101,7 +88,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
         ["req_old_text", "false"],
     ]
     assert client.get("/v1/evaluators").json()["data"] == []  # tried, not saved
-    _both_looks(console, page, "evaluator-new-tried")
+    both_looks(console, page, "evaluator-new-tried")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("is-json")
 
@@ -110,7 +97,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     page.get_by_role("button", name="Save").click()
     expect(card(page, "Versions").locator("li")).to_have_count(2)
     assert client.get("/v1/evaluators/is-json").json()["data"]["version"] == 2
-    _both_looks(console, page, "evaluator-page")
+    both_looks(console, page, "evaluator-page")
 
     # A rule from the request list's filters, its mapping previewed on a matching record.
     page.goto(f"{console.url}/#/rules/+new")
@@ -128,7 +115,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     expect(preview).to_contain_text(f"On record {newest}")
     expect(preview.locator("dd").nth(0)).to_have_text(newest)
     expect(preview.locator("table.trial tbody tr")).to_have_count(1)
-    _both_looks(console, page, "rule-new-preview")
+    both_looks(console, page, "rule-new-preview")
     page.get_by_role("button", name="Create rule").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("answers are JSON")
     rule_id = page.url.rsplit("/", 1)[1]
@@ -154,7 +141,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     expect(page.locator("svg.decisions-chart .segment.scored")).to_have_count(1)
     expect(page.locator("table.decisions tbody tr")).to_have_count(2)
     expect(page.locator("table.decisions")).to_contain_text("json_valid: False")
-    _both_looks(console, page, "rule-page")
+    both_looks(console, page, "rule-page")
     page.get_by_label("Show decisions").select_option("not_sampled")
     expect(page.get_by_role("status").filter(has_text="No decisions yet.")).to_be_visible()
 
@@ -163,7 +150,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     listed = {row[0]: row for row in rows(page)}
     assert "scored 2" in listed["answers are JSON"][4]
     assert "not_sampled 2" in listed["sampled out"][4]
-    _both_looks(console, page, "rules-list")
+    both_looks(console, page, "rules-list")
 
     # The record's page says what each rule decided, and why not when it did not score.
     page.goto(f"{console.url}/#/requests/req_new_text")
@@ -175,7 +162,7 @@ def test_an_evaluator_is_tried_saved_and_a_rule_decides_new_records(
     expect(evaluations.get_by_role("link", name="sampled out")).to_be_visible()
     expect(evaluations.get_by_role("link", name="answers are JSON")).to_be_visible()
     expect(evaluations).to_contain_text("sampling")
-    _both_looks(console, page, "record-evaluations")
+    both_looks(console, page, "record-evaluations")
     # A record no rule looked at (logged before the rules) says so.
     page.goto(f"{console.url}/#/requests/req_old_json")
     expect(card(page, "Evaluations")).to_contain_text("No evaluation rule has decided")
@@ -225,7 +212,7 @@ def test_a_trace_page_shows_its_evaluation_and_a_rule_is_edited_in_its_form(
     evaluations = card(page, "Evaluations")
     expect(evaluations.locator(".badge", has_text="scored")).to_be_visible()
     expect(evaluations).to_contain_text("json_valid: True")
-    _both_looks(console, page, "trace-evaluations")
+    both_looks(console, page, "trace-evaluations")
 
     # The rule's page leads to its form, prefilled; saving changes the rule (a PATCH).
     evaluations.get_by_role("link", name="traces answer JSON").click()

@@ -12,11 +12,11 @@ import httpx
 
 from promptrail.testing import OpenAIStub
 
-from .conftest import LAPTOP, PHONE, Console, expect
-from .steps import fits, rows, settled
+from .conftest import Console, expect
+from .steps import both_looks, rows, settled
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    pass
 
 
 def _record(rid: str) -> dict[str, Any]:
@@ -28,19 +28,6 @@ def _record(rid: str) -> dict[str, Any]:
         "input_variables": {"name": rid},
         "output": {"content": f"Hello {rid}"},
     }
-
-
-def _both_looks(console: Console, page: Page, name: str) -> None:
-    """Screenshots at laptop and phone width, light and dark; the page fits a phone."""
-    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
-        page.set_viewport_size(viewport)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
-        if width == "phone":
-            assert fits(page), f"{name} scrolls sideways on a phone"
-    page.set_viewport_size(LAPTOP)
-    page.emulate_media(color_scheme="light")
 
 
 def test_a_judge_is_tried_in_the_editor_with_each_call_s_cost_and_record(
@@ -69,7 +56,7 @@ def test_a_judge_is_tried_in_the_editor_with_each_call_s_cost_and_record(
     # Nothing saved: no evaluator, no score.
     assert client.get("/v1/evaluators").json()["data"] == []
     assert client.get("/v1/scores").json()["data"] == []
-    _both_looks(console, page, "evaluator-judge-tried")
+    both_looks(console, page, "evaluator-judge-tried")
 
     # Each verdict links the judge's own record: the call, judging the record tried.
     link = page.locator("table.trial tbody tr").first.locator("a.judge-record")

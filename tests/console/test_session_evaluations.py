@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .conftest import LAPTOP, PHONE, Console, expect
-from .steps import card, fits, post, settled
+from .conftest import Console, expect
+from .steps import both_looks, card, post, settled
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    pass
 
 SESSION = "chat-console-7"
 
@@ -30,19 +30,6 @@ def _final(client: httpx.Client, rule_id: str) -> dict[str, Any]:
             return dict(decision)
         time.sleep(0.25)
     raise AssertionError("the worker decided nothing")
-
-
-def _both_looks(console: Console, page: Page, name: str) -> None:
-    """Screenshots at laptop and phone width, light and dark; nothing scrolls sideways."""
-    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
-        page.set_viewport_size(viewport)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
-        if width == "phone":
-            assert fits(page), f"{name} scrolls sideways on a phone"
-    page.set_viewport_size(LAPTOP)
-    page.emulate_media(color_scheme="light")
 
 
 def test_a_session_page_shows_each_rule_s_decision_with_its_reason(
@@ -81,7 +68,7 @@ def test_a_session_page_shows_each_rule_s_decision_with_its_reason(
     expect(left_out).to_contain_text("outside the rule's sample (sampling 0.0)")
     expect(left_out).to_contain_text("is-json v1")  # the version the rule runs, never v0
     expect(card(page, "Scores")).to_contain_text("is-json")
-    _both_looks(console, page, "session-evaluations")
+    both_looks(console, page, "session-evaluations")
 
     # The rule's link leads to its page, which lists the session among its decisions.
     scored.get_by_role("link", name="conversations end in JSON").click()

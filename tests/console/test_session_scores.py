@@ -10,26 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .conftest import LAPTOP, PHONE, Console, expect
-from .steps import card, fits, post, settled
+from .conftest import Console, expect
+from .steps import both_looks, card, post, settled
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    pass
 
 SESSION = "chat-console-scores"
-
-
-def _both_looks(console: Console, page: Page, name: str) -> None:
-    """Screenshots at laptop and phone width, light and dark; nothing scrolls sideways."""
-    for width, viewport in (("laptop", LAPTOP), ("phone", PHONE)):
-        page.set_viewport_size(viewport)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            console.screenshot(f"{name}-{width}-{scheme}", for_docs=False)
-        if width == "phone":
-            assert fits(page), f"{name} scrolls sideways on a phone"
-    page.set_viewport_size(LAPTOP)
-    page.emulate_media(color_scheme="light")
 
 
 def test_a_session_page_lists_the_session_s_scores_and_scores_the_session(
@@ -61,7 +48,7 @@ def test_a_session_page_lists_the_session_s_scores_and_scores_the_session(
     expect(item.locator("dd")).to_have_text(["user said thanks", "Add the tracking number."])
     # The session's score is no record's: the item links nowhere (no empty record link).
     expect(item.get_by_role("link")).to_have_count(0)
-    _both_looks(console, page, "session-scores")
+    both_looks(console, page, "session-scores")
 
     # A reviewer's thumbs-down judges the whole conversation.
     page.get_by_label("Score name").fill("tone")
