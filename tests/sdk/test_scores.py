@@ -291,23 +291,29 @@ def test_last_request_id_is_per_thread_and_per_task(capture: None) -> None:
 def test_a_project_over_its_rate_gets_its_scores_after_retry_after(
     settings: Settings, capture: None
 ) -> None:
-    # One request per 3 s: the two flushes below come well within one window, even on a
-    # loaded machine, so the second post is refused with a Retry-After.
+    # One request per 3 s: the flushes below come well within one window, even on a loaded
+    # machine, so the post after the first is refused with a Retry-After, waited out, then
+    # stored. The limit's sliding window rounds its count down, so a post just past a
+    # window's edge may still go through: then the one after it is refused.
     limited = settings.model_copy(update={"limit_requests": "1/3 seconds"})
     with serve(create_app(limited)) as url:
         promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, export_timeout=10)
         promptrail.score("first", 1, request_id="req_rate")
         assert promptrail.flush(timeout=10)  # the window's one request
-        promptrail.score("second", 2, request_id="req_rate")
-        assert promptrail.flush(timeout=10)  # answered 429 + Retry-After, waited, then stored
-
-        counts = promptrail.stats()["scores"]
+        sent = {"first": 1.0}
+        for name, value in (("second", 2.0), ("third", 3.0)):
+            promptrail.score(name, value, request_id="req_rate")
+            assert promptrail.flush(timeout=10)
+            sent[name] = value
+            counts = promptrail.stats()["scores"]
+            if counts.get("export_retries", 0) >= 1:
+                break
         with promptrail.Client(DEFAULT_KEY, url, max_retries=3) as reader:  # reads wait too
             stored = {s.name: s.value for s in reader.scores.list(request_id="req_rate")}
 
-    assert stored == {"first": 1, "second": 2}
-    assert counts["export_retries"] >= 1
-    assert (counts["exported"], counts["dropped_total"]) == (2, 0)
+    assert stored == sent
+    assert counts.get("export_retries", 0) >= 1
+    assert (counts["exported"], counts["dropped_total"]) == (len(sent), 0)
 
 
 def test_scores_unsent_at_shutdown_are_counted_and_the_exit_is_quick(
