@@ -1,8 +1,17 @@
-"""Stream proxies: the user's stream object stays itself, and the call is recorded when it
+"""Captured streams: the user's stream object stays itself, and the call is recorded when it
 ends, is closed, or is garbage-collected half-read.
 
-``wrapt.ObjectProxy`` keeps ``isinstance(s, openai.Stream)``, every attribute and helper
-method working; only iteration, context management and ``close`` are intercepted.
+Two ways, both leaving ``isinstance(s, openai.Stream)``, every attribute and helper method
+working:
+
+- **The SDK's own stream, its class swapped** (:func:`collect_sdk_stream`, openai's
+  ``Stream`` and ``AsyncStream``): the instance's class becomes a subclass that only adds ``close``
+  and ``__del__``, and the stream's own iterator is replaced by one generator that keeps each
+  item in a list and does nothing else; the list is read into the record once, when the
+  stream ends (or every :data:`BATCH` items of a long one). A for loop resumes that one
+  generator per event, as many layers as without capture.
+- **A ``wrapt.ObjectProxy``** for any other stream: only iteration, context management and
+  ``close`` are intercepted, and each item is read as it passes.
 """
 
 from __future__ import annotations
@@ -15,20 +24,180 @@ import wrapt
 from ._calls import CallRecord
 
 OnItem = Callable[[CallRecord, Any], None]
-ReadStream = Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]
-"""The generator a for loop over a synchronous stream gets: the stream's items, each read into
-the record on its way (the first one noted as the first token); it finishes the record at the
-end and fails it on an error. Leaving the loop early (GeneratorExit) is the proxy's to record
-(close(), __exit__ or __del__). One generator per stream and no call per item: each layer
-between the caller and the SDK's own generator costs every event a resume.
+ReadItems = Callable[[CallRecord, list[Any]], None]
+"""Read a stream's items, in order, into the record at once (an item of a shape it does not
+know is recorded as far as it can, never an error)."""
 
-The third argument is the proxy, held by the generator's frame and otherwise unused: in
-``for chunk in client.chat.completions.create(...)`` nothing else holds the proxy once the loop
-has its iterator, and its ``__del__`` would end the record before the first chunk."""
+BATCH = 256
+"""A long stream's items are read into the record every this many, so a stream of thousands
+of events does not hold them all (the SDK's own objects) until its end."""
 
 
-def item_by_item(on_item: OnItem) -> ReadStream:
-    """A :data:`ReadStream` that gives each item to ``on_item``."""
+def _collect(
+    record: CallRecord, items: Iterator[Any], read: ReadItems, _stream: object
+) -> Iterator[Any]:
+    """The stream's items as the SDK gives them, each kept for the record (``record.tail``).
+
+    The caller's thread does nothing else per item: reading the items between the SDK's own
+    work on each cost the calling thread several times what the same reading costs at once
+    (docs/benchmarks.md, "SDK overhead, black-box harness"). ``_stream`` is held so that a
+    loop over the call itself (``for c in client.chat.completions.create(...)``) keeps the
+    stream alive until the loop is done.
+    """
+    kept: list[Any] = record.tail
+    keep = kept.append
+    try:
+        # The first item apart: the time to first token is noted once, not per item.
+        for item in items:
+            record.first_token()
+            keep(item)
+            yield item
+            break
+        for item in items:
+            keep(item)
+            yield item
+            if len(kept) >= BATCH:
+                record.read_kept(kept)
+    except GeneratorExit:  # closed: the stream was dropped (or closed) half-read
+        record.finish()
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
+
+
+def _close(stream: Any) -> None:
+    """Close the stream and record what was read."""
+    try:
+        stream._promptrail_base.close(stream)
+    finally:
+        _release(stream)
+
+
+async def _aclose(stream: Any) -> None:
+    """Close the stream and record what was read."""
+    try:
+        await stream._promptrail_base.close(stream)
+    finally:
+        _release(stream)
+
+
+def _release(stream: Any) -> None:
+    """Finish the record; the stream becomes the SDK's plain object again.
+
+    Once closed, it keeps nothing of capture's: no finaliser for the garbage collector to run
+    later (a half-read stream is in a reference cycle with the SDK's own generator), and a
+    read after close meets the SDK's own iterator, as without capture.
+    """
+    state = stream.__dict__
+    record = state.pop("_promptrail_record", None)
+    if record is None:
+        return
+    try:
+        record.finish()
+    finally:
+        stream.__class__ = stream._promptrail_base
+        state["_iterator"] = state.pop("_promptrail_items")
+
+
+def _own_iterator(stream: Any) -> Any:
+    # The SDK's __iter__ / __aiter__ is a generator over self._iterator, which is now the
+    # collecting generator: a for loop takes that directly, one resume per event fewer.
+    return stream._iterator
+
+
+def _finish_on_del(stream: Any) -> None:  # dropped half-read (or never read): record it
+    record = stream.__dict__.get("_promptrail_record")
+    if record is not None:
+        record.finish()
+
+
+_subclasses: dict[type, type] = {}
+
+
+def _subclass(base: type, is_async: bool) -> type:
+    cls = _subclasses.get(base)
+    if cls is None:
+        cls = type(base)(
+            base.__name__,
+            (base,),
+            {
+                "__slots__": (),  # the same layout as the SDK's class: __class__ can be set
+                "__module__": base.__module__,
+                "__qualname__": base.__qualname__,
+                "__doc__": base.__doc__,
+                "_promptrail_base": base,
+                ("__aiter__" if is_async else "__iter__"): _own_iterator,
+                "close": _aclose if is_async else _close,
+                "__del__": _finish_on_del,
+            },
+        )
+        _subclasses[base] = cls
+    return cls
+
+
+def collect_sdk_stream(
+    result: Any, record: CallRecord, read: ReadItems, is_async: bool, sdk_types: tuple[type, ...]
+) -> bool:
+    """Capture the SDK's own stream object in place; False if it is not of the known shape.
+
+    The known shape (openai's ``Stream`` and ``AsyncStream``, 1.x to 3.x): ``__next__`` and
+    ``__iter__`` (or their async twins) draw from the ``_iterator`` the instance made in its
+    ``__init__``, ``__exit__`` calls ``close``. Only those very classes (``sdk_types``):
+    subclasses of them (the SDK's helpers, another instrumentation's) take the proxy, and so
+    does a stream that makes its iterator on first use (Anthropic's).
+    """
+    base = type(result)
+    state = getattr(result, "__dict__", None)
+    if base not in sdk_types or state is None or "_iterator" not in state:
+        return False
+    record.tail, record.read_tail = [], read
+    items = state["_promptrail_items"] = state["_iterator"]
+    if is_async:
+        state["_iterator"] = _acollect(record, items, read, result)
+    else:
+        state["_iterator"] = _collect(record, items, read, result)
+    state["_promptrail_record"] = record
+    result.__class__ = _subclass(base, is_async)
+    return True
+
+
+async def _acollect(
+    record: CallRecord, items: AsyncIterator[Any], read: ReadItems, _stream: object
+) -> AsyncIterator[Any]:
+    """:func:`_collect` for an async stream."""
+    kept: list[Any] = record.tail
+    keep = kept.append
+    try:
+        async for item in items:
+            record.first_token()
+            keep(item)
+            yield item
+            break
+        async for item in items:
+            keep(item)
+            yield item
+            if len(kept) >= BATCH:
+                record.read_kept(kept)
+    except GeneratorExit:
+        record.finish()
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
+
+
+def item_by_item(on_item: OnItem) -> Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]:
+    """The generator a for loop over a proxied synchronous stream gets: the stream's items,
+    each given to ``on_item`` on its way (the first one noted as the first token); it finishes
+    the record at the end and fails it on an error. Leaving the loop early (GeneratorExit) is
+    the proxy's to record (close(), __exit__ or __del__).
+
+    The third argument is the proxy, held by the generator's frame and otherwise unused: in
+    ``for chunk in client.chat.completions.create(...)`` nothing else holds the proxy once the
+    loop has its iterator, and its ``__del__`` would end the record before the first chunk."""
 
     def read(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
         try:
@@ -55,13 +224,10 @@ def item_by_item(on_item: OnItem) -> ReadStream:
 class _StreamProxy(wrapt.ObjectProxy[Any]):
     """What both proxies hold: the call's record and what each item adds to it."""
 
-    def __init__(
-        self, wrapped: Any, record: CallRecord, on_item: OnItem, read: ReadStream | None = None
-    ) -> None:
+    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
         super().__init__(wrapped)
         self._self_record = record
         self._self_on_item = on_item
-        self._self_read = read
 
     def __del__(self) -> None:  # dropped half-read: record what was read
         self._self_record.finish()
@@ -73,8 +239,7 @@ class SyncStreamProxy(_StreamProxy):
     def __iter__(self) -> Iterator[Any]:
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
         # per event than a call of __next__ through the proxy (next() on the proxy still works).
-        read = self._self_read or item_by_item(self._self_on_item)
-        return read(self._self_record, self.__wrapped__, self)
+        return item_by_item(self._self_on_item)(self._self_record, self.__wrapped__, self)
 
     def __next__(self) -> Any:
         record = self._self_record  # per event: one lookup through the proxy, not three
