@@ -68,6 +68,9 @@ from .schema import (
 from .score_tables import (
     SCORE_CONFIGS,
     SCORE_SUMS,
+    SCORE_SUMS_BY_TIME,
+    SCORE_SUMS_BY_TIME_MV,
+    SCORE_SUMS_BY_TIME_SEED,
     SCORE_SUMS_MV,
     SCORE_SUMS_MV_BEFORE_37,
     SCORE_SUMS_SEED,
@@ -416,6 +419,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_PROMPTS,
             REQUEST_PROMPTS_MV,
             Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS),
+        ),
+    ),
+    # The score sums keyed by the scored record's time (docs/benchmarks.md, "Scores at
+    # scale"): a list page's window reads one run of them per name, whatever the shape of the
+    # record ids; each score version carries the record time it is summed under, so its
+    # tombstone cancels under the same key (see store/score_times.py). The column is added
+    # first, then the table and its view, then the sums stored before, from ``score_sums``.
+    Migration(
+        42,
+        "score_sums_by_time",
+        (
+            AddColumn(SCORES, "record_at"),
+            SCORE_SUMS_BY_TIME,
+            SCORE_SUMS_BY_TIME_MV,
+            SCORE_SUMS_BY_TIME_SEED,
         ),
     ),
     # The waiting decisions not yet replaced, in time order (docs/benchmarks.md, "Online

@@ -110,7 +110,8 @@ def filter_where(
         # Every clause above reads columns ``request_items`` has too (the score clauses'
         # own reads of the log go to it). Metadata pairs are left out: ``request_items``
         # has no index of them (a metadata list reads its candidates from the metadata index).
-        records = None
+        records: str | None = None
+        window: str | None = None
         if narrowed:
             bound = ["created_at >= {lower:DateTime64(3, 'UTC')}"] if windowed else []
             if windowed and capped:
@@ -118,8 +119,11 @@ def filter_where(
                 # lie above its cursor): their sums are not read again.
                 bound.append("created_at < {upper:DateTime64(3, 'UTC')}")
             records = " AND ".join([*clauses, *bound])
+            if windowed:
+                # A window's own sums are a run of the sums keyed by the record's time.
+                window = " AND ".join(bound).replace("created_at", "record_at")
         score_where, score_params = score_clauses(
-            filters.scores, filters.scores_table, records, filters.scores_on_traces
+            filters.scores, filters.scores_table, records, filters.scores_on_traces, window
         )
         clauses += score_where
         params.update(score_params)

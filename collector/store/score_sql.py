@@ -16,10 +16,20 @@ from typing import Any
 
 from clickhouse_connect.driver.client import Client
 
-from .request_tables import TRACE_RECORDS
+from .request_tables import REQUEST_IDS, TRACE_RECORDS
 from .schema import quote
 from .score_rows import ScoreRow, score_row
-from .score_tables import FIELD_REF, READ_FIELDS, SCORE_FIELDS, SCORE_SUMS, SCORES_BY_TARGET
+from .score_tables import (
+    FIELD_REF,
+    READ_FIELDS,
+    SCORE_FIELDS,
+    SCORE_SUMS,
+    SCORE_SUMS_BY_TIME,
+    SCORES_BY_TARGET,
+)
+
+# The key of the sums whose record is not stored yet (score_times.PENDING), in SQL.
+_PENDING = "toDateTime64(0, 3, 'UTC')"
 
 # A score on a record that is no model call (an ``@observe`` function's, a chain's, a tool's
 # span) counts for the record's trace wherever the log reads scores (docs/api-notes.md,
@@ -204,6 +214,7 @@ def score_clauses(
     table: str,
     records: str | None = None,
     on_traces: frozenset[str] | None = None,
+    window: str | None = None,
 ) -> tuple[list[str], dict[str, Any]]:
     """Return WHERE clauses over a log table (``id``, ``trace_id``) for the score tests.
 
@@ -223,16 +234,28 @@ def score_clauses(
     ``on_traces``: the names that may have scores counting for traces (:func:`traced_names`),
     when the caller asked; a test of any other name reads its records' sums only (the trace
     half of the clause, even when it finds nothing, costs as much as the record half).
+
+    ``window``: a condition on ``record_at`` that every record the read can return meets (a
+    list page's pass, bounded by time): the records' own sums are then read from
+    SCORE_SUMS_BY_TIME, one run of its key per name for the window plus the run of sums whose
+    record was not stored when they were written (PENDING, moved out once it is: see
+    score_times.py), whatever the records' ids; a target outside the window found there
+    is dropped by the read's own bounds.
     """
     sums, items = sibling(table, SCORE_SUMS.name), sibling(table, "request_items")
     among = records or "project = {project:String}"
     own_window = f" AND target IN (SELECT id FROM {items} WHERE {records})" if records else ""
+    own_sums = sums
+    if window is not None:
+        own_sums = sibling(table, SCORE_SUMS_BY_TIME.name)
+        own_window = f" AND ({window} OR record_at = {_PENDING})"
     not_spans = f" AND target NOT IN ({span_ids(table)})"
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
         params[f"sn{i}"] = test.name
         named = f"FROM {sums} WHERE project = {{project:String}} AND name = {{sn{i}:String}}"
+        own_named = named.replace(sums, own_sums, 1)
         traced = on_traces is None or test.name in on_traces
         if test.kind in ("eq", "unscored"):
             value = ""
@@ -240,7 +263,7 @@ def score_clauses(
                 value = f" AND value_text = {{sv{i}:String}}"
                 params[f"sv{i}"] = str(test.value)
             having = "GROUP BY target HAVING sum(scores) > 0"
-            of_records = f"SELECT target {named}{value} AND on_trace = 0{own_window} {having}"
+            of_records = f"SELECT target {own_named}{value} AND on_trace = 0{own_window} {having}"
             of_traces = f"SELECT target {named}{value} AND on_trace = 1 {having}"
             # The traces of the span records among the name's scored records.
             span_traces = (
@@ -256,7 +279,7 @@ def score_clauses(
                 scored = f"id IN ({of_records})"
             clauses.append(f"NOT {scored}" if test.kind == "unscored" else scored)
             continue
-        own = f"SELECT target AS rid, total, numbers {named} AND on_trace = 0{own_window}"
+        own = f"SELECT target AS rid, total, numbers {own_named} AND on_trace = 0{own_window}"
         on_records = f"SELECT target, total, numbers {named} AND on_trace = 0"
         on_trace = (
             f"SELECT target, total, numbers {named} AND on_trace = 1 UNION ALL "
@@ -289,7 +312,27 @@ def tombstones_for_records(table: str, record_ids: str) -> str:
     are built inside ClickHouse, as the records' are (store/requests.py ``delete_matching``).
     """
     fields = ", ".join(SCORE_FIELDS)
-    kept = ", ".join("toUInt8(1)" if f == "is_deleted" else f"s.{f}" for f in SCORE_FIELDS)
+    # A version that reads PENDING is summed under its record's time unless its (name,
+    # record) has a pending sum: one stored before migration 42 (score_times.py).
+    pending = (
+        f"SELECT name, target FROM {sibling(table, SCORE_SUMS_BY_TIME.name)} WHERE "
+        f"project = {{project:String}} AND on_trace = 0 AND record_at = {_PENDING} "
+        f"AND target IN ({record_ids}) GROUP BY name, target HAVING sum(scores) > 0"
+    )
+    times = (
+        "(SELECT CAST(mapFromArrays(groupArray(id), groupArray(at)), "
+        "'Map(String, DateTime64(3, \\'UTC\\'))') FROM (SELECT id, min(created_at) AS at "
+        f"FROM {sibling(table, REQUEST_IDS.name)} WHERE project = {{project:String}} "
+        f"AND id IN ({record_ids}) GROUP BY id))"
+    )
+    summed_at = (
+        f"if(s.record_at != {_PENDING} OR (s.name, s.request_id) IN ({pending}), "
+        f"s.record_at, {times}[s.request_id])"
+    )
+    kept = ", ".join(
+        "toUInt8(1)" if f == "is_deleted" else summed_at if f == "record_at" else f"s.{f}"
+        for f in SCORE_FIELDS
+    )
     sql = (
         f"INSERT INTO {table} (project, id, {fields}, written_at) "
         f"SELECT {{project:String}}, id, {kept}, now64(6) FROM ("

@@ -33,6 +33,10 @@ SCORES = Table(
         "is_deleted UInt8",
         # '' on a record's or a trace's score (migration 37); last, where ADD COLUMN puts it.
         "session_id String DEFAULT ''",
+        # The time of the score's record the version was summed under in SCORE_SUMS_BY_TIME
+        # (migration 42): PENDING when the record was not stored yet, or the score is not a
+        # record's, or the version was stored before the migration (see score_times.py).
+        "record_at DateTime64(3, 'UTC') DEFAULT toDateTime64(0, 3, 'UTC')",
     ),
     engine="ReplacingMergeTree",
     engine_args=("written_at", "is_deleted"),
@@ -188,7 +192,8 @@ SCORES_BY_TARGET = Table(
         "project String",
         "target String",
         "id String",
-        *(c for c in SCORES.columns if c.split()[0] not in ("project", "id")),
+        # Not ``record_at``: only the sums by time and the tombstones need it (SCORES).
+        *(c for c in SCORES.columns if c.split()[0] not in ("project", "id", "record_at")),
     ),
     engine="ReplacingMergeTree",
     engine_args=("written_at",),
@@ -205,7 +210,7 @@ SCORES_BY_TARGET_MV_BEFORE_37 = View(
         + ", ".join(
             c.split()[0]
             for c in SCORES.columns
-            if c.split()[0] not in ("project", "id", "session_id")
+            if c.split()[0] not in ("project", "id", "session_id", "record_at")
         )
         + " FROM {db}.scores"
     ),
@@ -216,7 +221,11 @@ SCORES_BY_TARGET_MV = View(
     to_table="scores_by_target",
     select=(
         f"SELECT project, {TARGET_OF} AS target, id, "
-        + ", ".join(c.split()[0] for c in SCORES.columns if c.split()[0] not in ("project", "id"))
+        + ", ".join(
+            c.split()[0]
+            for c in SCORES.columns
+            if c.split()[0] not in ("project", "id", "record_at")
+        )
         + " FROM {db}.scores"
     ),
 )
@@ -236,9 +245,10 @@ SCORE_FIELDS = (
     "created_at",
     "is_deleted",
     "session_id",
+    "record_at",
 )
 # The fields of the scores stored before migration 37 (no session): what its seed reads.
-_FIELDS_BEFORE_37 = SCORE_FIELDS[:-1]
+_FIELDS_BEFORE_37 = SCORE_FIELDS[:-2]
 
 # What a read returns after the id, in ScoreRow's order.
 READ_FIELDS = (
@@ -277,3 +287,68 @@ _SCORES_BY_TARGET_BEFORE_37 = replace(
     columns=tuple(c for c in SCORES_BY_TARGET.columns if c.split()[0] != "session_id"),
 )
 SCORES_BY_TARGET_SEED = Backfill(_SCORES_BY_TARGET_SEED, _SCORES_BY_TARGET_BEFORE_37)
+
+# The sums again, keyed by the time of the scored record (migration 42): a list page's window
+# of records is one run of this key per name (plus the PENDING run), whatever shape the
+# record ids have, where SCORE_SUMS keys them by record id and a window of random ids reads
+# most of the name's rows (docs/benchmarks.md, "Scores at scale"). Each score version
+# carries the ``record_at`` it is summed under (SCORES), written by ScoreStore.insert from a
+# lookup of ``request_ids`` (PENDING when the record is not stored yet, and for a trace's or
+# a session's score); a tombstone copies its version's, so it cancels under the same key,
+# and a pending score is moved to its record's time, once the record is stored, by a
+# tombstone at PENDING and a new version at the time (score_times.rekey_pending).
+SCORE_SUMS_BY_TIME = Table(
+    name="score_sums_by_time",
+    columns=(
+        "project String",
+        "name String",
+        "on_trace UInt8",  # as SCORE_SUMS': 0 a record, 1 a trace, 2 a session
+        "record_at DateTime64(3, 'UTC')",  # the record's time, or PENDING
+        "target String",
+        "value_text String",
+        "total Float64",
+        "numbers Int64",
+        "scores Int64",
+    ),
+    engine="SummingMergeTree",
+    engine_args=("(total, numbers, scores)",),
+    order_by="(project, name, on_trace, record_at, target, value_text)",
+)
+
+SCORE_SUMS_BY_TIME_MV = View(
+    name="score_sums_by_time_mv",
+    to_table="score_sums_by_time",
+    select=(
+        "SELECT project, name, "
+        f"toUInt8(multiIf(session_id != '', {ON_SESSION}, trace_id != '', 1, 0)) AS on_trace, "
+        "record_at, "
+        "multiIf(session_id != '', session_id, trace_id != '', trace_id, request_id) AS target, "
+        f"{_SUMMED}"
+    ),
+)
+
+# The sums stored before migration 42, from SCORE_SUMS, each record's under its time as
+# ``request_ids`` says when the migration runs (read once, for the scored records only), or
+# PENDING when it is not stored yet: the rule by which score_times.summed_at finds the key of
+# a version stored before (its ``record_at`` reads PENDING). Written only into an empty
+# table, as SCORE_SUMS_SEED.
+_SCORE_SUMS_BY_TIME_SEED = View(
+    name="score_sums_by_time_seed",
+    to_table="score_sums_by_time",
+    select=(
+        "SELECT s.project AS project, s.name AS name, s.on_trace AS on_trace, "
+        "if(s.on_trace = 0, ifNull(r.at, toDateTime64(0, 3, 'UTC')), "
+        "toDateTime64(0, 3, 'UTC')) AS record_at, s.target AS target, "
+        "s.value_text AS value_text, s.t AS total, s.n AS numbers, s.c AS scores "
+        "FROM (SELECT project, name, on_trace, target, value_text, sum(total) AS t, "
+        "sum(numbers) AS n, sum(scores) AS c FROM {db}.score_sums "
+        "GROUP BY project, name, on_trace, target, value_text HAVING c != 0) AS s "
+        "LEFT JOIN (SELECT toString(project) AS project, id, "
+        "toNullable(min(created_at)) AS at FROM {db}.request_ids "
+        "WHERE (toString(project), id) IN (SELECT project, target FROM {db}.score_sums "
+        "WHERE on_trace = 0) GROUP BY project, id) AS r "
+        "ON s.project = r.project AND s.target = r.id "
+        "WHERE (SELECT count() FROM {db}.score_sums_by_time) = 0"
+    ),
+)
+SCORE_SUMS_BY_TIME_SEED = Backfill(_SCORE_SUMS_BY_TIME_SEED, SCORE_SUMS_BY_TIME)

@@ -23,6 +23,7 @@ from clickhouse_connect.driver.client import Client
 
 from .request_tables import REQUEST_IDS, REQUEST_ITEMS
 from .schema import quote
+from .score_configs import ScoreConfigs
 from .score_rows import ScoreConfigRow, ScoreQuery, ScoreRow, ScoreValue, as_utc, score_row
 from .score_sql import (
     VALUE_VERSION_COLUMNS,
@@ -37,10 +38,12 @@ from .score_tables import (
     READ_FIELDS,
     SCORE_CONFIGS,
     SCORE_FIELDS,
+    SCORE_SUMS_BY_TIME,
     SCORES,
     SCORES_BY_TARGET,
     session_target,
 )
+from .score_times import PENDING, RecordTimes, on_record
 from .traced_score_names import TracedScoreNames
 from .writes.direct import direct_write
 from .writes.outcomes import WriteOutcome
@@ -70,7 +73,6 @@ class ScoreStore:
         self._noted_lock = threading.Lock()
         self._items = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self._ids = f"{db}.{quote(REQUEST_IDS.name)}"
-        self._configs = f"{db}.{quote(SCORE_CONFIGS.name)}"
         self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
         self._columns = ["project", "id", *SCORE_FIELDS, "written_at"]
         self._types = SCORES.column_types(self._columns)
@@ -79,6 +81,11 @@ class ScoreStore:
             {"select_sequential_consistency": 1} if cluster else {}
         )
         self._write_lock = threading.Lock()
+        self._config_store = ScoreConfigs(
+            client, f"{db}.{quote(SCORE_CONFIGS.name)}", self._write_settings, self._read_settings
+        )
+        sums = f"{db}.{quote(SCORE_SUMS_BY_TIME.name)}"
+        self._times = RecordTimes(client, self._ids, sums, self._read_settings)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -119,27 +126,73 @@ class ScoreStore:
         latest = {(r.project, r.id): r for r in rows}
         if not latest:
             return
+        times: dict[tuple[str, str], datetime] = {}
         if not deleted:
             self._note_traced(list(latest.values()))
+            # Each new version is summed under its record's time, when the record is stored.
+            times = self._times.for_new(latest.values())
         with self._write_lock:
             keys = self._ever_at_targets(latest.values()) if at_own_targets else latest
             live = self._live_versions(keys) if keys else {}
+            # A tombstone lands under the key its version was summed under.
+            ending = self._times.summed_at(list(live.values()))
             written = datetime.now(UTC)
             ended = written - timedelta(microseconds=1)
             if deleted:
-                block = [self._values(r, True, written) for r in live.values()]
+                block = [_version_values(r, True, written, at) for r, at in ending]
             else:
-                block = [self._values(r, True, ended) for r in live.values()]
-                block += [self._values(r, False, written) for r in latest.values()]
-            if not block:
-                return
-            self._client.insert(
-                self.table,
-                block,
-                column_names=self._columns,
-                column_type_names=self._types,
-                settings=self._write_settings,
-            )
+                block = [_version_values(r, True, ended, at) for r, at in ending]
+                block += [
+                    _version_values(r, False, written, times.get((r.project, r.request_id or "")))
+                    for r in latest.values()
+                ]
+            if block:
+                self._write(block)
+            if not deleted:
+                for project, names in _record_names(latest.values()).items():
+                    self._move_landed(project, names)
+
+    def _write(self, block: list[list[Any]]) -> None:
+        self._client.insert(
+            self.table,
+            block,
+            column_names=self._columns,
+            column_type_names=self._types,
+            settings=self._write_settings,
+        )
+
+    def _move_landed(self, project: str, names: set[str]) -> None:
+        """Move the pending sums of ``names`` whose records are stored now to the records'
+        times: each live version summed under PENDING is ended there by a tombstone and
+        written again, unchanged but for its ``record_at`` (under the write lock, so no
+        write ends it in between). A record's pending sums are read beside its window's
+        until then (score_sql.score_clauses), so this keeps the pending run short, not the
+        filters exact."""
+        pending = self._times.pending(project, names)
+        if not pending:
+            return
+        landed = self._times.of_records(project, {target for _, target in pending})
+        if not landed:
+            return
+        ids = self._client.query(
+            f"SELECT DISTINCT id FROM {self._by_target} WHERE project = {{p:String}} "
+            "AND target IN {targets:Array(String)}",
+            parameters={"p": project, "targets": sorted(landed)},
+            settings=self._read_settings,
+        ).result_rows
+        live = self._live_versions({(project, str(row[0])) for row in ids})
+        moved = [
+            r
+            for r, at in live.values()
+            if at == PENDING and on_record(r) and (r.name, r.request_id) in pending
+        ]
+        if not moved:
+            return
+        written = datetime.now(UTC)
+        ended = written - timedelta(microseconds=1)
+        block = [_version_values(r, True, ended, PENDING) for r in moved]
+        block += [_version_values(r, False, written, landed[r.request_id or ""]) for r in moved]
+        self._write(block)
 
     def _note_traced(self, rows: Sequence[ScoreRow]) -> None:
         """Tell :attr:`traced_names` of the names these scores give a trace: a trace's, and
@@ -177,16 +230,23 @@ class ScoreStore:
         with self._noted_lock:
             self._noted.setdefault(project, set()).update(names)
 
-    def _live_versions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ScoreRow]:
-        """The live version of each (project, id) of ``keys`` that has one."""
+    def _live_versions(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[ScoreRow, datetime]]:
+        """The live version of each (project, id) of ``keys`` that has one, with the
+        ``record_at`` it carries."""
         by_project: dict[str, list[str]] = {}
         for project, score_id in keys:
             by_project.setdefault(project, []).append(score_id)
-        found: dict[tuple[str, str], ScoreRow] = {}
+        found: dict[tuple[str, str], tuple[ScoreRow, datetime]] = {}
         for project, ids in by_project.items():
-            sql = self._resolved("id IN {ids:Array(String)}", "1")
-            for row in self._rows(project, sql, {"ids": ids}):
-                found[(project, row.id)] = row
+            sql = self._resolved("id IN {ids:Array(String)}", "1", shown_too=("record_at",))
+            result = self._client.query(
+                sql, parameters={"p": project, "ids": ids}, settings=self._read_settings
+            )
+            for values in result.result_rows:
+                row = score_row(project, values[:-1])
+                found[(project, row.id)] = (row, as_utc(values[-1]))
         return found
 
     def _ever_at_targets(self, rows: Iterable[ScoreRow]) -> set[tuple[str, str]]:
@@ -208,28 +268,6 @@ class ScoreStore:
             found.update((project, str(row[0])) for row in result.result_rows)
         return found
 
-    @staticmethod
-    def _values(r: ScoreRow, deleted: bool, written: datetime) -> list[Any]:
-        return [
-            r.project,
-            r.id,
-            r.request_id or "",
-            r.trace_id or "",
-            r.name,
-            r.data_type,
-            json.dumps(r.value, ensure_ascii=False),
-            r.value_number,
-            r.value_text,
-            r.comment,
-            r.correction,
-            r.source,
-            json.dumps(r.metadata, ensure_ascii=False),
-            r.created_at,
-            int(deleted),
-            r.session_id or "",
-            written,
-        ]
-
     def delete_for_targets(
         self, project: str, request_ids: Sequence[str], trace_ids: Sequence[str] = ()
     ) -> tuple[int, WriteOutcome]:
@@ -240,14 +278,17 @@ class ScoreStore:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _resolved(self, candidates: str, post: str, tail: str = "") -> str:
+    def _resolved(
+        self, candidates: str, post: str, tail: str = "", shown_too: tuple[str, ...] = ()
+    ) -> str:
         """The newest version of each candidate id, kept when alive and ``post`` holds.
 
         ``candidates`` narrows the ids before they are resolved (it may only ever widen what
-        ``post`` then keeps); ``post`` filters the resolved fields, named ``s.<field>``.
+        ``post`` then keeps); ``post`` filters the resolved fields, named ``s.<field>``;
+        ``shown_too``: fields read after READ_FIELDS'.
         """
         fields = ", ".join(SCORE_FIELDS)
-        shown = ", ".join(f"s.{f}" for f in READ_FIELDS)
+        shown = ", ".join(f"s.{f}" for f in (*READ_FIELDS, *shown_too))
         sql = (
             f"SELECT id, {shown} FROM ("
             f"SELECT id, argMax(tuple({fields}), written_at) AS s FROM {self.table} "
@@ -382,59 +423,51 @@ class ScoreStore:
 
     def put_config(self, project: str, config: ScoreConfigRow) -> WriteOutcome:
         """Store (replace) the config of one score name; answers as :meth:`insert` does."""
-        return direct_write(lambda: self._put_config(project, config))
-
-    def _put_config(self, project: str, config: ScoreConfigRow) -> None:
-        self._client.insert(
-            self._configs,
-            [
-                [
-                    project,
-                    config.name,
-                    config.data_type,
-                    config.min,
-                    config.max,
-                    config.categories or [],
-                    int(config.categories is not None),
-                    config.description,
-                    config.updated_at,
-                ]
-            ],
-            column_names=SCORE_CONFIGS.inserted_columns(),
-            column_type_names=SCORE_CONFIGS.column_types(SCORE_CONFIGS.inserted_columns()),
-            settings=self._write_settings,
-        )
+        return self._config_store.put(project, config)
 
     def configs(self, project: str, names: Iterable[str] | None = None) -> list[ScoreConfigRow]:
         """Return the project's configs (of ``names`` only, when given), by name."""
-        wanted = None if names is None else sorted(set(names))
-        if wanted == []:
-            return []
-        rows = self._client.query(
-            "SELECT name, data_type, min, max, categories, has_categories, description, "
-            f"updated_at FROM {self._configs} FINAL WHERE project = {{p:String}} "
-            + ("AND name IN {names:Array(String)} " if wanted is not None else "")
-            + "ORDER BY name",
-            parameters={"p": project, "names": wanted or []},
-            settings=self._read_settings,
-        ).result_rows
-        return [
-            ScoreConfigRow(
-                name=str(r[0]),
-                data_type=str(r[1]),
-                min=r[2],
-                max=r[3],
-                categories=list(r[4]) if r[5] else None,
-                description=r[6],
-                updated_at=as_utc(r[7]),
-            )
-            for r in rows
-        ]
+        return self._config_store.read(project, names)
+
+
+def _version_values(
+    r: ScoreRow, deleted: bool, written: datetime, record_at: datetime | None
+) -> list[Any]:
+    """A version's row; ``record_at``: the record time it is summed under (None: PENDING)."""
+    return [
+        r.project,
+        r.id,
+        r.request_id or "",
+        r.trace_id or "",
+        r.name,
+        r.data_type,
+        json.dumps(r.value, ensure_ascii=False),
+        r.value_number,
+        r.value_text,
+        r.comment,
+        r.correction,
+        r.source,
+        json.dumps(r.metadata, ensure_ascii=False),
+        r.created_at,
+        int(deleted),
+        r.session_id or "",
+        record_at if record_at is not None and on_record(r) else PENDING,
+        written,
+    ]
 
 
 def _ids_of(condition: str, table: str) -> str:
     """Ids of the project's scores any version of which meets ``condition``."""
     return f"id IN (SELECT id FROM {table} WHERE project = {{p:String}} AND {condition})"
+
+
+def _record_names(rows: Iterable[ScoreRow]) -> dict[str, set[str]]:
+    """The names of the records' scores among ``rows``, per project."""
+    names: dict[str, set[str]] = {}
+    for r in rows:
+        if on_record(r):
+            names.setdefault(r.project, set()).add(r.name)
+    return names
 
 
 def _target_of(row: ScoreRow) -> str:
