@@ -17,7 +17,7 @@ from clickhouse_connect.driver.client import Client
 
 from .request_filters import RequestFilter, filter_where
 from .requests import RequestStore
-from .rollups import LEVELS, RollupStore, Span
+from .rollups import LEVELS, ROW_KEY, RollupStore, Span
 from .score_sql import sibling, span_ids, span_records
 from .score_tables import SCORE_SUMS
 
@@ -200,10 +200,15 @@ class AnalyticsStore:
             if query.percentiles
             else ""
         )
-        return (
-            f"SELECT {name} AS name, {_ROLLUP_SUMS}{state} FROM {self._rollups.table} "
-            f"WHERE {' AND '.join(clauses)} GROUP BY name"
-        )
+        source = f"{self._rollups.table} WHERE {' AND '.join(clauses)}"
+        if query.filters.prompt_name is not None:
+            # One prompt's rows lie together in this copy (rollups.REQUEST_ROLLUP_BY_PROMPT);
+            # a row both its view and the migration's copy wrote is read once.
+            source = (
+                f"(SELECT * FROM {self._rollups.by_prompt} WHERE {' AND '.join(clauses)} "
+                f"LIMIT 1 BY {ROW_KEY})"
+            )
+        return f"SELECT {name} AS name, {_ROLLUP_SUMS}{state} FROM {source} GROUP BY name"
 
     def _metadata_parts(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> list[str]:
         """Sealed whole days grouped by a metadata key: the key's rows, or the whole day."""

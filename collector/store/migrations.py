@@ -46,6 +46,8 @@ from .request_tables import (
 )
 from .rollups import (
     REQUEST_ROLLUP,
+    REQUEST_ROLLUP_BY_PROMPT,
+    REQUEST_ROLLUP_BY_PROMPT_MV,
     REQUEST_ROLLUP_METADATA,
     REQUEST_SEALS,
     REQUEST_TOUCHES,
@@ -419,6 +421,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             REQUEST_PROMPTS,
             REQUEST_PROMPTS_MV,
             Backfill(REQUEST_PROMPTS_MV, REQUEST_PROMPTS),
+        ),
+    ),
+    # Analytics naming one prompt read its sealed buckets from a copy of the rollup keyed by
+    # prompt (see rollups.REQUEST_ROLLUP_BY_PROMPT), where it had decoded the latency states
+    # of every prompt's rows of the period. A view copies each seal as it is written; the rows
+    # sealed before are copied from the rollup itself, not summed from the log again (10M
+    # records: 1.06M rows in 7.5 s at a load of 7).
+    Migration(
+        41,
+        "rollup_by_prompt",
+        (
+            REQUEST_ROLLUP_BY_PROMPT,
+            REQUEST_ROLLUP_BY_PROMPT_MV,
+            Backfill(REQUEST_ROLLUP_BY_PROMPT_MV, REQUEST_ROLLUP_BY_PROMPT),
         ),
     ),
     # The score sums keyed by the scored record's time (docs/benchmarks.md, "Scores at
