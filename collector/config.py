@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     # Backpressure (docs/deploy.md, "When the store stalls").
     ingest_buffer_bytes: int = Field(default=96 << 20, ge=1024)
     ingest_wait_seconds: float = Field(default=5.0, ge=0)
+    # The embedded store answers records once in the log's journal, stored right behind
+    # (docs/deploy.md, "What acknowledged means"); off: once inserted.
+    request_journal: bool = True
     store_retry_after_seconds: int = Field(default=2, ge=1, le=3600)
     fault_injection: bool = False
     export_dir: Path | None = None

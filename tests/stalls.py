@@ -33,8 +33,15 @@ class Live:
     store: Client
     database: str
 
-    def stall(self, mode: StallMode, seconds: float = 5.0) -> None:
+    def stall(self, mode: StallMode, seconds: float = 5.0, probe: bool = True) -> None:
+        # Records are answered once in the log's journal and stored right behind it: the
+        # stall begins once every record answered is stored (as when answers waited for the
+        # insert), and with ``probe`` a failing store is tried at once, so the collector knows
+        # it fails before the next record, as after an insert of its own failed.
+        self.services.records.settle()
         stall_writes(self.store, self.database, mode, seconds)
+        if probe and mode != "slow":
+            self.services.records.probe()
 
     def resume(self) -> None:
         resume_writes(self.store, self.database)

@@ -130,6 +130,7 @@ class Services:
                 pending_bytes=settings.ingest_buffer_bytes,
                 wait_seconds=settings.ingest_wait_seconds,
                 probe_seconds=min(1.0, retry_after),
+                journal=settings.request_journal,
             ),
         )
         ingest = IngestService(
@@ -141,7 +142,7 @@ class Services:
             experiments=ExperimentTraffic(store.experiments.client_ids),
             links=prompts.links,
         )
-        pending = PendingWrites(retry_after=retry_after)
+        pending = PendingWrites(retry_after=retry_after, settle=records.settle)
         rollups = RollupService(
             store.rollups,
             settle=timedelta(seconds=settings.rollup_settle_seconds),
@@ -207,6 +208,7 @@ class Services:
         # The audit log (docs/security.md, "Audit log"): a backup holds every entry acknowledged.
         audit_store = AuditStore(store.client, store.database, store.cluster, settings.store_url)
         store.backups.also_settle(audit_store.settle)
+        store.backups.also_settle(records.settle)  # the log's journal too
         return cls(
             settings=settings,
             store=store,

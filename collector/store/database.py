@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from clickhouse_connect.driver.client import Client
 
 from .analytics import AnalyticsStore
@@ -16,6 +18,7 @@ from .prompts import PromptStore
 from .requests import RequestStore
 from .rollups import RollupStore
 from .scores import ScoreStore
+from .writes.log_journal import SettlingClient
 
 
 class Store:
@@ -46,9 +49,12 @@ class Store:
         self.request_writes = (
             RequestStore(writer, database, cluster, traced) if writer is not None else self.requests
         )
-        self.rollups = RollupStore(client, database, self.requests.table)
-        self.analytics = AnalyticsStore(client, self.requests, self.rollups)
-        self.exports = ExportStore(client, database, self.requests, self.is_embedded)
+        # Their reads of the log first settle its journal, as the log's own store's do.
+        journal = self.requests.journal_path()
+        log_client = client if journal is None else cast(Client, SettlingClient(client, journal))
+        self.rollups = RollupStore(log_client, database, self.requests.table)
+        self.analytics = AnalyticsStore(log_client, self.requests, self.rollups)
+        self.exports = ExportStore(log_client, database, self.requests, self.is_embedded)
         self.backups = BackupStore(client, database, self.prompts.settle)
         self.datasets = DatasetStore(client, database, cluster)
         self.experiments = ExperimentStore(client, database, cluster)

@@ -95,7 +95,9 @@ class RecordDetails:
         """
         with self._side_lock:
             if self._side is None:
-                embedded = type(self._client).__name__ == "ChdbClient"
+                # The client itself, not the journal's settling wrapper of it.
+                client = getattr(self._client, "wrapped", self._client)
+                embedded = type(client).__name__ == "ChdbClient"
                 self._side = open_client(self._client.uri) if embedded else self._client
                 self._side_pool = ThreadPoolExecutor(2, thread_name_prefix="detail-scores")
             side, pool = self._side, self._side_pool

@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from clickhouse_connect.driver.client import Client
 
-from .connection import utc
+from .connection import close_client, open_client, utc
 from .metadata_index import REQUEST_PROMPTS, MetadataIndex, by_prompt_index
 from .request_details import RecordDetails
 from .request_filters import (
@@ -58,6 +59,7 @@ from .score_sql import (
 )
 from .score_tables import SCORES, SCORES_BY_TARGET
 from .traced_score_names import TracedScoreNames
+from .writes.log_journal import SettlingClient
 
 
 class RequestStore(RecordDetails):
@@ -71,9 +73,16 @@ class RequestStore(RecordDetails):
         traced_names: TracedScoreNames | None = None,
     ) -> None:
         """``traced_names``: the score store's, which learns of every score write of the
-        process; by default one that asks the store each time for what it does not know."""
-        self._client = client
+        process; by default one that asks the store each time for what it does not know.
+
+        On the embedded store every query first settles the log's journal, if one is open
+        (``writes/log_journal.py``): a read sees every record acknowledged before it."""
+        self._database = database
         self._cluster = cluster
+        self._journal_path = _journal_path(client, database, cluster)
+        if self._journal_path is not None:
+            client = cast(Client, SettlingClient(client, self._journal_path))
+        self._client = client
         # A second handle (and threads) for the reads a detail runs beside the record's:
         # see get_with_scores. Opened on first use.
         self._side: Client | None = None
@@ -107,6 +116,16 @@ class RequestStore(RecordDetails):
         self._densities = DensityHints()
 
     # -- writes ----------------------------------------------------------------------------
+
+    def journal_path(self) -> Path | None:
+        """Where the log's journal of this database lives (beside the engine's files), on the
+        embedded store; None on a server, where no collector keeps local files."""
+        return self._journal_path
+
+    def applier(self) -> tuple[RequestStore, Callable[[], None]]:
+        """The log on a client of its own (the journal's inserts), and what closes it."""
+        client = open_client(self._client.uri)
+        return RequestStore(client, self._database, self._cluster), lambda: close_client(client)
 
     def insert(self, batches: Sequence[bytes], settings: dict[str, Any] | None = None) -> None:
         """Insert batches of rows, each made by :func:`.request_rows.encode_rows`, in one block."""
@@ -388,3 +407,10 @@ class RequestStore(RecordDetails):
                 settings={**self._insert_settings, **settings},
             )
         return count
+
+
+def _journal_path(client: Client, database: str, cluster: str | None) -> Path | None:
+    uri = str(getattr(client, "uri", ""))
+    if cluster or not uri.startswith("chdb://"):
+        return None
+    return Path(uri.removeprefix("chdb://")) / "request-journal" / f"{database}.journal"

@@ -15,7 +15,11 @@ written is declared once, in :mod:`.plan`, and these modules do it:
   :class:`RowWriter` makes an asynchronous insert instead: the server's own group commit.
   Ids are the caller's (or made before the write), so a retry of a refused batch is
   collapsed by the table; records a batch rejects never reach the writer, and are reported
-  by index by the ingest service.
+  by index by the ingest service. By default (``PROMPTRAIL_REQUEST_JOURNAL``) the embedded
+  store's group commit is the log's journal (:mod:`.log_journal`): a caller's rows are
+  answered once appended to a file, a thread inserts every chunk waiting in one block right
+  behind, every read of the log first waits for what was answered before it, and the next
+  open stores what a killed process left; bounded in bytes and refusing as the buffer does.
 - **Leader commit and journal** (:class:`.group_commit.LeaderCommit`, :mod:`.journal`): the
   registry on the embedded store. Its rows follow a decision taken in memory under the
   registry's lock (a version number, a name's claim: ``store/prompts/group_commit.py``), so

@@ -3,8 +3,9 @@
 A run answers its caller as soon as the provider's answer is priced; its record is stored
 right after, on a small worker pool, instead of the caller waiting for the insert (most of a
 run's own cost on the embedded store). Reads of the request log first wait for the project's
-records still being stored, so anything a client saw finish is in every list, detail, search,
-export, analytics and delete that follows it on this collector. Shutdown drains the pool
+records still being stored (and for the log's journal, when its writer keeps one), so
+anything a client saw finish is in every list, detail, search, export, analytics and delete
+that follows it on this collector. Shutdown drains the pool
 before the store closes, so a graceful stop loses nothing.
 
 A write that is :class:`.Refused` (the store stalled, failing, its group commit full) is
@@ -40,8 +41,16 @@ _STORE_PATIENCE = 600.0
 class PendingWrites:
     """Records acknowledged to their writer and still being stored, per project."""
 
-    def __init__(self, workers: int = 8, retry_after: float = 2.0) -> None:
+    def __init__(
+        self,
+        workers: int = 8,
+        retry_after: float = 2.0,
+        settle: Callable[[], None] | None = None,
+    ) -> None:
+        """``settle`` waits for the rows the log's writer answered before they were stored
+        (its journal: ``RowWriter.settle``); a read waits for it after the records here."""
         self._retry_after = retry_after
+        self._settle = settle
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promptrail-wb")
         self._pending: defaultdict[str, set[Future[None]]] = defaultdict(set)
         self._lock = threading.Lock()
@@ -56,11 +65,14 @@ class PendingWrites:
         return future
 
     def wait(self, project: str, timeout: float = _READ_WAIT) -> None:
-        """Return once the project's pending records are stored (or ``timeout`` passed)."""
+        """Return once the project's pending records are stored (or ``timeout`` passed), and
+        every record the log's writer answered before (its journal: see ``settle``)."""
         with self._lock:
             pending = list(self._pending.get(project, ()))
         if pending:
             wait_futures(pending, timeout=timeout)
+        if self._settle is not None:
+            self._settle()
 
     def close(self) -> None:
         """Store every pending record (one last try where the store refuses), stop the workers."""

@@ -52,7 +52,9 @@ REQUEST_LOG = TableGroup(
     WriteMode.GROUP_COMMIT,
     WriteMode.ASYNC_INSERT,
     "every insert writes a part: one per HTTP request would cap ingest at a few hundred "
-    "requests/s and flood the table with tiny parts; bounded, so a stalled store is a 503",
+    "requests/s and flood the table with tiny parts; bounded, so a stalled store is a 503. "
+    "On the embedded store the group commit is a journal by default: answered once in a "
+    "file, inserted right behind in large blocks, reads wait for it (writes/log_journal.py)",
 )
 RUN_RECORDS = TableGroup(
     "run records",

@@ -3,18 +3,24 @@
 :class:`RowWriter` takes rows already encoded in the table's insert format and answers
 :class:`.Stored` once they are, or :class:`.Refused`; how they get there is the group's
 declared mode (:mod:`.plan`): a group commit in this process (the embedded store) or the
-server's asynchronous insert.
+server's asynchronous insert. On the embedded store the group commit keeps the rows in the
+log's journal (:mod:`.log_journal`, ``GroupCommitLimits.journal``): they are answered once
+appended there, stored right behind in large inserts, and every read of the log waits for
+them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..connection import error_summary, is_store_outage
+from . import log_journal
 from .group_commit import BufferClosed, BufferFull, InsertBuffer, WritesFailing
+from .log_journal import LogJournal
 from .outcomes import STORED, Refused, WriteOutcome
 from .plan import TableGroup, WriteMode
 
@@ -33,18 +39,27 @@ class RowTable(Protocol):
     def probe_insert(self) -> None:
         """Insert no rows (the store's checks still run), to tell when writes work again."""
 
+    def journal_path(self) -> Path | None:
+        """Where the table's journal lives (the embedded store), or None (a server)."""
+
+    def applier(self) -> tuple[RowTable, Callable[[], None]]:
+        """The table on a client of its own, and what closes that client."""
+
 
 @dataclass(frozen=True)
 class GroupCommitLimits:
     """The group commit's bounds (docs/deploy.md, "When the store stalls").
 
     ``pending_bytes`` of rows at most wait for the store; a caller waits up to
-    ``wait_seconds`` for room; a failing store is probed every ``probe_seconds``.
+    ``wait_seconds`` for room; a failing store is probed every ``probe_seconds``. ``journal``:
+    on a store that has one (embedded), rows are answered once in the log's journal
+    (:mod:`.log_journal`) instead of once inserted (``PROMPTRAIL_REQUEST_JOURNAL``).
     """
 
     pending_bytes: int = 96 << 20
     wait_seconds: float = 5.0
     probe_seconds: float = 1.0
+    journal: bool = False
 
 
 class RowWriter:
@@ -67,17 +82,21 @@ class RowWriter:
         self._what = what
         self._ack_timeout = ack_timeout
         limits = limits or GroupCommitLimits()
-        self._buffer = (
-            InsertBuffer(
+        grouped = mode is WriteMode.GROUP_COMMIT
+        path = table.journal_path() if grouped and limits.journal else None
+        self._journal_path = path
+        self._journal: LogJournal | None = None
+        self._buffer: InsertBuffer | None = None
+        if path is not None:
+            self._journal = log_journal.acquire(path, lambda: _open_journal(table, path, limits))
+        elif grouped:
+            self._buffer = InsertBuffer(
                 table.insert,
                 max_pending_bytes=limits.pending_bytes,
                 wait=limits.wait_seconds,
                 probe=table.probe_insert,
                 probe_interval=limits.probe_seconds,
             )
-            if mode is WriteMode.GROUP_COMMIT
-            else None
-        )
 
     @classmethod
     def for_group(
@@ -93,11 +112,31 @@ class RowWriter:
     @property
     def held_bytes(self) -> int:
         """Bytes of rows waiting for the store in this process (0 without a group commit)."""
+        if self._journal is not None:
+            return self._journal.held_bytes
         return self._buffer.held_bytes if self._buffer is not None else 0
+
+    @property
+    def journaled(self) -> bool:
+        """Whether rows are answered once in the log's journal (not once inserted)."""
+        return self._journal is not None
+
+    def settle(self) -> None:
+        """Return once every row answered so far is in the store's tables (at once without a
+        journal: rows are answered once stored); see :meth:`.LogJournal.settle`."""
+        if self._journal is not None:
+            self._journal.settle()
+
+    def probe(self) -> None:
+        """Try the store now with an insert of no rows: a journaled writer refuses rows at
+        once if it fails, as after a failed insert of its own."""
+        if self._journal is not None:
+            self._journal.probe()
 
     def refusal(self) -> Refused | None:
         """Why rows would be refused right now, or None while the writer takes them."""
-        state = self._buffer.refusal() if self._buffer is not None else None
+        source = self._journal if self._journal is not None else self._buffer
+        state = source.refusal() if source is not None else None
         if state is None:
             return None
         return Refused(busy=state.full, message=state.message, details=state.details)
@@ -111,9 +150,11 @@ class RowWriter:
         """
         if not count:
             return STORED
+        not_stored = f"{self._what} not stored"
+        if self._journal is not None:
+            return self._journal_append(rows, not_stored)
         if self._buffer is None:
             return self._insert_async(rows)
-        not_stored = f"{self._what} not stored"
         started = time.monotonic()
         try:
             waiter = self._buffer.submit(rows)
@@ -143,6 +184,19 @@ class RowWriter:
                 f"{error_summary(exc)}",
             )
 
+    def _journal_append(self, rows: bytes, not_stored: str) -> WriteOutcome:
+        """Kept once appended to the journal: stored right behind, read by every read after."""
+        assert self._journal is not None
+        try:
+            self._journal.submit(rows)
+        except BufferFull as exc:
+            return Refused(busy=True, message=f"{not_stored}: {exc}")
+        except (WritesFailing, BufferClosed) as exc:
+            return Refused(busy=False, message=f"{not_stored}: {exc}")
+        except OSError as exc:
+            return Refused(busy=False, message=f"{not_stored}: the journal took no append: {exc}")
+        return STORED
+
     def _insert_async(self, rows: bytes) -> WriteOutcome:
         """A ClickHouse server batches for us: async inserts, acknowledged once flushed."""
         try:
@@ -154,6 +208,31 @@ class RowWriter:
         return STORED
 
     def close(self) -> None:
-        """Store what is waiting and stop the group commit's thread."""
+        """Store what is waiting and stop the group commit's thread (a journal shared with
+        another writer of the same log stays open for it)."""
         if self._buffer is not None:
             self._buffer.close()
+        if self._journal_path is not None and self._journal is not None:
+            self._journal = None
+            log_journal.release(self._journal_path)
+
+
+def _open_journal(
+    table: RowTable, path: Path, limits: GroupCommitLimits
+) -> tuple[LogJournal, Callable[[], None]]:
+    """The log's journal at ``path``, inserting through a client of its own (a stalled insert
+    then holds neither reads nor the collector's other writes)."""
+    applier, close = table.applier()
+    try:
+        journal = LogJournal(
+            path,
+            applier.insert,
+            applier.probe_insert,
+            max_pending_bytes=limits.pending_bytes,
+            wait=limits.wait_seconds,
+            retry_interval=limits.probe_seconds,
+        )
+    except BaseException:
+        close()
+        raise
+    return journal, close

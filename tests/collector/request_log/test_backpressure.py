@@ -170,7 +170,7 @@ def test_a_run_answered_as_the_store_fails_keeps_its_record_and_later_runs_wait(
     with httpx.Client(base_url=live.url, headers=DEFAULT_AUTH, timeout=60) as api:
         create_prompt(api)
         assert live.post(record("req_seed")).status_code == 201
-        live.stall("fail")
+        live.stall("fail", probe=False)  # the collector learns of it from an insert
         answered = run(api, variables={"name": "Ada"})  # its record's insert then fails
         answered_at = time.monotonic()
         while httpx.get(f"{live.url}/health").status_code == 200:

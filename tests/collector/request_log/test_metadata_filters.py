@@ -173,6 +173,7 @@ def test_requests_has_the_last_word_over_the_index(api: TestClient) -> None:
     post_batch(api, records)
     store = api.app.state.services.store  # type: ignore[attr-defined]
     view = f"`{store.database}`.request_metadata_mv"
+    api.app.state.services.records.settle()  # type: ignore[attr-defined]  # stored, indexed
     # Tombstone u2's records in requests alone: the index still holds them as live.
     store.client.command(f"DETACH TABLE {view}")
     try:

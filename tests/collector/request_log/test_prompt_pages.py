@@ -176,6 +176,7 @@ def test_the_records_have_the_last_word_over_the_prompt_index(api: TestClient) -
     post_batch(api, records)
     store = api.app.state.services.store  # type: ignore[attr-defined]
     view = f"`{store.database}`.request_prompts_mv"
+    api.app.state.services.records.settle()  # type: ignore[attr-defined]  # stored, indexed
     store.client.command(f"DETACH TABLE {view}")
     try:
         deleted = api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})

@@ -98,6 +98,7 @@ def test_retried_and_deleted_client_ids(api: TestClient) -> None:
     records = [full_record(f"req_client-{i}", i) for i in range(4)]
     for _ in range(3):
         post_batch(api, records)
+        services.records.settle()  # each copy stored by an insert of its own
     api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})
 
     assert api.get("/v1/requests/req_client-1").json()["data"]["output"] == {"content": "answer 1"}

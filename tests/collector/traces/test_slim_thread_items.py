@@ -31,6 +31,7 @@ SESSION = "s-slim"
 def _session_rows(api: TestClient) -> dict[str, tuple[str, str]]:
     """The session's rows of ``thread_items``: (item, trace id) by record id."""
     store = api.app.state.services.store
+    api.app.state.services.records.settle()  # the records acknowledged so far are stored
     rows = store.client.query(
         f"SELECT id, item, trace_id FROM `{store.database}`.thread_items "
         "WHERE key = 'session_id' AND value = {s:String}",
