@@ -36,8 +36,9 @@ from .request_filters import RESERVED_PREFIX
 from .schema import Table, View, quote
 
 # The percentiles a latency group reports; both sides of a read carry them as aggregate states
-# of quantilesBFloat16: counts per latency rounded to 8 significant bits (under 0.4% off),
-# deterministic, and merged an order of magnitude faster than the sampling ``quantiles``.
+# of quantilesBFloat16: counts per latency cut to 8 significant bits (a percentile is the exact
+# one or up to 0.78% below it: docs/api-notes.md, "Analytics"), deterministic, and merged an
+# order of magnitude faster than the sampling ``quantiles``.
 LEVELS = "0.5, 0.95, 0.99"
 
 Span = Literal["hour", "day"]
