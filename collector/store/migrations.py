@@ -452,6 +452,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             SCORE_SUMS_BY_TIME_SEED,
         ),
     ),
+    # Smaller compressed blocks of the scores by target (see store/score_tables.py): a page's
+    # or a detail's score read of random record ids decompresses less per target. Parts
+    # written before keep their blocks until a merge rewrites them.
+    Migration(
+        43,
+        "scores_by_target_small_blocks",
+        (
+            ModifySetting(SCORES_BY_TARGET, "min_compress_block_size"),
+            ModifySetting(SCORES_BY_TARGET, "max_compress_block_size"),
+        ),
+    ),
     # The waiting decisions not yet replaced, in time order (docs/benchmarks.md, "Online
     # evaluation"): a page of `decision=waiting` reads them instead of every waiting row ever
     # written (see store/evaluation/tables.py).

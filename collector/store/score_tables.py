@@ -198,7 +198,14 @@ SCORES_BY_TARGET = Table(
     engine="ReplacingMergeTree",
     engine_args=("written_at",),
     order_by="(project, target, id)",
-    settings=("index_granularity = 256",),
+    # Small compressed blocks (migration 43): a page's targets with random ids are each a
+    # granule of their own, and each decompressed a whole block of 64 KiB or more per column
+    # (a page's score read 14.5 -> 9.1 ms in process at 300k records, +5% on disk).
+    settings=(
+        "index_granularity = 256",
+        "min_compress_block_size = 4096",
+        "max_compress_block_size = 65536",
+    ),
 )
 
 # The view as migration 22 made it, before scores had sessions (see SCORE_SUMS_MV_BEFORE_37).

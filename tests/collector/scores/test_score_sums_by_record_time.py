@@ -201,9 +201,19 @@ def test_deleting_records_takes_their_early_scores_out_of_the_sums_by_time(
 def test_an_upgraded_store_keeps_every_filter_result(settings: Settings) -> None:
     rows = wide_rows("up", 3, 10)
     ids = [r.id for r in rows]
-    # The scores table as releases before migration 42 made it: no ``record_at``.
+    # The score tables as releases before migration 42 made them: no ``record_at``, the
+    # scores by target in compressed blocks of the defaults' size (migration 43 makes them
+    # smaller).
+    db = f"`{settings.database}`"
     store_before(
-        settings, 42, rows, [f"ALTER TABLE `{settings.database}`.scores DROP COLUMN record_at"]
+        settings,
+        42,
+        rows,
+        [
+            f"ALTER TABLE {db}.scores DROP COLUMN record_at",
+            f"ALTER TABLE {db}.scores_by_target MODIFY SETTING min_compress_block_size = 65536, "
+            "max_compress_block_size = 1048576",
+        ],
     )
     client = open_client(settings.store_url)
     columns = "project, id, request_id, trace_id, name, data_type, value, value_number, "
@@ -228,6 +238,13 @@ def test_an_upgraded_store_keeps_every_filter_result(settings: Settings) -> None
     day = "2026-05-04"
     with TestClient(create_app(settings), headers=DEFAULT_AUTH) as api:
         client, database = store_client(api), settings.database
+        (made,) = client.query(
+            "SELECT create_table_query FROM system.tables WHERE database = {d:String} "
+            "AND name = 'scores_by_target'",
+            parameters={"d": database},
+        ).result_rows[0]
+        assert "min_compress_block_size = 4096" in made, made
+        assert "max_compress_block_size = 65536" in made, made
         by_time = assert_exact(client, database, ["q", "k"])
         times = record_times(client, database)
         assert (("q", 0, times[ids[0]], ids[0], "0.9")) in by_time
