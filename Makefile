@@ -122,7 +122,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/otlp_ingest.py --records 100000
 	$(PY) benchmarks/request_log.py --records 200000 --batch 2000 --workers 4 --raw --reads-now \
 		--only "list by metadata" --samples 100
-	$(PY) benchmarks/otlp_ingest.py --records 20480 --batch 512 --senders 1 --rounds 1 --only otlp
+	$(PY) benchmarks/otlp_ingest.py --records 51200 --batch 512 --senders 1 --rounds 2 --only otlp --journal both
 	$(PY) benchmarks/traces.py --records 1000000
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py

@@ -17,6 +17,11 @@ the OTel exporter with ``compression=gzip``):
 ``--senders 1 --batch 512 --only otlp`` is one exporter in flight as an OpenTelemetry
 ``BatchSpanProcessor`` sends (512 spans an export, the next export once the last is answered;
 issue 52): latency-bound, so what it measures is one export's time through the collector.
+``--journal both`` runs each round twice per route, with the embedded store's request-log
+journal on and off (``PROMPTRAIL_REQUEST_JOURNAL``), alternating which goes first: the
+before and after of the journal in one run. With the journal the answers come before the
+inserts, so "until visible" (every record counted by the analytics) and the CPU until then
+are the figures to compare.
 
 Every body is built before the clock starts, so the figures are the collector's: the time
 from the first request until every batch is answered (both routes answer once the records
@@ -217,6 +222,8 @@ class Run:
     seconds: float
     cpu: float
     visible: float = 0.0
+    cpu_visible: float = 0.0  # the collector's CPU until every record was visible
+    journal: str = "on"
 
     @property
     def rate(self) -> float:
@@ -224,17 +231,24 @@ class Run:
 
 
 def run(
-    route: str, bodies: list[bytes], expected: int, data_dir: Path, senders: int = SENDERS
+    route: str,
+    bodies: list[bytes],
+    expected: int,
+    data_dir: Path,
+    senders: int = SENDERS,
+    journal: str = "on",
 ) -> Run:
     """One route into a fresh collector: every body from ``senders`` threads, timed until the
-    last is answered (``seconds``) and until every record is readable (``visible``)."""
+    last is answered (``seconds``) and until every record is readable (``visible``);
+    ``journal`` on or off: the request-log journal of the embedded store."""
     path, content_type, _ = ROUTES[route]
     headers = {
         "Authorization": f"Bearer {API_KEY}",
         "Content-Type": content_type,
         "Content-Encoding": "gzip",
     }
-    with collector(data_dir, API_KEY) as running:
+    flag = {"PROMPTRAIL_REQUEST_JOURNAL": "1" if journal == "on" else "0"}
+    with collector(data_dir, API_KEY, **flag) as running:
         limits = httpx.Limits(max_connections=senders, max_keepalive_connections=senders)
         with httpx.Client(base_url=running.url, timeout=300, limits=limits) as client:
             cpu_before = cpu_seconds(running.process.pid)
@@ -249,9 +263,10 @@ def run(
                 taken(route, answer)
             count = count_records(client, expected)
             visible = time.perf_counter() - started
+            cpu_visible = cpu_seconds(running.process.pid) - cpu_before
             if count != expected:
                 raise RuntimeError(f"{route}: {count} records stored, not {expected}")
-    return Run(route, expected, seconds, cpu, visible)
+    return Run(route, expected, seconds, cpu, visible, cpu_visible, journal)
 
 
 def count_records(client: httpx.Client, expected: int) -> int:
@@ -285,6 +300,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--senders", type=int, default=SENDERS, help="requests in flight")
     parser.add_argument("--only", choices=tuple(ROUTES), help="measure one route (profiling)")
+    parser.add_argument(
+        "--journal",
+        choices=("on", "off", "both"),
+        default="on",
+        help="the request-log journal (both: each round with and without it, alternating)",
+    )
     args = parser.parse_args()
     machine = Machine.current()
     print(f"- Machine: {machine.line()}\n- Date: {machine.date}\n- Load: {load_average()}")
@@ -299,22 +320,28 @@ def main() -> None:
         for n in range(args.rounds):
             order = ("json", "otlp") if n % 2 == 0 else ("otlp", "json")
             order = tuple(r for r in order if args.only in (None, r))
+            modes = ("on", "off") if args.journal == "both" else (args.journal,)
+            if n % 2:
+                modes = modes[::-1]
             for route in order:
-                result = run(
-                    route, bodies[route], args.records, scratch / f"{route}-{n}", args.senders
-                )
-                results[route].append(result)
-                print(
-                    f"  round {n + 1} {route}: {result.records:,} records in {result.seconds:.1f} s"
-                    f" = {result.rate:,.0f}/s ({args.records / result.visible:,.0f}/s until "
-                    f"visible); collector CPU {result.cpu:.1f} s "
-                    f"({result.cpu / result.records * 1e6:.0f} µs a record)",
-                    flush=True,
-                )
-                shutil.rmtree(scratch / f"{route}-{n}", ignore_errors=True)
+                for mode in modes:
+                    where = scratch / f"{route}-{mode}-{n}"
+                    result = run(
+                        route, bodies[route], args.records, where, args.senders, journal=mode
+                    )
+                    results[route].append(result)
+                    print(
+                        f"  round {n + 1} {route} journal {mode}: {result.records:,} records in "
+                        f"{result.seconds:.1f} s = {result.rate:,.0f}/s "
+                        f"({args.records / result.visible:,.0f}/s until visible); collector CPU "
+                        f"{result.cpu_visible:.1f} s until visible "
+                        f"({result.cpu_visible / result.records * 1e6:.0f} µs a record)",
+                        flush=True,
+                    )
+                    shutil.rmtree(where, ignore_errors=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if args.only:
+    if args.only or args.journal == "both":
         return
     json_rate = statistics.median(r.rate for r in results["json"])
     otlp_rate = statistics.median(r.rate for r in results["otlp"])
