@@ -101,8 +101,8 @@ class CallRecord:
     cached_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
-    # A stream's items kept as they passed (a list, _streams.py), and how to read them into
-    # the record: finish() reads them at once, however the stream ends.
+    # A stream's latest item, read only in part on its way (its text), and how to read the
+    # rest of it (finish reason, usage): finish() reads it, however the stream ends.
     tail: Any = None
     read_tail: Callable[[CallRecord, Any], None] | None = None
 
@@ -171,12 +171,6 @@ class CallRecord:
             read(self, result)
         except Exception:  # a response of an unexpected shape: record the call without it
             logger.debug("promptrail: could not read a response", exc_info=True)
-
-    def read_kept(self, kept: list[Any]) -> None:
-        """Read a long stream's items kept so far (``tail``) into the record, and drop them."""
-        if not self._ended and self.read_tail is not None:
-            self._read(self.read_tail, kept)
-        del kept[:]
 
     def finish(self) -> None:
         """End the span with what was collected (idempotent)."""

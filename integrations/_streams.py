@@ -4,12 +4,11 @@ ends, is closed, or is garbage-collected half-read.
 Two ways, both leaving ``isinstance(s, openai.Stream)``, every attribute and helper method
 working:
 
-- **The SDK's own stream, its class swapped** (:func:`collect_sdk_stream`, openai's
-  ``Stream`` and ``AsyncStream``): the instance's class becomes a subclass that only adds ``close``
-  and ``__del__``, and the stream's own iterator is replaced by one generator that keeps each
-  item in a list and does nothing else; the list is read into the record once, when the
-  stream ends (or every :data:`BATCH` items of a long one). A for loop resumes that one
-  generator per event, as many layers as without capture.
+- **The SDK's own stream, its class swapped** (:func:`capture_in_place`, openai's ``Stream``
+  and ``AsyncStream``): the instance's class becomes a subclass that only adds ``close`` and
+  ``__del__``, and the stream's own iterator is replaced by the one generator that reads each
+  item on its way (:data:`ReadStream`). A for loop resumes that generator in place of the
+  SDK's pass-through ``__iter__``: as many frames per event as without capture.
 - **A ``wrapt.ObjectProxy``** for any other stream: only iteration, context management and
   ``close`` are intercepted, and each item is read as it passes.
 """
@@ -24,47 +23,22 @@ import wrapt
 from ._calls import CallRecord
 
 OnItem = Callable[[CallRecord, Any], None]
-ReadItems = Callable[[CallRecord, list[Any]], None]
-"""Read a stream's items, in order, into the record at once (an item of a shape it does not
-know is recorded as far as it can, never an error)."""
+ReadStream = Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]
+"""The generator a for loop over a synchronous stream gets: the stream's items, each read into
+the record on its way (the first one noted as the first token); it finishes the record at the
+end and fails it on an error. Leaving the loop early (GeneratorExit) is for the stream's
+close(), __exit__ or finaliser to record. One generator per stream and no call per item: each
+layer between the caller and the SDK's own generator costs every event a resume.
 
-BATCH = 256
-"""A long stream's items are read into the record every this many, so a stream of thousands
-of events does not hold them all (the SDK's own objects) until its end."""
+The third argument is the stream, held by the generator's frame and otherwise unused: in
+``for chunk in client.chat.completions.create(...)`` nothing else holds the stream (or its
+proxy) once the loop has its iterator, and its finaliser would end the record before the first
+chunk.
 
-
-def _collect(
-    record: CallRecord, items: Iterator[Any], read: ReadItems, _stream: object
-) -> Iterator[Any]:
-    """The stream's items as the SDK gives them, each kept for the record (``record.tail``).
-
-    The caller's thread does nothing else per item: reading the items between the SDK's own
-    work on each cost the calling thread several times what the same reading costs at once
-    (docs/benchmarks.md, "SDK overhead, black-box harness"). ``_stream`` is held so that a
-    loop over the call itself (``for c in client.chat.completions.create(...)``) keeps the
-    stream alive until the loop is done.
-    """
-    kept: list[Any] = record.tail
-    keep = kept.append
-    try:
-        # The first item apart: the time to first token is noted once, not per item.
-        for item in items:
-            record.first_token()
-            keep(item)
-            yield item
-            break
-        for item in items:
-            keep(item)
-            yield item
-            if len(kept) >= BATCH:
-                record.read_kept(kept)
-    except GeneratorExit:  # closed: the stream was dropped (or closed) half-read
-        record.finish()
-        raise
-    except BaseException as exc:
-        record.fail(exc)
-        raise
-    record.finish()
+What a reading keeps while the stream runs matters more than the instructions it runs: the
+SDK's chunks are garbage-collected objects, and keeping them all to read at the end cost the
+calling thread ~65 µs more per 24-event stream than letting each go (docs/benchmarks.md, "SDK
+overhead, black-box harness"); text pieces (strings) and the latest chunk are what is kept."""
 
 
 def _close(stream: Any) -> None:
@@ -137,8 +111,13 @@ def _subclass(base: type, is_async: bool) -> type:
     return cls
 
 
-def collect_sdk_stream(
-    result: Any, record: CallRecord, read: ReadItems, is_async: bool, sdk_types: tuple[type, ...]
+def capture_in_place(
+    result: Any,
+    record: CallRecord,
+    on_item: OnItem,
+    read: ReadStream | None,
+    is_async: bool,
+    sdk_types: tuple[type, ...],
 ) -> bool:
     """Capture the SDK's own stream object in place; False if it is not of the known shape.
 
@@ -152,36 +131,30 @@ def collect_sdk_stream(
     state = getattr(result, "__dict__", None)
     if base not in sdk_types or state is None or "_iterator" not in state:
         return False
-    record.tail, record.read_tail = [], read
     items = state["_promptrail_items"] = state["_iterator"]
     if is_async:
-        state["_iterator"] = _acollect(record, items, read, result)
+        state["_iterator"] = _each_async(record, items, on_item, result)
     else:
-        state["_iterator"] = _collect(record, items, read, result)
+        state["_iterator"] = (read or item_by_item(on_item))(record, items, result)
     state["_promptrail_record"] = record
     result.__class__ = _subclass(base, is_async)
     return True
 
 
-async def _acollect(
-    record: CallRecord, items: AsyncIterator[Any], read: ReadItems, _stream: object
+async def _each_async(
+    record: CallRecord, items: AsyncIterator[Any], on_item: OnItem, _stream: object
 ) -> AsyncIterator[Any]:
-    """:func:`_collect` for an async stream."""
-    kept: list[Any] = record.tail
-    keep = kept.append
+    """An async stream's items, each given to ``on_item`` (a :data:`ReadStream`'s twin)."""
     try:
         async for item in items:
             record.first_token()
-            keep(item)
+            on_item(record, item)
             yield item
             break
         async for item in items:
-            keep(item)
+            on_item(record, item)
             yield item
-            if len(kept) >= BATCH:
-                record.read_kept(kept)
     except GeneratorExit:
-        record.finish()
         raise
     except BaseException as exc:
         record.fail(exc)
@@ -189,15 +162,8 @@ async def _acollect(
     record.finish()
 
 
-def item_by_item(on_item: OnItem) -> Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]:
-    """The generator a for loop over a proxied synchronous stream gets: the stream's items,
-    each given to ``on_item`` on its way (the first one noted as the first token); it finishes
-    the record at the end and fails it on an error. Leaving the loop early (GeneratorExit) is
-    the proxy's to record (close(), __exit__ or __del__).
-
-    The third argument is the proxy, held by the generator's frame and otherwise unused: in
-    ``for chunk in client.chat.completions.create(...)`` nothing else holds the proxy once the
-    loop has its iterator, and its ``__del__`` would end the record before the first chunk."""
+def item_by_item(on_item: OnItem) -> ReadStream:
+    """A :data:`ReadStream` that gives each item to ``on_item``."""
 
     def read(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
         try:
@@ -224,10 +190,13 @@ def item_by_item(on_item: OnItem) -> Callable[[CallRecord, Iterable[Any], object
 class _StreamProxy(wrapt.ObjectProxy[Any]):
     """What both proxies hold: the call's record and what each item adds to it."""
 
-    def __init__(self, wrapped: Any, record: CallRecord, on_item: OnItem) -> None:
+    def __init__(
+        self, wrapped: Any, record: CallRecord, on_item: OnItem, read: ReadStream | None = None
+    ) -> None:
         super().__init__(wrapped)
         self._self_record = record
         self._self_on_item = on_item
+        self._self_read = read
 
     def __del__(self) -> None:  # dropped half-read: record what was read
         self._self_record.finish()
@@ -239,7 +208,8 @@ class SyncStreamProxy(_StreamProxy):
     def __iter__(self) -> Iterator[Any]:
         # A for loop gets a generator over the stream's own iterator: resuming it costs less
         # per event than a call of __next__ through the proxy (next() on the proxy still works).
-        return item_by_item(self._self_on_item)(self._self_record, self.__wrapped__, self)
+        read = self._self_read or item_by_item(self._self_on_item)
+        return read(self._self_record, self.__wrapped__, self)
 
     def __next__(self) -> Any:
         record = self._self_record  # per event: one lookup through the proxy, not three

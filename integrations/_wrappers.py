@@ -18,7 +18,7 @@ from promptrail._context import framework_call
 
 from ._calls import CallRecord, is_raw_response, suppressed
 from ._patching import Patch
-from ._streams import AsyncStreamProxy, ReadItems, SyncStreamProxy, collect_sdk_stream
+from ._streams import AsyncStreamProxy, ReadStream, SyncStreamProxy, capture_in_place
 
 Start = Callable[[dict[str, Any]], CallRecord]
 OnResult = Callable[[CallRecord, Any], None]
@@ -39,10 +39,11 @@ class Endpoint:
     """Fill the record from one item (chunk, event) of a stream."""
     stream_types: Callable[[], tuple[type, ...]]
     """The SDK's stream classes (imported on first use)."""
-    read_items: ReadItems | None = None
-    """A stream's items read into the record at once (they are kept as they pass): when
-    given, the SDK's own stream object is captured in place rather than proxied, and the
-    caller's thread does nothing per item but keep it (``on_item`` is for the proxy)."""
+    read_stream: ReadStream | None = None
+    """A synchronous stream's items as the caller gets them, each read into the record on
+    its way (``on_item`` item by item when None): one generator that reads inline costs less
+    per event than a call per item. Leaving the loop early (GeneratorExit) is recorded by
+    the stream's close or finaliser (_streams.py)."""
     _kinds: dict[type, int] = field(default_factory=dict, compare=False, repr=False)
 
     def _kind(self, result: Any) -> int:
@@ -63,14 +64,13 @@ class Endpoint:
         if kind == _PLAIN:
             record.done(self.on_result, result)
         elif kind == _STREAM:
-            read = self.read_items
-            if read is not None and collect_sdk_stream(
-                result, record, read, is_async, self.stream_types()
+            if capture_in_place(
+                result, record, self.on_item, self.read_stream, is_async, self.stream_types()
             ):
                 return result
             if is_async:
                 return AsyncStreamProxy(result, record, self.on_item)
-            return SyncStreamProxy(result, record, self.on_item)
+            return SyncStreamProxy(result, record, self.on_item, self.read_stream)
         else:
             # with_raw_response: the SDK hands back the raw response; parse() is cached, so the
             # caller's own parse() returns the very object recorded here.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._calls import CallRecord, message_texts
@@ -75,8 +76,8 @@ def _any_chat_result(record: CallRecord, result: Any) -> None:
 
 
 def _chat_chunk(record: CallRecord, chunk: Any) -> None:
-    # Runs for every event of a stream that is not the SDK's own (_streams.py's proxy), in
-    # the application's thread: read as _chat_result reads.
+    # Runs for every event read with next() (a for loop takes _chat_stream), in the
+    # application's thread: read as _chat_result reads.
     text = record.text
     read = len(text)
     try:
@@ -97,36 +98,84 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _usage(record, usage, "prompt_tokens", "completion_tokens")
 
 
-def _chat_chunks(record: CallRecord, chunks: list[Any]) -> None:
-    """A streamed chat completion's chunks, read into the record at once (``ReadItems``,
-    _streams.py: the chunks were kept as the caller read them, nothing else done per chunk).
+def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
+    """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py).
 
-    One loop and no call per chunk: as _chat_chunk reads, a chunk at a time. The first one
-    with an id gives the model and the id; every text, finish reason and usage is taken.
+    Capture's cost per event is this loop: no call per chunk, and of a chunk of text only its
+    text (each attribute of the SDK's objects costs as much as the rest of the loop). What
+    else a chunk of text could carry (a finish reason, usage: the last one's, on some
+    servers) is read from the latest such chunk when the next chunk without text comes (the
+    finish, the usage: those are read whole) or the stream ends (``CallRecord.tail``). The
+    first chunk (model, id, time to first token) is read whole.
     """
-    text = record.text
-    append = text.append
-    for chunk in chunks:
-        read = len(text)
-        try:
-            choices, usage = chunk.choices, chunk.usage
-            if record.response_id is None:
-                record.model, record.response_id = chunk.model, chunk.id
-            for choice in choices or ():
-                delta = choice.delta
-                if delta is not None:
-                    content = delta.content
-                    if content.__class__ is str:
-                        append(content)
-                reason = choice.finish_reason
-                if reason:
-                    record.finish_reason = reason
-        except AttributeError:  # not the SDK's shape: the general reading
-            del text[read:]
-            _any_chat_chunk(record, chunk)
-            continue
-        if usage is not None:
-            _usage(record, usage, "prompt_tokens", "completion_tokens")
+    try:
+        chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
+        for chunk in chunks:
+            record.first_token()
+            _chat_chunk(record, chunk)
+            yield chunk
+            break
+        record.read_tail = _chat_tail
+        append = record.text.append
+        for chunk in chunks:
+            try:
+                choices = chunk.choices
+            except AttributeError:  # not the SDK's shape: the general reading
+                _any_chat_chunk(record, chunk)
+                yield chunk
+                continue
+            if record.response_id is None:  # a first chunk without an id (as _chat_chunk)
+                record.model, record.response_id = _value(chunk, "model"), _value(chunk, "id")
+            try:
+                # One choice, the common case (several choices stream one per chunk too):
+                # unpacked, not looped over, which costs as much as reading an attribute.
+                (choice,) = choices
+                content = choice.delta.content
+            except (TypeError, ValueError, AttributeError):
+                # No choice (the usage), several, a delta of None or of another shape.
+                whole = _chat_texts(append, choices)
+            else:
+                whole = not (isinstance(content, str) and content)
+                if not whole:
+                    append(content)
+            if whole:
+                tail = record.tail
+                if tail is not None:  # what came before it first
+                    record.tail = None
+                    _chat_tail(record, tail)
+                _chat_tail(record, chunk)
+            else:
+                record.tail = chunk
+            yield chunk
+    except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
+
+
+def _chat_texts(append: Callable[[str], None], choices: Any) -> bool:
+    """Append the choices' text; whether the chunk is to be read whole (a choice without text:
+    the role, a tool call's delta, the finish; or no choice at all, the usage)."""
+    whole = not choices
+    for choice in choices or ():
+        delta = _value(choice, "delta")
+        content = _value(delta, "content") if delta is not None else None
+        if isinstance(content, str) and content:
+            append(content)
+        else:
+            whole = True
+    return whole
+
+
+def _chat_tail(record: CallRecord, chunk: Any) -> None:
+    """What a chunk has besides its text: its choices' finish reasons, its usage."""
+    for choice in _value(chunk, "choices") or ():
+        reason = _value(choice, "finish_reason")
+        if reason:
+            record.finish_reason = reason
+    _usage(record, _value(chunk, "usage"), "prompt_tokens", "completion_tokens")
 
 
 def _any_chat_chunk(record: CallRecord, chunk: Any) -> None:
@@ -211,12 +260,6 @@ def _responses_event(record: CallRecord, event: Any) -> None:
             _usage(record, _value(response, "usage"), "input_tokens", "output_tokens")
 
 
-def _responses_events(record: CallRecord, events: list[Any]) -> None:
-    """A streamed response's events, read into the record at once (``ReadItems``)."""
-    for event in events:
-        _responses_event(record, event)
-
-
 def _embeddings_record(kwargs: dict[str, Any]) -> CallRecord:
     return CallRecord(PROVIDER, "embeddings", kwargs, kwargs.get("input"), list)
 
@@ -239,18 +282,12 @@ WRAPPED_METHODS: tuple[Patch, ...] = (
     *sync_and_async(
         _COMPLETIONS,
         "Completions.create",
-        Endpoint(_chat_record, _chat_result, _chat_chunk, _stream_types, _chat_chunks),
+        Endpoint(_chat_record, _chat_result, _chat_chunk, _stream_types, _chat_stream),
     ),
     *sync_and_async(
         _RESPONSES,
         "Responses.create",
-        Endpoint(
-            _responses_record,
-            _responses_result,
-            _responses_event,
-            _stream_types,
-            _responses_events,
-        ),
+        Endpoint(_responses_record, _responses_result, _responses_event, _stream_types),
     ),
     *sync_and_async(
         _EMBEDDINGS,

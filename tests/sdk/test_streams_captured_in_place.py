@@ -1,11 +1,11 @@
 """A captured openai stream is the SDK's own object, read at the SDK's own pace (issue 52).
 
 The stream a patched ``create(stream=True)`` returns is the SDK's ``Stream`` itself, its class
-swapped for a subclass that records the call when the stream ends, is closed or is dropped: a
-for loop over it resumes as many Python frames per event as over an uncaptured stream, and the
-chunks are read into the record once, at the end (or every few hundred chunks of a long one).
-These tests hold the record to what the caller read, on the real ``openai`` SDK reading real
-server-sent events from an in-process transport.
+swapped for a subclass that records the call when the stream ends, is closed or is dropped,
+and its own iterator replaced by the one generator that reads each chunk on its way: a for
+loop over it resumes as many Python frames per event as over an uncaptured stream, and the
+chunks it has passed on are not kept. These tests hold the record to what the caller read, on
+the real ``openai`` SDK reading real server-sent events from an in-process transport.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ def test_a_for_loop_resumes_no_more_frames_per_event_than_the_bare_sdk(
     capture: str, records: Records
 ) -> None:
     # Each layer between the caller's loop and the SDK's own generator costs every event a
-    # resume. Captured, the loop takes the one generator that keeps the chunks in place of
-    # the SDK's own pass-through one, and the record is read at the end.
+    # resume. Captured, the loop takes the one generator that reads the chunks in place of
+    # the SDK's own pass-through one.
     captured = _per_event()
     promptrail.uninstrument()
     bare = _per_event()
@@ -164,8 +164,8 @@ def test_the_stream_is_the_sdks_own_object(capture: str, records: Records) -> No
 def test_a_long_stream_is_recorded_whole_without_holding_every_chunk(
     capture: str, records: Records
 ) -> None:
-    # Thousands of events: the chunks already read into the record are let go on the way,
-    # as without capture (the caller keeps none of them here).
+    # Thousands of events: the chunks already read are let go on the way, as without
+    # capture (the caller keeps none of them here).
     stream = stream_of(client_of(body_of(1000)))
     items = iter(stream)
     first = weakref.ref(next(items))
