@@ -176,7 +176,7 @@ class Services:
         runs = RunService(prompts, records, environment, prices, pending, credentials)
         datasets = DatasetService(store.datasets, requests, settings.cursor_secret, retry_after)
         evaluation = Evaluation.build(
-            store.client, store.database, store.cluster, settings.cursor_secret, retry_after
+            store.log_client, store.database, store.cluster, settings.cursor_secret, retry_after
         )
         # Checked on every label change of the registry (docs/api-notes.md, "Protected labels").
         protected_labels = ProtectedLabels(
@@ -242,7 +242,10 @@ class Services:
             ),
             scores=scores,
             traces=TraceService(
-                TraceStore(store.client, store.database), scores, settings.cursor_secret, pending
+                TraceStore(store.log_client, store.database),
+                scores,
+                settings.cursor_secret,
+                pending,
             ),
             datasets=datasets,
             experiments=ExperimentService(

@@ -15,7 +15,7 @@ from .exports import ExportStore
 from .keys import KeyStore
 from .migrations import migrate
 from .prompts import PromptStore
-from .requests import RequestStore
+from .requests import RequestStore, journal_path_of
 from .rollups import RollupStore
 from .scores import ScoreStore
 from .writes.log_journal import SettlingClient
@@ -43,15 +43,19 @@ class Store:
         self._writer = writer
         self.keys = KeyStore(client, database, cluster)
         self.prompts = PromptStore(client, database, cluster)
-        self.scores = ScoreStore(client, database, cluster, sole_writer=self.is_embedded)
+        # The stores reading the request log settle its journal first (store/DESIGN.md, "The
+        # request-log journal"), as the log's own store does: a score's record lookups, the
+        # rollup, analytics and exports.
+        journal = journal_path_of(client, database, cluster)
+        log_client = client if journal is None else cast(Client, SettlingClient(client, journal))
+        # For the stores built over this store's client elsewhere that read the log too.
+        self.log_client = log_client
+        self.scores = ScoreStore(log_client, database, cluster, sole_writer=self.is_embedded)
         traced = self.scores.traced_names
         self.requests = RequestStore(client, database, cluster, traced)
         self.request_writes = (
             RequestStore(writer, database, cluster, traced) if writer is not None else self.requests
         )
-        # Their reads of the log first settle its journal, as the log's own store's do.
-        journal = self.requests.journal_path()
-        log_client = client if journal is None else cast(Client, SettlingClient(client, journal))
         self.rollups = RollupStore(log_client, database, self.requests.table)
         self.analytics = AnalyticsStore(log_client, self.requests, self.rollups)
         self.exports = ExportStore(log_client, database, self.requests, self.is_embedded)

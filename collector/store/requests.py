@@ -79,7 +79,7 @@ class RequestStore(RecordDetails):
         (``writes/log_journal.py``): a read sees every record acknowledged before it."""
         self._database = database
         self._cluster = cluster
-        self._journal_path = _journal_path(client, database, cluster)
+        self._journal_path = journal_path_of(client, database, cluster)
         if self._journal_path is not None:
             client = cast(Client, SettlingClient(client, self._journal_path))
         self._client = client
@@ -409,7 +409,9 @@ class RequestStore(RecordDetails):
         return count
 
 
-def _journal_path(client: Client, database: str, cluster: str | None) -> Path | None:
+def journal_path_of(client: Client, database: str, cluster: str | None) -> Path | None:
+    """Where the request log's journal of ``database`` lives: beside the embedded engine's
+    files; None on a server."""
     uri = str(getattr(client, "uri", ""))
     if cluster or not uri.startswith("chdb://"):
         return None
