@@ -19,6 +19,14 @@ configuration's p50 minus the p50 of ``bare`` in the same interpreter and the sa
 The machine is shared: bare and instrumented processes alternate within each round, and the
 figure reported is the median over the rounds.
 
+    .venv/bin/python benchmarks/sdk_blackbox.py --in-process [--stream-only] [--calls 3000]
+
+``--in-process``: one process instead, promptrail shipping to the sink as above, the patched
+``create`` and the SDK's own method under it (``__wrapped__``) called alternately, call by call,
+on the same client; the calling thread's CPU per call (``time.thread_time_ns``) and wall time of
+each, and their difference. Fresh processes differ from each other by tens of µs on a busy
+machine; this pairing is the figure a before/after comparison can rest on at load.
+
     .bench-venv-sdk: python3 -m venv .bench-venv-sdk && .bench-venv-sdk/bin/pip install
         openai==3.57.0 msgspec langfuse openinference-instrumentation-openai opentelemetry-sdk
         opentelemetry-exporter-otlp-proto-http opentelemetry-instrumentation-openai
@@ -242,6 +250,49 @@ def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> di
     return figures
 
 
+def run_in_process(stream: bool, calls: int, warmup: int, sink: str) -> dict[str, float]:
+    """Bare and captured calls alternated in one process; per call µs, p50 and mean."""
+    import httpx2
+    import openai
+
+    import promptrail
+
+    promptrail.init(api_key="pr-bench", base_url=sink)
+    promptrail.instrument("openai")
+    captured = _client(httpx2, openai).chat.completions.create
+    bare = captured.__wrapped__  # the SDK's own method, on the same client
+    kwargs: dict[str, Any] = {"model": "gpt-4o-mini", "messages": MESSAGES}
+    if stream:
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+    cpu_clock, clock = time.thread_time_ns, time.perf_counter_ns
+
+    def once(create: Any) -> tuple[int, int]:
+        began, used = clock(), cpu_clock()
+        result = create(**kwargs)
+        if stream:
+            for _ in result:
+                pass
+        return cpu_clock() - used, clock() - began
+
+    for _ in range(warmup):
+        once(captured)
+        once(bare)
+    timed: dict[str, list[tuple[int, int]]] = {"bare": [], "promptrail": []}
+    for number in range(calls):
+        pair = (("bare", bare), ("promptrail", captured))
+        for name, create in pair if number % 2 else pair[::-1]:
+            timed[name].append(once(create))
+    promptrail.shutdown()
+    figures: dict[str, float] = {}
+    for name, runs in timed.items():
+        figures[f"{name}_cpu_p50"] = statistics.median(cpu for cpu, _ in runs) / 1000
+        figures[f"{name}_cpu_mean"] = statistics.fmean(cpu for cpu, _ in runs) / 1000
+        figures[f"{name}_p50"] = statistics.median(wall for _, wall in runs) / 1000
+    for q in ("cpu_p50", "cpu_mean", "p50"):
+        figures[f"added_{q}"] = figures[f"promptrail_{q}"] - figures[f"bare_{q}"]
+    return figures
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 
@@ -307,7 +358,13 @@ def main() -> None:
     parser.add_argument("--own-only", action="store_true", help="bare and promptrail only")
     parser.add_argument("--plain-only", action="store_true", help="no streamed calls")
     parser.add_argument("--stream-only", action="store_true", help="only streamed calls")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="bare and promptrail alternated call by call in one process (--calls each)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--in-process-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sink", help=argparse.SUPPRESS)
     parser.add_argument("--sink-server", type=int, help=argparse.SUPPRESS)
@@ -315,6 +372,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.sink_server:
         serve_sink(args.sink_server)
+        return
+    if args.in_process_child:
+        print(json.dumps(run_in_process(args.stream, args.calls, args.warmup, args.sink)))
         return
     if args.child:
         figures = run_one(args.child, args.stream, args.calls, args.warmup, args.sink)
@@ -324,6 +384,9 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from _report import Machine, load_average
 
+    if args.in_process:
+        in_process(args)
+        return
     peers = [] if args.own_only else [p for p in PEERS if _installed(PEERS_PYTHON, p)]
     missing = [] if args.own_only else [p for p in PEERS if p not in peers]
     # Each interpreter's configurations, bare first: an added time is against its own bare.
@@ -355,6 +418,45 @@ def main() -> None:
         server.wait()
     print(f"load after: {load_average()}")
     report(results, args, missing)
+
+
+def in_process(args: argparse.Namespace) -> None:
+    """``--in-process``: each kind of call in a process of its own, bare and captured paired."""
+    from _report import Machine, load_average
+
+    print(f"machine: {Machine.current().line()}; load before: {load_average()}")
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(HERE), "--sink-server", str(port)])
+    try:
+        time.sleep(1.0)
+        kinds = (False,) if args.plain_only else (True,) if args.stream_only else (False, True)
+        for stream in kinds:
+            calls = args.stream_calls if stream and args.stream_calls else args.calls
+            command = [sys.executable, str(HERE), "--in-process-child", "--calls", str(calls)]
+            command += ["--warmup", str(args.warmup), "--sink", f"http://127.0.0.1:{port}"]
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTRAIL_")}
+            with tempfile.TemporaryDirectory(prefix="sdk-blackbox-") as cache:
+                env["PROMPTRAIL_CACHE_DIR"] = cache
+                done = subprocess.run(
+                    command + (["--stream"] if stream else []),
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                )
+            if done.returncode != 0:
+                print(f"failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+                continue
+            f = json.loads(done.stdout.strip().splitlines()[-1])
+            print(
+                f"{'streamed' if stream else 'plain'}, {calls:,} pairs after {args.warmup:,}: "
+                f"calling thread's CPU per call p50 bare {f['bare_cpu_p50']:.1f} µs, promptrail "
+                f"{f['promptrail_cpu_p50']:.1f} µs: **added {f['added_cpu_p50']:+.1f} µs** "
+                f"(mean {f['added_cpu_mean']:+.1f}); wall p50 added {f['added_p50']:+.1f} µs"
+            )
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"load after: {load_average()}")
 
 
 def report(
