@@ -407,7 +407,9 @@ def test_a_log_that_refuses_the_records_loses_no_result_and_gets_them_later(
     prompt(runs_api, "warm")
     first = runs_api.post("/v1/prompts/warm/run", json={"variables": {"country": "F"}})
     assert first.status_code == 200  # the log's table holds a part: the stall applies
+    services.records.settle()  # (once the journal stored it)
     services.faults.stall("fail", 0)
+    services.records.probe()  # the log knows at once that it fails, as after a failed insert
     try:
         made = slow_experiment(runs_api, openai_stub, items=6, delay=0.02, concurrency=2)
         done = finished(runs_api, made["id"])
