@@ -48,6 +48,9 @@ from .traced_score_names import TracedScoreNames
 from .writes.direct import direct_write
 from .writes.outcomes import WriteOutcome
 
+# The most records whose pending sums one write moves (ScoreStore._move_landed).
+_MOVED_AT_ONCE = 500
+
 
 class ScoreStore:
     """Reads and writes ``scores`` and ``score_configs``."""
@@ -85,7 +88,7 @@ class ScoreStore:
             client, f"{db}.{quote(SCORE_CONFIGS.name)}", self._write_settings, self._read_settings
         )
         sums = f"{db}.{quote(SCORE_SUMS_BY_TIME.name)}"
-        self._times = RecordTimes(client, self._ids, sums, self._read_settings)
+        self._times = RecordTimes(client, self._ids, sums, self._read_settings, sole_writer)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -128,9 +131,9 @@ class ScoreStore:
             return
         times: dict[tuple[str, str], datetime] = {}
         if not deleted:
-            self._note_traced(list(latest.values()))
             # Each new version is summed under its record's time, when the record is stored.
             times = self._times.for_new(latest.values())
+            self._note_traced(list(latest.values()), times)
         with self._write_lock:
             keys = self._ever_at_targets(latest.values()) if at_own_targets else latest
             live = self._live_versions(keys) if keys else {}
@@ -149,6 +152,9 @@ class ScoreStore:
             if block:
                 self._write(block)
             if not deleted:
+                early = [r for r in latest.values() if (r.project, r.request_id) not in times]
+                for project, names in _record_names(early).items():
+                    self._times.wrote_pending(project, names)
                 for project, names in _record_names(latest.values()).items():
                     self._move_landed(project, names)
 
@@ -171,7 +177,10 @@ class ScoreStore:
         pending = self._times.pending(project, names)
         if not pending:
             return
-        landed = self._times.of_records(project, {target for _, target in pending})
+        # At most _MOVED_AT_ONCE records a write: a backlog (scores an older collector wrote
+        # to this store) moves over the writes that follow, none paying for all of it.
+        targets = sorted({target for _, target in pending})[:_MOVED_AT_ONCE]
+        landed = self._times.of_records(project, targets)
         if not landed:
             return
         ids = self._client.query(
@@ -194,11 +203,14 @@ class ScoreStore:
         block += [_version_values(r, False, written, landed[r.request_id or ""]) for r in moved]
         self._write(block)
 
-    def _note_traced(self, rows: Sequence[ScoreRow]) -> None:
+    def _note_traced(
+        self, rows: Sequence[ScoreRow], times: dict[tuple[str, str], datetime]
+    ) -> None:
         """Tell :attr:`traced_names` of the names these scores give a trace: a trace's, and
         a record's unless the record is stored and a model call or outside any trace (a
         score on a span record counts for its trace, and one on a record not stored yet may
-        be on a span: score_sql.span_records)."""
+        be on a span: score_sql.span_records). ``times``: the stored records' times, by
+        (project, id) (RecordTimes.for_new)."""
         for r in rows:
             if r.trace_id:
                 self._note(r.project, {r.name})
@@ -210,17 +222,22 @@ class ScoreStore:
             if r.request_id and r.name not in self._noted.get(r.project, ()):
                 by_project.setdefault(r.project, []).append(r)
         for project, scored in by_project.items():
-            plain = {
-                str(row[0])
-                for row in self._client.query(
-                    f"SELECT id FROM {self._items} WHERE project = {{p:String}} AND "
-                    f"(created_at, id) IN (SELECT created_at, id FROM {self._ids} "
-                    "WHERE project = {p:String} AND id IN {ids:Array(String)}) "
-                    "AND (kind IN ('llm', 'embedding') OR trace_id = '')",
-                    parameters={"p": project, "ids": sorted({r.request_id or "" for r in scored})},
-                    settings=self._read_settings,
-                ).result_rows
-            }
+            found = {r.request_id or "" for r in scored} & {i for p, i in times if p == project}
+            keys = sorted((times[(project, i)], i) for i in found)
+            plain = (
+                {
+                    str(row[0])
+                    for row in self._client.query(
+                        f"SELECT id FROM {self._items} WHERE project = {{p:String}} AND "
+                        "(created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
+                        "AND (kind IN ('llm', 'embedding') OR trace_id = '')",
+                        parameters={"p": project, "keys": keys},
+                        settings=self._read_settings,
+                    ).result_rows
+                }
+                if keys
+                else set()
+            )
             names = {r.name for r in scored if r.request_id not in plain}
             if names:
                 self._note(project, names)

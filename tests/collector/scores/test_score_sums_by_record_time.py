@@ -17,10 +17,12 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.store import scores as scores_module
 from promptrail.collector.store.connection import open_client
 from tests.collector.scores.steps import created, database_of, log, store_client
 from tests.collector.upgrades import store_before, wide_rows
@@ -279,3 +281,26 @@ def test_an_upgraded_store_keeps_every_filter_result(settings: Settings) -> None
         assert api.delete("/v1/scores/s5").status_code == 200
         assert_exact(client, database, ["q", "k"])
         assert listed_on(api, day, **{"score.k": "good"}) == [ids[2]]
+
+
+def test_a_backlog_of_pending_scores_moves_over_the_writes_that_follow(
+    scores_api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One record's pending sums a write (500 in the store): three writes move the three.
+    monkeypatch.setattr(scores_module, "_MOVED_AT_ONCE", 1)
+    day, tag = "2026-04-05", uuid.uuid4().hex[:8]
+    name = f"backlog_{tag}"
+    early = [f"req_{tag}_{n}" for n in (1, 2, 3)]
+    for n, record in enumerate(early):
+        created(scores_api, request_id=record, name=name, value=0.5 + n / 10)
+    for n in (1, 2, 3):
+        logged(scores_api, tag, n, day)
+    client, database = store_client(scores_api), database_of(scores_api)
+    other = logged(scores_api, tag, 4, day)
+    pending = []
+    for _ in range(4):
+        by_time = assert_exact(client, database, [name])
+        pending.append(len([k for k in by_time if k[2] == PENDING]))
+        assert listed_on(scores_api, day, **{f"score.{name}.min": 0.55}) == early[:0:-1]
+        created(scores_api, request_id=other, name=name, value=0.1)
+    assert pending == [3, 2, 1, 0]
