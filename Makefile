@@ -129,6 +129,7 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/sdk_blackbox.py
 	$(PY) benchmarks/score_overhead.py
 	$(PY) benchmarks/scores.py --records 1000000
+	$(PY) benchmarks/scores.py --records 1000000 --ids random
 	$(PY) benchmarks/spool.py
 	$(PY) benchmarks/key_checks.py
 	$(PY) benchmarks/soak.py
