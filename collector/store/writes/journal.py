@@ -54,19 +54,19 @@ import functools
 import json
 import logging
 import os
-import struct
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clickhouse_connect.driver.exceptions import OperationalError
 
+from .frames import frame as _packed
+from .frames import read_frames
+
 _log = logging.getLogger(__name__)
-_HEADER = struct.Struct(">II")
 # Retries of a failing apply: from 50 ms, doubling, at most 2 s apart.
 _FIRST_RETRY = 0.05
 _LAST_RETRY = 2.0
@@ -100,24 +100,14 @@ class JournalClosed(RuntimeError):
 
 def encode_entry(statements: str) -> bytes:
     """One frame as the file holds it: its length, its CRC-32, then the payload."""
-    payload = statements.encode("utf-8")
-    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+    return b"".join(_packed(b"", statements.encode("utf-8")))
 
 
 def read_entries(data: bytes) -> tuple[list[str], int]:
     """The payloads of the whole frames at the start of a journal file, and how many bytes
     after them were torn or corrupt (dropped)."""
-    entries: list[str] = []
-    offset = 0
-    while offset + _HEADER.size <= len(data):
-        length, checksum = _HEADER.unpack_from(data, offset)
-        start = offset + _HEADER.size
-        payload = data[start : start + length]
-        if len(payload) < length or zlib.crc32(payload) != checksum:
-            break
-        entries.append(payload.decode("utf-8"))
-        offset = start + length
-    return entries, len(data) - offset
+    frames, end = read_frames(data)
+    return [bytes(payload).decode("utf-8") for payload in frames], len(data) - end
 
 
 def _first(head: str) -> int:

@@ -45,21 +45,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import struct
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..connection import error_summary
+from .frames import frame, read_frames
 from .group_commit import BufferClosed, BufferFull, BufferState, WritesFailing
 
 _log = logging.getLogger("promptrail.ingest")
-_HEADER = struct.Struct(">II")  # as the registry journal's frames: length, CRC-32
 ROWS = b"\x01"  # a chunk of encoded rows
 BATCH = b"\x02"  # the applier takes the oldest N chunks not taken yet: JSON [batch id, N]
 APPLIED = b"\x03"  # that batch is stored: its id
@@ -72,28 +70,6 @@ _COMPACT_BYTES = 64 << 20
 _GATHER = 0.005
 
 Insert = Callable[[Sequence[bytes], dict[str, Any]], None]
-
-
-def frame(kind: bytes, data: bytes) -> list[bytes]:
-    """One frame as the file holds it, in pieces for one ``writev``: header, kind, data."""
-    return [_HEADER.pack(len(kind) + len(data), zlib.crc32(data, zlib.crc32(kind))), kind, data]
-
-
-def read_frames(data: bytes) -> tuple[list[memoryview], int]:
-    """The payloads of the whole frames at the start of a journal file, and where they end
-    (what follows was torn or corrupt)."""
-    view = memoryview(data)
-    frames: list[memoryview] = []
-    offset = 0
-    while offset + _HEADER.size <= len(data):
-        length, checksum = _HEADER.unpack_from(data, offset)
-        start = offset + _HEADER.size
-        payload = view[start : start + length]
-        if len(payload) < length or zlib.crc32(payload) != checksum:
-            break
-        frames.append(payload)
-        offset = start + length
-    return frames, offset
 
 
 def replay_plan(frames: Sequence[memoryview]) -> tuple[list[tuple[str, list[bytes]]], list[bytes]]:
