@@ -38,6 +38,10 @@ def test_a_wrong_key_is_refused_clearly_and_the_right_key_signs_in(console: Cons
 
 def test_a_key_the_api_stops_accepting_leads_back_to_sign_in(console: Console) -> None:
     page = console.open()
+    # The first load's own route must have drawn its sign-in form first: a route still asking
+    # the collector when the key appears would use it, be refused and sign the tab out (removing
+    # the key) before the reload, which would then load a tab with no key at all.
+    expect(page.get_by_label("API key")).to_be_visible()
     page.evaluate("sessionStorage.setItem('promptrail.apiKey', 'pr-revoked')")
 
     page.reload()
