@@ -1,10 +1,12 @@
 """Steps the score tests share: fresh ids, a created score, an error's code and field,
-logged records and a list by tag, the store's queries counted, the score sums read and upgraded.
+logged records and a list by tag, the store's queries counted, the score sums read and upgraded,
+and the sums the live scores must add up to.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +16,7 @@ from fastapi.testclient import TestClient
 from promptrail.collector.config import Settings
 from promptrail.collector.store import migrations
 from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.score_tables import SESSION_TARGET
 from tests.collector.upgrades import store_before
 
 
@@ -158,3 +161,29 @@ def scores_upgraded(settings: Settings, version: int) -> Iterator[tuple[Any, str
         yield client, database
     finally:
         client.close()
+
+
+# Per (name, on_trace, target, value): (sum of the numbers, how many have one, how many scores).
+Sums = dict[tuple[str, int, str, str], tuple[float, int, int]]
+
+
+def reference_sums(client: Any, database: str, names: list[str]) -> Sums:
+    """The sums of each score id's newest version, when live, per (name, on_trace, target,
+    value), as the sums tables key them (a session's score at ``on_trace`` 2 and its session
+    target, a trace's at 1, a record's at 0), summed in Python: no aggregate of the store's
+    involved, so the truth any sums table is compared with."""
+    rows = client.query(
+        "SELECT s.3, multiIf(s.7 != '', 2, s.2 != '', 1, 0), multiIf(s.7 != '', "
+        "concat({session:String}, s.7), s.2 != '', s.2, s.1), s.4, s.5 FROM (SELECT id, "
+        "argMax(tuple(request_id, trace_id, name, value_text, value_number, is_deleted, "
+        f"session_id), written_at) AS s FROM `{database}`.scores WHERE project = 'default' "
+        "GROUP BY id) WHERE s.6 = 0 AND s.3 IN {n:Array(String)}",
+        parameters={"n": names, "session": SESSION_TARGET},
+    ).result_rows
+    sums: dict[tuple[str, int, str, str], list[float]] = defaultdict(lambda: [0.0, 0, 0])
+    for name, on_trace, target, text, number in rows:
+        entry = sums[(name, int(on_trace), target, text)]
+        entry[0] += number or 0.0
+        entry[1] += number is not None
+        entry[2] += 1
+    return {k: (round(v[0], 9), int(v[1]), int(v[2])) for k, v in sums.items()}

@@ -24,12 +24,17 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store import scores as scores_module
 from promptrail.collector.store.connection import open_client
-from tests.collector.scores.steps import created, database_of, log, store_client
+from tests.collector.scores.steps import (
+    created,
+    database_of,
+    log,
+    reference_sums,
+    store_client,
+)
 from tests.collector.upgrades import store_before, wide_rows
 from tests.keys import DEFAULT_AUTH
 
 PENDING = datetime(1970, 1, 1, tzinfo=UTC)
-Sums = dict[tuple[str, int, str, str], tuple[float, int, int]]
 
 
 def _utc(value: datetime) -> datetime:
@@ -49,26 +54,6 @@ def sums_by_time(client: Any, database: str, names: list[str]) -> dict[tuple[Any
         for r in rows
         if (int(r[6]), int(r[7])) != (0, 0) or abs(float(r[5])) > 1e-9
     }
-
-
-def reference_sums(client: Any, database: str, names: list[str]) -> Sums:
-    """The sums of each score id's newest version, when live, per (name, on_trace, target,
-    value): what the sums by time must add up to over their record times."""
-    rows = client.query(
-        "SELECT s.3, multiIf(s.7 != '', 2, s.2 != '', 1, 0), multiIf(s.7 != '', s.7, "
-        "s.2 != '', s.2, s.1), s.4, s.5 FROM (SELECT id, argMax(tuple(request_id, trace_id, "
-        "name, value_text, value_number, is_deleted, session_id), written_at) AS s "
-        f"FROM `{database}`.scores WHERE project = 'default' GROUP BY id) "
-        "WHERE s.6 = 0 AND s.3 IN {n:Array(String)}",
-        parameters={"n": names},
-    ).result_rows
-    sums: dict[tuple[str, int, str, str], list[float]] = defaultdict(lambda: [0.0, 0, 0])
-    for name, on_trace, target, text, number in rows:
-        entry = sums[(name, int(on_trace), target, text)]
-        entry[0] += number or 0.0
-        entry[1] += number is not None
-        entry[2] += 1
-    return {k: (round(v[0], 9), int(v[1]), int(v[2])) for k, v in sums.items()}
 
 
 def record_times(client: Any, database: str) -> dict[str, datetime]:

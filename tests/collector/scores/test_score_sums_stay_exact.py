@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,17 +23,17 @@ from promptrail.collector.store import migrations
 from promptrail.collector.store.schema import Migration
 from promptrail.collector.store.score_tables import SCORE_SUMS_SEED
 from tests.collector.scores.steps import (
+    Sums,
     created,
     database_of,
     listed,
     log,
     mean_of,
     optimize,
+    reference_sums,
     scores_upgraded,
     store_client,
 )
-
-Sums = dict[tuple[str, int, str, str], tuple[float, int, int]]
 
 
 def stored_sums(client: Any, database: str, names: list[str]) -> Sums:
@@ -50,24 +49,6 @@ def stored_sums(client: Any, database: str, names: list[str]) -> Sums:
         for r in rows
         if (int(r[5]), int(r[6])) != (0, 0) or abs(float(r[4])) > 1e-9
     }
-
-
-def reference_sums(client: Any, database: str, names: list[str]) -> Sums:
-    """The same sums from each score id's newest version, when live (no aggregate involved)."""
-    rows = client.query(
-        "SELECT s.3, s.2 != '', if(s.2 != '', s.2, s.1), s.4, s.5 FROM (SELECT id, "
-        "argMax(tuple(request_id, trace_id, name, value_text, value_number, is_deleted), "
-        f"written_at) AS s FROM `{database}`.scores WHERE project = 'default' GROUP BY id) "
-        "WHERE s.6 = 0 AND s.3 IN {n:Array(String)}",
-        parameters={"n": names},
-    ).result_rows
-    sums: dict[tuple[str, int, str, str], list[float]] = defaultdict(lambda: [0.0, 0, 0])
-    for name, on_trace, target, text, number in rows:
-        entry = sums[(name, int(on_trace), target, text)]
-        entry[0] += number or 0.0
-        entry[1] += number is not None
-        entry[2] += 1
-    return {k: (round(v[0], 9), int(v[1]), int(v[2])) for k, v in sums.items()}
 
 
 def test_replacing_moving_and_deleting_scores_leaves_no_stale_sum(scores_api: TestClient) -> None:
