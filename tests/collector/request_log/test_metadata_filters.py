@@ -11,10 +11,15 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.store.connection import open_client
-from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk, walk_while_writing
+from tests.collector.request_log.steps import (
+    assert_migrations_recorded,
+    expected,
+    merges_stopped,
+    post_batch,
+    view_detached,
+)
 from tests.collector.upgrades import backfill, store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -42,30 +47,6 @@ def varied(i: int) -> dict[str, Any]:
         status="error" if i % 11 == 0 else "success",
         prompt_name="rare" if i % 13 == 0 else "summary",
     )
-
-
-def post_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
-    response = api.post("/v1/requests/batch", json={"records": records})
-    assert response.status_code in (200, 201, 207), response.text
-    assert not response.json()["data"].get("rejected"), response.text
-
-
-def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:
-    """The ids a filter should list, newest first, worked out in Python."""
-    metadata = {k.removeprefix("metadata."): v for k, v in wanted.items() if "." in k}
-    start = wanted.get("start_date")
-    end = wanted.get("end_date")
-    hits = [
-        r
-        for r in records
-        if all(r["metadata"].get(k) == v for k, v in metadata.items())
-        and r.get("status", "success") == wanted.get("status", r.get("status", "success"))
-        and r["prompt_name"] == wanted.get("prompt_name", r["prompt_name"])
-        and (start is None or r["created_at"][:10] >= start)
-        and (end is None or r["created_at"][:10] <= end)
-    ]
-    hits.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
-    return [r["id"] for r in hits]
 
 
 @pytest.mark.parametrize(
@@ -121,13 +102,9 @@ def test_pages_where_the_index_filters_leave_one_in_a_hundred(api: TestClient) -
 @pytest.fixture
 def no_merges(api: TestClient) -> Iterator[None]:
     """Keep every retried copy and tombstone as its own row, as before a background merge."""
-    store = api.app.state.services.store  # type: ignore[attr-defined]
-    tables = (store.requests.table, store.requests.items_table, store.requests.metadata_table)
-    for table in tables:
-        store.client.command(f"SYSTEM STOP MERGES {table}")
-    yield
-    for table in tables:
-        store.client.command(f"SYSTEM START MERGES {table}")
+    requests = api.app.state.services.store.requests  # type: ignore[attr-defined]
+    with merges_stopped(api, requests.table, requests.items_table, requests.metadata_table):
+        yield
 
 
 def test_retried_copies_show_once_in_metadata_pages(api: TestClient, no_merges: None) -> None:
@@ -172,14 +149,9 @@ def test_requests_has_the_last_word_over_the_index(api: TestClient) -> None:
     records = [varied(i) for i in range(40)]
     post_batch(api, records)
     store = api.app.state.services.store  # type: ignore[attr-defined]
-    view = f"`{store.database}`.request_metadata_mv"
-    api.app.state.services.records.settle()  # type: ignore[attr-defined]  # stored, indexed
     # Tombstone u2's records in requests alone: the index still holds them as live.
-    store.client.command(f"DETACH TABLE {view}")
-    try:
+    with view_detached(api, "request_metadata_mv"):
         deleted = api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})
-    finally:
-        store.client.command(f"ATTACH TABLE {view}")
     u2 = expected(records, **{"metadata.user_id": "u2"})
     assert deleted.json()["data"]["deleted_count"] == len(u2)
     index = store.client.query(
@@ -241,8 +213,4 @@ def test_records_stored_before_the_index_are_found_after_the_upgrade(settings: S
             "req_0200",
             *(f"req_old{i:03d}" for i in reversed(range(30)) if i % 3 == 1),
         ]
-    client = open_client(settings.store_url)
-    try:
-        assert migrate(client, settings.database) == []  # recorded: not run again
-    finally:
-        client.close()
+    assert_migrations_recorded(settings)  # not run again

@@ -20,12 +20,18 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
-from promptrail.collector.store.migrations import migrate
 from promptrail.collector.store.request_filters import RequestFilter
 from promptrail.collector.store.request_rows import RequestRow
 from promptrail.collector.store.requests import RequestStore
 from promptrail.collector.store.schema import Backfill, render
 from tests.collector.pages import walk, walk_while_writing
+from tests.collector.request_log.steps import (
+    assert_migrations_recorded,
+    expected,
+    merges_stopped,
+    post_batch,
+    view_detached,
+)
 from tests.collector.upgrades import backfill, insert_rows, store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -61,32 +67,6 @@ def varied(i: int) -> dict[str, Any]:
     if i % 5 == 0:
         fields["environment"] = "staging"
     return record(i, **fields)
-
-
-def post_batch(api: TestClient, records: list[dict[str, Any]]) -> None:
-    response = api.post("/v1/requests/batch", json={"records": records})
-    assert response.status_code in (200, 201, 207), response.text
-    assert not response.json()["data"].get("rejected"), response.text
-
-
-def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:
-    """The ids a list by prompt should show, newest first, worked out in Python."""
-    kinds = wanted.get("kind", "llm,embedding")
-    environments = wanted.get("environment")
-    start, end = wanted.get("start_date"), wanted.get("end_date")
-    hits = [
-        r
-        for r in records
-        if r["prompt_name"] == wanted["prompt_name"]
-        and r.get("status", "success") == wanted.get("status", r.get("status", "success"))
-        and r["model"] == wanted.get("model", r["model"])
-        and (kinds == "all" or r.get("kind", "llm") in kinds.split(","))
-        and (environments is None or r.get("environment", "production") in environments)
-        and (start is None or r["created_at"][:10] >= start)
-        and (end is None or r["created_at"][:10] <= end)
-    ]
-    hits.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
-    return [r["id"] for r in hits]
 
 
 @pytest.mark.parametrize(
@@ -142,13 +122,9 @@ def test_the_service_s_own_environments_stay_hidden_unless_named(
 @pytest.fixture
 def no_merges(api: TestClient) -> Iterator[None]:
     """Keep every retried copy and tombstone as its own row, as before a background merge."""
-    store = api.app.state.services.store  # type: ignore[attr-defined]
-    tables = (store.requests.table, store.requests.items_table, store.requests.prompts_table)
-    for table in tables:
-        store.client.command(f"SYSTEM STOP MERGES {table}")
-    yield
-    for table in tables:
-        store.client.command(f"SYSTEM START MERGES {table}")
+    requests = api.app.state.services.store.requests  # type: ignore[attr-defined]
+    with merges_stopped(api, requests.table, requests.items_table, requests.prompts_table):
+        yield
 
 
 def test_retried_copies_and_deleted_records_in_prompt_pages(
@@ -174,14 +150,8 @@ def test_the_records_have_the_last_word_over_the_prompt_index(api: TestClient) -
     """An index entry whose record is tombstoned in requests alone never lists the record."""
     records = [varied(i) for i in range(60)]
     post_batch(api, records)
-    store = api.app.state.services.store  # type: ignore[attr-defined]
-    view = f"`{store.database}`.request_prompts_mv"
-    api.app.state.services.records.settle()  # type: ignore[attr-defined]  # stored, indexed
-    store.client.command(f"DETACH TABLE {view}")
-    try:
+    with view_detached(api, "request_prompts_mv"):
         deleted = api.request("DELETE", "/v1/requests", json={"metadata": {"user_id": "u2"}})
-    finally:
-        store.client.command(f"ATTACH TABLE {view}")
     assert deleted.status_code == 200, deleted.text
     live = [r for r in records if r["metadata"]["user_id"] != "u2"]
 
@@ -279,11 +249,7 @@ def test_records_stored_before_the_prompt_index_are_listed_after_the_upgrade(
         # the second copy of every entry must not show.
         store.client.command(backfill(settings, "request_prompt_index"))
         assert walk(api, 3, prompt_name="old") == ["req_0200", *old]
-    client = open_client(settings.store_url)
-    try:
-        assert migrate(client, settings.database) == []  # recorded: not run again
-    finally:
-        client.close()
+    assert_migrations_recorded(settings)  # not run again
 
 
 def test_the_prompt_index_lives_on_the_record_s_shard_on_a_cluster() -> None:
