@@ -154,3 +154,47 @@ def log(client: httpx.Client) -> Any:
         assert response.json()["data"]["rejected"] == []
 
     return log_records
+
+
+# Accounts: a collector whose first instance admin comes from the environment, and its people.
+ADMIN_EMAIL = "ada@example.com"
+ADMIN_PASSWORD = "correct horse battery staple"
+PASSWORD = "a long enough password"
+
+
+def team_settings(settings: Settings) -> Settings:
+    """``settings`` whose collector makes the instance admin ADMIN_EMAIL at start-up (the
+    owner of project default)."""
+    return settings.model_copy(
+        update={"init_admin_email": ADMIN_EMAIL, "init_admin_password": SecretStr(ADMIN_PASSWORD)}
+    )
+
+
+def signed_in(url: str, email: str = ADMIN_EMAIL, password: str = PASSWORD) -> httpx.Client:
+    """An HTTP client signed in as ``email`` (a cookie), its writes carrying the CSRF token."""
+    client = httpx.Client(base_url=url, timeout=30)
+    response = client.post("/v1/auth/login", json={"email": email, "password": password})
+    assert response.status_code == 200, response.text
+    client.headers["X-CSRF-Token"] = response.json()["data"]["csrf_token"]
+    return client
+
+
+@pytest.fixture
+def team_url(settings: Settings) -> Iterator[str]:
+    """A collector whose instance admin ADMIN_EMAIL owns project default."""
+    with serve(create_app(team_settings(settings))) as url:
+        yield url
+
+
+@pytest.fixture
+def admin(team_url: str) -> Iterator[httpx.Client]:
+    """The instance admin of ``team_url``'s collector, signed in over HTTP."""
+    client = signed_in(team_url, ADMIN_EMAIL, ADMIN_PASSWORD)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def tab(browser: Browser, team_url: str) -> Iterator[Console]:
+    """A fresh browser tab on ``team_url``'s collector."""
+    yield from _new_console(browser, team_url)

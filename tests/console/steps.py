@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from pydantic import SecretStr
 
-from promptrail.collector.config import Settings
-
-from .conftest import LAPTOP, PHONE, Console, _new_console, expect
+from .conftest import ADMIN_EMAIL as ADMIN_EMAIL
+from .conftest import ADMIN_PASSWORD as ADMIN_PASSWORD
+from .conftest import LAPTOP, PASSWORD, PHONE, Console, _new_console, expect
+from .conftest import signed_in as signed_in
+from .conftest import team_settings as team_settings
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
@@ -108,27 +109,8 @@ def run_panel(
     return page, page.get_by_role("form", name="Run this prompt")
 
 
-# Accounts: a collector whose first instance admin comes from the environment, and its people.
-ADMIN_EMAIL = "ada@example.com"
-ADMIN_PASSWORD = "correct horse battery staple"
-PASSWORD = "a long enough password"
-
-
-def team_settings(settings: Settings) -> Settings:
-    """``settings`` whose collector makes the instance admin ADMIN_EMAIL at start-up (the
-    owner of project default)."""
-    return settings.model_copy(
-        update={"init_admin_email": ADMIN_EMAIL, "init_admin_password": SecretStr(ADMIN_PASSWORD)}
-    )
-
-
-def signed_in(url: str, email: str = ADMIN_EMAIL, password: str = PASSWORD) -> httpx.Client:
-    """An HTTP client signed in as ``email`` (a cookie), its writes carrying the CSRF token."""
-    client = httpx.Client(base_url=url, timeout=30)
-    response = client.post("/v1/auth/login", json={"email": email, "password": password})
-    assert response.status_code == 200, response.text
-    client.headers["X-CSRF-Token"] = response.json()["data"]["csrf_token"]
-    return client
+# Accounts: people of a collector whose first instance admin comes from the environment
+# (its settings, the admin and the fixtures on it are in conftest.py).
 
 
 def add_person(admin: httpx.Client, email: str, role: str, project: str = "default") -> None:

@@ -7,15 +7,12 @@ run's records. Laptop and phone width, light and dark."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from promptrail.collector.app import create_app
-from promptrail.collector.config import Settings
-from promptrail.testing import OpenAIStub, serve
+from promptrail.testing import OpenAIStub
 
 from .conftest import PHONE, Console, expect
 from .steps import (
@@ -28,7 +25,6 @@ from .steps import (
     post,
     settled,
     signed_in,
-    team_settings,
 )
 
 if TYPE_CHECKING:
@@ -253,13 +249,6 @@ def test_a_max_cost_below_the_estimate_refuses_the_run_before_any_call_and_shows
     assert listed.json()["data"] == []
     # The browser reports the refused request itself; the page raised nothing.
     assert [e for e in console.errors if "status of 402" not in e] == []
-
-
-@pytest.fixture
-def team_url(settings: Settings) -> Iterator[str]:
-    """A collector whose instance admin ADMIN_EMAIL owns project default."""
-    with serve(create_app(team_settings(settings))) as url:
-        yield url
 
 
 def test_a_viewer_is_offered_no_playground_and_a_member_no_connections(

@@ -4,15 +4,10 @@ scopes (the key shown once, and doing only what its scopes allow), protected lab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-
-from promptrail.collector.app import create_app
-from promptrail.collector.config import Settings
-from promptrail.testing import serve
 
 from .conftest import PHONE, Console, expect
 from .records import record
@@ -25,33 +20,10 @@ from .steps import (
     password_sign_in,
     post,
     settled,
-    signed_in,
-    team_settings,
 )
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
-
-
-@pytest.fixture
-def team_url(settings: Settings) -> Iterator[str]:
-    """A collector whose instance admin ADMIN_EMAIL owns project default."""
-    with serve(create_app(team_settings(settings))) as url:
-        yield url
-
-
-@pytest.fixture
-def admin(team_url: str) -> Iterator[httpx.Client]:
-    """The instance admin, signed in over HTTP."""
-    client = signed_in(team_url, ADMIN_EMAIL, ADMIN_PASSWORD)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def tab(browser: Browser, team_url: str) -> Iterator[Console]:
-    """A fresh browser tab on the collector."""
-    yield from new_tab(browser, team_url)
 
 
 def members(admin: httpx.Client) -> dict[str, str]:

@@ -30,27 +30,11 @@ from .steps import (
     password_sign_in,
     post,
     settled,
-    signed_in,
     team_settings,
 )
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
-
-
-@pytest.fixture
-def team_url(settings: Settings) -> Iterator[str]:
-    """A collector whose instance admin ADMIN_EMAIL owns project default."""
-    with serve(create_app(team_settings(settings))) as url:
-        yield url
-
-
-@pytest.fixture
-def admin(team_url: str) -> Iterator[httpx.Client]:
-    """The instance admin, signed in over HTTP."""
-    client = signed_in(team_url, ADMIN_EMAIL, ADMIN_PASSWORD)
-    yield client
-    client.close()
 
 
 @pytest.fixture
@@ -60,12 +44,6 @@ def app_key(team_url: str) -> Iterator[httpx.Client]:
         base_url=team_url, headers={"Authorization": f"Bearer {DEFAULT_KEY}"}, timeout=30
     ) as client:
         yield client
-
-
-@pytest.fixture
-def tab(browser: Browser, team_url: str) -> Iterator[Console]:
-    """A fresh browser tab on the collector."""
-    yield from new_tab(browser, team_url)
 
 
 def log(client: httpx.Client, *records: dict[str, Any]) -> None:
