@@ -17,7 +17,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 
 from ..access.principal import SCOPES
@@ -35,8 +34,17 @@ from ..models.keys import (
     KeyRotatedData,
     parse_duration,
 )
-from ..runtime_file import RuntimeInfo, read_runtime
-from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
+from ..runtime_file import read_runtime
+from .shared import (
+    DataDir,
+    admin_call,
+    console,
+    fail,
+    first_line,
+    group,
+    open_store,
+    settings_for,
+)
 
 # The key service and the store under it load only when a command opens the store itself: a
 # command that goes through the running collector starts without them.
@@ -215,37 +223,8 @@ def _admin(
     """Return ``data`` of an admin route of the running collector, or of ``direct`` on the store."""
     running = read_runtime(settings.data_dir) if settings.is_embedded else None
     if running is not None:
-        return _via_collector(running, method, path, body, params)
+        return admin_call(running, method, path, body, params)
     return _on_store(settings, direct)
-
-
-def _via_collector(
-    running: RuntimeInfo,
-    method: str,
-    path: str,
-    body: dict[str, Any] | None,
-    params: dict[str, Any] | None,
-) -> Any:
-    try:
-        response = httpx.request(
-            method,
-            f"{running.url}/v1/admin{path}",
-            json=body,
-            params=params,
-            headers={"X-Promptrail-Admin": running.admin_token},
-            timeout=30,
-        )
-    except httpx.HTTPError as exc:
-        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = None
-    if response.is_error or not isinstance(answer, dict) or "data" not in answer:
-        error = answer.get("error") if isinstance(answer, dict) else None
-        message = error.get("message") if isinstance(error, dict) else None
-        raise fail(message or f"the collector answered {response.status_code}")
-    return answer["data"]
 
 
 def _on_store(settings: Settings, direct: Callable[[KeyService], BaseModel]) -> Any:

@@ -1,4 +1,5 @@
-"""What every ``promptrail`` command uses: its error line, its settings, the store, a listener.
+"""What every ``promptrail`` command uses: its error line, its settings, the store, a listener,
+the running collector's admin routes.
 
 Each command group (``serve.py``, ``keys.py``, ``backup.py``, ``stub.py``) imports this module
 and nothing of the others; the package's ``root.py`` attaches the groups to one app.
@@ -12,14 +13,16 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
+import httpx
 import typer
 from rich.console import Console
 
 from ..config import Settings
 
 if TYPE_CHECKING:
+    from ..runtime_file import RuntimeInfo
     from ..store.database import Store
 
 # Where commands write their messages and errors: stdout stays for what a script reads (a key,
@@ -104,3 +107,34 @@ def url_host(host: str) -> str:
 def exit_cleanly(signum: int, frame: object) -> None:
     """A SIGTERM handler: uvicorn re-raises the signal after its shutdown; exit with status 0."""
     raise SystemExit(0)
+
+
+def admin_call(
+    running: RuntimeInfo,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+) -> Any:
+    """Return ``data`` of the running collector's admin route ``method`` ``/v1/admin<path>``
+    (the runtime file's admin token); its error's message, or its status, fails the command."""
+    try:
+        response = httpx.request(
+            method,
+            f"{running.url}/v1/admin{path}",
+            json=body,
+            params=params,
+            headers={"X-Promptrail-Admin": running.admin_token},
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    if response.is_error or not isinstance(answer, dict) or "data" not in answer:
+        error = answer.get("error") if isinstance(answer, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        raise fail(message or f"the collector answered {response.status_code}")
+    return answer["data"]

@@ -12,12 +12,20 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
-import httpx
 import typer
 
 from ..config import Settings
-from ..runtime_file import RuntimeInfo, read_runtime
-from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
+from ..runtime_file import read_runtime
+from .shared import (
+    DataDir,
+    admin_call,
+    console,
+    fail,
+    first_line,
+    group,
+    open_store,
+    settings_for,
+)
 
 # Attached to the root app as ``users`` (root.py).
 app = group("Manage user accounts.")
@@ -47,7 +55,7 @@ def create_user(
     }
     settings = settings_for(data_dir)
     running = read_runtime(settings.data_dir) if settings.is_embedded else None
-    user = _via_collector(running, body) if running else _on_store(settings, body)
+    user = admin_call(running, "POST", "/users", body) if running else _on_store(settings, body)
     role = " (instance admin)" if user["instance_admin"] else ""
     console.print(f"created user {user['email']}{role}, id {user['id']}")
 
@@ -56,28 +64,6 @@ def _read_password() -> str:
     text = sys.stdin.read()
     # One trailing line break is the end of the line typed or echoed, not the password.
     return text.removesuffix("\n").removesuffix("\r")
-
-
-def _via_collector(running: RuntimeInfo, body: dict[str, Any]) -> dict[str, Any]:
-    try:
-        response = httpx.post(
-            f"{running.url}/v1/admin/users",
-            json=body,
-            headers={"X-Promptrail-Admin": running.admin_token},
-            timeout=30,
-        )
-    except httpx.HTTPError as exc:
-        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = None
-    if response.is_error or not isinstance(answer, dict) or "data" not in answer:
-        error = answer.get("error") if isinstance(answer, dict) else None
-        message = error.get("message") if isinstance(error, dict) else None
-        raise fail(message or f"the collector answered {response.status_code}")
-    data: dict[str, Any] = answer["data"]
-    return data
 
 
 def _on_store(settings: Settings, body: dict[str, Any]) -> dict[str, Any]:
