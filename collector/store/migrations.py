@@ -69,6 +69,8 @@ from .schema import (
 )
 from .score_tables import (
     SCORE_CONFIGS,
+    SCORE_SPAN_NAMES,
+    SCORE_SPAN_NAMES_SEED,
     SCORE_SUMS,
     SCORE_SUMS_BY_TIME,
     SCORE_SUMS_BY_TIME_MV,
@@ -471,6 +473,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         "evaluation_waiting",
         (EVALUATION_WAITING, EVALUATION_WAITING_MV, EVALUATION_WAITING_SEED),
     ),
+    # The score names with a score on a span record, stored by the score writes (see
+    # store/score_tables.py): which names count for traces is then three key reads, not a
+    # look-up of every span record's id. The seed reads the scored records by key.
+    Migration(48, "score_span_names", (SCORE_SPAN_NAMES, SCORE_SPAN_NAMES_SEED)),
 )
 
 

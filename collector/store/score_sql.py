@@ -23,6 +23,7 @@ from .score_tables import (
     FIELD_REF,
     READ_FIELDS,
     SCORE_FIELDS,
+    SCORE_SPAN_NAMES,
     SCORE_SUMS,
     SCORE_SUMS_BY_TIME,
     SCORES_BY_TARGET,
@@ -181,19 +182,24 @@ def sibling(table: str, name: str) -> str:
 
 
 def traced_names(table: str, names: Sequence[str]) -> str:
-    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) have a score that counts for a
-    trace in the project ``{project:String}``: a sum on a trace (one key range read to its
-    first row per name), else one on a span record (:func:`span_ids`)."""
-    named = (
-        f"SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE project = {{project:String}} "
-        "AND name = {tn%d:String} AND "
+    """SQL: which of ``names`` (parameters ``{tn<i>:String}``) may have a score that counts
+    for a trace in the project ``{project:String}``: a sum on a trace, a name noted with a
+    score on a span record (SCORE_SPAN_NAMES), or a sum whose record was not stored when it
+    was written (the PENDING run: its record may be a span). Three key ranges per name, each
+    read to its first row, whatever the size of the log: the span half was a lookup of every
+    span record's id (:func:`span_ids`), ~3M at 10M records."""
+    project = "project = {project:String}"
+    of_name = f"{project} AND name = {{tn%d:String}}"
+    on_trace = (
+        f"SELECT name FROM {sibling(table, SCORE_SUMS.name)} WHERE {of_name} AND on_trace = 1"
     )
-    # The span half is a lookup of the span records' ids in the name's key range (project,
-    # name, on_trace, target): nothing to read in a log without spans.
+    on_span = f"SELECT name FROM {sibling(table, SCORE_SPAN_NAMES.name)} WHERE {of_name}"
+    pending = (
+        f"SELECT name FROM {sibling(table, SCORE_SUMS_BY_TIME.name)} WHERE {of_name} "
+        f"AND on_trace = 0 AND record_at = {_PENDING}"
+    )
     return " UNION ALL ".join(
-        f"({named % i}on_trace = 1 LIMIT 1) UNION ALL "
-        f"({named % i}on_trace = 0 AND target IN ({span_ids(table)}) LIMIT 1)"
-        for i in range(len(names))
+        f"({half % i} LIMIT 1)" for i in range(len(names)) for half in (on_trace, on_span, pending)
     )
 
 

@@ -359,3 +359,37 @@ _SCORE_SUMS_BY_TIME_SEED = View(
     ),
 )
 SCORE_SUMS_BY_TIME_SEED = Backfill(_SCORE_SUMS_BY_TIME_SEED, SCORE_SUMS_BY_TIME)
+
+# The score names with a score on a span record (migration 48): a record that is no model call
+# and has a trace, whose scores count for the trace (score_sql.span_records). Which names
+# have one was a lookup of every span record's id in the name's sums (~3M ids at 10M records,
+# 2-3 s on a collector's first score-filtered page); the score store now adds a name here
+# before it writes a score on a stored span record, or moves an early one onto its record once
+# that record lands and is a span (store/scores.py). A score whose record is not stored yet is
+# in the PENDING run until then, which the read of the names looks at too
+# (score_sql.traced_names). A row stays when the scores go: a stale name only reads a trace
+# half for nothing, never hides a score.
+SCORE_SPAN_NAMES = Table(
+    name="score_span_names",
+    columns=("project String", "name String"),
+    engine="ReplacingMergeTree",
+    order_by="(project, name)",
+)
+
+# The names scored on stored span records before migration 48: the scored records (the sums
+# by time's record half, keyed by their time) looked up by key in ``request_items``, so the
+# seed reads as many records as there are scores of records, not every span of the log.
+# A record stored after its score is in the PENDING run (read with the names, above).
+_SCORE_SPAN_NAMES_SEED = View(
+    name="score_span_names_seed",
+    to_table="score_span_names",
+    select=(
+        "SELECT DISTINCT project, name FROM {db}.score_sums_by_time WHERE on_trace = 0 "
+        "AND record_at != toDateTime64(0, 3, 'UTC') AND (project, record_at, target) IN ("
+        "SELECT toString(project), created_at, id FROM {db}.request_items WHERE "
+        "(toString(project), created_at, id) IN (SELECT project, record_at, target FROM "
+        "{db}.score_sums_by_time WHERE on_trace = 0 AND record_at != toDateTime64(0, 3, 'UTC')) "
+        "AND kind NOT IN ('llm', 'embedding') AND trace_id != '')"
+    ),
+)
+SCORE_SPAN_NAMES_SEED = Backfill(_SCORE_SPAN_NAMES_SEED, SCORE_SPAN_NAMES)

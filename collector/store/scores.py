@@ -38,6 +38,7 @@ from .score_tables import (
     READ_FIELDS,
     SCORE_CONFIGS,
     SCORE_FIELDS,
+    SCORE_SPAN_NAMES,
     SCORE_SUMS_BY_TIME,
     SCORES,
     SCORES_BY_TARGET,
@@ -72,8 +73,9 @@ class ScoreStore:
             sole_writer,
         )
         self._sole_writer = sole_writer
-        self._noted: dict[str, set[str]] = {}  # names told to traced_names, per project
-        self._noted_lock = threading.Lock()
+        # Names this process saw stored in SCORE_SPAN_NAMES, per project.
+        self._span_named: dict[str, set[str]] = {}
+        self._span_names = f"{db}.{quote(SCORE_SPAN_NAMES.name)}"
         self._items = f"{db}.{quote(REQUEST_ITEMS.name)}"
         self._ids = f"{db}.{quote(REQUEST_IDS.name)}"
         self._by_target = f"{db}.{quote(SCORES_BY_TARGET.name)}"
@@ -197,6 +199,11 @@ class ScoreStore:
         ]
         if not moved:
             return
+        # A moved score leaves the PENDING run, where a reader found that it may be a span's.
+        spans = self._spans_among(
+            project, {(landed[r.request_id or ""], r.request_id or "") for r in moved}
+        )
+        self._name_spans(project, {r.name for r in moved if r.request_id in spans})
         written = datetime.now(UTC)
         ended = written - timedelta(microseconds=1)
         block = [_version_values(r, True, ended, PENDING) for r in moved]
@@ -206,46 +213,63 @@ class ScoreStore:
     def _note_traced(
         self, rows: Sequence[ScoreRow], times: dict[tuple[str, str], datetime]
     ) -> None:
-        """Tell :attr:`traced_names` of the names these scores give a trace: a trace's, and
-        a record's unless the record is stored and a model call or outside any trace (a
-        score on a span record counts for its trace, and one on a record not stored yet may
-        be on a span: score_sql.span_records). ``times``: the stored records' times, by
-        (project, id) (RecordTimes.for_new)."""
+        """Tell :attr:`traced_names` of the names these scores give a trace: a trace's, one
+        on a stored span record (a record that is no model call and has a trace, whose
+        scores count for the trace: score_sql.span_records), which is also stored in
+        SCORE_SPAN_NAMES for every reader of the store, and, in the store's one writer, one
+        on a record not stored yet, which may be a span (a reader of the store finds it in
+        the PENDING run). Called before the scores' insert. ``times``: the stored records'
+        times, by (project, id) (RecordTimes.for_new)."""
         for r in rows:
             if r.trace_id:
-                self._note(r.project, {r.name})
-        if not self._sole_writer:
-            return  # a server's reads ask the store for every name not yet known
+                self.traced_names.note(r.project, {r.name})
         by_project: dict[str, list[ScoreRow]] = {}
         for r in rows:
-            # A name noted once stays noted: its scores need no look at their records.
-            if r.request_id and r.name not in self._noted.get(r.project, ()):
+            # A name stored as a span's once needs no look at its records again.
+            if on_record(r) and r.name not in self._span_named.get(r.project, ()):
                 by_project.setdefault(r.project, []).append(r)
         for project, scored in by_project.items():
-            found = {r.request_id or "" for r in scored} & {i for p, i in times if p == project}
-            keys = sorted((times[(project, i)], i) for i in found)
-            plain = (
-                {
-                    str(row[0])
-                    for row in self._client.query(
-                        f"SELECT id FROM {self._items} WHERE project = {{p:String}} AND "
-                        "(created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
-                        "AND (kind IN ('llm', 'embedding') OR trace_id = '')",
-                        parameters={"p": project, "keys": keys},
-                        settings=self._read_settings,
-                    ).result_rows
-                }
-                if keys
-                else set()
+            stored = [r for r in scored if (project, r.request_id) in times]
+            spans = self._spans_among(
+                project,
+                {(times[(project, r.request_id or "")], r.request_id or "") for r in stored},
             )
-            names = {r.name for r in scored if r.request_id not in plain}
-            if names:
-                self._note(project, names)
+            self._name_spans(project, {r.name for r in stored if r.request_id in spans})
+            if self._sole_writer:
+                early = {r.name for r in scored if (project, r.request_id) not in times}
+                self.traced_names.note(project, early)
 
-    def _note(self, project: str, names: set[str]) -> None:
-        self.traced_names.note(project, names)
-        with self._noted_lock:
-            self._noted.setdefault(project, set()).update(names)
+    def _spans_among(self, project: str, records: set[tuple[datetime, str]]) -> set[str]:
+        """Which of these stored records, (created_at, id), are span records: one key read
+        of ``request_items``."""
+        keys = sorted(records)
+        if not keys:
+            return set()
+        return {
+            str(row[0])
+            for row in self._client.query(
+                f"SELECT id FROM {self._items} WHERE project = {{p:String}} AND "
+                "(created_at, id) IN {keys:Array(Tuple(DateTime64(3, 'UTC'), String))} "
+                "AND kind NOT IN ('llm', 'embedding') AND trace_id != ''",
+                parameters={"p": project, "keys": keys},
+                settings=self._read_settings,
+            ).result_rows
+        }
+
+    def _name_spans(self, project: str, names: set[str]) -> None:
+        """Store ``names`` as scored on span records (SCORE_SPAN_NAMES) and tell
+        :attr:`traced_names`, before a score on a span record is written."""
+        fresh = sorted(names - self._span_named.get(project, set()))
+        if not fresh:
+            return
+        self.traced_names.note(project, fresh)
+        self._client.insert(
+            self._span_names,
+            [[project, name] for name in fresh],
+            column_names=["project", "name"],
+            settings=self._write_settings,
+        )
+        self._span_named.setdefault(project, set()).update(fresh)
 
     def _live_versions(
         self, keys: Iterable[tuple[str, str]]

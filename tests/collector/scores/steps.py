@@ -1,6 +1,6 @@
 """Steps the score tests share: fresh ids, a created score, an error's code and field,
 logged records and a list by tag, the store's queries counted, the score sums read and upgraded,
-and the sums the live scores must add up to.
+the sums the live scores must add up to, and an ``@observe`` function's trace logged.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -187,3 +188,46 @@ def reference_sums(client: Any, database: str, names: list[str]) -> Sums:
         entry[1] += number is not None
         entry[2] += 1
     return {k: (round(v[0], 9), int(v[1]), int(v[2])) for k, v in sums.items()}
+
+
+def observed_call(api: TestClient, tag: str, log: bool = True) -> tuple[str, str, str]:
+    """An ``@observe`` function's trace: (trace id, the span's record id, the model call's),
+    logged unless ``log`` is false (the caller logs them with :func:`log_trace`)."""
+    trace = uuid.uuid4().hex
+    span, call = f"req_{trace}{1:016x}", f"req_{trace}{2:016x}"
+    if log:
+        log_trace(api, tag, trace)
+    return trace, span, call
+
+
+def log_trace(api: TestClient, tag: str, trace: str) -> None:
+    """Log an ``@observe`` function's trace ``trace`` under the metadata tag ``tag``: the
+    function's span record (kind ``span``) and the model call inside it, on prompt version 3."""
+    now = datetime.now(UTC) - timedelta(minutes=5)
+    records: list[dict[str, Any]] = [
+        {
+            "id": f"req_{trace}{1:016x}",
+            "kind": "span",
+            "trace_id": trace,
+            "span_id": f"{1:016x}",
+            "span_name": "answer",
+            "metadata": {"tag": tag},
+            "created_at": now.isoformat(),
+        },
+        {
+            "id": f"req_{trace}{2:016x}",
+            "kind": "llm",
+            "trace_id": trace,
+            "span_id": f"{2:016x}",
+            "parent_span_id": f"{1:016x}",
+            "prompt_name": "support",
+            "version": 3,
+            "model": "gpt-4o-mini",
+            "output": {"content": "Try turning it off and on."},
+            "metadata": {"tag": tag},
+            "created_at": (now + timedelta(milliseconds=5)).isoformat(),
+        },
+    ]
+    for record in records:
+        response = api.post("/v1/requests", json=record)
+        assert response.status_code == 201, response.text

@@ -13,54 +13,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from tests.collector.request_log.export_steps import finish, start
-from tests.collector.scores.steps import created, listed
-
-
-def observed_call(api: TestClient, tag: str, log: bool = True) -> tuple[str, str, str]:
-    """An ``@observe`` function's trace: (trace id, the span's record id, the model call's),
-    logged unless ``log`` is false (the caller logs them with :func:`log_trace`)."""
-    trace = uuid.uuid4().hex
-    span, call = f"req_{trace}{1:016x}", f"req_{trace}{2:016x}"
-    if log:
-        log_trace(api, tag, trace)
-    return trace, span, call
-
-
-def log_trace(api: TestClient, tag: str, trace: str) -> None:
-    now = datetime.now(UTC) - timedelta(minutes=5)
-    records: list[dict[str, Any]] = [
-        {
-            "id": f"req_{trace}{1:016x}",
-            "kind": "span",
-            "trace_id": trace,
-            "span_id": f"{1:016x}",
-            "span_name": "answer",
-            "metadata": {"tag": tag},
-            "created_at": now.isoformat(),
-        },
-        {
-            "id": f"req_{trace}{2:016x}",
-            "kind": "llm",
-            "trace_id": trace,
-            "span_id": f"{2:016x}",
-            "parent_span_id": f"{1:016x}",
-            "prompt_name": "support",
-            "version": 3,
-            "model": "gpt-4o-mini",
-            "output": {"content": "Try turning it off and on."},
-            "metadata": {"tag": tag},
-            "created_at": (now + timedelta(milliseconds=5)).isoformat(),
-        },
-    ]
-    for record in records:
-        response = api.post("/v1/requests", json=record)
-        assert response.status_code == 201, response.text
+from tests.collector.scores.steps import created, listed, log_trace, observed_call
 
 
 def thumbs_down(api: TestClient, record_id: str) -> dict[str, Any]:
