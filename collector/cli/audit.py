@@ -14,10 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
-from ..runtime_file import RuntimeInfo, read_runtime
-from .shared import DataDir, console, fail, first_line, group, open_store, settings_for
+from ..runtime_file import read_runtime
+from .shared import (
+    DataDir,
+    admin_call,
+    console,
+    fail,
+    first_line,
+    group,
+    open_store,
+    settings_for,
+)
 
 # Attached to the root app as ``audit`` (root.py).
 app = group("Check the audit log.")
@@ -28,7 +35,10 @@ def verify(data_dir: DataDir = None) -> None:
     """Recompute the audit log's chain; exit 1 naming the first entry that does not match."""
     settings = settings_for(data_dir)
     running = read_runtime(settings.data_dir) if settings.is_embedded else None
-    verdict = _via_collector(running) if running else _on_store(settings)
+    # Verifying walks the whole chain: a long log takes minutes.
+    verdict = (
+        admin_call(running, "GET", "/audit/verify", timeout=600) if running else _on_store(settings)
+    )
     problem = verdict.get("problem")
     if problem:
         raise fail(
@@ -52,22 +62,3 @@ def _on_store(settings: Any) -> dict[str, Any]:
         except Exception as exc:
             raise fail(f"the store {settings.store_url} failed: {first_line(exc)}") from None
     return verdict.as_json()
-
-
-def _via_collector(running: RuntimeInfo) -> dict[str, Any]:
-    try:
-        response = httpx.get(
-            f"{running.url}/v1/admin/audit/verify",
-            headers={"X-Promptrail-Admin": running.admin_token},
-            timeout=600,
-        )
-    except httpx.HTTPError as exc:
-        raise fail(f"the collector at {running.url} did not answer: {exc}") from None
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = None
-    if response.is_error or not isinstance(answer, dict) or "data" not in answer:
-        raise fail(f"the collector answered {response.status_code}")
-    data: dict[str, Any] = answer["data"]
-    return data

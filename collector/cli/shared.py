@@ -115,6 +115,7 @@ def admin_call(
     path: str,
     body: dict[str, Any] | None = None,
     params: dict[str, Any] | None = None,
+    timeout: float = 30,
 ) -> Any:
     """Return ``data`` of the running collector's admin route ``method`` ``/v1/admin<path>``
     (the runtime file's admin token); its error's message, or its status, fails the command."""
@@ -125,7 +126,7 @@ def admin_call(
             json=body,
             params=params,
             headers={"X-Promptrail-Admin": running.admin_token},
-            timeout=30,
+            timeout=timeout,
         )
     except httpx.HTTPError as exc:
         raise fail(f"the collector at {running.url} did not answer: {exc}") from None
