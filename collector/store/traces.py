@@ -6,7 +6,7 @@ tables, and :class:`TraceStore`, the store of traces, sessions and users.
   primary-key range reads of ``thread_items`` (the records of each trace, session and user,
   sorted by it), copies and tombstones resolved as list pages do.
 - The trace list finds the newest traces in ``request_items`` (sorted by time) a window of
-  time at a time, as a list page does, then sums each candidate in ``trace_records``.
+  records at a time, then sums each candidate in ``trace_records``.
 
 Sessions (:mod:`.sessions`) and users (:mod:`.users`) are modules of their own, on the reads
 all three share (:mod:`.threads`); :class:`TraceStore` joins them for the trace service.
@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .connection import utc
-from .request_filters import PAGE_READ, RESERVED_PREFIX, SLACK, RequestFilter, windows
+from .request_filters import PAGE_READ, RESERVED_PREFIX, SLACK
 from .request_rows import RequestRow
 from .sessions import SessionReads
 from .threads import ThreadReads
@@ -32,6 +32,16 @@ _MODEL_CALLS = str(_MODEL_CALL_KINDS)
 # A trace's name, user and session are its root record's (no parent), else its first
 # record's that has one: argMin over this key prefers the root, then the oldest.
 _ROOT_FIRST = "(parent_span_id != '', created_at)"
+# How many records below its anchor (the cursor, the filter's end, else the newest record) the
+# trace list's first window holds, and how many times more each next one does, up to the last
+# bounded one: then the rest. Candidates are grouped by trace over the whole window, so its
+# cost is its records'; windows of time (a day first) grouped ~3M records at 100M (~230 ms of
+# CPU a page) and a few hundred at 1M, where windows of records read ~2,000 whatever the size
+# of the log (~20 ms at 100M, probe included). 2,000 records hold the 28 traces a page fetches
+# at up to ~70 records a trace; a rarer name, or longer traces, widen it.
+_FIRST_REACH = 2_000
+_WIDER = 8
+_LAST_REACH = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -141,21 +151,29 @@ class TraceReads(ThreadReads):
     ) -> list[TraceSummary]:
         """Return traces newest first (by their first record), after a keyset position.
 
-        Candidates come from ``request_items`` a window of time at a time (see
-        :func:`.request_filters.windows`), each with its start as far as the window sees it:
-        a trace whose records all lie in the window has its true start there, one that began
-        below the window looks newer than it is. Each candidate is then summed over all its
-        records (``trace_records``): one that began below the window is left for the window
-        that holds its start, and the filters are checked on the whole trace.
+        Candidates come from ``request_items`` a window at a time: the newest ``reach``
+        records below the page's position (:meth:`_window_lower`), ``reach`` growing when a
+        window cannot fill the page. Each candidate has its start as far as the window sees
+        it: a trace whose records all lie in the window has its true start there, one that
+        began below the window looks newer than it is. Each candidate is then summed over all
+        its records (``trace_records``): one that began below the window is left for the
+        window that holds its start, and the filters are checked on the whole trace.
         """
         if filters.user_id is not None or filters.session_id is not None:
             return self._indexed_trace_page(project, filters, after, limit)
         found: list[TraceSummary] = []
         position = after
         fetch = limit + SLACK
-        lowers = windows(RequestFilter(start=filters.start, end=filters.end), after)
+        reach: int | None = _FIRST_REACH
         while len(found) < limit:
-            lower = lowers[0] if lowers[0] is not None else filters.start
+            anchor = position[0] if position is not None else filters.end
+            if filters.end is not None and anchor is not None:
+                anchor = min(anchor, filters.end)
+            lower = None if reach is None else self._window_lower(project, anchor, reach)
+            if lower is None or (filters.start is not None and lower <= filters.start):
+                # Fewer records than that below the anchor (or none past the start): this
+                # window is the rest of the period.
+                lower, reach = filters.start, None
             candidates = self._trace_candidates(project, filters, position, fetch, lower)
             summaries = self.summaries(project, [trace_id for _, trace_id in candidates])
             for started, trace_id in candidates:
@@ -168,10 +186,30 @@ class TraceReads(ThreadReads):
             if candidates:
                 position = candidates[-1]
             if len(candidates) < fetch:
-                if lowers[0] is None:
+                if reach is None:
                     break
-                lowers = lowers[1:]
+                reach = reach * _WIDER if reach < _LAST_REACH else None
         return found[:limit]
+
+    def _window_lower(self, project: str, anchor: datetime | None, reach: int) -> datetime | None:
+        """Return the time of the ``reach``-th newest record at or below ``anchor`` (None:
+        the newest), of any kind, in a trace or not; None if there are fewer.
+
+        Read newest first in key order, as a list page is: ``reach`` rows of the sort key
+        (and of the newest part or two), not a window of time's.
+        """
+        params: dict[str, Any] = {"project": project, "reach": reach}
+        where = "project = {project:String}"
+        if anchor is not None:
+            where += " AND created_at <= {anchor:DateTime64(3, 'UTC')}"
+            params["anchor"] = anchor
+        rows = self._client.query(
+            f"SELECT created_at FROM {self.items_table} WHERE {where} "
+            "ORDER BY created_at DESC LIMIT 1 OFFSET {reach:UInt32}",
+            parameters=params,
+            settings=PAGE_READ,
+        ).result_rows
+        return utc(rows[0][0]) if rows else None
 
     def _indexed_trace_page(
         self,
