@@ -59,6 +59,10 @@ _METADATA_SUMS = (
 _MAX_GROUPS = 1000
 
 
+# Ranges of buckets of each span.
+_Spans = dict[Span, list[tuple[datetime, datetime]]]
+
+
 @dataclass(frozen=True)
 class Plan:
     """Where a query reads each part of its period: ``[start, end)`` ranges.
@@ -126,10 +130,19 @@ class AnalyticsStore:
             parts.append(self._raw_part(query, plan.raw))
         if plan.days and (group_by or "").startswith("metadata."):
             parts.extend(self._metadata_parts(query, plan.days))
-        elif plan.days:
-            parts.append(self._rollup_part(query, "day", plan.days))
-        if plan.hours:
-            parts.append(self._rollup_part(query, "hour", plan.hours))
+        elif filters.prompt_name is not None:
+            # One prompt's copy is read a span at a time, each a range of its key.
+            by_span: tuple[tuple[Span, list[tuple[datetime, datetime]]], ...] = (
+                ("day", plan.days),
+                ("hour", plan.hours),
+            )
+            parts.extend(
+                self._rollup_part(query, {span: ranges}) for span, ranges in by_span if ranges
+            )
+        elif plan.days or plan.hours:
+            # Sealed days and hours in one read of the rollup: each part of a query costs
+            # some 5-10 ms of CPU whatever it reads (docs/scale.md, "Analytics cost by day").
+            parts.append(self._rollup_part(query, {"day": plan.days, "hour": plan.hours}))
         if not parts:
             return GroupRow("", 0.0, 0, (0.0, 0.0, 0.0) if percentiles else None), []
         state = f", quantilesBFloat16Merge({LEVELS})(part_q)" if percentiles else ""
@@ -182,13 +195,11 @@ class AnalyticsStore:
             f"WHERE {where} AND ({_ranges('created_at', 'raw', params, ranges)}) GROUP BY name"
         )
 
-    def _rollup_part(
-        self, query: _Query, span: Span, ranges: list[tuple[datetime, datetime]]
-    ) -> str:
+    def _rollup_part(self, query: _Query, spans: _Spans) -> str:
         params, group_by = query.params, query.group_by
         # Only filters and groups the rollup keeps are ever planned onto it.
         assert not query.filters.metadata and not (group_by or "").startswith("metadata.")
-        clauses = [f"span = {{span_{span}:String}}", self._newest_seals(query, span, ranges)]
+        clauses = [self._newest_seals(query, spans)]
         for column in ("prompt_name", "model", "status"):
             value = getattr(query.filters, column)
             if value is not None:
@@ -214,7 +225,7 @@ class AnalyticsStore:
         """Sealed whole days grouped by a metadata key: the key's rows, or the whole day."""
         assert query.group_by is not None
         query.params["group_key"] = query.group_by.removeprefix("metadata.")
-        newest = self._newest_seals(query, "day", ranges)
+        newest = self._newest_seals(query, {"day": ranges}, spanned=False)
         state = (
             f", quantilesBFloat16MergeState({LEVELS})(latency_quantiles) AS part_q"
             if query.percentiles
@@ -229,37 +240,54 @@ class AnalyticsStore:
             f"WHERE project = {{project:String}} AND key = {{group_key:String}} AND {newest} "
             "GROUP BY name",
             f"SELECT '' AS name, {_ROLLUP_SUMS}{state} FROM {self._rollups.table} "
-            f"WHERE project = {{project:String}} AND span = {{span_day:String}} AND {newest} "
+            f"WHERE span = {{span_day:String}} AND {newest} "
             f"AND (bucket, sealed_at) NOT IN ({with_key}) GROUP BY name",
         ]
 
-    def _newest_seals(
-        self, query: _Query, span: Span, ranges: list[tuple[datetime, datetime]]
-    ) -> str:
-        """The condition for a rollup table's rows of ``ranges``' buckets' newest seals.
+    def _newest_seals(self, query: _Query, spans: _Spans, spanned: bool = True) -> str:
+        """The condition for a rollup table's rows of the newest seals of ``spans``' buckets
+        (each span's ranges of buckets); ``spanned``: whether the table has a ``span`` column
+        (``request_rollup_metadata`` keeps days alone).
 
         A sealer that re-sealed a bucket since the plan was made wrote its rows before its
         seal, and they sum the same records.
         """
         query.params["project"] = query.project
-        query.params[f"span_{span}"] = span
-        buckets = _ranges("bucket", span, query.params, ranges)
+        buckets = []
+        for span, ranges in spans.items():
+            if ranges:
+                query.params[f"span_{span}"] = span
+                within = _ranges("bucket", span, query.params, ranges, "DateTime('UTC')")
+                buckets.append(f"(span = {{span_{span}:String}} AND ({within}))")
+        where = f"project = {{project:String}} AND ({' OR '.join(buckets)})"
+        if not spanned:
+            ((span, ranges),) = spans.items()
+            within = _ranges("bucket", span, query.params, ranges, "DateTime('UTC')")
+            return (
+                f"project = {{project:String}} AND ({within}) AND (bucket, sealed_at) IN "
+                f"(SELECT bucket, max(sealed_at) FROM {self._rollups.seals} WHERE {where} "
+                "GROUP BY bucket)"
+            )
         return (
-            f"project = {{project:String}} AND ({buckets}) AND (bucket, sealed_at) IN "
-            f"(SELECT bucket, max(sealed_at) FROM {self._rollups.seals} "
-            f"WHERE project = {{project:String}} AND span = {{span_{span}:String}} AND ({buckets}) "
-            "GROUP BY bucket)"
+            f"{where} AND (span, bucket, sealed_at) IN "
+            f"(SELECT span, bucket, max(sealed_at) FROM {self._rollups.seals} WHERE {where} "
+            "GROUP BY span, bucket)"
         )
 
 
 def _ranges(
-    column: str, prefix: str, params: dict[str, Any], ranges: list[tuple[datetime, datetime]]
+    column: str,
+    prefix: str,
+    params: dict[str, Any],
+    ranges: list[tuple[datetime, datetime]],
+    kind: str = "DateTime64(3, 'UTC')",
 ) -> str:
+    """``column`` within any of ``ranges``, compared as ``kind`` (a rollup's buckets are
+    whole hours: compared as their own type, not converted row by row)."""
     clauses = []
     for i, (start, end) in enumerate(ranges):
         clauses.append(
-            f"({column} >= {{{prefix}{i}a:DateTime64(3, 'UTC')}} "
-            f"AND {column} < {{{prefix}{i}b:DateTime64(3, 'UTC')}})"
+            f"({column} >= {{{prefix}{i}a:{kind}}} AND {column} < {{{prefix}{i}b:{kind}}})"
         )
         params[f"{prefix}{i}a"] = start
         params[f"{prefix}{i}b"] = end
