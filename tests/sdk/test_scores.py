@@ -25,15 +25,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from promptrail.testing import OpenAIStub, free_port, serve
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
-
-
-def stored_scores(base_url: str, **query: str) -> list[dict[str, Any]]:
-    answer = httpx.get(
-        f"{base_url}/v1/scores", params={"limit": 100, **query}, headers=DEFAULT_AUTH
-    )
-    assert answer.status_code == 200, answer.text
-    data: list[dict[str, Any]] = answer.json()["data"]
-    return data
+from tests.sdk.score_steps import drops_and_refusals, stored_scores
 
 
 def assert_balanced(counts: dict[str, Any]) -> None:
@@ -221,21 +213,7 @@ EDGES: list[dict[str, Any]] = [
 def test_the_sdk_drops_exactly_the_scores_the_collector_refuses(
     live_url: str, capture: None
 ) -> None:
-    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
-    dropped_by_sdk: list[bool] = []
-    for n, edge in enumerate(EDGES):
-        before = promptrail.stats()["scores"]["dropped"].get("invalid", 0)
-        promptrail.score(**{"id": f"edge-{n}", **edge})
-        dropped_by_sdk.append(promptrail.stats()["scores"]["dropped"].get("invalid", 0) > before)
-    assert promptrail.flush(timeout=10)
-
-    answer = httpx.post(
-        f"{live_url}/v1/scores/batch",
-        json={"scores": [{"id": f"wire-{n}", **edge} for n, edge in enumerate(EDGES)]},
-        headers=DEFAULT_AUTH,
-    )
-    assert answer.status_code in (200, 201), answer.text
-    refused = {r["index"] for r in answer.json()["data"]["rejected"]}
+    dropped_by_sdk, refused = drops_and_refusals(live_url, EDGES, "edge")
 
     assert dropped_by_sdk == [n in refused for n in range(len(EDGES))]
     assert 0 < len(refused) < len(EDGES)

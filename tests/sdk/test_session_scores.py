@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 import promptrail
 from promptrail import _runtime
-from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
+from tests.keys import DEFAULT_KEY
+from tests.sdk.score_steps import drops_and_refusals, stored_scores
 
 pytestmark = pytest.mark.usefixtures("memory_only")
 
@@ -26,13 +26,6 @@ def capture() -> Iterator[None]:
     _runtime.reset_stats()
     yield
     promptrail.shutdown()
-
-
-def _stored(base_url: str, **query: str) -> list[dict[str, Any]]:
-    answer = httpx.get(f"{base_url}/v1/scores", params=query, headers=DEFAULT_AUTH)
-    assert answer.status_code == 200, answer.text
-    data: list[dict[str, Any]] = answer.json()["data"]
-    return data
 
 
 def test_a_session_score_reaches_the_session_even_inside_a_trace(
@@ -48,7 +41,7 @@ def test_a_session_score_reaches_the_session_even_inside_a_trace(
     trace = conversation_ended()
     assert trace is not None
     assert promptrail.flush(timeout=10)
-    (stored,) = _stored(live_url, session_id="chat-sdk-1")
+    (stored,) = stored_scores(live_url, session_id="chat-sdk-1")
     assert (stored["session_id"], stored["request_id"], stored["trace_id"]) == (
         "chat-sdk-1",
         None,
@@ -59,7 +52,7 @@ def test_a_session_score_reaches_the_session_even_inside_a_trace(
         "sdk",
         "user said thanks",
     )
-    assert _stored(live_url, trace_id=trace) == []
+    assert stored_scores(live_url, trace_id=trace) == []
 
 
 EDGES: list[dict[str, Any]] = [
@@ -75,21 +68,8 @@ EDGES: list[dict[str, Any]] = [
 def test_the_sdk_drops_exactly_the_session_scores_the_collector_refuses(
     live_url: str, capture: None
 ) -> None:
-    promptrail.init(api_key=DEFAULT_KEY, base_url=live_url, flush_interval=0.05)
-    dropped_by_sdk: list[bool] = []
-    for n, edge in enumerate(EDGES):
-        before = promptrail.stats()["scores"]["dropped"].get("invalid", 0)
-        promptrail.score(**{"id": f"sess-edge-{n}", **edge})
-        dropped_by_sdk.append(promptrail.stats()["scores"]["dropped"].get("invalid", 0) > before)
-    assert promptrail.flush(timeout=10)
+    dropped_by_sdk, refused = drops_and_refusals(live_url, EDGES, "sess-edge")
 
-    answer = httpx.post(
-        f"{live_url}/v1/scores/batch",
-        json={"scores": [{"id": f"sess-wire-{n}", **edge} for n, edge in enumerate(EDGES)]},
-        headers=DEFAULT_AUTH,
-    )
-    assert answer.status_code == 201, answer.text
-    refused = {r["index"] for r in answer.json()["data"]["rejected"]}
     assert refused == {1, 2, 3, 5}
     assert dropped_by_sdk == [n in refused for n in range(len(EDGES))]
     assert promptrail.stats()["scores"]["exported"] == len(EDGES) - len(refused)
