@@ -118,3 +118,25 @@ export function messageOf(error) {
   if (error instanceof ApiError) return `${error.message} (${error.code || error.status})`;
   return `Could not reach the collector: ${error.message}`;
 }
+
+/** Read a streamed response's `data: <json>` blocks, calling `onEvent` with each event. */
+export async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trimStart())
+        .join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}

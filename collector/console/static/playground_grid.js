@@ -3,31 +3,9 @@
 // events append text nodes; `end` gives the cell's tokens, cost, latency, time to first token,
 // status and error). Runs are fetch POSTs read as server-sent events, as in run.js.
 
-import { request } from "./api.js";
+import { readEvents, request } from "./api.js";
 import { costText, h, replace, statusBadge } from "./dom.js";
 import * as fmt from "./format.js";
-
-/** Read a streamed response's `data: <json>` blocks, calling `onEvent` with each event. */
-export async function readEvents(response, onEvent) {
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block
-        .split("\n")
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice(5).trimStart())
-        .join("\n");
-      if (data) onEvent(JSON.parse(data));
-    }
-  }
-}
 
 /** POST a playground run with `stream: true`; `onEvent` gets start, chunk, end and done. */
 export async function streamRun(body, onEvent) {

@@ -2,7 +2,7 @@
 // EventSource cannot send a header, so the stream is a fetch POST whose body is read as
 // server-sent events ("data: <json>" blocks separated by a blank line).
 
-import { api, messageOf, request } from "./api.js";
+import { api, messageOf, readEvents, request } from "./api.js";
 import { chatRunFields } from "./chat_run.js";
 import { costText, field, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
@@ -75,16 +75,7 @@ export async function runPanel(name, version) {
       stream: true,
     };
     if (userInput.value) body.user_input = userInput.value;
-    button.disabled = true;
-    replace(output);
-    replace(status, "Running…");
-    try {
-      await stream(`${path}/versions/${version}/run`, body, output, status);
-    } catch (error) {
-      replace(status, h("span", { class: "error" }, messageOf(error)));
-    } finally {
-      button.disabled = false;
-    }
+    await run(`${path}/versions/${version}/run`, body, { button, output, status });
   });
   return form;
 }
@@ -125,40 +116,30 @@ function chatPanel(path, version, template) {
     }
     const body = { variables: read.variables, placeholders: read.placeholders, stream: true };
     if (userInput.value) body.user_input = userInput.value;
-    button.disabled = true;
-    replace(output);
-    replace(status, "Running…");
-    try {
-      await stream(`${path}/versions/${version}/run`, body, output, status);
-    } catch (error) {
-      replace(status, h("span", { class: "error" }, messageOf(error)));
-    } finally {
-      button.disabled = false;
-    }
+    await run(`${path}/versions/${version}/run`, body, { button, output, status });
   });
   return form;
 }
 
 async function stream(path, body, output, status) {
   const response = await request(path, { method: "POST", body });
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
   let requestId = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block
-        .split("\n")
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice(5).trimStart())
-        .join("\n");
-      if (data) requestId = show(JSON.parse(data), output, status, requestId);
-    }
+  await readEvents(response, (event) => {
+    requestId = show(event, output, status, requestId);
+  });
+}
+
+/** Run a version with `body`, streaming its answer into `output`; the button waits meanwhile. */
+async function run(path, body, { button, output, status }) {
+  button.disabled = true;
+  replace(output);
+  replace(status, "Running…");
+  try {
+    await stream(path, body, output, status);
+  } catch (error) {
+    replace(status, h("span", { class: "error" }, messageOf(error)));
+  } finally {
+    button.disabled = false;
   }
 }
 
