@@ -25,6 +25,12 @@ from .thread_tables import ACTIVITY_ROLLUP, THREAD_ITEMS
 # ``thread_items``, which its list items do not show: a first page that holds the whole trace
 # is its summary too (traces._trace_summary), the rest read from the page's records.
 _TRACE_SUMS = "user_id, session_id"
+# What the sums of sessions and users read of each record (:meth:`ThreadReads._sums`): its key,
+# and every column their sums, ``kinds`` and environments read.
+_SUMMED = (
+    "created_at, id, kind, environment, user_id, session_id, status, total_tokens, "
+    "estimated_cost_usd, trace_id"
+)
 
 # A row of the session list (with its records' ids) or of the user list.
 _Item = TypeVar("_Item")
@@ -186,10 +192,13 @@ class ThreadReads:
         ``kinds``. ``environments`` (its environments' fields) narrows what the sums keep as
         ``kinds`` does.
 
-        A primary-key read of each one's rows of ``thread_items`` with FINAL, which resolves
-        each record's copies and tombstone over those rows only (one row per record, none if
-        a copy is a tombstone: the tombstone's version is the higher), as pages do. It was a
-        ``GROUP BY`` per record under the ``GROUP BY`` per key: 1.5x the time.
+        A primary-key read of each one's rows of ``thread_items``, its records' copies and
+        tombstones resolved by a ``GROUP BY`` per record under the ``GROUP BY`` per key: a
+        record is its copies' one row, and none if a copy is a tombstone (the tombstone's
+        version is the higher; every copy, a tombstone too, carries the record's columns, so
+        grouping by them all is grouping by its key). It was FINAL over the same rows, which
+        at 100M records (21 parts, 2.3M granules) cost a page of 28 sessions ~95 ms of CPU
+        against ~38 for this; at 1M records FINAL had been the faster (this, 1.5x its time).
         """
         (period, kinds) = scope
         params.update(project=project, key=key, values=list(values))
@@ -212,11 +221,14 @@ class ThreadReads:
             picked = " AND ".join([picked, *kept])
         else:
             where += kept
+        records = (
+            f"SELECT value, {_SUMMED} FROM {self.threads_table} WHERE {' AND '.join(where)} "
+            f"GROUP BY value, {_SUMMED} HAVING max(is_deleted) = 0"
+        )
         return [
             tuple(r)
             for r in self._client.query(
-                f"WITH {picked} AS picked SELECT value, {select} "
-                f"FROM {self.threads_table} FINAL WHERE {' AND '.join(where)} "
+                f"WITH {picked} AS picked SELECT value, {select} FROM ({records}) "
                 f"GROUP BY value {having}ORDER BY last_at DESC, value DESC",
                 parameters=params,
             ).result_rows
