@@ -119,7 +119,12 @@ class AnalyticsService:
         total, groups = self._store.aggregate(
             project, metric, group_by, filters, plan, percentiles=metric == "latency"
         )
-        unpriced = self._store.count_unpriced(project, filters) if metric == "cost" else None
+        unpriced = None
+        if metric == "cost":
+            # From the query's own sums, unless it read rows sealed before the rollup counted.
+            unpriced = total.unpriced
+            if unpriced is None:
+                unpriced = self._store.count_unpriced(project, filters)
         return AnalyticsOutcome(metric, total.value, groups, start, end, unpriced)
 
     def plan(

@@ -2,9 +2,9 @@
 
 A query reads two sources and adds them up: the rollup's sums for the hours a plan says are
 sealed (see :mod:`.rollups`), and the log itself, with FINAL, for the rest of the period. Both
-sides give the same partial sums (records, cost, tokens, latency, errors and the latency
-percentiles as an aggregate state), so the outer query computes every metric from the sums of
-either or both.
+sides give the same partial sums (records, cost, tokens, latency, errors, the records without
+a known price, and the latency percentiles as an aggregate state), so the outer query computes
+every metric from the sums of either or both.
 """
 
 from __future__ import annotations
@@ -44,16 +44,19 @@ GROUPS = {
 _RAW_SUMS = (
     "count() AS part_records, sum(estimated_cost_usd) AS part_cost, "
     "sum(total_tokens) AS part_tokens, sum(latency_ms) AS part_latency, "
-    "countIf(status = 'error') AS part_errors"
+    "countIf(status = 'error') AS part_errors, countIf(NOT cost_known) AS part_unpriced, "
+    "toUInt64(0) AS part_uncounted"
 )
 _ROLLUP_SUMS = (
     "sum(records) AS part_records, sum(cost) AS part_cost, sum(tokens) AS part_tokens, "
-    "sum(latency_sum) AS part_latency, sumIf(records, status = 'error') AS part_errors"
+    "sum(latency_sum) AS part_latency, sumIf(records, status = 'error') AS part_errors, "
+    "sum(unpriced) AS part_unpriced, countIf(isNull(unpriced)) AS part_uncounted"
 )
 
 _METADATA_SUMS = (
     "sum(records) AS part_records, sum(cost) AS part_cost, sum(tokens) AS part_tokens, "
-    "sum(latency_sum) AS part_latency, sum(errors) AS part_errors"
+    "sum(latency_sum) AS part_latency, sum(errors) AS part_errors, "
+    "sum(unpriced) AS part_unpriced, countIf(isNull(unpriced)) AS part_uncounted"
 )
 
 _MAX_GROUPS = 1000
@@ -89,12 +92,15 @@ class _Query:
 
 @dataclass(frozen=True)
 class GroupRow:
-    """One group: name, metric value, record count, latency percentiles when asked."""
+    """One group: name, metric value, record count, latency percentiles when asked, and how
+    many of its records have no known price (counted as 0 in a cost; None when rows sealed
+    before the rollup counted them were read)."""
 
     name: str
     value: float
     count: int
     percentiles: tuple[float, float, float] | None
+    unpriced: int | None = 0
 
 
 class AnalyticsStore:
@@ -120,7 +126,8 @@ class AnalyticsStore:
         plan: Plan,
         percentiles: bool,
     ) -> tuple[GroupRow, list[GroupRow]]:
-        """Return the metric over all matching records, and per group largest first.
+        """Return the metric over all matching records, and per group largest first, each
+        with its count of records without a known price.
 
         One query gives both: ``GROUPING SETS ((name), ())`` adds the total as one more row.
         """
@@ -148,7 +155,8 @@ class AnalyticsStore:
         state = f", quantilesBFloat16Merge({LEVELS})(part_q)" if percentiles else ""
         union = " UNION ALL ".join(f"({part})" for part in parts)
         rows = self._client.query(
-            f"SELECT name, {METRICS[metric]} AS value, sum(part_records){state}, "
+            f"SELECT name, {METRICS[metric]} AS value, sum(part_records), "
+            f"if(sum(part_uncounted) > 0, NULL, sum(part_unpriced)){state}, "
             f"grouping(name) AS is_total FROM ({union}) "
             f"GROUP BY GROUPING SETS ((name), ()) "
             "ORDER BY is_total DESC, value DESC, name LIMIT {limit:UInt32}",
@@ -159,7 +167,8 @@ class AnalyticsStore:
                 name=str(r[0]),
                 value=_number(r[1]),
                 count=int(r[2]),
-                percentiles=_levels(r[3]) if percentiles else None,
+                percentiles=_levels(r[4]) if percentiles else None,
+                unpriced=None if r[3] is None else int(r[3]),
             )
             for r in rows
         ]
@@ -168,9 +177,10 @@ class AnalyticsStore:
     def count_unpriced(self, project: str, filters: RequestFilter) -> int:
         """Return how many live records matching ``filters`` have no known price.
 
-        The rollup keeps no such count: this reads the log, only the rows whose cost is
-        unknown (a record's copies and tombstone carry the same flag), and resolves each
-        record's copies by key as list pages do, without FINAL.
+        What :meth:`aggregate` says when it read rows sealed before the rollup kept the
+        count (migration 47). This reads the log, only the rows whose cost is unknown (a
+        record's copies and tombstone carry the same flag), and resolves each record's copies
+        by key as list pages do, without FINAL.
         """
         where, params = filter_where(project, filters)
         rows = self._client.query(

@@ -473,6 +473,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         "evaluation_waiting",
         (EVALUATION_WAITING, EVALUATION_WAITING_MV, EVALUATION_WAITING_SEED),
     ),
+    # Analytics of the cost count the records without a price from the rollup's sums (see
+    # rollups._SUMS), not with a query of the log's whole period. The rows sealed before read
+    # NULL there, and a query reading one counts in the log as before; the view keyed by
+    # prompt copies the new column from now on.
+    Migration(
+        47,
+        "rollup_unpriced",
+        (
+            AddColumn(REQUEST_ROLLUP, "unpriced"),
+            AddColumn(REQUEST_ROLLUP_BY_PROMPT, "unpriced"),
+            AddColumn(REQUEST_ROLLUP_METADATA, "unpriced"),
+            ModifyQuery(REQUEST_ROLLUP_BY_PROMPT_MV),
+        ),
+    ),
     # The score names with a score on a span record, stored by the score writes (see
     # store/score_tables.py): which names count for traces is then three key reads, not a
     # look-up of every span record's id. The seed reads the scored records by key.
