@@ -454,9 +454,19 @@ class ScoreStore:
         targets = sorted({t for t in (*request_ids, *trace_ids) if t} | set(sessions))
         if not targets:
             return []
+        # Only a trace brings the versions on its span records: with records alone, a key
+        # read of fewer columns (score_sql.score_versions).
+        traces = sorted({t for t in trace_ids if t})
+        records_only = not traces and not any(session_ids)
         return self._client.query(
-            score_versions(self._by_target, "p", "{targets:Array(String)}", columns),
-            parameters={"p": project, "targets": targets},
+            score_versions(
+                self._by_target,
+                "p",
+                "{targets:Array(String)}",
+                columns,
+                None if records_only else "{traces:Array(String)}" if traces else "",
+            ),
+            parameters={"p": project, "targets": targets, "traces": traces},
             settings=self._read_settings,
         ).result_rows
 

@@ -25,7 +25,7 @@ from promptrail.collector.store import migrations
 from promptrail.collector.store.schema import Migration
 from promptrail.collector.store.score_tables import SCORES_BY_TARGET_SEED
 from promptrail.collector.store.scores import ScoreStore
-from tests.collector.scores.steps import created, log, scores_upgraded
+from tests.collector.scores.steps import counted_queries, created, listed, log, scores_upgraded
 
 
 def reference(api: TestClient, targets: list[str]) -> dict[str, set[tuple[str, str, str]]]:
@@ -180,3 +180,21 @@ def test_a_score_filtered_page_reads_the_newest_day_first_and_misses_nothing(
     assert pages(unscored=name) == [fresh_none]
     both = {f"score.{name}.min": 0.5, f"score.{kind}": "bad"}
     assert pages(**both) == [month]
+
+
+@pytest.mark.cost
+def test_a_page_without_traces_reads_its_scores_in_one_key_read(scores_api: TestClient) -> None:
+    """Only a trace brings the scores on its span records (score_sql.score_versions): a page
+    of records outside any trace reads its scores without looking span records up."""
+    tag = uuid.uuid4().hex[:8]
+    first, second = log(scores_api, tag, 1), log(scores_api, tag, 2)
+    created(scores_api, request_id=first, name="q", value=0.25)
+    created(scores_api, request_id=second, name="q", value=0.75)
+    with counted_queries(scores_api) as seen:
+        items = listed(scores_api, tag)
+    assert {item["id"]: item["scores"] for item in items} == {
+        first: {"q": 0.25},
+        second: {"q": 0.75},
+    }
+    reads = [sql for sql in seen if "scores_by_target" in sql]
+    assert reads and not any("trace_records" in sql for sql in reads), reads
