@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 from clickhouse_connect.driver.client import Client
 
 from .connection import utc
-from .request_filters import PAGE_READ, SLACK, RequestFilter, environment_clauses, windows
+from .request_filters import (
+    PAGE_READ,
+    SLACK,
+    RequestFilter,
+    anchor_of,
+    environment_clauses,
+    windows,
+)
 from .request_rows import LIST_COLUMNS, RequestRow, item_row, read_whole_copies
 from .request_tables import REQUEST_ITEMS, REQUEST_METADATA, TRACE_RECORDS
 from .schema import quote
@@ -82,14 +89,17 @@ class ThreadReads:
         cursor: tuple[datetime, str] | None = None
         fetch = limit + SLACK
         (start, end), _, _ = scope
-        # The rollup's days a read covers, a window at a time (a day, then 8, then the whole
-        # period: see request_filters.windows). A key's latest time lies on its newest day, so
-        # every key with a day in a window is later than every key without one: a window's
-        # candidates, latest first, are the period's, and a read that does not fill its fetch
-        # goes on below them in the next window.
+        # The rollup's days a read covers, a window at a time (the anchor's day alone, then the
+        # day before it too, then 8, then the whole period: see request_filters.windows). A
+        # key's latest time lies on its newest day, so every key with a day in a window is
+        # later than every key without one: a window's candidates, latest first, are the
+        # period's, and a read that does not fill its fetch goes on below them in the next
+        # window. The anchor's day first: at 100M records a day holds ~70,000 sessions' rows,
+        # grouped for every page, and the anchor's day and the one before twice that.
         # Not for a user's sessions: the rollup's users of a session are tested over the days
         # read, and a session's user may have records only on older days.
-        lowers = windows(RequestFilter(start=start, end=end), after) if scope[2] is None else [None]
+        bounds = RequestFilter(start=start, end=end)
+        lowers = [anchor_of(bounds, after), *windows(bounds, after)] if scope[2] is None else [None]
         while True:
             candidates = self._candidates(
                 project, key, scope, cursor, after, fetch, lowers[0], named
