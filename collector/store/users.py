@@ -56,6 +56,7 @@ class UserReads(ThreadReads):
                 "",
                 {},
                 environments=environments,
+                final=True,
             )
             return [
                 UserSummary(
