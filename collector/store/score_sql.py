@@ -277,7 +277,13 @@ def score_clauses(
     if window is not None:
         own_sums = sibling(table, SCORE_SUMS_BY_TIME.name)
         own_window = f" AND ({window} OR record_at = {_PENDING})"
-    not_spans = f" AND target NOT IN ({span_ids(table)})"
+    # A span record's scores count for its trace (the trace half), not a second time for
+    # itself. Only a span record the read can return needs leaving out: with ``records``,
+    # those among them (none on a list of model calls), not every span of the project.
+    spans = span_ids(table)
+    if records:
+        spans = f"SELECT id FROM {items} WHERE {records} AND {_NOT_A_MODEL_CALL} AND trace_id != ''"
+    not_spans = f" AND target NOT IN ({spans})"
     clauses: list[str] = []
     params: dict[str, Any] = {}
     for i, test in enumerate(tests):
@@ -324,7 +330,6 @@ def score_clauses(
         op = ">=" if test.kind == "min" else "<="
         params[f"sv{i}"] = float(test.value or 0)
         if traced:
-            # A span record's scores count for its trace, not a second time for itself.
             own = f"{own}{not_spans} UNION ALL {of_trace}"
         clauses.append(
             f"id IN (SELECT rid FROM ({own}) GROUP BY rid "

@@ -140,10 +140,11 @@ def test_the_window_after_a_thin_one_reaches_as_far_as_its_density_says(
     assert len(passes) == 2, seen
     # The second reads the sums of its own window's records only, not again those of the
     # 2 hours above it: each of its lower bounds (the log's read, the score clause's record and
-    # trace halves) has an upper one; the record half bounds the record times of the sums by
-    # time (migration 42), the other two the records' own.
+    # trace halves, and the span records its record half leaves out, which count for their
+    # traces) has an upper one; the record half bounds the record times of the sums by
+    # time (migration 42), the other three the records' own.
     lower, upper = "created_at >= {lower:", "created_at < {upper:"
-    assert passes[1].count(upper) == passes[1].count(lower) == 2, passes[1]
+    assert passes[1].count(upper) == passes[1].count(lower) == 3, passes[1]
     lower, upper = "record_at >= {lower:", "record_at < {upper:"
     assert passes[1].count(upper) == passes[1].count(lower) == 1, passes[1]
 

@@ -15,10 +15,18 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.store.score_sql import span_ids
 from tests.collector.request_log.export_steps import finish, start
-from tests.collector.scores.steps import created, listed, log_trace, observed_call
+from tests.collector.scores.steps import (
+    counted_queries,
+    created,
+    listed,
+    log_trace,
+    observed_call,
+)
 
 
 def thumbs_down(api: TestClient, record_id: str) -> dict[str, Any]:
@@ -131,3 +139,41 @@ def test_the_trace_counts_the_span_s_thumb_once_and_its_page_shows_it_on_the_cal
     # The scores list keeps the score on the record it was given for.
     on_span = scores_api.get("/v1/scores", params={"request_id": span}).json()["data"]
     assert [(s["request_id"], s["trace_id"]) for s in on_span] == [(span, None)]
+
+
+def test_a_span_record_s_own_score_counts_once_in_its_trace_s_list(
+    scores_api: TestClient,
+) -> None:
+    tag, name = uuid.uuid4().hex[:8], f"q_{uuid.uuid4().hex[:8]}"
+    trace, span, call = observed_call(scores_api, tag)
+    created(scores_api, request_id=span, name=name, value=0.2)
+    created(scores_api, trace_id=trace, name=name, value=1.0)
+    created(scores_api, request_id=call, name=name, value=0.0)
+    # The span's score is its trace's: the span record's mean (0.2 + 1.0) / 2 = 0.6 (0.47
+    # were it counted for itself too); the call's (0.0 + 0.2 + 1.0) / 3 = 0.4.
+    passing = listed(scores_api, tag, trace_id=trace, **{f"score.{name}.min": "0.55"})
+    assert [item["id"] for item in passing] == [span]
+    passing = listed(scores_api, tag, trace_id=trace, **{f"score.{name}.max": "0.45"})
+    assert [item["id"] for item in passing] == [call]
+
+
+@pytest.mark.cost
+def test_a_filtered_page_leaves_out_only_the_span_records_it_can_return(
+    scores_api: TestClient,
+) -> None:
+    """A name scored on traces once left every span record of the project out of its
+    records' own sums (~3M ids at 10M records): now those among the records the page can
+    return (a trace's list here; a list by metadata, which reads its candidates from the
+    metadata index, still leaves every span out)."""
+    tag = uuid.uuid4().hex[:8]
+    trace, span, call = observed_call(scores_api, tag)
+    created(scores_api, trace_id=trace, name="thumbs", value=True)
+    table = scores_api.app.state.services.store.scores.table
+    with counted_queries(scores_api) as seen:
+        response = scores_api.get(
+            "/v1/requests", params={"trace_id": trace, "score.thumbs.min": "0.5"}
+        )
+    assert response.status_code == 200, response.text
+    assert {item["id"] for item in response.json()["data"]} == {span, call}
+    every_span = f"NOT IN ({span_ids(table)})"
+    assert not any(every_span in sql for sql in seen), seen
