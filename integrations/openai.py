@@ -30,6 +30,23 @@ def _value(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
+# A usage object's fields: the counts, then their details (chat completions; the Responses
+# API). Spelled out, not joined per call: a name made at run time is a new string each time,
+# which misses the interpreter's attribute cache on every lookup.
+_CHAT_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+)
+_RESPONSES_USAGE = (
+    "input_tokens",
+    "output_tokens",
+    "input_tokens_details",
+    "output_tokens_details",
+)
+
+
 # -- chat completions ----------------------------------------------------------------------
 
 
@@ -59,7 +76,7 @@ def _chat_result(record: CallRecord, result: Any) -> None:
         _any_chat_result(record, result)
         return
     if usage is not None:
-        _usage(record, usage, "prompt_tokens", "completion_tokens")
+        _usage(record, usage, _CHAT_USAGE)
 
 
 def _any_chat_result(record: CallRecord, result: Any) -> None:
@@ -72,7 +89,7 @@ def _any_chat_result(record: CallRecord, result: Any) -> None:
         if isinstance(content, str):
             record.text.append(content)
         record.finish_reason = _value(choices[0], "finish_reason")
-    _usage(record, _value(result, "usage"), "prompt_tokens", "completion_tokens")
+    _usage(record, _value(result, "usage"), _CHAT_USAGE)
 
 
 def _chat_chunk(record: CallRecord, chunk: Any) -> None:
@@ -95,7 +112,7 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _any_chat_chunk(record, chunk)
         return
     if usage is not None:
-        _usage(record, usage, "prompt_tokens", "completion_tokens")
+        _usage(record, usage, _CHAT_USAGE)
 
 
 def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
@@ -171,11 +188,18 @@ def _chat_texts(append: Callable[[str], None], choices: Any) -> bool:
 
 def _chat_tail(record: CallRecord, chunk: Any) -> None:
     """What a chunk has besides its text: its choices' finish reasons, its usage."""
-    for choice in _value(chunk, "choices") or ():
-        reason = _value(choice, "finish_reason")
-        if reason:
-            record.finish_reason = reason
-    _usage(record, _value(chunk, "usage"), "prompt_tokens", "completion_tokens")
+    try:  # the SDK's chunk, by attribute (as _chat_chunk reads); anything else by _value
+        usage = chunk.usage
+        for choice in chunk.choices or ():
+            if choice.finish_reason:
+                record.finish_reason = choice.finish_reason
+    except AttributeError:
+        usage = _value(chunk, "usage")
+        for choice in _value(chunk, "choices") or ():
+            reason = _value(choice, "finish_reason")
+            if reason:
+                record.finish_reason = reason
+    _usage(record, usage, _CHAT_USAGE)
 
 
 def _any_chat_chunk(record: CallRecord, chunk: Any) -> None:
@@ -189,20 +213,21 @@ def _any_chat_chunk(record: CallRecord, chunk: Any) -> None:
         reason = _value(choice, "finish_reason")
         if reason:
             record.finish_reason = reason
-    _usage(record, _value(chunk, "usage"), "prompt_tokens", "completion_tokens")
+    _usage(record, _value(chunk, "usage"), _CHAT_USAGE)
 
 
-def _usage(record: CallRecord, usage: Any, prompt: str, completion: str) -> None:
+def _usage(record: CallRecord, usage: Any, names: tuple[str, ...]) -> None:
     if usage is None:
         return
+    prompt, completion, prompt_details_name, completion_details_name = names
     try:  # the SDK's usage object, by attribute (as _chat_result reads)
         prompt_tokens, completion_tokens = getattr(usage, prompt), getattr(usage, completion)
-        prompt_details = getattr(usage, prompt + "_details")
-        completion_details = getattr(usage, completion + "_details")
+        prompt_details = getattr(usage, prompt_details_name)
+        completion_details = getattr(usage, completion_details_name)
     except AttributeError:  # a dict, or a usage without the details
         prompt_tokens, completion_tokens = _value(usage, prompt), _value(usage, completion)
-        prompt_details = _value(usage, prompt + "_details")
-        completion_details = _value(usage, completion + "_details")
+        prompt_details = _value(usage, prompt_details_name)
+        completion_details = _value(usage, completion_details_name)
     if isinstance(prompt_tokens, int):
         record.input_tokens = prompt_tokens
     if isinstance(completion_tokens, int):
@@ -244,7 +269,7 @@ def _responses_result(record: CallRecord, result: Any) -> None:
     if isinstance(text, str):
         record.text.append(text)
     record.finish_reason = _value(result, "status")
-    _usage(record, _value(result, "usage"), "input_tokens", "output_tokens")
+    _usage(record, _value(result, "usage"), _RESPONSES_USAGE)
 
 
 def _responses_event(record: CallRecord, event: Any) -> None:
@@ -257,7 +282,7 @@ def _responses_event(record: CallRecord, event: Any) -> None:
             record.model = _value(response, "model")
             record.response_id = _value(response, "id")
             record.finish_reason = _value(response, "status")
-            _usage(record, _value(response, "usage"), "input_tokens", "output_tokens")
+            _usage(record, _value(response, "usage"), _RESPONSES_USAGE)
 
 
 def _embeddings_record(kwargs: dict[str, Any]) -> CallRecord:
@@ -266,7 +291,7 @@ def _embeddings_record(kwargs: dict[str, Any]) -> CallRecord:
 
 def _embeddings_result(record: CallRecord, result: Any) -> None:
     record.model = _value(result, "model")
-    _usage(record, _value(result, "usage"), "prompt_tokens", "completion_tokens")
+    _usage(record, _value(result, "usage"), _CHAT_USAGE)
 
 
 # -- what is patched ----------------------------------------------------------------------------
