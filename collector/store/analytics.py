@@ -21,7 +21,7 @@ from .rollups import LEVELS, ROW_KEY, RollupStore, Span
 from .score_sql import sibling, span_ids, span_records
 from .score_tables import SCORE_SUMS
 
-# Each metric from the partial sums named in _RAW_SUMS / _ROLLUP_SUMS.
+# Each metric from the partial sums of _RAW_SUMS / _ROLLUP_SUMS it needs (_NEEDS).
 METRICS = {
     "cost": "sum(part_cost)",
     "usage": "sum(part_tokens)",
@@ -40,24 +40,45 @@ GROUPS = {
     "hour": "formatDateTime(toStartOfHour({time}), '%Y-%m-%dT%H:00:00Z')",
 }
 
-# (Named apart from the rollup's columns: an alias equal to a column would shadow it.)
-_RAW_SUMS = (
-    "count() AS part_records, sum(estimated_cost_usd) AS part_cost, "
-    "sum(total_tokens) AS part_tokens, sum(latency_ms) AS part_latency, "
-    "countIf(status = 'error') AS part_errors, countIf(NOT cost_known) AS part_unpriced, "
-    "toUInt64(0) AS part_uncounted"
-)
-_ROLLUP_SUMS = (
-    "sum(records) AS part_records, sum(cost) AS part_cost, sum(tokens) AS part_tokens, "
-    "sum(latency_sum) AS part_latency, sumIf(records, status = 'error') AS part_errors, "
-    "sum(unpriced) AS part_unpriced, countIf(isNull(unpriced)) AS part_uncounted"
-)
+# Each partial sum over the log, the rollup and the metadata rollup. (Named apart from the
+# rollup's columns: an alias equal to a column would shadow it.) ``uncounted``: rows sealed
+# before the rollup counted the records without a price (NULL there, migration 47).
+_RAW_SUMS = {
+    "records": "count()",
+    "cost": "sum(estimated_cost_usd)",
+    "tokens": "sum(total_tokens)",
+    "latency": "sum(latency_ms)",
+    "errors": "countIf(status = 'error')",
+    "unpriced": "countIf(NOT cost_known)",
+    "uncounted": "toUInt64(0)",
+}
+_ROLLUP_SUMS = {
+    "records": "sum(records)",
+    "cost": "sum(cost)",
+    "tokens": "sum(tokens)",
+    "latency": "sum(latency_sum)",
+    "errors": "sumIf(records, status = 'error')",
+    "unpriced": "sum(unpriced)",
+    "uncounted": "countIf(isNull(unpriced))",
+}
+_METADATA_SUMS = {**_ROLLUP_SUMS, "errors": "sum(errors)"}
 
-_METADATA_SUMS = (
-    "sum(records) AS part_records, sum(cost) AS part_cost, sum(tokens) AS part_tokens, "
-    "sum(latency_sum) AS part_latency, sum(errors) AS part_errors, "
-    "sum(unpriced) AS part_unpriced, countIf(isNull(unpriced)) AS part_uncounted"
-)
+# The partial sums each metric reads (a part computes only those: fewer columns read and
+# summed). The cost's come with the count of records without a price.
+_NEEDS = {
+    "cost": ("records", "cost", "unpriced", "uncounted"),
+    "usage": ("records", "tokens"),
+    "latency": ("records", "latency"),
+    "errors": ("records", "errors"),
+}
+
+# The parts group days and hours by their start, and the outer query names each group once:
+# a sealed month is ~66,000-160,000 rollup rows to name one by one.
+_TIME_GROUPS = {"day": "toStartOfDay({time})", "hour": "toStartOfHour({time})"}
+_TIME_NAMES = {
+    "day": "formatDateTime(part_name, '%Y-%m-%d')",
+    "hour": "formatDateTime(part_name, '%Y-%m-%dT%H:00:00Z')",
+}
 
 _MAX_GROUPS = 1000
 
@@ -88,6 +109,20 @@ class _Query:
     filters: RequestFilter
     percentiles: bool
     params: dict[str, Any]
+    # The partial sums each part computes (_NEEDS).
+    needs: tuple[str, ...]
+
+    def sums(self, source: dict[str, str]) -> str:
+        """The partial sums this query needs, as ``source`` computes them."""
+        return ", ".join(f"{source[need]} AS part_{need}" for need in self.needs)
+
+    def name(self, time: str) -> str:
+        """The group expression of a part over ``time`` (days and hours by their start)."""
+        if self.group_by is None:
+            return "''"
+        if self.group_by in _TIME_GROUPS:
+            return _TIME_GROUPS[self.group_by].format(time=time)
+        return GROUPS[self.group_by].format(time=time)
 
 
 @dataclass(frozen=True)
@@ -131,7 +166,8 @@ class AnalyticsStore:
 
         One query gives both: ``GROUPING SETS ((name), ())`` adds the total as one more row.
         """
-        query = _Query(project, group_by, filters, percentiles, {"limit": _MAX_GROUPS + 1})
+        needs = _NEEDS[metric]
+        query = _Query(project, group_by, filters, percentiles, {"limit": _MAX_GROUPS + 1}, needs)
         parts = []
         if plan.raw:
             parts.append(self._raw_part(query, plan.raw))
@@ -154,11 +190,14 @@ class AnalyticsStore:
             return GroupRow("", 0.0, 0, (0.0, 0.0, 0.0) if percentiles else None), []
         state = f", quantilesBFloat16Merge({LEVELS})(part_q)" if percentiles else ""
         union = " UNION ALL ".join(f"({part})" for part in parts)
+        unpriced = (
+            "if(sum(part_uncounted) > 0, NULL, sum(part_unpriced))" if "unpriced" in needs else "0"
+        )
+        name = _TIME_NAMES.get(group_by or "", "part_name")
         rows = self._client.query(
-            f"SELECT name, {METRICS[metric]} AS value, sum(part_records), "
-            f"if(sum(part_uncounted) > 0, NULL, sum(part_unpriced)){state}, "
-            f"grouping(name) AS is_total FROM ({union}) "
-            f"GROUP BY GROUPING SETS ((name), ()) "
+            f"SELECT {name} AS name, {METRICS[metric]} AS value, sum(part_records), "
+            f"{unpriced}{state}, grouping(part_name) AS is_total FROM ({union}) "
+            f"GROUP BY GROUPING SETS ((part_name), ()) "
             "ORDER BY is_total DESC, value DESC, name LIMIT {limit:UInt32}",
             parameters=query.params,
         ).result_rows
@@ -196,13 +235,15 @@ class AnalyticsStore:
         untimed = replace(query.filters, start=None, end=None)
         where, raw_params = filter_where(query.project, untimed)
         params.update(raw_params)
-        name = log_group(group_by, params)
+        name = query.name("created_at") if group_by in _TIME_GROUPS else log_group(group_by, params)
         state = (
             f", quantilesBFloat16State({LEVELS})(latency_ms) AS part_q" if query.percentiles else ""
         )
         return (
-            f"SELECT {name} AS name, {_RAW_SUMS}{state} FROM {self._requests.table} FINAL "
-            f"WHERE {where} AND ({_ranges('created_at', 'raw', params, ranges)}) GROUP BY name"
+            f"SELECT {name} AS part_name, {query.sums(_RAW_SUMS)}"
+            f"{state} FROM {self._requests.table} FINAL "
+            f"WHERE {where} AND ({_ranges('created_at', 'raw', params, ranges)}) "
+            "GROUP BY part_name"
         )
 
     def _rollup_part(self, query: _Query, spans: _Spans) -> str:
@@ -215,7 +256,6 @@ class AnalyticsStore:
             if value is not None:
                 clauses.append(f"{column} = {{{column}:String}}")
                 params[column] = value
-        name = "''" if group_by is None else GROUPS[group_by].format(time="bucket")
         state = (
             f", quantilesBFloat16MergeState({LEVELS})(latency_quantiles) AS part_q"
             if query.percentiles
@@ -229,7 +269,10 @@ class AnalyticsStore:
                 f"(SELECT * FROM {self._rollups.by_prompt} WHERE {' AND '.join(clauses)} "
                 f"LIMIT 1 BY {ROW_KEY})"
             )
-        return f"SELECT {name} AS name, {_ROLLUP_SUMS}{state} FROM {source} GROUP BY name"
+        return (
+            f"SELECT {query.name('bucket')} AS part_name, {query.sums(_ROLLUP_SUMS)}{state} "
+            f"FROM {source} GROUP BY part_name"
+        )
 
     def _metadata_parts(self, query: _Query, ranges: list[tuple[datetime, datetime]]) -> list[str]:
         """Sealed whole days grouped by a metadata key: the key's rows, or the whole day."""
@@ -246,12 +289,13 @@ class AnalyticsStore:
             "WHERE project = {project:String} AND key = {group_key:String}"
         )
         return [
-            f"SELECT value AS name, {_METADATA_SUMS}{state} FROM {self._rollups.metadata} "
+            f"SELECT value AS part_name, {query.sums(_METADATA_SUMS)}{state} "
+            f"FROM {self._rollups.metadata} "
             f"WHERE project = {{project:String}} AND key = {{group_key:String}} AND {newest} "
-            "GROUP BY name",
-            f"SELECT '' AS name, {_ROLLUP_SUMS}{state} FROM {self._rollups.table} "
+            "GROUP BY part_name",
+            f"SELECT '' AS part_name, {query.sums(_ROLLUP_SUMS)}{state} FROM {self._rollups.table} "
             f"WHERE span = {{span_day:String}} AND {newest} "
-            f"AND (bucket, sealed_at) NOT IN ({with_key}) GROUP BY name",
+            f"AND (bucket, sealed_at) NOT IN ({with_key}) GROUP BY part_name",
         ]
 
     def _newest_seals(self, query: _Query, spans: _Spans, spanned: bool = True) -> str:

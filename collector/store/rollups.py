@@ -215,16 +215,19 @@ class RollupStore:
     ) -> dict[Span, list[BucketState]]:
         """Return the touched hours and days of a project from ``first`` to ``last`` (hours).
 
-        One query reads both small tables; the touches of a day are those of its hours.
+        One query reads both small tables; the touches of a day are those of its hours. Each
+        keeps the newest row of its key (an hour's last touch, a bucket's last seal) as its
+        version: FINAL reads those, a little cheaper than grouping (on a cluster an hour's
+        touches lie on one shard, by the sharding key).
         """
         rows = self._client.query(
-            "SELECT 'touch', hour, max(toDateTime64(touched_at, 6)) "
-            f"FROM {self.touches} WHERE project = {{project:String}} "
+            "SELECT 'touch', hour, toDateTime64(touched_at, 6) "
+            f"FROM {self.touches} FINAL WHERE project = {{project:String}} "
             "AND hour >= {first:DateTime('UTC')} AND hour <= {last:DateTime('UTC')} "
-            "GROUP BY hour UNION ALL "
-            f"SELECT toString(span), bucket, max(sealed_at) FROM {self.seals} "
+            "UNION ALL "
+            f"SELECT toString(span), bucket, sealed_at FROM {self.seals} FINAL "
             "WHERE project = {project:String} AND bucket >= {first_day:DateTime('UTC')} "
-            "AND bucket <= {last:DateTime('UTC')} GROUP BY span, bucket",
+            "AND bucket <= {last:DateTime('UTC')}",
             parameters={
                 "project": project,
                 "first": first,
