@@ -19,8 +19,9 @@ configuration's p50 minus the p50 of ``bare`` in the same interpreter and the sa
 The machine is shared: bare and instrumented processes alternate within each round, and the
 figure reported is the median over the rounds: each round's added p50 and added CPU per call
 (against the bare process of the same round, whose p50 is printed too) beside the median.
-Streamed calls take 7 rounds (``--stream-rounds``): their fresh processes differ from each
-other by more than capture adds, and a median of 3 moved by tens of µs from run to run.
+Streamed calls take 7 rounds (``--stream-rounds``) of 5,000 timed calls: their fresh
+processes differ from each other by more than capture adds, and a median of 3 moved by tens
+of µs from run to run.
 
     .venv/bin/python benchmarks/sdk_blackbox.py --in-process [--stream-only] [--calls 3000]
 
@@ -362,8 +363,9 @@ def main() -> None:
     parser.add_argument(
         "--stream-calls",
         type=int,
-        help="timed calls of the streamed case (default: --calls); a streamed call takes "
-        "several times a plain one's time",
+        help="timed calls of the streamed case (default: 5,000 a process, --calls with "
+        "--in-process); a streamed call takes several times a plain one's time, and the "
+        "rounds' spread, not the calls', sets the figure's noise",
     )
     parser.add_argument("--own-only", action="store_true", help="bare and promptrail only")
     parser.add_argument("--plain-only", action="store_true", help="no streamed calls")
@@ -382,6 +384,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.stream_rounds is None:
         args.stream_rounds = 7
+    if args.stream_calls is None and not args.in_process:
+        args.stream_calls = 5_000
     if args.sink_server:
         serve_sink(args.sink_server)
         return
