@@ -71,8 +71,9 @@ class RecordDetails:
         same time (a detail paid the two reads one after the other); its trace's, when it has
         a trace, once the record names it.
         """
+        # At a record id only the record's own scores are keyed: one key read, no span lookup.
         own = self._beside(
-            score_versions(self.scores_by_target, "project", "[{id:String}]"),
+            score_versions(self.scores_by_target, "project", "[{id:String}]", traces=None),
             {"project": project, "id": request_id},
         )
         row = self.get(project, request_id, at)
