@@ -82,6 +82,11 @@ _TIME_NAMES = {
 
 _MAX_GROUPS = 1000
 
+# No JIT compilation for these small queries: ClickHouse compiles an expression on its third
+# use, and that query took 60-90 ms where the others took ~30 (docs/scale.md, "Analytics cost
+# by day"), for no gain measurable after.
+UNCOMPILED = {"compile_expressions": 0, "compile_aggregate_expressions": 0}
+
 
 # Ranges of buckets of each span.
 _Spans = dict[Span, list[tuple[datetime, datetime]]]
@@ -200,6 +205,7 @@ class AnalyticsStore:
             f"GROUP BY GROUPING SETS ((part_name), ()) "
             "ORDER BY is_total DESC, value DESC, name LIMIT {limit:UInt32}",
             parameters=query.params,
+            settings=UNCOMPILED,
         ).result_rows
         found = [
             GroupRow(
@@ -227,6 +233,7 @@ class AnalyticsStore:
             f"FROM {self._requests.table} WHERE {where} AND NOT cost_known "
             "GROUP BY created_at, id) WHERE gone = 0",
             parameters=params,
+            settings=UNCOMPILED,
         ).result_rows
         return int(rows[0][0])
 

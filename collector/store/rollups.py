@@ -234,6 +234,8 @@ class RollupStore:
                 "first_day": first.replace(hour=0),
                 "last": last,
             },
+            # As analytics' own query (analytics.UNCOMPILED): no JIT for a small query.
+            settings={"compile_expressions": 0, "compile_aggregate_expressions": 0},
         ).result_rows
         touched: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
         sealed: dict[Span, dict[datetime, datetime]] = {"hour": {}, "day": {}}
