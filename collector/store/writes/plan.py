@@ -75,7 +75,8 @@ REGISTRY = TableGroup(
 )
 SCORES = TableGroup(
     "scores",
-    ("scores", "score_configs"),
+    # score_span_names: the score write adds a name there before a score on a span record.
+    ("scores", "score_configs", "score_span_names"),
     WriteMode.DIRECT,
     WriteMode.DIRECT,
     "a score write reads the id's live version and ends it in the same insert block, under "
