@@ -38,10 +38,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from ..connection import error_summary
+from .refusals import RefusingWriter
 
 logger = logging.getLogger("promptrail.ingest")
 
@@ -58,16 +57,7 @@ class WritesFailing(RuntimeError):
     """The store's last write failed; rows are refused until a probe succeeds."""
 
 
-@dataclass(frozen=True)
-class BufferState:
-    """Why the buffer refuses rows right now (see :meth:`InsertBuffer.refusal`)."""
-
-    full: bool
-    message: str
-    details: dict[str, object]
-
-
-class InsertBuffer:
+class InsertBuffer(RefusingWriter):
     """A bounded, flushing buffer of encoded rows in front of one insert function.
 
     Rows arrive as byte chunks in the store's insert format; a flush hands up to
@@ -97,11 +87,7 @@ class InsertBuffer:
         self._size = 0  # bytes of the chunks waiting
         self._inserting = 0  # bytes of the insert under way
         self._waiters: list[Future[None]] = []
-        # Since when the buffer has held rows without an insert finishing (None: since ever).
-        self._progress_at = time.monotonic()
-        self._failing_since: datetime | None = None
-        self._full = False  # a caller found no room since the last insert finished
-        self._last_error = ""
+        self._init_refusals()
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="promptrail-insert", daemon=True)
@@ -155,47 +141,12 @@ class InsertBuffer:
                     return True
         return False
 
-    def refusal(self) -> BufferState | None:
-        """Why new rows would be refused now, or None when the buffer takes them.
-
-        Refused: after a failed write, until a write succeeds; and once a caller waited its
-        whole wait for room, until the next insert finishes.
-        """
-        with self._cond:
-            if self._failing_since is not None:
-                return BufferState(
-                    full=False,
-                    message=self._failing_message(),
-                    details={
-                        "failing_since": self._failing_since.isoformat(),
-                        "error": self._last_error,
-                    },
-                )
-            if self._full:
-                return BufferState(
-                    full=True,
-                    message=self._full_message(),
-                    details={"buffered_bytes": self.held_bytes, "max_bytes": self._max_pending},
-                )
-        return None
-
     def close(self, timeout: float = 30.0) -> None:
         """Flush what is pending and stop the flusher."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join(timeout)
-
-    def _failing_message(self) -> str:
-        since = self._failing_since.isoformat() if self._failing_since else "now"
-        return f"store writes failing since {since}: {self._last_error}"
-
-    def _full_message(self) -> str:
-        idle = time.monotonic() - self._progress_at
-        return (
-            f"ingest buffer full: {self.held_bytes} bytes of records wait for the store "
-            f"(at most {self._max_pending}), none stored for {idle:.1f}s"
-        )
 
     def _run(self) -> None:
         while True:
@@ -248,20 +199,11 @@ class InsertBuffer:
         except Exception as exc:
             with self._cond:
                 self._inserting = 0
-                if self._failing_since is None:
-                    self._failing_since = datetime.now(UTC)
-                self._last_error = error_summary(exc)
-                self._cond.notify_all()
+                self._insert_failed(exc)
             return exc
         with self._cond:
             self._inserting = 0
-            self._progress_at = time.monotonic()
-            self._full = False
-            if self._failing_since is not None:
-                logger.warning("store writes work again (failing since %s)", self._failing_since)
-            self._failing_since = None
-            self._last_error = ""
-            self._cond.notify_all()
+            self._insert_stored()
         return None
 
 

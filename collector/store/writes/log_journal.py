@@ -49,13 +49,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..connection import error_summary
 from .frames import frame, read_frames
-from .group_commit import BufferClosed, BufferFull, BufferState, WritesFailing
+from .group_commit import BufferClosed, BufferFull, WritesFailing
+from .refusals import RefusingWriter
 
 _log = logging.getLogger("promptrail.ingest")
 ROWS = b"\x01"  # a chunk of encoded rows
@@ -112,7 +112,7 @@ def _token(batch_id: str) -> dict[str, Any]:
     return {"insert_deduplication_token": f"log/{batch_id}"}
 
 
-class LogJournal:
+class LogJournal(RefusingWriter):
     """Chunks of the request log's rows kept in a file, inserted by a thread of their own.
 
     ``insert(chunks, settings)`` stores chunks in one block (``RequestStore.insert``);
@@ -147,10 +147,7 @@ class LogJournal:
         self._size = 0  # bytes in the file
         self._done_in_file = 0  # bytes of applied chunks in the file
         self._settling = 0  # reads waiting: the applier starts at once for them
-        self._progress_at = time.monotonic()
-        self._failing_since: datetime | None = None
-        self._last_error = ""
-        self._full = False  # an append found no room since the last insert finished
+        self._init_refusals()
         self._closed = False
         self.applies = 0  # inserts made (diagnostics and tests)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -271,26 +268,6 @@ class LogJournal:
             finally:
                 self._settling -= 1
 
-    def refusal(self) -> BufferState | None:
-        """Why new chunks would be refused now, or None while the journal takes them."""
-        with self._cond:
-            if self._failing_since is not None:
-                return BufferState(
-                    full=False,
-                    message=self._failing_message(),
-                    details={
-                        "failing_since": self._failing_since.isoformat(),
-                        "error": self._last_error,
-                    },
-                )
-            if self._full:
-                return BufferState(
-                    full=True,
-                    message=self._full_message(),
-                    details={"buffered_bytes": self.held_bytes, "max_bytes": self._max_pending},
-                )
-        return None
-
     def probe(self) -> None:
         """Try the store now with an insert of no rows: a failure is taken as a failed insert
         (new chunks are refused until the store takes writes again)."""
@@ -311,19 +288,6 @@ class LogJournal:
                 os.ftruncate(self._fd, 0)
             os.close(self._fd)
             self._fd = -1
-
-    def _failing_message(self) -> str:
-        since = self._failing_since.isoformat() if self._failing_since else "now"
-        return f"store writes failing since {since}: {self._last_error}"
-
-    def _full_message(self) -> str:
-        idle = time.monotonic() - self._progress_at
-        return (
-            f"ingest buffer full: {self.held_bytes} bytes of records wait for the store "
-            f"(at most {self._max_pending}), none stored for {idle:.1f}s"
-        )
-
-    # -- the applier ----------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
@@ -427,24 +391,15 @@ class LogJournal:
             write()
         except Exception as exc:
             with self._cond:
-                if self._failing_since is None:
-                    self._failing_since = datetime.now(UTC)
+                if self._insert_failed(exc):
                     _log.error(
                         "request-log journal: inserts failing, records kept in %s: %s",
                         self._path,
                         error_summary(exc),
                     )
-                self._last_error = error_summary(exc)
-                self._cond.notify_all()
             return exc
         with self._cond:
-            self._progress_at = time.monotonic()
-            self._full = False
-            if self._failing_since is not None:
-                _log.warning("store writes work again (failing since %s)", self._failing_since)
-            self._failing_since = None
-            self._last_error = ""
-            self._cond.notify_all()
+            self._insert_stored()
         return None
 
 
