@@ -1,10 +1,15 @@
-"""Steps for deletes and analytics: the records they log over a period, posted in one batch."""
+"""Steps for deletes and analytics: the records they log over a period, posted in one batch,
+the collector's services and the SQL its store runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi.testclient import TestClient
+
+from promptrail.collector.services.container import Services
 
 
 def batch(api: TestClient, records: list[dict[str, Any]]) -> None:
@@ -27,3 +32,27 @@ DATA = [
 
 
 PERIOD = {"start_date": "2026-07-01", "end_date": "2026-07-02"}
+
+
+def services(api: TestClient) -> Services:
+    """The services of the collector behind ``api``."""
+    found: Services = api.app.state.services  # type: ignore[attr-defined]
+    return found
+
+
+@contextmanager
+def queries_seen(api: TestClient) -> Iterator[list[str]]:
+    """Every SQL text the collector's store client runs while the block runs."""
+    client = services(api).store.client
+    real: Callable[..., Any] = client.query
+    seen: list[str] = []
+
+    def query(sql: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(sql)
+        return real(sql, *args, **kwargs)
+
+    client.query = query  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        del client.query  # the instance attribute goes: the class's method again

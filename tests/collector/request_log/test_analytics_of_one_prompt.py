@@ -9,8 +9,6 @@ the rows sealed before, and with rows the copy holds twice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,12 +17,11 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.services.container import Services
 from promptrail.collector.services.rollups import RollupService
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow
-from tests.collector.request_log.analytics_steps import batch
+from tests.collector.request_log.analytics_steps import batch, queries_seen, services
 from tests.collector.upgrades import backfill, store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -90,29 +87,6 @@ def by_version(api: TestClient) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()["data"]
     return data
-
-
-@contextmanager
-def queries_seen(api: TestClient) -> Iterator[list[str]]:
-    """Every SQL text the collector's store client runs while the block runs."""
-    client = services(api).store.client
-    real: Callable[..., Any] = client.query
-    seen: list[str] = []
-
-    def query(sql: str, *args: Any, **kwargs: Any) -> Any:
-        seen.append(sql)
-        return real(sql, *args, **kwargs)
-
-    client.query = query  # type: ignore[method-assign]
-    try:
-        yield seen
-    finally:
-        del client.query  # the instance attribute goes: the class's method again
-
-
-def services(api: TestClient) -> Services:
-    found: Services = api.app.state.services  # type: ignore[attr-defined]
-    return found
 
 
 def sealed_spans(api: TestClient) -> tuple[int, int, int]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,14 +19,13 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
-from promptrail.collector.services.container import Services
 from promptrail.collector.services.rollups import RollupService
 from promptrail.collector.store import rollups
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow
 from promptrail.collector.store.schema import Table
-from tests.collector.request_log.analytics_steps import batch
+from tests.collector.request_log.analytics_steps import batch, queries_seen, services
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -108,35 +105,12 @@ def assert_exact(api: TestClient, logged: list[dict[str, Any]]) -> None:
         assert unknown(api, query) == expected(logged, query), query
 
 
-def services(api: TestClient) -> Services:
-    found: Services = api.app.state.services  # type: ignore[attr-defined]
-    return found
-
-
 def sealed_spans(api: TestClient) -> tuple[int, int, int]:
     """How many days and hours of the period are read from the rollup, and ranges from the log."""
     plan = services(api).rollups.plan("default", START, END)
     days = sum((b - a) // timedelta(days=1) for a, b in plan.days)
     hours = sum((b - a) // timedelta(hours=1) for a, b in plan.hours)
     return days, hours, len(plan.raw)
-
-
-@contextmanager
-def queries_seen(api: TestClient) -> Iterator[list[str]]:
-    """Every SQL text the collector's store client runs while the block runs."""
-    client = services(api).store.client
-    real: Callable[..., Any] = client.query
-    seen: list[str] = []
-
-    def query(sql: str, *args: Any, **kwargs: Any) -> Any:
-        seen.append(sql)
-        return real(sql, *args, **kwargs)
-
-    client.query = query  # type: ignore[method-assign]
-    try:
-        yield seen
-    finally:
-        del client.query  # the instance attribute goes: the class's method again
 
 
 @pytest.fixture
