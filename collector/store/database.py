@@ -61,7 +61,7 @@ class Store:
         self.exports = ExportStore(log_client, database, self.requests, self.is_embedded)
         self.backups = BackupStore(client, database, self.prompts.settle)
         self.datasets = DatasetStore(client, database, cluster)
-        self.experiments = ExperimentStore(client, database, cluster)
+        self.experiments = ExperimentStore(client, database, cluster, log_client=log_client)
 
     @property
     def is_embedded(self) -> bool:

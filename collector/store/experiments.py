@@ -184,8 +184,17 @@ def _utc(value: datetime) -> datetime:
 class ExperimentStore:
     """Reads and writes ``experiments`` and ``experiment_results``."""
 
-    def __init__(self, client: Client, database: str, cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        database: str,
+        cluster: str | None = None,
+        log_client: Client | None = None,
+    ) -> None:
         self._client = client
+        # A result's cost read from its trace's records settles the request log's journal
+        # first (``Store.log_client``): records the SDK shipped before the result are counted.
+        self._log_client = log_client or client
         db = quote(database)
         self._experiments = f"{db}.{quote(EXPERIMENTS.name)}"
         self._results = f"{db}.{quote(EXPERIMENT_RESULTS.name)}"
@@ -394,15 +403,19 @@ class ExperimentStore:
             if traced
             else "tuple(0., 0)"
         )
-        totals = self._client.query(
-            "SELECT count(), countIf(status = 'error'), sum(estimated_cost_usd), "
-            f"sum(judge_cost_usd), sum(total_tokens), countIf({success}), "
-            "quantilesExactInclusiveIf(0.5, 0.95)"
-            f"(assumeNotNull(latency_ms), {success}), {trace_sums} FROM {self._results} FINAL "
-            "WHERE project = {p:String} AND experiment_id = {e:String}",
-            parameters=params,
-            settings=self._read,
-        ).result_rows[0]
+        totals = (
+            (self._log_client if traced else self._client)
+            .query(
+                "SELECT count(), countIf(status = 'error'), sum(estimated_cost_usd), "
+                f"sum(judge_cost_usd), sum(total_tokens), countIf({success}), "
+                "quantilesExactInclusiveIf(0.5, 0.95)"
+                f"(assumeNotNull(latency_ms), {success}), {trace_sums} FROM {self._results} FINAL "
+                "WHERE project = {p:String} AND experiment_id = {e:String}",
+                parameters=params,
+                settings=self._read,
+            )
+            .result_rows[0]
+        )
         scores: Sequence[Sequence[Any]] = []
         if with_scores:
             scores = self._client.query(
@@ -431,7 +444,7 @@ class ExperimentStore:
         so that records arriving after their result (the SDK ships them on its own) count."""
         if not trace_ids:
             return {}
-        rows = self._client.query(
+        rows = self._log_client.query(
             f"SELECT trace_id, sum(estimated_cost_usd) FROM {self._trace_records} FINAL "
             "WHERE project = {p:String} AND trace_id IN {ids:Array(String)} GROUP BY trace_id",
             parameters={"p": project, "ids": sorted(set(trace_ids))},
