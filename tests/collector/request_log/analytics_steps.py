@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -56,3 +57,12 @@ def queries_seen(api: TestClient) -> Iterator[list[str]]:
         yield seen
     finally:
         del client.query  # the instance attribute goes: the class's method again
+
+
+def sealed_spans(api: TestClient, start: datetime, end: datetime) -> tuple[int, int, int]:
+    """How many days and hours from ``start`` to ``end`` are read from the rollup, and how
+    many ranges from the log."""
+    plan = services(api).rollups.plan("default", start, end)
+    days = sum((b - a) // timedelta(days=1) for a, b in plan.days)
+    hours = sum((b - a) // timedelta(hours=1) for a, b in plan.hours)
+    return days, hours, len(plan.raw)

@@ -44,12 +44,6 @@ QUERIES: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def rollup_settings(settings: Settings) -> Settings:
-    """A collector that may seal an hour as soon as nothing touches it (no settle time)."""
-    return settings.model_copy(update={"rollup_settle_seconds": 0.0})
-
-
-@pytest.fixture
 def rollup_api(rollup_settings: Settings) -> Iterator[TestClient]:
     """The collector over ASGI, project default, with its sealer ready to be driven."""
     with TestClient(create_app(rollup_settings), headers=DEFAULT_AUTH) as client:

@@ -21,7 +21,7 @@ from promptrail.collector.services.rollups import RollupService
 from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow
-from tests.collector.request_log.analytics_steps import batch, queries_seen, services
+from tests.collector.request_log.analytics_steps import batch, queries_seen, sealed_spans, services
 from tests.collector.upgrades import backfill, store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -89,20 +89,6 @@ def by_version(api: TestClient) -> dict[str, Any]:
     return data
 
 
-def sealed_spans(api: TestClient) -> tuple[int, int, int]:
-    """How many days and hours of the period are read from the rollup, and ranges from the log."""
-    plan = services(api).rollups.plan("default", START, END)
-    days = sum((b - a) // timedelta(days=1) for a, b in plan.days)
-    hours = sum((b - a) // timedelta(hours=1) for a, b in plan.hours)
-    return days, hours, len(plan.raw)
-
-
-@pytest.fixture
-def rollup_settings(settings: Settings) -> Settings:
-    """A collector that may seal an hour as soon as nothing touches it (no settle time)."""
-    return settings.model_copy(update={"rollup_settle_seconds": 0.0})
-
-
 @pytest.mark.cost
 def test_one_prompts_percentiles_by_version_match_the_exact_ones_sealed_or_not(
     rollup_settings: Settings,
@@ -116,7 +102,7 @@ def test_one_prompts_percentiles_by_version_match_the_exact_ones_sealed_or_not(
         services(api).rollups.seal_due()
 
         # July 1st from 06:00 and July 3rd to 12:00 as hours, July 2nd as a day, two edges.
-        assert sealed_spans(api) == (1, 18 + 12, 2)
+        assert sealed_spans(api, START, END) == (1, 18 + 12, 2)
         with queries_seen(api) as seen:
             sealed = by_version(api)
         assert sealed == from_log  # the same states, merged in another order
@@ -151,7 +137,7 @@ def test_rows_sealed_before_the_upgrade_are_copied_and_read_once(rollup_settings
         store.close()
 
     with TestClient(create_app(rollup_settings), headers=DEFAULT_AUTH) as api:
-        assert sealed_spans(api) == (1, 30, 2)  # the upgrade kept every seal
+        assert sealed_spans(api, START, END) == (1, 30, 2)  # the upgrade kept every seal
         upgraded = by_version(api)
         assert_matches_exact(upgraded, logged)
 

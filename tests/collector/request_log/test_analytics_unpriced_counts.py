@@ -25,7 +25,7 @@ from promptrail.collector.store.connection import open_client
 from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow
 from promptrail.collector.store.schema import Table
-from tests.collector.request_log.analytics_steps import batch, queries_seen, services
+from tests.collector.request_log.analytics_steps import batch, queries_seen, sealed_spans, services
 from tests.collector.upgrades import store_before
 from tests.keys import DEFAULT_AUTH
 
@@ -105,20 +105,6 @@ def assert_exact(api: TestClient, logged: list[dict[str, Any]]) -> None:
         assert unknown(api, query) == expected(logged, query), query
 
 
-def sealed_spans(api: TestClient) -> tuple[int, int, int]:
-    """How many days and hours of the period are read from the rollup, and ranges from the log."""
-    plan = services(api).rollups.plan("default", START, END)
-    days = sum((b - a) // timedelta(days=1) for a, b in plan.days)
-    hours = sum((b - a) // timedelta(hours=1) for a, b in plan.hours)
-    return days, hours, len(plan.raw)
-
-
-@pytest.fixture
-def rollup_settings(settings: Settings) -> Settings:
-    """A collector that may seal an hour as soon as nothing touches it (no settle time)."""
-    return settings.model_copy(update={"rollup_settle_seconds": 0.0})
-
-
 def test_unpriced_counts_are_exact_from_the_log_and_from_sealed_days_and_hours(
     rollup_settings: Settings,
 ) -> None:
@@ -128,7 +114,7 @@ def test_unpriced_counts_are_exact_from_the_log_and_from_sealed_days_and_hours(
         assert_exact(api, logged)  # from the log alone
 
         services(api).rollups.seal_due()
-        assert sealed_spans(api) == (1, 18 + 12, 2)
+        assert sealed_spans(api, START, END) == (1, 18 + 12, 2)
         assert_exact(api, logged)
         with queries_seen(api) as seen:
             assert unknown(api, {"group_by": "day"}) == expected(logged, {})
@@ -147,7 +133,7 @@ def test_unpriced_counts_are_exact_from_the_log_and_from_sealed_days_and_hours(
         assert_exact(api, now)
 
         services(api).rollups.seal_due()
-        assert sealed_spans(api) == (1, 18 + 12, 2)
+        assert sealed_spans(api, START, END) == (1, 18 + 12, 2)
         assert_exact(api, now)
 
 
@@ -194,7 +180,7 @@ def test_rows_sealed_before_the_count_read_it_from_the_log_after_the_upgrade(
             store.close()
 
     with TestClient(create_app(rollup_settings), headers=DEFAULT_AUTH) as api:
-        assert sealed_spans(api) == (1, 18 + 12, 2)  # the upgrade kept every seal
+        assert sealed_spans(api, START, END) == (1, 18 + 12, 2)  # the upgrade kept every seal
         assert_exact(api, logged)
 
         # Hours sealed again after the upgrade count in the rollup; the others still read
@@ -202,5 +188,5 @@ def test_rows_sealed_before_the_count_read_it_from_the_log_after_the_upgrade(
         late = {**logged[9], "id": "req_unpriced-late", "created_at": "2026-07-02T13:05:00Z"}
         batch(api, [late])
         services(api).rollups.seal_due()
-        assert sealed_spans(api) == (1, 18 + 12, 2)
+        assert sealed_spans(api, START, END) == (1, 18 + 12, 2)
         assert_exact(api, [*logged, late])
