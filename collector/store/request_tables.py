@@ -43,6 +43,12 @@ KIND_OF_STORED = _KIND_OF.format(model="model", span_name="span_name", span_id="
 # own ``promptrail-…`` ones) and ``environment=`` are tested where those reads already are.
 ENVIRONMENT_COLUMN = "environment LowCardinality(String) DEFAULT 'production'"
 
+# The log's text index (search). A part written without it (the request-log journal's inserts:
+# store/writes/log_journal.py) is read whole by a search, with the same results, until the
+# first merge of its rows builds it: the merge costs no more than merging indexed parts, and
+# the insert saves ~8 µs of CPU a record (docs/benchmarks.md, "The search index's cost").
+SEARCH_INDEX = "idx_search"
+
 REQUESTS = Table(
     name="requests",
     columns=(
@@ -101,7 +107,8 @@ REQUESTS = Table(
         # Case-insensitive substring search: search_text is lower-cased at ingest. For
         # LIKE '%needle%' ClickHouse scans this inverted index's dictionary of words for
         # those containing the needle and reads only the granules their postings name.
-        "INDEX idx_search search_text TYPE text(tokenizer = splitByNonAlpha)",
+        # The request-log journal's inserts leave it to the first merge (SEARCH_INDEX).
+        f"INDEX {SEARCH_INDEX} search_text TYPE text(tokenizer = splitByNonAlpha)",
     ),
     engine="ReplacingMergeTree",
     engine_args=("row_version", "is_deleted"),
