@@ -92,7 +92,10 @@ def test_run_experiment_runs_the_task_here_captures_its_calls_and_stores_the_exp
     assert boom.status == "error" and "no such country" in (boom.error or "")
     # Each result names the captured provider call it made, labelled with its item.
     assert fr.request_id and fr.trace_id
-    records = fetch_records(live_url, expected=5)
+    # The task's spans and calls are stored under promptrail-experiment, out of the default list
+    # (docs/api-notes.md, "Datasets and experiments"): waiting for them there only ran out the
+    # wait's 15 s. Flush, take what the list shows, and read the record by its id.
+    records = fetch_records(live_url, expected=0)
     by_id = {r["id"]: r for r in records}
     record = by_id.get(fr.request_id) or sdk.requests.get(fr.request_id).model_dump()
     assert record["metadata"]["experiment_id"] == run.id
