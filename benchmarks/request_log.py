@@ -838,6 +838,41 @@ def linked_count(base: str) -> int:
         return sum(int(group["count"]) for group in response.json()["data"]["groups"])
 
 
+def process_cpu() -> float:
+    """CPU seconds of this process so far, every thread's (chDB's included)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def encoded_blocks(count: int, rows: int, traced: bool = False) -> list[bytes]:
+    """The benchmark's first ``count`` records in blocks of ``rows``, encoded for the log's
+    insert as the collector encodes them (``traced``: in traces of 10, as
+    ``benchmarks/traces.py`` makes them, each with its session and user)."""
+    from pydantic import TypeAdapter
+
+    from promptrail.collector.models.requests import ValidRequestBatch
+    from promptrail.collector.services.dates import utc_now_ms
+    from promptrail.collector.services.ingest import record_values
+    from promptrail.collector.store.request_rows import encode_rows
+
+    batches = TypeAdapter(ValidRequestBatch)
+    bodies = Bodies(count, rows, make_pool(random.Random(1)), datetime.now(UTC))
+    bodies.prepare()
+    made = []
+    for number in range(bodies.count):
+        body = json.loads(zlib.decompress(bodies.body(number), 31))
+        for i, record in enumerate(body["records"] if traced else []):
+            at = number * rows + i
+            record.update(trace_id=f"{at // 10 + 1:032x}", span_id=f"{at % 10 + 1:016x}")
+            if at % 10:
+                record["parent_span_id"] = f"{1:016x}"
+        records = batches.validate_python(body).records
+        made.append(encode_rows("default", [record_values(r, utc_now_ms()) for r in records]))
+    return made
+
+
 def view_costs(total: int, size: int, rounds: int, traced: bool) -> None:
     """Print the CPU one insert into the log costs with every view, and without each view of
     the log's insert path in turn (issue 52.1): the view's cost is the difference.
@@ -849,39 +884,14 @@ def view_costs(total: int, size: int, rounds: int, traced: bool) -> None:
     of 2 inserts of ``size`` rows, the process's CPU (chDB's threads included); cases are
     alternated within each round so that a change of the machine's speed hits them alike.
     """
-    import resource
-
-    from pydantic import TypeAdapter
-
-    from promptrail.collector.models.requests import ValidRequestBatch
-    from promptrail.collector.services.dates import utc_now_ms
-    from promptrail.collector.services.ingest import record_values
     from promptrail.collector.store.connection import close_client, open_client
     from promptrail.collector.store.migrations import migrate
-    from promptrail.collector.store.request_rows import encode_rows
     from promptrail.collector.store.requests import RequestStore
 
-    def cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
+    cpu = process_cpu
 
-    def encoded(count: int, rows: int) -> list[bytes]:
-        batches = TypeAdapter(ValidRequestBatch)
-        bodies = Bodies(count, rows, make_pool(random.Random(1)), datetime.now(UTC))
-        bodies.prepare()
-        made = []
-        for number in range(bodies.count):
-            body = json.loads(zlib.decompress(bodies.body(number), 31))
-            for i, record in enumerate(body["records"] if traced else []):
-                at = number * rows + i
-                record.update(trace_id=f"{at // 10 + 1:032x}", span_id=f"{at % 10 + 1:016x}")
-                if at % 10:
-                    record["parent_span_id"] = f"{1:016x}"
-            records = batches.validate_python(body).records
-            made.append(encode_rows("default", [record_values(r, utc_now_ms()) for r in records]))
-        return made
-
-    ones, blocks = encoded(rounds * 200, 1), encoded(max(total, size * 4), size)
+    ones = encoded_blocks(rounds * 200, 1, traced)
+    blocks = encoded_blocks(max(total, size * 4), size, traced)
     with tempfile.TemporaryDirectory(prefix="promptrail-views-") as scratch:
         client = open_client(f"chdb://{scratch}")
         try:
@@ -935,6 +945,89 @@ def view_costs(total: int, size: int, rounds: int, traced: bool) -> None:
                 f"{statistics.median(s[1] for s in saved):7.1f}"
             )
         print(line, flush=True)
+    print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+
+
+# The text index's variants --index-costs compares (issue 52.1): what each changes of a fresh
+# migrated store (statements run on it, {db} its database), and the settings of its inserts.
+_TEXT_INDEX = "INDEX idx_search search_text TYPE text(tokenizer = splitByNonAlpha{})"
+INDEX_VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "index built by the insert": ((), {}),
+    "index left to the merge": ((), {"exclude_materialize_skip_indexes_on_insert": "idx_search"}),
+    "v1_with_codec": (
+        (
+            "ALTER TABLE {db}.requests MODIFY SETTING "
+            "text_index_serialization_version = 'v1_with_codec'",
+        ),
+        {},
+    ),
+    "postings bitpacked": (
+        (
+            "ALTER TABLE {db}.requests DROP INDEX idx_search",
+            "ALTER TABLE {db}.requests ADD "
+            + _TEXT_INDEX.format(", posting_list_codec = 'bitpacking'"),
+        ),
+        {},
+    ),
+    "no index": (("ALTER TABLE {db}.requests DROP INDEX idx_search",), {}),
+}
+
+
+def index_costs(total: int, size: int, rounds: int) -> None:
+    """Print the CPU per record of the log's inserts and of one merge of ``requests``, for
+    each variant of its text index (INDEX_VARIANTS).
+
+    Per round, a fresh migrated store per variant in this process, merges stopped; each block
+    of ``size`` rows is inserted into every store in turn (a change of the machine's speed hits
+    them alike), then each store's ``requests`` merged into one part per month (``OPTIMIZE
+    FINAL``, its merges alone started), the variants taking turns at going first.
+    """
+    from promptrail.collector.store.connection import close_client, open_client
+    from promptrail.collector.store.migrations import migrate
+    from promptrail.collector.store.requests import RequestStore
+
+    blocks = encoded_blocks(max(total, size), size)
+    names = list(INDEX_VARIANTS)
+    inserts: dict[str, list[float]] = {name: [] for name in names}
+    merges: dict[str, list[float]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory(prefix="promptrail-index-") as scratch:
+        client = open_client(f"chdb://{scratch}")
+        try:
+            for round_ in range(rounds):
+                stores = {}
+                for number, name in enumerate(names):
+                    database = f"v{number}_{round_}"
+                    migrate(client, database)
+                    client.command(f"SYSTEM STOP MERGES {database}.requests")
+                    for statement in INDEX_VARIANTS[name][0]:
+                        client.command(statement.format(db=database))
+                    stores[name] = (database, RequestStore(client, database))
+                for block in blocks:
+                    for name in names:
+                        began = process_cpu()
+                        stores[name][1].insert([block], dict(INDEX_VARIANTS[name][1]))
+                        inserts[name].append((process_cpu() - began) / size * 1e6)
+                for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                    database = stores[name][0]
+                    client.command(f"SYSTEM START MERGES {database}.requests")
+                    began = process_cpu()
+                    client.command(f"OPTIMIZE TABLE {database}.requests FINAL")
+                    merges[name].append((process_cpu() - began) / (len(blocks) * size) * 1e6)
+                for database, _ in stores.values():
+                    client.command(f"DROP DATABASE {database} SYNC")
+                print(f"  round {round_ + 1} of {rounds} done", flush=True)
+        finally:
+            close_client(client)
+    first = names[0]
+    print(f"CPU per record, µs: the log's insert ({size:,}-row blocks, median), one merge")
+    for name in names:
+        paired = [a - b for a, b in zip(inserts[name], inserts[first], strict=True)]
+        print(
+            f"  {name:<28} insert {statistics.median(inserts[name]):6.1f} "
+            f"({statistics.median(paired):+5.1f})   merge {statistics.median(merges[name]):6.1f} "
+            f"(rounds: {', '.join(f'{m:.1f}' for m in merges[name])})",
+            flush=True,
+        )
     print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 
@@ -1062,13 +1155,24 @@ def main() -> None:
         help="print each view's CPU per insert into the log (one row, --batch rows), no "
         "collector; --rounds rounds, --traced for records in traces",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of --view-costs")
+    parser.add_argument(
+        "--index-costs",
+        action="store_true",
+        help="print the log's insert and merge CPU per record for each variant of its text "
+        "index (--records in blocks of --batch, --rounds rounds), no collector",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of --view-costs and --index-costs"
+    )
     parser.add_argument(
         "--traced", action="store_true", help="--view-costs: records in traces of 10"
     )
     args = parser.parse_args()
     if args.view_costs:
         view_costs(args.records, args.batch, args.rounds, args.traced)
+        return
+    if args.index_costs:
+        index_costs(args.records, args.batch, args.rounds)
         return
     if args.chat_versions is not None:
         measure_linking(args, [int(count) for count in args.chat_versions.split(",")])
