@@ -9,9 +9,20 @@ from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation import _SPAN_KEY
 
 from promptrail import _genai, _runtime
-from promptrail._capture.spans import CaptureTracer, current_context
+from promptrail._capture.spans import (
+    _LOW_64,
+    CaptureSpan,
+    CaptureTracer,
+    OnEnd,
+    _getrandbits,
+    _set_last_record,
+    _time_ns,
+    current_context,
+    ids_under,
+)
 from promptrail._context import call_attributes, framework_call, to_json
 
 logger = logging.getLogger("promptrail")
@@ -79,18 +90,20 @@ def message_texts(messages: Any) -> list[str]:
 
 
 class CallRecord:
-    """The span of one model call; the provider modules feed it and end it.
+    """The record of one model call; the provider modules feed it and end it.
 
-    On promptrail's own spans, the application's thread only notes the call's context and
-    the few fields it needs of what came back: the attributes (request parameters, model,
-    usage, output, the JSON of the messages) are worked out on the shipper's thread when the
-    record is built. On an SDK span they are set before it ends, as the SDK requires.
+    Under promptrail's own tracing (the common case) ``CallRecord(...)`` gives a
+    :class:`CapturedCall`, the call's span and record in one object: the application's thread
+    only notes the call's context and the few fields it needs of what came back, and the
+    attributes (request parameters, model, usage, output, the JSON of the messages) are worked
+    out on the shipper's thread when the record is built. Under an OpenTelemetry SDK tracer
+    provider it is this class, around the SDK's span, whose attributes are set before it ends,
+    as the SDK requires.
     """
 
     # No __slots__: what most calls never set stays a class default, so a call assigns only
     # what it has (this runs in the application's thread, on every model call).
     _ended = False
-    _capture = False  # the span is promptrail's own (CaptureSpan)
     _first_token_at: int | None = None  # time.time_ns(), as the span's start
     model: str | None = None
     response_id: str | None = None
@@ -106,6 +119,21 @@ class CallRecord:
     tail: Any = None
     read_tail: Callable[[CallRecord, Any], None] | None = None
 
+    def __new__(
+        cls,
+        provider: str,
+        operation: str,
+        kwargs: Mapping[str, Any],
+        call_input: Any,
+        texts: Callable[[], list[str]],
+        parent: Context | None = None,
+    ) -> CallRecord:
+        """The record of one call: a :class:`CapturedCall` under promptrail's own tracer."""
+        if cls is CallRecord and type(_runtime.tracer()) is CaptureTracer:
+            captured: CallRecord = object.__new__(CapturedCall)
+            return captured
+        return object.__new__(cls)
+
     def __init__(
         self,
         provider: str,
@@ -116,39 +144,21 @@ class CallRecord:
         parent: Context | None = None,
     ) -> None:
         model = kwargs.get("model")
-        name = f"{operation} {model}" if model else operation
-        tracer = _runtime.tracer()
         self._provider = provider
         self._operation = operation
-        if type(tracer) is CaptureTracer:
-            # promptrail's own span: it takes the attributes dict as it is (no copy) and
-            # reads the context itself. The record is described on the shipper's thread.
-            own = tracer.start_owned(name, parent, call_attributes(texts))
-            self.span: Span = own
-            # Copies: the application may change its arguments once the call returns (append
-            # to its messages, for one) before the shipper's thread reads them.
-            self._kwargs: Mapping[str, Any] = dict(kwargs)
-            self._call_input = call_input.copy() if type(call_input) is list else call_input
-            self._capture = True
-            # The span's own start (time.time_ns()): a stream's time to first token is
-            # counted from it, without another clock read per call.
-            self._started = own.start_time
-            own.describe = self._describe
-            self.text: list[str] = []
-            return
-        self.span = span = tracer.start_span(
-            name,
+        self.span: Span = _runtime.tracer().start_span(
+            f"{operation} {model}" if model else operation,
             context=parent,  # None: the current context's span
             kind=SpanKind.CLIENT,
             attributes=call_attributes(texts),
         )
         self._kwargs = kwargs
         self._call_input = call_input
-        if span.is_recording():
-            span.set_attributes(self._request_attributes())
-            span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
-        self._started = time.time_ns()
-        self.text = []
+        if self.span.is_recording():
+            self.span.set_attributes(self._request_attributes())
+            self.span.set_attribute(_genai.CALL_INPUT, to_json(call_input))
+        self.start_time = time.time_ns()
+        self.text: list[str] = []
 
     def first_token(self) -> None:
         """Note the arrival of the first piece of output (streams)."""
@@ -185,7 +195,7 @@ class CallRecord:
             self.tail = None
             self._read(read_tail, tail)
         span = self.span
-        if not self._capture and span.is_recording():
+        if span.is_recording():
             attributes, output = self._response_attributes()
             attributes["gen_ai.output.messages"] = to_json(output)
             span.set_attributes(attributes)
@@ -242,7 +252,7 @@ class CallRecord:
                 attributes[name] = count
         if self._first_token_at is not None:
             attributes[_genai.TIME_TO_FIRST_TOKEN] = max(
-                0, (self._first_token_at - self._started) // 1_000_000
+                0, (self._first_token_at - self.start_time) // 1_000_000
             )
         message: dict[str, Any] = {
             "role": "assistant",
@@ -251,3 +261,88 @@ class CallRecord:
         if self.finish_reason:
             message["finish_reason"] = self.finish_reason
         return attributes, [message]
+
+
+class CapturedCall(CaptureSpan, CallRecord):
+    """A model call under promptrail's own tracing: its span and its record in one object.
+
+    What ``CallRecord(...)`` gives when capture owns the tracing. The application's thread
+    notes only what must be read there: the parent and the clock (the span's ids), the
+    observation's attributes, copies of the arguments the application could change once the
+    call returns, then what the provider module reads of the result (a few fields, a stream's
+    text pieces). The request and response attributes are worked out on the shipper's thread
+    (:meth:`_described`), and the span is queued as it is when it ends.
+
+    One object, not a record beside a span it describes: no second instance, no bound method
+    and no reference cycle per call (docs/benchmarks.md, "SDK overhead, black-box harness":
+    each object a streamed call makes on the calling thread costs several times its time
+    alone).
+    """
+
+    # Made without CallRecord.__new__ (object's own, in C): whoever makes one has looked at
+    # the tracer already (CallRecord.__new__, or a provider's hot path: openai._chat_record).
+    __new__ = object.__new__  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        provider: str,
+        operation: str,
+        kwargs: Mapping[str, Any],
+        call_input: Any,
+        texts: Callable[[], list[str]],
+        parent: Context | None = None,
+        on_end: OnEnd | None = None,
+    ) -> None:
+        """``on_end``: the tracer's (a provider's hot path passes it; read when None)."""
+        # CaptureTracer.start_owned's work, inline: this runs for every captured call.
+        parent_span = (current_context() if parent is None else parent).get(_SPAN_KEY)
+        start = _time_ns()
+        if parent_span is None:  # a new trace: new_trace_id's ids, their random bits in one draw
+            bits = _getrandbits(144)
+            self.trace_id = (start // 1_000_000) << 80 | bits >> 64
+            self.span_id = (bits & _LOW_64) or 1
+        elif type(parent_span) is CaptureSpan:  # inside an observed function
+            self.trace_id = parent_span.trace_id
+            self.span_id = _getrandbits(64) or 1
+            self.parent_span_id = parent_span.span_id
+        else:
+            self.trace_id, self.span_id, self.parent_span_id = ids_under(parent_span, start)
+        model = kwargs.get("model")
+        self.name = f"{operation} {model}" if model else operation
+        self.attributes = call_attributes(texts)
+        self.start_time = start
+        self._on_end = on_end or _runtime.tracer().on_end  # type: ignore[attr-defined]
+        self._provider = provider
+        self._operation = operation
+        # Copies: the application may change its arguments once the call returns (append
+        # to its messages, for one) before the shipper's thread reads them.
+        self._kwargs = dict(kwargs)
+        self._call_input = call_input.copy() if type(call_input) is list else call_input
+        self.text = []
+
+    def finish(self) -> None:
+        """End the call with what was collected (idempotent): queued for the shipper."""
+        if self.end_time is not None:  # as CallRecord.finish: no lock
+            return
+        tail = self.tail
+        if tail is not None and self.read_tail is not None:
+            self.tail = None
+            self._read(self.read_tail, tail)
+        # CaptureSpan.end, inline (the span has no other way to end).
+        self.end_time = _time_ns()
+        _set_last_record((self.trace_id, self.span_id))
+        self._on_end(self)
+
+    def fail(self, exc: BaseException) -> None:
+        """End the call as an error (the exception goes on to the caller unchanged)."""
+        self.record_exception(exc)
+        self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        self.finish()
+
+    def _described(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        attributes, json_attributes = self._describe()
+        more = super()._described()  # what else set ``describe`` on the span, if anything
+        if more is not None:
+            attributes.update(more[0])
+            json_attributes.update(more[1])
+        return attributes, json_attributes

@@ -137,7 +137,7 @@ def capture_in_place(
     else:
         state["_iterator"] = (read or item_by_item(on_item))(record, items, result)
     state["_promptrail_record"] = record
-    result.__class__ = _subclass(base, is_async)
+    result.__class__ = _subclasses.get(base) or _subclass(base, is_async)
     return True
 
 

@@ -60,7 +60,9 @@ class Endpoint:
 
     def handle(self, record: CallRecord, result: Any, is_async: bool) -> Any:
         """Record ``result`` (or proxy it, a stream); return what the caller gets."""
-        kind = self._kind(result)
+        kind = self._kinds.get(type(result))
+        if kind is None:
+            kind = self._kind(result)
         if kind == _PLAIN:
             record.done(self.on_result, result)
         elif kind == _STREAM:

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._calls import CallRecord, message_texts
+from promptrail import _runtime
+from promptrail._capture.spans import CaptureTracer
+
+from ._calls import CallRecord, CapturedCall, message_texts
 from ._patching import Patch
 from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "openai"
+_time_ns = time.time_ns
 
 _COMPLETIONS = "openai.resources.chat.completions"
 _RESPONSES = "openai.resources.responses"
@@ -53,9 +58,14 @@ _RESPONSES_USAGE = (
 def _chat_record(kwargs: dict[str, Any]) -> CallRecord:
     messages = kwargs.get("messages", [])
     # The texts are read (if at all) while the record is made, before the call returns.
-    return CallRecord(
-        PROVIDER, "chat", kwargs, messages, functools.partial(message_texts, messages)
-    )
+    texts = functools.partial(message_texts, messages)
+    tracer = _runtime.tracer()
+    if type(tracer) is CaptureTracer:  # CallRecord.__new__'s choice, one call fewer
+        record: CallRecord = CapturedCall(
+            PROVIDER, "chat", kwargs, messages, texts, None, tracer.on_end
+        )
+        return record
+    return CallRecord(PROVIDER, "chat", kwargs, messages, texts)
 
 
 def _chat_result(record: CallRecord, result: Any) -> None:
@@ -118,17 +128,19 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
 def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
     """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py).
 
-    Capture's cost per event is this loop: no call per chunk, and of a chunk of text only its
-    text (each attribute of the SDK's objects costs as much as the rest of the loop). What
-    else a chunk of text could carry (a finish reason, usage: the last one's, on some
-    servers) is read from the latest such chunk when the next chunk without text comes (the
-    finish, the usage: those are read whole) or the stream ends (``CallRecord.tail``). The
-    first chunk (model, id, time to first token) is read whole.
+    Capture's cost per event is this loop: no call per chunk of text, and of it only its text
+    (in place, every name the loop reads costs the calling thread several times what it costs
+    timed alone: docs/benchmarks.md, "SDK overhead, black-box harness"). What else a chunk of
+    text could carry (a finish reason, usage: the last one's, on some servers; the id and
+    model, when the first chunk had none) is read from the latest such chunk when the next
+    chunk without text comes (the finish, the usage: those are read whole,
+    :func:`_chat_whole`) or the stream ends (``CallRecord.tail``). The first chunk (model, id,
+    time to first token) is read whole.
     """
     try:
         chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
         for chunk in chunks:
-            record.first_token()
+            record._first_token_at = _time_ns()  # record.first_token(), inline
             _chat_chunk(record, chunk)
             yield chunk
             break
@@ -136,33 +148,24 @@ def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> I
         append = record.text.append
         for chunk in chunks:
             try:
-                choices = chunk.choices
-            except AttributeError:  # not the SDK's shape: the general reading
-                _any_chat_chunk(record, chunk)
-                yield chunk
-                continue
-            if record.response_id is None:  # a first chunk without an id (as _chat_chunk)
-                record.model, record.response_id = _value(chunk, "model"), _value(chunk, "id")
-            try:
                 # One choice, the common case (several choices stream one per chunk too):
                 # unpacked, not looped over, which costs as much as reading an attribute.
-                (choice,) = choices
+                (choice,) = chunk.choices
                 content = choice.delta.content
             except (TypeError, ValueError, AttributeError):
-                # No choice (the usage), several, a delta of None or of another shape.
-                whole = _chat_texts(append, choices)
-            else:
-                whole = not (isinstance(content, str) and content)
-                if not whole:
-                    append(content)
-            if whole:
+                # No choice (the usage), several, a delta of None, not the SDK's shape.
+                content = choice = None
+            if isinstance(content, str) and content:
+                append(content)
+                record.tail = chunk
+            elif choice is None:
+                _chat_whole(record, chunk, append)
+            else:  # one choice without text (the role, a tool call's delta, the finish)
                 tail = record.tail
                 if tail is not None:  # what came before it first
                     record.tail = None
                     _chat_tail(record, tail)
                 _chat_tail(record, chunk)
-            else:
-                record.tail = chunk
             yield chunk
     except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
         raise
@@ -170,6 +173,24 @@ def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> I
         record.fail(exc)
         raise
     record.finish()
+
+
+def _chat_whole(record: CallRecord, chunk: Any, append: Callable[[str], None]) -> None:
+    """A chunk that is not one choice's text: its text, then the latest chunk of text and
+    this one read whole (the role, a tool call's delta, the finish, the usage)."""
+    try:
+        choices = chunk.choices
+    except AttributeError:  # not the SDK's shape: the general reading
+        _any_chat_chunk(record, chunk)
+        return
+    if not _chat_texts(append, choices):  # several choices, each with text
+        record.tail = chunk
+        return
+    tail = record.tail
+    if tail is not None:  # what came before it first
+        record.tail = None
+        _chat_tail(record, tail)
+    _chat_tail(record, chunk)
 
 
 def _chat_texts(append: Callable[[str], None], choices: Any) -> bool:
@@ -187,7 +208,10 @@ def _chat_texts(append: Callable[[str], None], choices: Any) -> bool:
 
 
 def _chat_tail(record: CallRecord, chunk: Any) -> None:
-    """What a chunk has besides its text: its choices' finish reasons, its usage."""
+    """What a chunk has besides its text: its choices' finish reasons, its usage, and its id
+    and model while the record has none (a first chunk without them)."""
+    if record.response_id is None:
+        record.model, record.response_id = _value(chunk, "model"), _value(chunk, "id")
     try:  # the SDK's chunk, by attribute (as _chat_chunk reads); anything else by _value
         usage = chunk.usage
         for choice in chunk.choices or ():
@@ -199,7 +223,8 @@ def _chat_tail(record: CallRecord, chunk: Any) -> None:
             reason = _value(choice, "finish_reason")
             if reason:
                 record.finish_reason = reason
-    _usage(record, usage, _CHAT_USAGE)
+    if usage is not None:
+        _usage(record, usage, _CHAT_USAGE)
 
 
 def _any_chat_chunk(record: CallRecord, chunk: Any) -> None:

@@ -76,6 +76,7 @@ current_context = _context_getter()
 """The current OpenTelemetry context (``opentelemetry.context.get_current()``), read directly."""
 
 OnEnd = Callable[["CaptureSpan"], None]
+Describe = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 
 # The (trace id, span id) of the last record captured in this thread or asyncio task (each has
 # its own context): promptrail.last_request_id() formats it only when asked, so ending a span
@@ -84,7 +85,6 @@ last_record: contextvars.ContextVar[tuple[int, int] | None] = contextvars.Contex
     "promptrail_last_record", default=None
 )
 _set_last_record = last_record.set
-Describe = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 logger = logging.getLogger("promptrail")
 
 
@@ -110,6 +110,17 @@ def _as_json(value: Any) -> Any:
     return _decode(data)
 
 
+def ids_under(parent: object, start_time: int) -> tuple[int, int, int | None]:
+    """The (trace id, span id, parent span id) of a span starting at ``start_time`` under
+    ``parent``, the current context's span value when it is not promptrail's own span (whose
+    ids a child copies without a call: :meth:`CaptureTracer.start_owned`)."""
+    # What trace.get_current_span() gives: anything but a span is no parent.
+    parent_context = parent.get_span_context() if isinstance(parent, _Span) else None
+    if parent_context is not None and parent_context.is_valid:
+        return parent_context.trace_id, _getrandbits(64) or 1, parent_context.span_id
+    return new_trace_id(start_time), _getrandbits(64) or 1, None
+
+
 class CaptureSpan(trace.Span):
     """A span that keeps what a request record needs and hands itself over when it ends."""
 
@@ -120,6 +131,7 @@ class CaptureSpan(trace.Span):
     _error = False
     _description = ""
     _exceptions: list[str] | None = None
+    parent_span_id: int | None = None
     # Set by the capture that owns the span: more attributes and JSON attributes, worked out
     # when the record is built (on the shipper's thread), not in the application's.
     describe: Describe | None = None
@@ -222,17 +234,15 @@ class CaptureSpan(trace.Span):
         """The request record of this span (``POST /v1/requests`` JSON)."""
         start = self.start_time
         attributes = self.attributes
-        if self.describe is not None:
-            try:
-                extra, extra_json = self.describe()
-            except Exception:  # a response of an unexpected shape: record what is known
-                logger.debug("promptrail: could not describe a span", exc_info=True)
-            else:
-                attributes = {**attributes, **extra}
-                attributes.update((k, _as_json(v)) for k, v in extra_json.items())
-            # The capture that described the span refers to it: let both go now, not at the
-            # next cyclic garbage collection.
-            self.describe = None
+        try:
+            described = self._described()
+        except Exception:  # a response of an unexpected shape: record what is known
+            logger.debug("promptrail: could not describe a span", exc_info=True)
+            described = None
+        if described is not None:
+            extra, extra_json = described
+            attributes = {**attributes, **extra}
+            attributes.update((k, _as_json(v)) for k, v in extra_json.items())
         return build_record(
             self.name,
             self.trace_id,
@@ -244,6 +254,18 @@ class CaptureSpan(trace.Span):
             self._error,
             self._description or "; ".join(self._exceptions or ()),
         )
+
+    def _described(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """More attributes, and JSON attributes, worked out when the record is built (on the
+        shipper's thread): :attr:`describe`'s, if set; a model call's span (the integrations'
+        ``CapturedCall``, the call's record itself) describes the call."""
+        describe = self.describe
+        if describe is None:
+            return None
+        # What describes the span may refer to it: let both go now, not at the next cyclic
+        # garbage collection.
+        self.describe = None
+        return describe()
 
     def _add_exception(self, message: str) -> None:
         if self.end_time is not None:
@@ -257,7 +279,8 @@ class CaptureTracer(trace.Tracer):
     """Make :class:`CaptureSpan` s, children of whatever span is current."""
 
     def __init__(self, on_end: OnEnd) -> None:
-        self._on_end = on_end
+        self.on_end = on_end
+        """What every span of this tracer is handed to when it ends (the shipper's queue)."""
 
     def start_span(
         self,
@@ -294,14 +317,8 @@ class CaptureTracer(trace.Tracer):
             trace_id = (start_time // 1_000_000) << 80 | bits >> 64
             span_id, parent_id = (bits & _LOW_64) or 1, None
         else:
-            # What trace.get_current_span() gives: anything but a span is no parent.
-            parent_context = parent.get_span_context() if isinstance(parent, _Span) else None
-            if parent_context is not None and parent_context.is_valid:
-                trace_id, parent_id = parent_context.trace_id, parent_context.span_id
-            else:
-                start_time = start_time or _time_ns()
-                trace_id, parent_id = new_trace_id(start_time), None
-            span_id = _getrandbits(64) or 1
+            start_time = start_time or _time_ns()
+            trace_id, span_id, parent_id = ids_under(parent, start_time)
         return CaptureSpan(
             name,
             trace_id,
@@ -309,7 +326,7 @@ class CaptureTracer(trace.Tracer):
             parent_id,
             attributes,
             start_time or _time_ns(),
-            self._on_end,
+            self.on_end,
         )
 
     @_agnosticcontextmanager  # the decorator of the API's own signature (sync and async)
