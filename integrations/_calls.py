@@ -23,9 +23,11 @@ from promptrail._capture.spans import (
     current_context,
     ids_under,
 )
-from promptrail._context import call_attributes, framework_call, to_json
+from promptrail._context import OUTSIDE, call_attributes, framework_call, rendered, to_json
+from promptrail._context import _current as _observation_variable
 
 logger = logging.getLogger("promptrail")
+_observation = _observation_variable.get
 
 # Request parameters recorded as gen_ai.request.* (the semantic conventions' names).
 _REQUEST_PARAMETERS = {
@@ -309,7 +311,12 @@ class CapturedCall(CaptureSpan, CallRecord):
             self.trace_id, self.span_id, self.parent_span_id = ids_under(parent_span, start)
         model = kwargs.get("model")
         self.name = f"{operation} {model}" if model else operation
-        self.attributes = call_attributes(texts)
+        # call_attributes(texts), whose answer is {} outside every observed function while
+        # no template was rendered (the common case), without the call.
+        if rendered._items or _observation() is not OUTSIDE:
+            self.attributes = call_attributes(texts)
+        else:
+            self.attributes = {}
         self.start_time = start
         self._on_end = on_end or _runtime.tracer().on_end  # type: ignore[attr-defined]
         self._provider = provider
