@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     cursor_secret: str = "promptrail-cursor-v1"
     max_batch_records: int = 10_000
     # Backpressure (docs/deploy.md, "When the store stalls").
-    ingest_buffer_bytes: int = Field(default=96 << 20, ge=1024)
+    # Twice the request-log journal's largest insert (store/writes/log_journal.py).
+    ingest_buffer_bytes: int = Field(default=128 << 20, ge=1024)
     ingest_wait_seconds: float = Field(default=5.0, ge=0)
     # The embedded store answers records once in the log's journal, stored right behind
     # (docs/deploy.md, "What acknowledged means"); off: once inserted.

@@ -180,7 +180,7 @@ def joined_rows(arrays: Sequence[bytes]) -> Generator[bytes, None, None]:
     """Yield the rows of several encoded batches as one comma-separated stream, 1 MiB at a time.
 
     The client writes an insert's data to a file the engine reads, piece by piece: joining
-    the batches first would hold up to 32 MiB more for every insert.
+    the batches first would hold up to 64 MiB more for every insert.
     """
     for index, array in enumerate(arrays):
         if index:

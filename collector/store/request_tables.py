@@ -125,7 +125,7 @@ REQUESTS = Table(
         "index_granularity_bytes = 2097152",
         # An insert writing a part in the wide format (a file per column) holds two 1 MiB
         # buffers per column and index stream. Parts under 64 MiB (an insert block is at most
-        # 32 MiB) go in the compact format, one file for all columns, which holds a third of
+        # 64 MiB) go in the compact format, one file for all columns, which holds a third of
         # that. Merges into bigger parts write the wide format, where a read of a few columns
         # skips the others.
         "min_bytes_for_wide_part = 67108864",

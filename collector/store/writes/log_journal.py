@@ -67,6 +67,11 @@ APPLIED = b"\x03"  # that batch is stored: its id
 READ_WAIT = 10.0
 # Bytes of applied chunks the file may hold before it is rewritten with the waiting ones.
 _COMPACT_BYTES = 64 << 20
+# What one insert takes at most. An insert into the log costs a fixed ~50-110 ms of CPU beside
+# its rows (each view's query, a part for each table) and every part is merged again: under a
+# flood of requests inserts of 64 MiB cost ~8 µs of CPU a record less than inserts of 32 MiB
+# (docs/benchmarks.md, "Larger inserts from the journal"), for ~60-100 MiB more at the peak.
+INSERT_BYTES = 64 << 20
 # How long an apply gathers the chunks arriving once it could start (unless a read waits).
 _GATHER = 0.005
 
@@ -135,8 +140,8 @@ class LogJournal(RefusingWriter):
         path: Path,
         insert: Insert,
         probe: Callable[[], None] | None = None,
-        max_bytes: int = 32 << 20,
-        max_pending_bytes: int = 96 << 20,
+        max_bytes: int = INSERT_BYTES,
+        max_pending_bytes: int = 128 << 20,
         wait: float = 5.0,
         retry_interval: float = 1.0,
         compact_bytes: int = _COMPACT_BYTES,

@@ -56,7 +56,7 @@ class GroupCommitLimits:
     (:mod:`.log_journal`) instead of once inserted (``PROMPTRAIL_REQUEST_JOURNAL``).
     """
 
-    pending_bytes: int = 96 << 20
+    pending_bytes: int = 128 << 20
     wait_seconds: float = 5.0
     probe_seconds: float = 1.0
     journal: bool = False
