@@ -121,16 +121,9 @@ class CallRecord:
     tail: Any = None
     read_tail: Callable[[CallRecord, Any], None] | None = None
 
-    def __new__(
-        cls,
-        provider: str,
-        operation: str,
-        kwargs: Mapping[str, Any],
-        call_input: Any,
-        texts: Callable[[], list[str]],
-        parent: Context | None = None,
-    ) -> CallRecord:
-        """The record of one call: a :class:`CapturedCall` under promptrail's own tracer."""
+    def __new__(cls, *args: Any, **kwargs: Any) -> CallRecord:
+        """The record of one call: a :class:`CapturedCall` under promptrail's own tracer
+        (``__init__`` takes the arguments)."""
         if cls is CallRecord and type(_runtime.tracer()) is CaptureTracer:
             captured: CallRecord = object.__new__(CapturedCall)
             return captured
@@ -283,7 +276,7 @@ class CapturedCall(CaptureSpan, CallRecord):
 
     # Made without CallRecord.__new__ (object's own, in C): whoever makes one has looked at
     # the tracer already (CallRecord.__new__, or a provider's hot path: openai._chat_record).
-    __new__ = object.__new__  # type: ignore[assignment]
+    __new__ = object.__new__
 
     def __init__(
         self,
