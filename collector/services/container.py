@@ -278,7 +278,7 @@ class Services:
         if self.prompts.live_ids.polled:
             self.prompts.start_polling(self.settings.registry_poll_seconds)
         # Chat versions for linking read now, before serving, not on a batch's first record.
-        self.prompts.links.start_warming(lambda: {key.project for key in self.store.keys.rows()})
+        self.prompts.links.start_warming(self.store.keys.projects)
         keys = self.connections.keys
         if keys is not None and keys.previous:
             # A key rotation (docs/security.md, Connections): seal every connection again.

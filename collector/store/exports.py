@@ -166,6 +166,23 @@ class ExportStore:
             params["before"] = updated_before
         return self._select(where, params)
 
+    def left_over(
+        self, processing_before: datetime | None, completed_before: datetime
+    ) -> list[ExportJob]:
+        """Return, in one read, the jobs a collector's start takes up: every job processing
+        (only those not touched since ``processing_before``, when given) and every job
+        completed before ``completed_before``."""
+        processing = "status = 'processing'"
+        params: dict[str, Any] = {"completed": completed_before}
+        if processing_before is not None:
+            processing += " AND updated_at < {processing:DateTime64(6, 'UTC')}"
+            params["processing"] = processing_before
+        return self._select(
+            f"({processing}) OR "
+            "(status = 'completed' AND updated_at < {completed:DateTime64(6, 'UTC')})",
+            params,
+        )
+
     def _select(self, where: str, params: dict[str, Any]) -> list[ExportJob]:
         rows = self._client.query(
             f"SELECT {', '.join(_JOB_COLUMNS)} FROM {self._table} FINAL WHERE {where}",

@@ -281,3 +281,12 @@ class KeyStore:
             parameters={"p": project},
         ).result_rows
         return int(rows[0][0])
+
+    def projects(self) -> set[str]:
+        """Return every project that has a key (revoked ones too), in one light read.
+
+        The collector's start reads the chat versions of these projects: the names alone,
+        without :meth:`rows`' joins of revocations and last use (about a tenth of its CPU).
+        """
+        rows = self._client.query(f"SELECT DISTINCT project FROM {self._table}").result_rows
+        return {str(row[0]) for row in rows}

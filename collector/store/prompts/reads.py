@@ -9,7 +9,7 @@ for the registry journal).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..connection import utc
@@ -28,6 +28,7 @@ from .rows import (
 
 # Versions read per query when an index loads a project's newest and labeled versions.
 _ROWS_CHUNK = 5_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PromptReads(PromptStoreBase):
@@ -154,6 +155,14 @@ class PromptReads(PromptStoreBase):
                 parameters=params,
             ).result_rows
         ]
+        if not claims and since <= _EPOCH:
+            # A read from the epoch is a whole read of the projects (the chat links read so at
+            # a collector's start and on a project's first use). With no claim, none of their
+            # versions is reachable (a version goes in before its claim, which commits it) and
+            # no label can point at one: a new or empty registry costs one query, not three. A
+            # prompt claimed after this read reaches the reader as every later write does (its
+            # own writes, or the next poll), as it would after the other two queries.
+            return RegistryChanges(claims=[], versions=[], labels=[])
         versions = [
             (str(r[0]), _packed_version(r[1], r[2]))
             for r in self._client.query(
