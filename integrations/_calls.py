@@ -17,14 +17,24 @@ from promptrail._capture.spans import (
     CaptureSpan,
     CaptureTracer,
     OnEnd,
+    _as_json,
     _getrandbits,
     _set_last_record,
     _time_ns,
     current_context,
     ids_under,
 )
-from promptrail._context import OUTSIDE, call_attributes, framework_call, rendered, to_json
+from promptrail._context import (
+    MAX_ATTRIBUTE_CHARS,
+    OUTSIDE,
+    call_attributes,
+    framework_call,
+    rendered,
+    to_json,
+)
 from promptrail._context import _current as _observation_variable
+from promptrail._genai import LINK_KEYS as _LINK_KEYS
+from promptrail._genai import _loads, model_call_record
 
 logger = logging.getLogger("promptrail")
 _observation = _observation_variable.get
@@ -338,6 +348,64 @@ class CapturedCall(CaptureSpan, CallRecord):
         self.record_exception(exc)
         self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         self.finish()
+
+    def to_record(self) -> dict[str, Any]:
+        """The request record (on the shipper's thread): straight from the call's fields when
+        the span carries nothing else, else through its attributes as any span's is built."""
+        attributes = self.attributes
+        if self.describe is None and (not attributes or attributes.keys() <= _LINK_KEYS):
+            try:
+                record = self._direct_record(attributes)
+            except Exception:  # a field of an unexpected type: the general path says what
+                record = None
+            if record is not None:
+                return record
+        return super().to_record()
+
+    def _direct_record(self, linked: dict[str, Any]) -> dict[str, Any] | None:
+        """:func:`_genai.model_call_record` of this call; None where the output's JSON
+        would not come back as it went (the general path's round trip and its length cap)."""
+        content = "".join(self.text)
+        reason = self.finish_reason
+        if reason is None:
+            reason = ""
+        elif type(reason) is not str:
+            return None
+        # A character takes at most six bytes of JSON (a control character's escape): below
+        # this the output's JSON is never cut (_as_json, MAX_ATTRIBUTE_CHARS).
+        if (len(content) + len(reason)) * 6 + 200 > MAX_ATTRIBUTE_CHARS:
+            return None
+        output: dict[str, Any] = {"content": content}
+        if reason:
+            output["finish_reason"] = reason
+        response_id = self.response_id
+        if response_id and isinstance(response_id, str):
+            output["response_id"] = response_id
+        start = self.start_time
+        return model_call_record(
+            self.name,
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            start,
+            self.end_time or start,
+            linked,
+            self._error,
+            self._description or "; ".join(self._exceptions or ()),
+            self._operation,
+            self._provider,
+            (self.model, self._kwargs.get("model")),
+            output,
+            (
+                self.input_tokens,
+                self.output_tokens,
+                self.cached_tokens,
+                self.cache_write_tokens,
+                self.reasoning_tokens,
+            ),
+            self._first_token_at,
+            _loads(_as_json(self._call_input)),
+        )
 
     def _described(self) -> tuple[dict[str, Any], dict[str, Any]]:
         attributes, json_attributes = self._describe()
