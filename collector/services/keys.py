@@ -34,7 +34,6 @@ from ..errors import InvalidApiKey, KeyNotFound, ValidationFailed
 from ..models.keys import MAX_GRACE_SECONDS, KeyCreate, KeyCreated
 from ..store.keys import KeyGrants, KeyRow, KeyState, KeyStore, NewKey
 from ..store.writes import Refused, WriteOutcome
-from .refused_writes import raise_if_refused
 
 logger = logging.getLogger("promptrail.keys")
 
@@ -437,7 +436,12 @@ class KeyService:
         return rows[0] if len(rows) == 1 else None
 
     def _stored(self, outcome: WriteOutcome) -> None:
-        raise_if_refused(outcome, self._retry_after, "keys")
+        if isinstance(outcome, Refused):
+            # Imported here: it loads the ingest service (and the registry's models under
+            # it), which `promptrail keys create` on the store itself would pay at its start.
+            from .refused_writes import raise_if_refused
+
+            raise_if_refused(outcome, self._retry_after, "keys")
 
     def _forget(self, digests: list[str]) -> None:
         if self._cache is not None:
