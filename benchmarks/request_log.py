@@ -846,10 +846,13 @@ def process_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def encoded_blocks(count: int, rows: int, traced: bool = False) -> list[bytes]:
+def encoded_blocks(
+    count: int, rows: int, traced: bool = False, inputs: bool = False
+) -> list[bytes]:
     """The benchmark's first ``count`` records in blocks of ``rows``, encoded for the log's
     insert as the collector encodes them (``traced``: in traces of 10, as
-    ``benchmarks/traces.py`` makes them, each with its session and user)."""
+    ``benchmarks/traces.py`` makes them, each with its session and user; ``inputs``: each
+    with the chat messages of its call as its input, as the SDK's captures carry them)."""
     from pydantic import TypeAdapter
 
     from promptrail.collector.models.requests import ValidRequestBatch
@@ -868,6 +871,11 @@ def encoded_blocks(count: int, rows: int, traced: bool = False) -> list[bytes]:
             record.update(trace_id=f"{at // 10 + 1:032x}", span_id=f"{at % 10 + 1:016x}")
             if at % 10:
                 record["parent_span_id"] = f"{1:016x}"
+        for record in body["records"] if inputs else []:
+            record["input"] = [
+                {"role": "system", "content": "You answer support questions. " * 8},
+                {"role": "user", "content": record["input_variables"]["question"] * 3},
+            ]
         records = batches.validate_python(body).records
         made.append(encode_rows("default", [record_values(r, utc_now_ms()) for r in records]))
     return made
@@ -973,21 +981,51 @@ INDEX_VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
 }
 
 
-def index_costs(total: int, size: int, rounds: int) -> None:
-    """Print the CPU per record of the log's inserts and of one merge of ``requests``, for
-    each variant of its text index (INDEX_VARIANTS).
+def list_copy_variants() -> dict[str, tuple[tuple[str, ...], dict[str, str]]]:
+    """The list copy's ``trace`` and ``cost_known`` given by its view (migration 51, as a
+    fresh store has it) and, as before, computed from ``detail`` by MATERIALIZED expressions
+    (the view first stops giving them, then the columns take the old definitions)."""
+    from promptrail.collector.store.request_tables import (
+        REQUEST_ITEMS_BEFORE_51,
+        REQUEST_ITEMS_MV_BEFORE_51,
+    )
+    from promptrail.collector.store.schema import ModifyColumn, ModifyQuery, render
+
+    before = [
+        *render(ModifyQuery(REQUEST_ITEMS_MV_BEFORE_51), "{db}", None),
+        *render(ModifyColumn(REQUEST_ITEMS_BEFORE_51, "trace"), "{db}", None),
+        *render(ModifyColumn(REQUEST_ITEMS_BEFORE_51, "cost_known"), "{db}", None),
+    ]
+    return {
+        "given by the view (51)": ((), {}),
+        "parsed from detail (before)": (tuple(s.replace("`{db}`", "{db}") for s in before), {}),
+    }
+
+
+def index_costs(
+    total: int,
+    size: int,
+    rounds: int,
+    variants: dict[str, tuple[tuple[str, ...], dict[str, str]]] | None = None,
+    merged: str | None = "requests",
+    inputs: bool = False,
+) -> None:
+    """Print the CPU per record of the log's inserts and of one merge of ``merged``, for
+    each variant of its text index (INDEX_VARIANTS) or of ``variants``.
 
     Per round, a fresh migrated store per variant in this process, merges stopped; each block
     of ``size`` rows is inserted into every store in turn (a change of the machine's speed hits
-    them alike), then each store's ``requests`` merged into one part per month (``OPTIMIZE
-    FINAL``, its merges alone started), the variants taking turns at going first.
+    them alike), then each store's ``merged`` table merged into one part per month (``OPTIMIZE
+    FINAL``, its merges alone started), the variants taking turns at going first. ``inputs``:
+    the records carry their chat messages as input (encoded_blocks).
     """
+    variants = variants or INDEX_VARIANTS
     from promptrail.collector.store.connection import close_client, open_client
     from promptrail.collector.store.migrations import migrate
     from promptrail.collector.store.requests import RequestStore
 
-    blocks = encoded_blocks(max(total, size), size)
-    names = list(INDEX_VARIANTS)
+    blocks = encoded_blocks(max(total, size), size, inputs=inputs)
+    names = list(variants)
     inserts: dict[str, list[float]] = {name: [] for name in names}
     merges: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="promptrail-index-") as scratch:
@@ -998,20 +1036,27 @@ def index_costs(total: int, size: int, rounds: int) -> None:
                 for number, name in enumerate(names):
                     database = f"v{number}_{round_}"
                     migrate(client, database)
-                    client.command(f"SYSTEM STOP MERGES {database}.requests")
-                    for statement in INDEX_VARIANTS[name][0]:
-                        client.command(statement.format(db=database))
+                    for (table,) in client.query(
+                        "SELECT name FROM system.tables WHERE database = {db:String} "
+                        "AND engine LIKE '%MergeTree'",
+                        parameters={"db": database},
+                    ).result_rows:
+                        client.command(f"SYSTEM STOP MERGES {database}.`{table}`")
+                    for statement in variants[name][0]:
+                        client.command(statement.replace("{db}", database))
                     stores[name] = (database, RequestStore(client, database))
                 for block in blocks:
                     for name in names:
                         began = process_cpu()
-                        stores[name][1].insert([block], dict(INDEX_VARIANTS[name][1]))
+                        stores[name][1].insert([block], dict(variants[name][1]))
                         inserts[name].append((process_cpu() - began) / size * 1e6)
                 for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                    if merged is None:
+                        break
                     database = stores[name][0]
-                    client.command(f"SYSTEM START MERGES {database}.requests")
+                    client.command(f"SYSTEM START MERGES {database}.{merged}")
                     began = process_cpu()
-                    client.command(f"OPTIMIZE TABLE {database}.requests FINAL")
+                    client.command(f"OPTIMIZE TABLE {database}.{merged} FINAL")
                     merges[name].append((process_cpu() - began) / (len(blocks) * size) * 1e6)
                 for database, _ in stores.values():
                     client.command(f"DROP DATABASE {database} SYNC")
@@ -1022,12 +1067,18 @@ def index_costs(total: int, size: int, rounds: int) -> None:
     print(f"CPU per record, µs: the log's insert ({size:,}-row blocks, median), one merge")
     for name in names:
         paired = [a - b for a, b in zip(inserts[name], inserts[first], strict=True)]
-        print(
+        quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [0.0] * 3
+        line = (
             f"  {name:<28} insert {statistics.median(inserts[name]):6.1f} "
-            f"({statistics.median(paired):+5.1f})   merge {statistics.median(merges[name]):6.1f} "
-            f"(rounds: {', '.join(f'{m:.1f}' for m in merges[name])})",
-            flush=True,
+            f"({statistics.median(paired):+5.1f}, quartiles {quartiles[0]:+5.1f} / "
+            f"{quartiles[2]:+5.1f})"
         )
+        if merges[name]:
+            line += (
+                f"   merge {statistics.median(merges[name]):6.1f} "
+                f"(rounds: {', '.join(f'{m:.1f}' for m in merges[name])})"
+            )
+        print(line, flush=True)
     print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 
@@ -1162,17 +1213,34 @@ def main() -> None:
         "index (--records in blocks of --batch, --rounds rounds), no collector",
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds of --view-costs and --index-costs"
+        "--list-copy-costs",
+        action="store_true",
+        help="print the log's insert CPU per record with the list copy's trace and cost_known "
+        "given by its view and as before parsed from its detail (as --index-costs)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of --view-costs, --index-costs and --list-copy-costs",
     )
     parser.add_argument(
         "--traced", action="store_true", help="--view-costs: records in traces of 10"
+    )
+    parser.add_argument(
+        "--inputs",
+        action="store_true",
+        help="--index-costs, --list-copy-costs: records carry their chat messages as input",
     )
     args = parser.parse_args()
     if args.view_costs:
         view_costs(args.records, args.batch, args.rounds, args.traced)
         return
     if args.index_costs:
-        index_costs(args.records, args.batch, args.rounds)
+        index_costs(args.records, args.batch, args.rounds, inputs=args.inputs)
+        return
+    if args.list_copy_costs:
+        index_costs(args.records, args.batch, args.rounds, list_copy_variants(), None, args.inputs)
         return
     if args.chat_versions is not None:
         measure_linking(args, [int(count) for count in args.chat_versions.split(",")])

@@ -36,6 +36,7 @@ from .request_tables import (
     REQUEST_ITEMS_MV,
     REQUEST_ITEMS_MV_BEFORE_21,
     REQUEST_ITEMS_MV_BEFORE_27,
+    REQUEST_ITEMS_MV_BEFORE_51,
     REQUEST_METADATA,
     REQUEST_METADATA_MV,
     REQUESTS,
@@ -60,6 +61,7 @@ from .schema import (
     DropIndex,
     DropView,
     Migration,
+    ModifyColumn,
     ModifyQuery,
     ModifySetting,
     Table,
@@ -344,7 +346,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             AddColumn(REQUEST_ITEMS, "environment"),
             AddColumn(TRACE_RECORDS, "environment"),
             AddColumn(THREAD_ITEMS, "environment"),
-            ModifyQuery(REQUEST_ITEMS_MV),
+            # Its query then: the list copy's trace and cost_known come from it with 51.
+            ModifyQuery(REQUEST_ITEMS_MV_BEFORE_51),
             ModifyQuery(TRACE_RECORDS_MV),
             # Its query then: a session's rows lose their list columns with migration 39.
             ModifyQuery(THREAD_ITEMS_MV_BEFORE_39),
@@ -495,6 +498,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     # thread_tables.ACTIVITY_ROLLUP_MV): the same rows for less of each insert's CPU. Given its
     # new query, never dropped, so no insert misses it.
     Migration(50, "activity_rollup_lean_view", (ModifyQuery(ACTIVITY_ROLLUP_MV),)),
+    # The list copy's ``trace`` and ``cost_known`` are written by its view from the record's own
+    # columns instead of parsed out of the packed ``detail`` as each row is written (see
+    # request_tables._TRACE_OF_RECORD): the same values, less of each insert's CPU. The columns
+    # become DEFAULT ones first (metadata only: stored rows keep their values), then the view
+    # gets its new query, never dropped, so no insert misses it.
+    Migration(
+        51,
+        "list_copy_trace_from_record",
+        (
+            ModifyColumn(REQUEST_ITEMS, "trace"),
+            ModifyColumn(REQUEST_ITEMS, "cost_known"),
+            ModifyQuery(REQUEST_ITEMS_MV),
+        ),
+    ),
 )
 
 

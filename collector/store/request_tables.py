@@ -205,20 +205,36 @@ def _pack(fields: Sequence[tuple[str, str]]) -> str:
 
 # The trace a record belongs to, as its own column (a list filtered by trace tests it, through
 # a bloom filter), and the span fields packed as a JSON array (empty for a record outside any
-# trace, most of them: such a value costs next to nothing to store and read). Computed by
-# ClickHouse when a row is written, so the view writing ``request_items`` is unchanged, and for
-# the rows of stores made before migration 12 by its MATERIALIZE COLUMN. The span fields are
-# the last of ``detail``: one parse of it slices them out as they are written (``trace_id``
-# then reads the small ``trace``).
+# trace, most of them: such a value costs next to nothing to store and read). Since migration
+# 51 the view writing ``request_items`` gives ``trace`` and ``cost_known`` from the record's
+# own columns (_TRACE_OF_RECORD), where ClickHouse had computed them from ``detail`` as each
+# row was written, a parse of the whole packed detail for two small values (~1-2 µs of CPU a
+# record: docs/benchmarks.md, "The list copy's trace from the record"). The expressions below
+# stay their columns' DEFAULT: a part written before migration 12 (or 14) filled them, read
+# from the detail until its MATERIALIZE COLUMN has rewritten it, and the list copy's views of
+# migrations 17 to 50 give neither (an upgrade passes through them). The span fields are the
+# last of ``detail``: one parse of it slices them out as they are written (``trace_id`` then
+# reads the small ``trace``).
 _SPAN_FIELDS = (
     f"arrayStringConcat(arraySlice(JSONExtractArrayRaw(detail), -{len(TRACE_NAMES)}), ',')"
 )
 _TRACE = f"if(startsWith({_SPAN_FIELDS}, '\"\",'), '', concat('[', {_SPAN_FIELDS}, ']'))"
 
 # Whether the record's model had a price, for list items (a cost of 0 may be a known price or
-# none): one Bool read beside ``item``, so a list still leaves ``detail`` unread. Computed from
-# ``detail`` like ``trace``, for stores made before migration 14 by its MATERIALIZE COLUMN.
+# none): one Bool read beside ``item``, so a list still leaves ``detail`` unread.
 _COST_KNOWN = f"JSONExtractBool(detail, {DETAIL_NAMES.index('cost_known') + 1})"
+
+# ``trace`` as the view writes it from the record's span fields: the bytes _TRACE gave. The
+# detail writes a string with toJSONString, which escapes ``/`` as ``\/``; _TRACE's
+# JSONExtractArrayRaw wrote it back plain (the only difference: tested with quotes,
+# backslashes, control and non-ASCII characters), and so does this.
+_TRACE_OF_RECORD = (
+    "if(trace_id = '', '', concat('[', "
+    + ", ',', ".join(
+        f"replaceAll(toJSONString(toString({name})), '\\\\/', '/')" for name in TRACE_NAMES
+    )
+    + ", ']'))"
+)
 
 
 # The records as lists and details read them, in granules of 128 rows instead of ~1,000.
@@ -244,9 +260,10 @@ REQUEST_ITEMS = Table(
         "metadata_map Map(LowCardinality(String), String)",
         "item String",
         "detail String",
-        f"trace String MATERIALIZED {_TRACE}",
+        # Written by the view from the record's since migration 51 (see _TRACE_OF_RECORD).
+        f"trace String DEFAULT {_TRACE}",
         "trace_id String MATERIALIZED JSONExtractString(trace, 1)",
-        f"cost_known Bool MATERIALIZED {_COST_KNOWN}",
+        f"cost_known Bool DEFAULT {_COST_KNOWN}",
         "row_version UInt8",
         "is_deleted UInt8",
         # Written by the view from the record's (migration 27).
@@ -280,16 +297,20 @@ REQUEST_ITEMS = Table(
 )
 
 
-def _items_view(detail_fields: Sequence[tuple[str, str]], environment: bool = True) -> View:
+def _items_view(
+    detail_fields: Sequence[tuple[str, str]], environment: bool = True, traced: bool = True
+) -> View:
+    # In the order of the list copy's inserted columns (a backfill inserts the select's
+    # columns by position): ``trace`` and ``cost_known`` after the detail, the environment
+    # before the kind.
     return View(
         name="request_items_mv",
         to_table="request_items",
         select=(
             "SELECT project, created_at, id, prompt_name, model, status, metadata_map, "
             f"{_pack(_ITEM_FIELDS)} AS item, {_pack(detail_fields)} AS detail, "
-            "row_version, is_deleted, "
-            # Before the kind, in the order of the list copy's columns (a backfill inserts
-            # the select's columns by position).
+            + (f"{_TRACE_OF_RECORD} AS trace, cost_known, " if traced else "")
+            + "row_version, is_deleted, "
             + ("environment, " if environment else "")
             + "kind FROM {db}.requests{local}"
         ),
@@ -300,10 +321,25 @@ def _items_view(detail_fields: Sequence[tuple[str, str]], environment: bool = Tr
 REQUEST_ITEMS_MV = _items_view(_DETAIL_FIELDS)
 # The view as migration 17 left it: a store upgraded from before 17 has no token columns
 # until migration 21 adds them and gives the view its current query.
-REQUEST_ITEMS_MV_BEFORE_21 = _items_view(_DETAIL_FIELDS_BEFORE_21, environment=False)
+REQUEST_ITEMS_MV_BEFORE_21 = _items_view(_DETAIL_FIELDS_BEFORE_21, environment=False, traced=False)
 # As migration 21 left it: the list copy of a store from before migration 27 has no
 # environment until that migration adds it.
-REQUEST_ITEMS_MV_BEFORE_27 = _items_view(_DETAIL_FIELDS, environment=False)
+REQUEST_ITEMS_MV_BEFORE_27 = _items_view(_DETAIL_FIELDS, environment=False, traced=False)
+# As migration 27 left it: ``trace`` and ``cost_known`` are computed by the list copy (which
+# takes no value for them while they are MATERIALIZED) until migration 51.
+REQUEST_ITEMS_MV_BEFORE_51 = _items_view(_DETAIL_FIELDS, traced=False)
+# The list copy as migrations 12 and 14 made it (for the benchmark's comparison).
+REQUEST_ITEMS_BEFORE_51 = replace(
+    REQUEST_ITEMS,
+    columns=tuple(
+        f"trace String MATERIALIZED {_TRACE}"
+        if c.startswith("trace ")
+        else f"cost_known Bool MATERIALIZED {_COST_KNOWN}"
+        if c.startswith("cost_known ")
+        else c
+        for c in REQUEST_ITEMS.columns
+    ),
+)
 
 # The metadata index: one row per (record, metadata pair), in the order a metadata filter reads
 # it, so that a filter reads one user's (or session's...) entries newest first instead of

@@ -108,6 +108,19 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
+class ModifyColumn:
+    """Give a column of a table made before it the definition in ``table``'s (its type, its
+    DEFAULT or MATERIALIZED expression).
+
+    ``ALTER TABLE … MODIFY COLUMN``. A change of the expression alone is metadata: the parts
+    keep the values they hold (a part without the column reads its DEFAULT expression).
+    """
+
+    table: Table
+    column: str
+
+
+@dataclass(frozen=True)
 class AddIndex:
     """Add a data-skipping index of ``table``'s definition to a table made before it.
 
@@ -161,6 +174,7 @@ SchemaObject = (
     | Backfill
     | DropIndex
     | AddColumn
+    | ModifyColumn
     | AddIndex
     | ModifySetting
     | ModifyQuery
@@ -198,7 +212,7 @@ def render_database(database: str, cluster: str | None) -> str:
 
 def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
     """Render the statements of a table, a view, a backfill or an alteration."""
-    if isinstance(obj, DropIndex | AddColumn | AddIndex | ModifySetting):
+    if isinstance(obj, DropIndex | AddColumn | ModifyColumn | AddIndex | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
         alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(
             cluster
@@ -217,6 +231,8 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
                 f"{alter} MATERIALIZE INDEX {quote(obj.index)}",
             ]
         (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
+        if isinstance(obj, ModifyColumn):
+            return [f"{alter} MODIFY COLUMN {definition}"]
         return [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
             f"{alter} MATERIALIZE COLUMN {quote(obj.column)}",

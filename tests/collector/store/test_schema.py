@@ -21,6 +21,7 @@ from promptrail.collector.store.schema import (
     AddColumn,
     Backfill,
     DropIndex,
+    ModifyColumn,
     ModifySetting,
     render,
     render_database,
@@ -194,10 +195,13 @@ def test_the_items_copy_packs_the_shown_fields_in_fine_granules() -> None:
         s for s in migration_statements(migration, "promptrail", "main") if s.startswith("INSERT")
     ]
 
-    # The key, the filters of a page, the two packed arrays and the version columns.
+    # The key, the filters of a page, the two packed arrays, the span fields and price flag
+    # the view gives from the record's (migration 51; ``trace_id`` is computed from
+    # ``trace``) and the version columns.
     assert REQUEST_ITEMS.inserted_columns() == [
         "project", "created_at", "id", "prompt_name", "model", "status", "metadata_map",
-        "item", "detail", "row_version", "is_deleted", "environment", "kind",
+        "item", "detail", "trace", "cost_known", "row_version", "is_deleted", "environment",
+        "kind",
     ]  # fmt: skip
     assert " AS item, concat('[', " in view
     assert REQUEST_ITEMS.order_by == REQUESTS.order_by == "(project, created_at, id)"
@@ -226,6 +230,22 @@ def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
     assert "version_json" not in PROMPT_VERSIONS.inserted_columns()
     # The last inserted column is the one before it (chat prompts' ``chat``).
     assert PROMPT_VERSIONS.inserted_columns()[-1] == "chat"
+
+
+def test_a_modified_column_takes_its_definition_on_a_single_store_and_on_a_cluster() -> None:
+    (cluster,) = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", "main")
+    (single,) = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", None)
+
+    (definition,) = [c for c in REQUEST_ITEMS.columns if c.startswith("cost_known ")]
+    assert definition.startswith("cost_known Bool DEFAULT JSONExtractBool(detail, ")
+    # On a cluster the shards' tables, which the view writes, as every other alteration.
+    assert cluster == (
+        "ALTER TABLE `promptrail`.`request_items_local` ON CLUSTER `main` "
+        f"MODIFY COLUMN {definition}"
+    )
+    assert single == f"ALTER TABLE `promptrail`.`request_items` MODIFY COLUMN {definition}"
+    # A DEFAULT column is one an insert may give (the view does): no longer computed only.
+    assert "cost_known" in REQUEST_ITEMS.inserted_columns()
 
 
 def test_new_parts_of_the_log_are_compact_below_64_mib_in_new_and_upgraded_stores() -> None:
