@@ -21,7 +21,10 @@ figure reported is the median over the rounds: each round's added p50 and added 
 (against the bare process of the same round, whose p50 is printed too) beside the median.
 Streamed calls take 7 rounds (``--stream-rounds``) of 5,000 timed calls: their fresh
 processes differ from each other by more than capture adds, and a median of 3 moved by tens
-of µs from run to run.
+of µs from run to run. Beside the median, the table gives its 90% bootstrap interval over
+the run's own rounds: how far another run's median could land. ``--fixed-layout`` runs round
+n's two processes with ``PYTHONHASHSEED=n`` and the address space's randomisation off
+(``setarch -R``), so a run draws the same process layouts as the run before it.
 
     .venv/bin/python benchmarks/sdk_blackbox.py --in-process [--stream-only] [--calls 3000]
 
@@ -41,6 +44,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -301,7 +307,12 @@ def run_in_process(stream: bool, calls: int, warmup: int, sink: str) -> dict[str
 
 
 def _child(
-    python: Path | str, config: str, stream: bool, args: argparse.Namespace, sink: str
+    python: Path | str,
+    config: str,
+    stream: bool,
+    args: argparse.Namespace,
+    sink: str,
+    number: int = 0,
 ) -> dict[str, Any]:
     calls = args.stream_calls if stream and args.stream_calls else args.calls
     command = [
@@ -320,6 +331,9 @@ def _child(
         command.append("--stream")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMPTRAIL_", "OPENAI_"))}
     env["PROMPTRAIL_CACHE_DIR"] = args.cache_dir
+    if args.fixed_layout:
+        env["PYTHONHASHSEED"] = str(number + 1)
+        command = ["setarch", platform.machine(), "-R", *command]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
@@ -375,6 +389,13 @@ def main() -> None:
         action="store_true",
         help="bare and promptrail alternated call by call in one process (--calls each)",
     )
+    parser.add_argument(
+        "--fixed-layout",
+        action="store_true",
+        help="run round n's two processes with PYTHONHASHSEED=n and the address space's "
+        "randomisation off (setarch -R): a process's layout, not only its code, sets its "
+        "speed by tens of µs, and this draws the same layouts again in every run",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--in-process-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
@@ -386,6 +407,8 @@ def main() -> None:
         args.stream_rounds = 7
     if args.stream_calls is None and not args.in_process:
         args.stream_calls = 5_000
+    if args.fixed_layout and shutil.which("setarch") is None:
+        parser.error("--fixed-layout needs setarch (util-linux)")
     if args.sink_server:
         serve_sink(args.sink_server)
         return
@@ -427,7 +450,7 @@ def main() -> None:
                     # Bare and instrumented alternate; each round starts with another one.
                     order = plan[number % len(plan) :] + plan[: number % len(plan)]
                     for venv, python, config in order:
-                        figures = _child(python, config, stream, args, sink)
+                        figures = _child(python, config, stream, args, sink, number)
                         results.setdefault((stream, venv, config), []).append(figures)
                         print(f"  {'stream' if stream else 'plain '} {venv}/{config}: {figures}")
                     print(round_line(results, stream, number))
@@ -489,12 +512,25 @@ def _paired(
     ]
 
 
-def _median_and_rounds(values: list[float], bold: bool = False) -> str:
-    """``+31 µs (+30, +46, +31)``: the median over the rounds, then each round's value."""
+def median_interval(values: list[float], draws: int = 2_000) -> tuple[float, float]:
+    """A 90% bootstrap interval of the median of ``values`` (the rounds): how far another
+    run's median of as many rounds could land, from this run's own spread."""
+    pick = random.Random(0).choices
+    medians = sorted(statistics.median(pick(values, k=len(values))) for _ in range(draws))
+    return medians[draws // 20], medians[draws - 1 - draws // 20]
+
+
+def _median_and_rounds(values: list[float], bold: bool = False, interval: bool = False) -> str:
+    """``+31 µs (+30, +46, +31)``: the median over the rounds, then each round's value (and,
+    with ``interval``, the median's 90% bootstrap interval: ``+31 µs [+22, +46] (...)``)."""
     if not values:
         return ""
     median = f"{statistics.median(values):+.0f} µs"
-    return f"{f'**{median}**' if bold else median} ({', '.join(f'{v:+.0f}' for v in values)})"
+    text = f"**{median}**" if bold else median
+    if interval and len(values) > 2:
+        low, high = median_interval(values)
+        text += f" [{low:+.0f}, {high:+.0f}]"
+    return f"{text} ({', '.join(f'{v:+.0f}' for v in values)})"
 
 
 def round_line(
@@ -529,10 +565,11 @@ def report(
     round against the bare process of the same round, the added p50 and added CPU per call,
     their median beside each round's value."""
     streamed = args.stream_calls or args.calls
+    layout = ", each round's layout fixed (--fixed-layout)" if args.fixed_layout else ""
     print(
         f"\nmedian over {args.rounds} rounds ({args.stream_rounds} streamed) of fresh "
         f"processes, {args.warmup:,} warm-up + {args.calls:,} timed calls each "
-        f"({streamed:,} streamed)\n"
+        f"({streamed:,} streamed){layout}; [the added p50's 90% bootstrap interval]\n"
     )
     print(
         "| call | configuration | p50 (bare: each round) | p95 | p99 | added p50 (each round) "
@@ -557,7 +594,7 @@ def report(
             p50 += f" ({each})"
         else:
             bares = results.get((stream, venv, "bare"), [])
-            added = _median_and_rounds(_paired(runs, bares, "p50"), bold=True)
+            added = _median_and_rounds(_paired(runs, bares, "p50"), bold=True, interval=True)
             added_cpu = _median_and_rounds(_paired(runs, bares, "cpu_p50"))
             means = _paired(runs, bares, "cpu_mean")
             added_mean = f"{statistics.median(means):+.0f} µs" if means else ""
