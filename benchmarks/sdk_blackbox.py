@@ -25,6 +25,7 @@ of µs from run to run. Beside the median, the table gives its 90% bootstrap int
 the run's own rounds: how far another run's median could land. ``--fixed-layout`` runs round
 n's two processes with ``PYTHONHASHSEED=n`` and the address space's randomisation off
 (``setarch -R``), so a run draws the same process layouts as the run before it.
+``--with-idle`` adds ``promptrail-idle``: ``promptrail.init`` with nothing instrumented.
 
     .venv/bin/python benchmarks/sdk_blackbox.py --in-process [--stream-only] [--calls 3000]
 
@@ -172,11 +173,12 @@ def _otel_provider(sink: str) -> Any:
 
 def _set_up(config: str, sink: str) -> Any:
     """Instrument as the configuration says; what to shut down afterwards."""
-    if config == "promptrail":
+    if config in ("promptrail", "promptrail-idle"):
         import promptrail
 
         promptrail.init(api_key="pr-bench", base_url=sink)
-        promptrail.instrument("openai")
+        if config == "promptrail":
+            promptrail.instrument("openai")
         return promptrail
     if config == "langfuse":
         os.environ.update(
@@ -249,7 +251,7 @@ def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> di
     # and posting, and the garbage collections they set off), per call.
     figures["caller_cpu"] = caller / calls / 1000
     figures["other_cpu"] = others / calls / 1000
-    if config == "promptrail":
+    if config.startswith("promptrail"):
         handle.flush(timeout=30)
         stats = handle.stats()
         figures["exported"] = stats.get("exported", 0)
@@ -396,6 +398,12 @@ def main() -> None:
         "randomisation off (setarch -R): a process's layout, not only its code, sets its "
         "speed by tens of µs, and this draws the same layouts again in every run",
     )
+    parser.add_argument(
+        "--with-idle",
+        action="store_true",
+        help="also promptrail-idle: promptrail.init (its shipper threads running, its modules "
+        "imported) with nothing instrumented, to tell what the process pays before capturing",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--in-process-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
@@ -429,7 +437,8 @@ def main() -> None:
     peers = [] if args.own_only else [p for p in PEERS if _installed(PEERS_PYTHON, p)]
     missing = [] if args.own_only else [p for p in PEERS if p not in peers]
     # Each interpreter's configurations, bare first: an added time is against its own bare.
-    plan: list[tuple[str, Path | str, str]] = [("own", sys.executable, c) for c in OWN]
+    own = (*OWN, "promptrail-idle") if args.with_idle else OWN
+    plan: list[tuple[str, Path | str, str]] = [("own", sys.executable, c) for c in own]
     if peers:
         plan += [("peers", PEERS_PYTHON, c) for c in ("bare", *peers)]
     print(f"machine: {Machine.current().line()}; load before: {load_average()}")
