@@ -31,6 +31,9 @@ _DEEP_BATCH = 4096
 # JSON's size again. Rounded up from tracemalloc's figures (docs/benchmarks.md, "Burst"), so
 # that the budget bounds more than it counts.
 _TEXT_FACTOR = 1.5
+# How long a shipper with nothing to do rests before it looks again (the spool's rescan for
+# other processes' files: spool.py): it is woken at once by the first item queued.
+_REST_SECONDS = 30.0
 
 
 class Shippable(Protocol):
@@ -92,6 +95,7 @@ class Shipper:
         self._queue: deque[Shippable] = deque()
         self._wake = threading.Event()
         self._stopping = False
+        self._resting = False  # waiting for a first item (on_end wakes it), not for a timer
         # Held while spans are turned into records and sent: a flush waits for the batch
         # the worker has taken, so "flushed" means every span ended before it was shipped.
         self._drain_lock = threading.Lock()
@@ -135,7 +139,7 @@ class Shipper:
             self._drop_full()
             return
         queue.append(span)
-        if len(queue) >= _BATCH and not self._wake.is_set():
+        if (len(queue) >= _BATCH or self._resting) and not self._wake.is_set():
             self._wake.set()
 
     def put(self, item: dict[str, Any]) -> None:
@@ -162,7 +166,14 @@ class Shipper:
         while not self._stopping:
             # A spool backlog is replayed in rounds (at its bounded rate): come back soon, but
             # not while the collector is down (a round would only write one more small file).
-            backlog = self._exporter.replay_backlog and not self._exporter.unreachable
+            on_disk = self._exporter.replay_backlog
+            backlog = on_disk and not self._exporter.unreachable
+            # Nothing queued, waiting in memory or on disk (retried each round while the
+            # collector is down): rest until an item comes.
+            if not on_disk and not self._exporter.pending:
+                self._rest()
+                if self._stopping:
+                    break
             woken = self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
             self._wake.clear()
             try:
@@ -177,6 +188,28 @@ class Shipper:
                     self._exporter.report_recovery()
             except Exception:  # never let the thread die: the next round retries
                 logger.exception("promptrail: shipping failed")
+
+    def _rest(self) -> None:
+        """With nothing queued, wait for the first item (or ``_REST_SECONDS``), not the flush
+        interval's timer: the first item then waits its flush interval as before.
+
+        A thread that wakes needs the GIL back, and while the application's thread releases
+        and retakes it often (every model call does, several times), a waiting thread is woken
+        at each release and seldom wins it: measured in the black-box harness's process, two
+        shipper threads waking each second with nothing to ship spent ~7 ms of CPU a second
+        being woken, and each release the application's thread made woke one of them
+        (docs/benchmarks.md, "SDK overhead, black-box harness"). The score shipper, idle in
+        most applications, now sleeps through.
+        """
+        self._resting = True  # before the look at the queue: on_end wakes it from here on
+        if not self._queue and not self._stopping:
+            self._wake.wait(_REST_SECONDS)
+        self._resting = False
+        self._wake.clear()
+        # A full batch that came while the wake was still set (its on_end saw it set) must
+        # not wait for the flush interval: wake again for it.
+        if len(self._queue) >= _BATCH:
+            self._wake.set()
 
     def _take(self) -> list[Shippable]:
         """Take the next batch off the queue: captured, and in flight until shipped."""
