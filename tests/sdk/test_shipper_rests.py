@@ -10,74 +10,82 @@ still goes out after its flush interval without a flush; a shutdown still stops 
 
 from __future__ import annotations
 
-import gzip
-import json
-import threading
 import time
+from collections.abc import Callable, Iterator
 
 import httpx
+import pytest
 
 from promptrail._capture.send import RecordSender
 from promptrail._capture.shipping import Shipper
 from promptrail._capture.stats import CaptureStats
+from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
+
+MakeShipper = Callable[[float], tuple[Shipper, CaptureStats]]
 
 
-def _collector(posts: list[list[str]], posted: threading.Event) -> httpx.MockTransport:
-    def answer(request: httpx.Request) -> httpx.Response:
-        records = json.loads(gzip.decompress(request.content))["records"]
-        posts.append([record["id"] for record in records])
-        posted.set()
-        return httpx.Response(201, json={"data": {"accepted": len(records), "rejected": []}})
+@pytest.fixture
+def shipper_to(live_url: str) -> Iterator[MakeShipper]:
+    """Shippers posting to a live collector, each shut down at the end of the test."""
+    made: list[Shipper] = []
 
-    return httpx.MockTransport(answer)
+    def make(flush_interval: float) -> tuple[Shipper, CaptureStats]:
+        stats = CaptureStats()
+        shipper = Shipper(
+            RecordSender(DEFAULT_KEY, live_url, stats=stats), stats, flush_interval=flush_interval
+        )
+        made.append(shipper)
+        return shipper, stats
 
-
-def _until_resting(shipper: Shipper) -> None:
-    deadline = time.monotonic() + 30
-    while not shipper._resting:
-        assert time.monotonic() < deadline, "the idle shipper never came to rest"
-        time.sleep(0.01)
-
-
-def test_an_idle_shipper_rests_and_its_first_item_goes_out_without_a_flush() -> None:
-    posts: list[list[str]] = []
-    posted = threading.Event()
-    stats = CaptureStats()
-    sender = RecordSender(
-        "k", "http://collector.test", stats=stats, transport=_collector(posts, posted)
-    )
-    shipper = Shipper(sender, stats, flush_interval=0.05)
-    try:
-        _until_resting(shipper)
-        shipper.put({"id": "first"})
-        assert posted.wait(30)  # no flush: the item woke the shipper, which shipped it
-        assert posts == [["first"]]
-        _until_resting(shipper)  # nothing left: at rest again
-        posted.clear()
-        shipper.put({"id": "second"})
-        shipper.put({"id": "third"})
-        assert posted.wait(30)
-        deadline = time.monotonic() + 30
-        while stats.snapshot()["exported"] < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert [item for post in posts for item in post] == ["first", "second", "third"]
-    finally:
+    yield make
+    for shipper in made:
         shipper.shutdown(5)
 
 
-def test_a_resting_shipper_stops_at_shutdown_and_ships_what_came_last() -> None:
-    posts: list[list[str]] = []
-    posted = threading.Event()
-    stats = CaptureStats()
-    sender = RecordSender(
-        "k", "http://collector.test", stats=stats, transport=_collector(posts, posted)
-    )
-    # A flush interval far longer than the test: only the shutdown ships the item.
-    shipper = Shipper(sender, stats, flush_interval=3600)
+def _record(name: str) -> dict[str, str]:
+    return {"id": f"req_rest-{name}", "model": "gpt-4o-mini"}
+
+
+def _stored(live_url: str, name: str) -> bool:
+    answer = httpx.get(f"{live_url}/v1/requests/req_rest-{name}", headers=DEFAULT_AUTH)
+    return answer.status_code == 200
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def _until_resting(shipper: Shipper) -> None:
+    _until(lambda: shipper._resting, "the idle shipper never came to rest")
+
+
+def test_an_idle_shipper_rests_and_its_first_item_goes_out_without_a_flush(
+    shipper_to: MakeShipper, live_url: str
+) -> None:
+    shipper, stats = shipper_to(0.05)
     _until_resting(shipper)
-    shipper.put({"id": "last"})
+    shipper.put(_record("first"))
+    # No flush: the item woke the shipper, which shipped it.
+    _until(lambda: stats.snapshot().get("exported", 0) == 1, "the first item was not shipped")
+    assert _stored(live_url, "first")
+    _until_resting(shipper)  # nothing left: at rest again
+    shipper.put(_record("second"))
+    shipper.put(_record("third"))
+    _until(lambda: stats.snapshot().get("exported", 0) == 3, "the next items were not shipped")
+    assert _stored(live_url, "second") and _stored(live_url, "third")
+
+
+def test_a_resting_shipper_stops_at_shutdown_and_ships_what_came_last(
+    shipper_to: MakeShipper, live_url: str
+) -> None:
+    # A flush interval far longer than the test: only the shutdown ships the item.
+    shipper, stats = shipper_to(3600)
+    _until_resting(shipper)
+    shipper.put(_record("last"))
     shipper.shutdown(5)
     assert not shipper._worker.is_alive()
-    assert posts == [["last"]]
     assert stats.snapshot()["exported"] == 1
+    assert _stored(live_url, "last")
