@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     # collectors"); 0 turns the registry's reads from memory off there. Unused on the embedded
     # store.
     registry_poll_seconds: float = Field(default=1.0, ge=0)
+    # How often online evaluation's worker looks for newly arrived records while a rule is
+    # enabled (collector/services/evaluation/worker.py); tests shorten it to wait less.
+    evaluation_poll_seconds: float = Field(default=0.5, gt=0)
     # Model providers for runs. The provider variables keep their usual names (no prefix), as
     # the providers' own SDKs read them; unset base URLs mean the providers' own.
     openai_api_key: SecretStr | None = Field(

@@ -198,6 +198,7 @@ class Services:
             scores,
             Judges(runs),
             pending.wait,
+            settings.evaluation_poll_seconds,
         )
         worker.backfills = Backfills(worker, evaluation.work, evaluation.rules)
         if not store.is_embedded:  # collectors sharing a server split the rules (ownership.py)

@@ -12,6 +12,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
@@ -38,6 +39,17 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 
+# The worker looks for new records this often (at the product's 0.5 s each wait for decisions
+# below waited for a pass up to half a second later).
+POLL = 0.1
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The collector's settings with the worker looking every ``POLL`` seconds."""
+    return settings.model_copy(update={"evaluation_poll_seconds": POLL})
+
+
 def _record(rid: str, content: str) -> dict[str, Any]:
     return {
         "id": rid,
@@ -52,13 +64,14 @@ def _record(rid: str, content: str) -> dict[str, Any]:
 def _decisions(client: httpx.Client, rule_id: str, wanted: int) -> list[dict[str, Any]]:
     """The rule's decisions once ``wanted`` of them are final (the worker runs on its own)."""
     found: list[dict[str, Any]] = []
-    for _ in range(240):  # polled: the worker reads arrivals about half a second after them
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # polled: the worker reads arrivals half a second on
         response = client.get(f"/v1/evaluation-rules/{rule_id}/decisions")
         assert response.status_code == 200, response.text
         found = response.json()["data"]
         if len([d for d in found if d["decision"] != "waiting"]) >= wanted:
             return found
-        time.sleep(0.25)
+        time.sleep(0.05)
     raise AssertionError(f"the worker decided only {found}")
 
 

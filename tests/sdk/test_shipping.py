@@ -352,8 +352,9 @@ def test_a_rate_limited_collector_gets_every_record_once_after_its_retry_after(
     settings: Settings, fresh_stats: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     # One record per window: every post after the first meets a 429 with Retry-After (a window
-    # of seconds, so that a busy machine still sends the next record inside it).
-    limited = settings.model_copy(update={"limit_records": "1 per 5 seconds"})
+    # of seconds, so that a busy machine still sends the next record inside it: a flush sends
+    # each right after the last one's answer; 5 s windows made the test wait 10 s).
+    limited = settings.model_copy(update={"limit_records": "1 per 2 seconds"})
     with serve(create_app(limited)) as url:
         promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=0.05)
         for i in range(3):

@@ -32,6 +32,13 @@ def fresh() -> None:
     _runtime.reset_stats()
 
 
+# A flush with the collector down waits out its whole timeout (the spool's replay retries until
+# it): the round's records are spilled to their file when the first post fails, milliseconds
+# in, so half a second keeps each round one file on a loaded machine (1 s rounds cost the
+# full-spool test 9 s of waiting).
+DOWN_FLUSH_SECONDS = 0.5
+
+
 def spooled_while_down(url: str, rounds: int, per_round: int, **init: object) -> None:
     """Capture ``rounds`` x ``per_round`` calls with the collector down: one spill per round."""
     promptrail.init(api_key=DEFAULT_KEY, base_url=url, flush_interval=60, **init)  # type: ignore[arg-type]
@@ -44,7 +51,7 @@ def spooled_while_down(url: str, rounds: int, per_round: int, **init: object) ->
     for r in range(rounds):
         for n in range(per_round):
             work("t", r * per_round + n)
-        assert promptrail.flush(timeout=1.0) is False
+        assert promptrail.flush(timeout=DOWN_FLUSH_SECONDS) is False
     promptrail.shutdown()
 
 

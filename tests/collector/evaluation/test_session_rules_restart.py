@@ -14,6 +14,10 @@ from tests.collector.evaluation.steps import decision_rows, killed
 from tests.collector.processes import collector
 
 SESSIONS = 30
+# After the restart the worker looks for new records this often (at the product's 0.5 s each
+# wait below waited for a pass up to half a second later); before the kill, as a user runs it.
+POLL = 0.1
+QUICK_WORKER = {"PROMPTRAIL_EVALUATION_POLL_SECONDS": str(POLL)}
 
 
 def test_sessions_acknowledged_before_a_kill_are_each_decided_once_after_the_restart(
@@ -39,21 +43,21 @@ def test_sessions_acknowledged_before_a_kill_are_each_decided_once_after_the_res
         answer = api.post("/v1/requests/batch", json={"records": batch})
         assert answer.status_code == 201, answer.text  # acknowledged: stored
         killed(api, tmp_path)  # within the idle time: no session decided finally yet
-    with collector(tmp_path, log) as api:
+    with collector(tmp_path, log, QUICK_WORKER) as api:
         deadline = time.monotonic() + 120
         while True:
             counts = api.get(f"/v1/evaluation-rules/{rule_id}").json()["data"]["counts"]
             if counts["scored"] == SESSIONS:
                 break
             assert time.monotonic() < deadline, counts
-            time.sleep(0.2)
+            time.sleep(0.05)
         page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100})
         assert {d["target_type"] for d in page.json()["data"]} == {"session"}
         detail = api.get(f"/v1/sessions/{sessions[0]}").json()["data"]
         assert [e["decision"] for e in detail["evaluations"]] == ["scored"]
         scores = api.get("/v1/scores", params={"session_id": sessions[0]}).json()["data"]
         assert [s["value"] for s in scores] == [True]  # its last model call's output
-        time.sleep(1.5)  # nothing more comes of the records already read
+        time.sleep(5 * POLL)  # nothing more comes of the records already read (five passes)
     rows = decision_rows(tmp_path, final=True)
     assert sorted(rows) == sessions
     assert set(rows.values()) == {1}, {k: v for k, v in rows.items() if v != 1}

@@ -13,6 +13,9 @@ from tests.collector.evaluation.steps import decision_rows, killed
 from tests.collector.processes import collector
 
 RECORDS = 200
+# After the restart the worker looks for new records this often (at the product's 0.5 s the
+# wait below waited for a pass up to half a second later); before the kill, as a user runs it.
+QUICK_WORKER = {"PROMPTRAIL_EVALUATION_POLL_SECONDS": "0.1"}
 
 
 def test_records_acknowledged_before_a_kill_are_each_decided_once_after_the_restart(
@@ -36,14 +39,14 @@ def test_records_acknowledged_before_a_kill_are_each_decided_once_after_the_rest
             answer = api.post("/v1/requests/batch", json={"records": batch})
             assert answer.status_code == 201, answer.text  # acknowledged: stored
         killed(api, tmp_path)
-    with collector(tmp_path, log) as api:
+    with collector(tmp_path, log, QUICK_WORKER) as api:
         deadline = time.monotonic() + 120
         while True:
             counts = api.get(f"/v1/evaluation-rules/{rule_id}").json()["data"]["counts"]
             if counts["scored"] == RECORDS:
                 break
             assert time.monotonic() < deadline, counts
-            time.sleep(0.2)
+            time.sleep(0.05)
         # Read once all are counted (a page read before the count may predate the batch).
         page = api.get(f"/v1/evaluation-rules/{rule_id}/decisions", params={"limit": 100}).json()
         assert {d["decision"] for d in page["data"]} == {"scored"}

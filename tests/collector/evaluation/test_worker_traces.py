@@ -8,8 +8,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from promptrail.collector.config import Settings
 from tests.collector.evaluation.steps import (
     create_rule,
     decisions_by_target,
@@ -20,6 +22,15 @@ from tests.collector.evaluation.steps import (
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 OTHER = "1bf7651916cd43dd8448eb211c80319d"
+# The worker looks for new records and idle traces this often (at the product's 0.5 s each
+# wait below waited for a pass up to half a second later).
+POLL = 0.1
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The collector's settings with the worker looking every ``POLL`` seconds."""
+    return settings.model_copy(update={"evaluation_poll_seconds": POLL})
 
 
 def _span(rid: str, trace: str, span: str, parent: str, **fields: Any) -> dict[str, Any]:
@@ -58,5 +69,5 @@ def test_a_trace_waits_until_quiet_then_is_judged_once_on_its_last_model_call(
     (evaluation,) = api.get(f"/v1/traces/{TRACE}").json()["data"]["evaluations"]
     assert (evaluation["rule_id"], evaluation["decision"]) == (rule["id"], "scored")
     assert evaluation["score_id"] == score["id"]
-    time.sleep(1.5)  # decided once: nothing more comes of the records already read
+    time.sleep(5 * POLL)  # decided once: nothing more comes of the records already read
     assert decisions_by_target(api, rule["id"]) == found
