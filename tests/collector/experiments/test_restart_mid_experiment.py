@@ -24,6 +24,11 @@ from tests.collector.processes import collector
 from tests.keys import OPENAI_KEY
 
 ITEMS = 40
+# How long each run's provider call takes: long enough that a stop right after the second
+# result finds the experiment mid-way (its 40 items take 4 s), short enough that a run resumed
+# by mistake shows within the wait for one below (at 0.3 s the two experiments took 1.2 s to
+# start and that wait 1 s).
+RUN_SECONDS = 0.1
 
 
 def stub_env(stub: OpenAIStub) -> dict[str, str]:
@@ -31,10 +36,10 @@ def stub_env(stub: OpenAIStub) -> dict[str, str]:
 
 
 def start_slow_experiment(api: httpx.Client, stub: OpenAIStub, tag: str) -> str:
-    """A 40-item experiment at concurrency 1 whose runs take 0.3 s, on a prompt and dataset of
-    its own named ``tag`` (its calls say "Say <tag>-..."); return its id once at least two
-    results are stored."""
-    stub.script.first_byte_delay = 0.3
+    """A 40-item experiment at concurrency 1 whose runs take ``RUN_SECONDS``, on a prompt and
+    dataset of its own named ``tag`` (its calls say "Say <tag>-..."); return its id once at
+    least two results are stored."""
+    stub.script.first_byte_delay = RUN_SECONDS
     for path, body in (
         ("/v1/prompts", {"name": tag, "template": "Say {x}", "model": "gpt-4o-mini"}),
         ("/v1/datasets", {"name": tag}),
@@ -107,7 +112,7 @@ def test_an_experiment_is_marked_failed_on_a_clean_stop_and_at_the_start_after_a
     # The killed one is marked failed at the next start.
     with collector(tmp_path, log, stub_env(openai_stub)) as api:
         first = assert_failed_and_whole(api, killed)
-        time.sleep(1)
+        time.sleep(5 * RUN_SECONDS)  # five runs' time: a resumed run would have shown
         assert api.get(f"/v1/experiments/{killed}").json()["data"] == first
         assert api.get(f"/v1/experiments/{stopped}").json()["data"] == stopped_data
     # Nothing was resumed, by either start.
