@@ -538,9 +538,14 @@ def measure(
         "operation": label,
         "p50": statistics.median(times),
         "p95": times[int(len(times) * 0.95) - 1],
+        "max": times[-1],
         "samples": samples,
     }
-    print(f"  {label:<38} p50 {result['p50']:8.1f} ms   p95 {result['p95']:8.1f} ms", flush=True)
+    print(
+        f"  {label:<38} p50 {result['p50']:8.1f} ms   p95 {result['p95']:8.1f} ms   "
+        f"max {result['max']:8.1f} ms",
+        flush=True,
+    )
     return result
 
 

@@ -11,7 +11,7 @@ the log.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -138,12 +138,17 @@ class MetadataIndex:
         pass the filters the index carries (prompt, model, status, dates; the prompt index
         kinds and environments too); runs of copies are resolved and
         tombstoned keys dropped as a scan of the log does, window after window until the
-        page's worth is known. The candidates are then read from ``request_items`` by key
-        with the whole filter (the other pairs), as many as the page still lacks, and resolved
-        again: the records have the last word, so the page and its cursor are exactly those of
-        a scan of the records.
+        page's worth is known; the filter's other pairs are checked on the index too. The
+        candidates are then read from ``request_items`` by key with the rest of the filter
+        (kinds, environments, scores), as many as the page still lacks, and resolved again:
+        the records have the last word on copies and tombstones, so the page and its cursor
+        are exactly those of a scan of the records.
         """
-        where, params = filter_where(project, filters)
+        # The records are tested on every filter but the metadata: the driving pair's entries
+        # and the other pairs' lookups on the index vouch for that (a record's metadata never
+        # changes), and reading the map column of each keyed granule cost a quarter of the
+        # keyed read (~3.5 of ~15 ms p50 at 200k records).
+        where, params = filter_where(project, replace(filters, metadata={}))
         driver = self._driver(project, filters)
         others = driver.others
         found: list[RequestRow] = []
