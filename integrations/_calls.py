@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -294,11 +295,15 @@ class CapturedCall(CaptureSpan, CallRecord):
         operation: str,
         kwargs: Mapping[str, Any],
         call_input: Any,
-        texts: Callable[[], list[str]],
+        texts: Callable[[], list[str]] | None,
         parent: Context | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
-        """``on_end``: the tracer's (a provider's hot path passes it; read when None)."""
+        """``on_end``: the tracer's (a provider's hot path passes it; read when None).
+
+        ``texts`` None: the texts of ``call_input``'s chat messages (:func:`message_texts`),
+        read only when they are needed (a template rendered, an observation open).
+        """
         # CaptureTracer.start_owned's work, inline: this runs for every captured call.
         parent_span = (current_context() if parent is None else parent).get(_SPAN_KEY)
         start = _time_ns()
@@ -317,6 +322,8 @@ class CapturedCall(CaptureSpan, CallRecord):
         # call_attributes(texts), whose answer is {} outside every observed function while
         # no template was rendered (the common case), without the call.
         if rendered._items or _observation() is not OUTSIDE:
+            if texts is None:
+                texts = functools.partial(message_texts, call_input)
             self.attributes = call_attributes(texts)
         else:
             self.attributes = {}

@@ -4,11 +4,16 @@ ends, is closed, or is garbage-collected half-read.
 Two ways, both leaving ``isinstance(s, openai.Stream)``, every attribute and helper method
 working:
 
-- **The SDK's own stream, its class swapped** (:func:`capture_in_place`, openai's ``Stream``
-  and ``AsyncStream``): the instance's class becomes a subclass that only adds ``close`` and
-  ``__del__``, and the stream's own iterator is replaced by the one generator that reads each
-  item on its way (:data:`ReadStream`). A for loop resumes that generator in place of the
-  SDK's pass-through ``__iter__``: as many frames per event as without capture.
+- **The SDK's own stream, its class swapped** (openai's ``Stream`` and ``AsyncStream``, done
+  by ``Endpoint.handle`` in _wrappers.py): the instance's class becomes a subclass
+  (:func:`in_place_class`) that only adds ``close`` and ``__del__``, and the stream's own
+  iterator is replaced by the one generator that reads each item on its way
+  (:data:`ReadStream`). A for loop resumes that generator in place of the SDK's pass-through
+  ``__iter__``: as many frames per event as without capture. The known shape (openai 1.x to
+  3.x): ``__next__`` and ``__iter__`` (or their async twins) draw from the ``_iterator`` the
+  instance made in its ``__init__``, ``__exit__`` calls ``close``; only those very classes
+  (subclasses of them, the SDK's helpers or another instrumentation's, take the proxy, and
+  so does a stream that makes its iterator on first use, Anthropic's).
 - **A ``wrapt.ObjectProxy``** for any other stream: only iteration, context management and
   ``close`` are intercepted, and each item is read as it passes.
 """
@@ -16,6 +21,7 @@ working:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from operator import attrgetter
 from typing import Any
 
 import wrapt
@@ -75,23 +81,28 @@ def _release(stream: Any) -> None:
         state["_iterator"] = state.pop("_promptrail_items")
 
 
-def _own_iterator(stream: Any) -> Any:
-    # The SDK's __iter__ / __aiter__ is a generator over self._iterator, which is now the
-    # collecting generator: a for loop takes that directly, one resume per event fewer.
-    return stream._iterator
+# The subclass's __iter__ (__aiter__) and __del__ are properties over C getters, not Python
+# functions: a for loop takes the reading generator, and a dropped stream's finaliser reaches
+# its record's finish(), with no Python frame of capture's own on the way (each one a streamed
+# call enters costs it several times its time alone: docs/benchmarks.md, "SDK overhead,
+# black-box harness"). The type's slot looks the name up and calls what the property gives:
+# the generator's own __iter__ (which returns it), the record's bound finish (idempotent).
+_own_iterator = property(attrgetter("_iterator.__iter__"))
+_own_async_iterator = property(attrgetter("_iterator.__aiter__"))
+# Dropped half-read (or never read): record it. Only the subclass has it, and an instance is of
+# the subclass only while its record is in its __dict__ (_release takes both away together).
+_finish_on_del = property(attrgetter("_promptrail_record.finish"))
 
 
-def _finish_on_del(stream: Any) -> None:  # dropped half-read (or never read): record it
-    record = stream.__dict__.get("_promptrail_record")
-    if record is not None:
-        record.finish()
+in_place_classes: dict[type, type] = {}
+"""Each SDK stream class's captured subclass, made by :func:`in_place_class`."""
 
 
-_subclasses: dict[type, type] = {}
-
-
-def _subclass(base: type, is_async: bool) -> type:
-    cls = _subclasses.get(base)
+def in_place_class(base: type, is_async: bool) -> type:
+    """The subclass an instance of ``base`` (the SDK's own stream class) becomes while it is
+    captured: ``close`` and ``__del__`` record the call, iteration takes the reading
+    generator; the same layout, so ``__class__`` can be set both ways."""
+    cls = in_place_classes.get(base)
     if cls is None:
         cls = type(base)(
             base.__name__,
@@ -102,43 +113,29 @@ def _subclass(base: type, is_async: bool) -> type:
                 "__qualname__": base.__qualname__,
                 "__doc__": base.__doc__,
                 "_promptrail_base": base,
-                ("__aiter__" if is_async else "__iter__"): _own_iterator,
+                ("__aiter__" if is_async else "__iter__"): (
+                    _own_async_iterator if is_async else _own_iterator
+                ),
                 "close": _aclose if is_async else _close,
                 "__del__": _finish_on_del,
             },
         )
-        _subclasses[base] = cls
+        in_place_classes[base] = cls
     return cls
 
 
-def capture_in_place(
-    result: Any,
+def reader(
     record: CallRecord,
+    items: Any,
     on_item: OnItem,
     read: ReadStream | None,
     is_async: bool,
-    sdk_types: tuple[type, ...],
-) -> bool:
-    """Capture the SDK's own stream object in place; False if it is not of the known shape.
-
-    The known shape (openai's ``Stream`` and ``AsyncStream``, 1.x to 3.x): ``__next__`` and
-    ``__iter__`` (or their async twins) draw from the ``_iterator`` the instance made in its
-    ``__init__``, ``__exit__`` calls ``close``. Only those very classes (``sdk_types``):
-    subclasses of them (the SDK's helpers, another instrumentation's) take the proxy, and so
-    does a stream that makes its iterator on first use (Anthropic's).
-    """
-    base = type(result)
-    state = getattr(result, "__dict__", None)
-    if base not in sdk_types or state is None or "_iterator" not in state:
-        return False
-    items = state["_promptrail_items"] = state["_iterator"]
+    stream: object,
+) -> Any:
+    """The generator that reads ``items`` (the SDK's own iterator) into ``record``."""
     if is_async:
-        state["_iterator"] = _each_async(record, items, on_item, result)
-    else:
-        state["_iterator"] = (read or item_by_item(on_item))(record, items, result)
-    state["_promptrail_record"] = record
-    result.__class__ = _subclasses.get(base) or _subclass(base, is_async)
-    return True
+        return _each_async(record, items, on_item, stream)
+    return (read or item_by_item(on_item))(record, items, stream)
 
 
 async def _each_async(

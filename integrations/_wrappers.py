@@ -18,13 +18,22 @@ from promptrail._context import framework_call
 
 from ._calls import CallRecord, is_raw_response, suppressed
 from ._patching import Patch
-from ._streams import AsyncStreamProxy, ReadStream, SyncStreamProxy, capture_in_place
+from ._streams import (
+    AsyncStreamProxy,
+    ReadStream,
+    SyncStreamProxy,
+    in_place_class,
+    in_place_classes,
+    reader,
+)
 
 Start = Callable[[dict[str, Any]], CallRecord]
 OnResult = Callable[[CallRecord, Any], None]
 
-# What a result of a given type is (decided once per type, as is_raw_response does).
-_PLAIN, _STREAM, _RAW = 0, 1, 2
+# What a result of a given type is (decided once per type, as is_raw_response does): a whole
+# result, a stream (proxied), a with_raw_response answer, or one of the SDK's own stream
+# classes, captured in place (_streams.py).
+_PLAIN, _RAW, _STREAM, _IN_PLACE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,9 @@ class Endpoint:
     def _kind(self, result: Any) -> int:
         kind = self._kinds.get(type(result))
         if kind is None:
-            if isinstance(result, self.stream_types()):
+            if type(result) in self.stream_types() and hasattr(result, "__dict__"):
+                kind = _IN_PLACE
+            elif isinstance(result, self.stream_types()):
                 kind = _STREAM
             elif is_raw_response(result):
                 kind = _RAW
@@ -65,11 +76,28 @@ class Endpoint:
             kind = self._kind(result)
         if kind == _PLAIN:
             record.done(self.on_result, result)
-        elif kind == _STREAM:
-            if capture_in_place(
-                result, record, self.on_item, self.read_stream, is_async, self.stream_types()
-            ):
-                return result
+        elif kind >= _STREAM:
+            if kind == _IN_PLACE:
+                # Captured in place, here rather than in a function of _streams.py (one
+                # Python call fewer a streamed call): the SDK's own object, its iterator
+                # replaced by the reading generator and its class by a subclass that records
+                # the call however the stream ends (_streams.in_place_class).
+                state = result.__dict__
+                items = state.get("_iterator")
+                if items is not None:  # not made on first use (Anthropic's): the known shape
+                    cls = in_place_classes.get(type(result)) or in_place_class(
+                        type(result), is_async
+                    )
+                    state["_promptrail_items"] = items
+                    if is_async or self.read_stream is None:
+                        state["_iterator"] = reader(
+                            record, items, self.on_item, self.read_stream, is_async, result
+                        )
+                    else:
+                        state["_iterator"] = self.read_stream(record, items, result)
+                    state["_promptrail_record"] = record
+                    result.__class__ = cls
+                    return result
             if is_async:
                 return AsyncStreamProxy(result, record, self.on_item)
             return SyncStreamProxy(result, record, self.on_item, self.read_stream)

@@ -57,15 +57,20 @@ _RESPONSES_USAGE = (
 
 def _chat_record(kwargs: dict[str, Any]) -> CallRecord:
     messages = kwargs.get("messages", [])
-    # The texts are read (if at all) while the record is made, before the call returns.
-    texts = functools.partial(message_texts, messages)
-    tracer = _runtime.tracer()
+    # _runtime.tracer(), inline once capture is set up (one Python call fewer a call).
+    pipeline = _runtime._pipeline
+    tracer = pipeline.tracer if pipeline is not None else _runtime.tracer()
     if type(tracer) is CaptureTracer:  # CallRecord.__new__'s choice, one call fewer
+        # No texts: a CapturedCall reads the messages' texts itself, only when a template was
+        # rendered or an observation is open (most calls make no partial then).
         record: CallRecord = CapturedCall(
-            PROVIDER, "chat", kwargs, messages, texts, None, tracer.on_end
+            PROVIDER, "chat", kwargs, messages, None, None, tracer.on_end
         )
         return record
-    return CallRecord(PROVIDER, "chat", kwargs, messages, texts)
+    # The texts are read (if at all) while the record is made, before the call returns.
+    return CallRecord(
+        PROVIDER, "chat", kwargs, messages, functools.partial(message_texts, messages)
+    )
 
 
 def _chat_result(record: CallRecord, result: Any) -> None:
@@ -164,7 +169,14 @@ def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> I
                 tail = record.tail
                 if tail is not None:  # what came before it first
                     record.tail = None
-                    _chat_tail(record, tail)
+                    # A chunk of text seldom carries more (a finish reason, usage): looked
+                    # at here, and read by the call only when it does (one call fewer).
+                    try:
+                        plain = tail.usage is None and not tail.choices[0].finish_reason
+                    except (AttributeError, IndexError, TypeError):
+                        plain = False
+                    if not plain or record.response_id is None:
+                        _chat_tail(record, tail)
                 _chat_tail(record, chunk)
             yield chunk
     except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
