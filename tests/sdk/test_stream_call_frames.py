@@ -15,12 +15,14 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
 import pytest
 
+from promptrail._context import rendered
 from tests.capture import Records
 
 MESSAGES = [{"role": "user", "content": "Count for me"}]
@@ -109,8 +111,11 @@ def _frames_of_a_streamed_call(create: Callable[..., Any]) -> int:
 
 
 def test_a_streamed_call_adds_few_python_calls_to_the_bare_sdks(
-    capture: str, records: Records
+    capture: str, records: Records, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # As in a process that rendered no template (the common case): the renderings other
+    # tests made are remembered for the process's life, and a call then looks its texts up.
+    monkeypatch.setattr(rendered, "_items", OrderedDict())
     completions = _client(_body(22)).chat.completions
     captured, bare = completions.create, completions.create.__wrapped__
     for create in (captured, bare, captured, bare):  # the SDK's and capture's first uses
