@@ -139,7 +139,10 @@ def test_a_for_loop_resumes_no_more_frames_per_event_than_the_bare_sdk(
     promptrail.uninstrument()
     bare = _per_event()
 
-    assert captured == bare
+    # A layer more would cost a resume every event (+1.0); a frame or two a call that differs
+    # between a short and a long stream (a resting shipper woken by one of them, a branch of
+    # the finish chunk's reading) moves the figure by hundredths.
+    assert abs(captured - bare) < 0.5
     promptrail.instrument()
     newest, *_ = records(expected=3)
     assert newest["output"]["content"] == words(110)
