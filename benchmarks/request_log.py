@@ -35,11 +35,13 @@ compare the ingest with and without the versions to match against (no reads meas
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import os
 import random
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -421,6 +423,14 @@ class RawResult:
     records: int
     seconds: float
     cpu: float
+
+
+def _scratch_dir(prefix: str) -> Path:
+    """A fresh data directory, removed when the benchmark exits (a 200k-record store is
+    ~700 MiB; left behind by each run, they filled the disk). ``--data-dir`` is kept."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
@@ -1094,7 +1104,7 @@ def measure_linking(args: argparse.Namespace, counts: list[int]) -> None:
     pool = chat_pool(random.Random(1))
     runs: list[tuple[int, IngestResult, int, float]] = []
     for count in counts:
-        data_dir = Path(tempfile.mkdtemp(prefix="promptrail-bench-linking-"))
+        data_dir = _scratch_dir("promptrail-bench-linking-")
         with collector(data_dir, KEY, PROMPTRAIL_MAX_BODY_BYTES=str(64 << 20)) as served:
             create_chat_versions(served.url, count)
             first_ms = warm_up(served.url, pool[0])
@@ -1267,7 +1277,7 @@ def main() -> None:
             f"blocks of {args.raw_batch})",
             flush=True,
         )
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="promptrail-bench-"))
+    data_dir = args.data_dir or _scratch_dir("promptrail-bench-")
     data_dir.mkdir(parents=True, exist_ok=True)
     body_limit = {
         "PROMPTRAIL_MAX_BODY_BYTES": str(64 << 20),
