@@ -7,6 +7,7 @@ worker, and one that makes no client need not pay for them (docs/architecture.md
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from promptrail.testing import AnthropicStub, OpenAIStub
@@ -25,6 +26,25 @@ def openai_client(stub: OpenAIStub) -> openai.OpenAI:
     made = openai.OpenAI(api_key="sk-test", base_url=f"{stub.url}/v1", max_retries=0)
     _opened.append(made)
     return made
+
+
+def openai_answering(
+    content: bytes | Iterator[bytes], content_type: str = "text/event-stream"
+) -> openai.OpenAI:
+    """An ``openai.OpenAI`` answered in process, without retries: each request gets a 200 with
+    ``content`` (an event stream by default) from its HTTP client's own transport, no socket."""
+    import httpx2
+    import openai
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=content, headers={"content-type": content_type})
+
+    return openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://provider.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
+    )
 
 
 def anthropic_client(stub: AnthropicStub) -> anthropic.Anthropic:

@@ -18,12 +18,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import httpx2
-import openai
 import pytest
 
 import promptrail
 from tests.capture import Records
+from tests.provider_clients import openai_answering
 
 MESSAGES = [{"role": "user", "content": "Count for me"}]
 USAGE = {
@@ -73,22 +72,8 @@ def server_style(words: int) -> bytes:
     )
 
 
-def client_of(body: bytes) -> openai.OpenAI:
-    """The real SDK, answered in process with ``body`` as the event stream."""
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    return openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://provider.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
-    )
-
-
 def stream_of(body: bytes) -> Any:
-    return client_of(body).chat.completions.create(
+    return openai_answering(body).chat.completions.create(
         model="gpt-4o-mini",
         messages=MESSAGES,  # type: ignore[arg-type]
         stream=True,

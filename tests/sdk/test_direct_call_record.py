@@ -24,6 +24,7 @@ from promptrail import _genai, _runtime
 from promptrail._capture.spans import CaptureSpan, CaptureTracer
 from promptrail._context import MAX_ATTRIBUTE_CHARS
 from promptrail.integrations._calls import CapturedCall
+from tests.provider_clients import openai_answering
 
 MESSAGES = [{"role": "user", "content": "Count to three."}]
 
@@ -248,21 +249,6 @@ def ended_spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[CaptureSpan]]:
         promptrail.shutdown()
 
 
-def openai_client() -> Any:
-    import httpx2
-    import openai
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=STREAM, headers={"content-type": "text/event-stream"})
-
-    return openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://provider.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
-    )
-
-
 Read = Callable[[Any], None]
 
 
@@ -283,7 +269,7 @@ def test_a_real_streams_record_is_the_attribute_paths(
     ended_spans: list[CaptureSpan], read: Read
 ) -> None:
     read(
-        openai_client().chat.completions.create(
+        openai_answering(STREAM).chat.completions.create(
             model="gpt-4o-mini",
             messages=MESSAGES,
             stream=True,

@@ -20,6 +20,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import promptrail
 from tests.capture import Records
+from tests.provider_clients import openai_answering
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 COMPLETION = {
@@ -70,30 +71,15 @@ def first_chunk_without_id(server_style: bool) -> bytes:
     return role + body + b"data: [DONE]\n\n"
 
 
-def client_of(body: bytes, content_type: str = "text/event-stream") -> Any:
-    import httpx2
-    import openai
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=body, headers={"content-type": content_type})
-
-    return openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://provider.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
-    )
-
-
 def plain_client() -> Any:
-    return client_of(json.dumps(COMPLETION).encode(), "application/json")
+    return openai_answering(json.dumps(COMPLETION).encode(), "application/json")
 
 
 @pytest.mark.parametrize("server_style", [False, True], ids=["openai", "server"])
 def test_a_stream_whose_first_chunk_has_no_id_is_recorded_with_a_later_chunks_model(
     capture: str, records: Records, server_style: bool
 ) -> None:
-    stream = client_of(first_chunk_without_id(server_style)).chat.completions.create(
+    stream = openai_answering(first_chunk_without_id(server_style)).chat.completions.create(
         model="gpt-4o-mini",
         messages=[{"role": "user", "content": "Count"}],
         stream=True,
@@ -113,7 +99,7 @@ def test_a_stream_closed_after_the_first_chunk_of_text_takes_its_model(
     capture: str, records: Records
 ) -> None:
     # The first chunk has no id; the loop stops on the next one (text): close() reads it.
-    stream = client_of(first_chunk_without_id(False)).chat.completions.create(
+    stream = openai_answering(first_chunk_without_id(False)).chat.completions.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "Count"}], stream=True
     )
     items = iter(stream)
@@ -143,7 +129,7 @@ def test_arguments_changed_after_the_call_leave_its_record_as_sent(
         )
         answer = "".join(
             c.choices[0].delta.content
-            for c in client_of(body).chat.completions.create(
+            for c in openai_answering(body).chat.completions.create(
                 **arguments, stream=True, stream_options={"include_usage": True}
             )
             if c.choices
@@ -267,7 +253,7 @@ def test_a_streams_record_holds_what_reading_every_chunk_whole_gives(
     capture: str, records: Records, shape: Any, expected: tuple[str, str, int]
 ) -> None:
     chunks = list(
-        client_of(shape()).chat.completions.create(
+        openai_answering(shape()).chat.completions.create(
             model="gpt-4o-mini",
             messages=[{"role": "user", "content": "Go"}],
             stream=True,

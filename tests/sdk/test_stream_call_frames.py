@@ -24,6 +24,7 @@ import pytest
 
 from promptrail._context import rendered
 from tests.capture import Records
+from tests.provider_clients import openai_answering
 
 MESSAGES = [{"role": "user", "content": "Count for me"}]
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -65,21 +66,6 @@ def _words(count: int) -> str:
     return "".join(f"w{i} " for i in range(count))
 
 
-def _client(body: bytes) -> Any:
-    import httpx2
-    import openai
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    return openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://provider.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
-    )
-
-
 def _call(create: Callable[..., Any]) -> Any:
     return create(
         model="gpt-4o-mini",
@@ -116,7 +102,7 @@ def test_a_streamed_call_adds_few_python_calls_to_the_bare_sdks(
     # As in a process that rendered no template (the common case): the renderings other
     # tests made are remembered for the process's life, and a call then looks its texts up.
     monkeypatch.setattr(rendered, "_items", OrderedDict())
-    completions = _client(_body(22)).chat.completions
+    completions = openai_answering(_body(22)).chat.completions
     captured, bare = completions.create, completions.create.__wrapped__
     for create in (captured, bare, captured, bare):  # the SDK's and capture's first uses
         for _ in _call(create):
@@ -151,7 +137,7 @@ def test_a_dropped_stream_is_recorded_once_with_no_error_reported(
 ) -> None:
     import openai
 
-    stream = _call(_client(_body(5)).chat.completions.create)
+    stream = _call(openai_answering(_body(5)).chat.completions.create)
     assert isinstance(stream, openai.Stream)
     pieces: list[str] = []
     if how == "half_read":

@@ -22,6 +22,7 @@ import pytest
 
 import promptrail
 from tests.capture import Records
+from tests.provider_clients import openai_answering
 
 MESSAGES = [{"role": "user", "content": "Count for me"}]
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -195,15 +196,7 @@ def test_a_stream_that_breaks_off_is_recorded_as_an_error_with_what_came(
         yield _event([_text("half ")])
         raise httpx2.ReadError("the provider went away")
 
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=broken(), headers={"content-type": "text/event-stream"})
-
-    client = openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://provider.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
-    )
+    client = openai_answering(broken())
     read = []
     with pytest.raises(openai.APIConnectionError):
         for chunk in stream_of(client):
