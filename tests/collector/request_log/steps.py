@@ -1,5 +1,6 @@
 """Steps for the request log: a record's body, a batch logged, the ids a list answers and
-the ids it should answer, a store held as it was before a merge or without an index's view."""
+the ids it should answer, a store held as it was before a merge or without an index's view, a
+store that notes the queries it runs."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from promptrail.collector.config import Settings
-from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.migrations import migrate
+from promptrail.collector.store.requests import RequestStore
 
 
 def record(**fields: Any) -> dict[str, Any]:
@@ -65,6 +67,28 @@ def expected(records: list[dict[str, Any]], **wanted: Any) -> list[str]:
     ]
     hits.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
     return [r["id"] for r in hits]
+
+
+@contextmanager
+def noting_store(
+    settings: Settings, lower: bool = False
+) -> Iterator[tuple[RequestStore, list[str]]]:
+    """A request store of the test's database on a client of its own that notes the SQL of
+    each query it runs (with ``lower``, a windowed read's lower bound after it)."""
+    client = open_client(settings.clickhouse_url)
+    ran: list[str] = []
+    query = client.query
+
+    def noted(sql: str, *args: Any, **kwargs: Any) -> Any:
+        bound = (kwargs.get("parameters") or {}).get("lower") if lower else None
+        ran.append(sql if bound is None else f"{sql} -- lower {bound.isoformat()}")
+        return query(sql, *args, **kwargs)
+
+    client.query = noted  # type: ignore[method-assign]
+    try:
+        yield RequestStore(client, settings.database), ran
+    finally:
+        close_client(client)
 
 
 @contextmanager

@@ -17,10 +17,9 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.config import Settings
 from promptrail.collector.models.requests import MODEL_CALL_KINDS
-from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.request_filters import RequestFilter
-from promptrail.collector.store.requests import RequestStore
 from tests.collector.pages import walk
+from tests.collector.request_log.steps import noting_store
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -50,21 +49,9 @@ def test_a_user_page_a_third_spans_reads_the_records_once(
     response = api.post("/v1/requests/batch", json={"records": records})
     assert response.status_code == 201, response.text
     calls = [r["id"] for r in records if "kind" not in r]
-    client = open_client(settings.clickhouse_url)
-    ran: list[str] = []
-    query = client.query
-
-    def noted(sql: str, *args: Any, **kwargs: Any) -> Any:
-        ran.append(sql)
-        return query(sql, *args, **kwargs)
-
-    client.query = noted  # type: ignore[method-assign]
-    try:
-        store = RequestStore(client, settings.database)
+    with noting_store(settings) as (store, ran):
         by_user = RequestFilter(metadata={"user_id": "u"}, kinds=MODEL_CALL_KINDS)
         page = store.page("default", by_user, None, 21)
-    finally:
-        close_client(client)
 
     assert [row.id for row in page] == calls[:21]
     reads = [sql for sql in ran if "request_items" in sql]

@@ -19,11 +19,10 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.config import Settings
 from promptrail.collector.models.requests import MODEL_CALL_KINDS
-from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.request_filters import RequestFilter
 from promptrail.collector.store.requests import RequestStore
 from tests.collector.pages import walk
-from tests.collector.request_log.steps import expected, merges_stopped, post_batch
+from tests.collector.request_log.steps import expected, merges_stopped, noting_store, post_batch
 
 START = datetime.now(UTC).replace(microsecond=0) - timedelta(days=40)
 
@@ -55,19 +54,8 @@ def no_merges(api: TestClient) -> Iterator[None]:
 @pytest.fixture
 def noted(settings: Settings) -> Iterator[tuple[RequestStore, list[str]]]:
     """A store of the test's database whose client notes each query it runs."""
-    client = open_client(settings.clickhouse_url)
-    ran: list[str] = []
-    query = client.query
-
-    def noting(sql: str, *args: Any, **kwargs: Any) -> Any:
-        ran.append(sql)
-        return query(sql, *args, **kwargs)
-
-    client.query = noting  # type: ignore[method-assign]
-    try:
-        yield RequestStore(client, settings.database), ran
-    finally:
-        close_client(client)
+    with noting_store(settings) as noted:
+        yield noted
 
 
 PAIRS = [

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.config import Settings
 from promptrail.collector.models.requests import MODEL_CALL_KINDS
-from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.request_filters import RequestFilter
 from promptrail.collector.store.requests import RequestStore
 from tests.collector.pages import walk
+from tests.collector.request_log.steps import noting_store
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -60,20 +60,8 @@ def store(api: TestClient, settings: Settings) -> Iterator[tuple[RequestStore, l
     notes each query it runs (with the lower bound of a windowed read)."""
     response = api.post("/v1/requests/batch", json={"records": records()})
     assert response.status_code == 201, response.text
-    client = open_client(settings.clickhouse_url)
-    ran: list[str] = []
-    query = client.query
-
-    def noted(sql: str, *args: Any, **kwargs: Any) -> Any:
-        lower = (kwargs.get("parameters") or {}).get("lower")
-        ran.append(sql if lower is None else f"{sql} -- lower {lower.isoformat()}")
-        return query(sql, *args, **kwargs)
-
-    client.query = noted  # type: ignore[method-assign]
-    try:
-        yield RequestStore(client, settings.database), ran
-    finally:
-        close_client(client)
+    with noting_store(settings, lower=True) as noted:
+        yield noted
 
 
 @pytest.mark.cost

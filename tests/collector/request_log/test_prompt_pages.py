@@ -29,6 +29,7 @@ from tests.collector.request_log.steps import (
     assert_migrations_recorded,
     expected,
     merges_stopped,
+    noting_store,
     post_batch,
     view_detached,
 )
@@ -175,21 +176,10 @@ def test_a_prompt_page_reads_the_prompt_index_then_its_records_by_key(
     # fifty times the page.
     records = [record(i, prompt_name="rare" if i % 50 == 0 else "other") for i in range(2_000)]
     post_batch(api, records)
-    client = open_client(settings.clickhouse_url)
-    ran: list[str] = []
-    query = client.query
-
-    def noted(sql: str, *args: Any, **kwargs: Any) -> Any:
-        ran.append(sql)
-        return query(sql, *args, **kwargs)
-
-    client.query = noted  # type: ignore[method-assign]
-    try:
-        page = RequestStore(client, settings.database).page(
+    with noting_store(settings) as (requests, ran):
+        page = requests.page(
             "default", RequestFilter(prompt_name="rare", kinds=MODEL_CALLS), None, 21
         )
-    finally:
-        close_client(client)
 
     assert [row.id for row in page] == expected(records, prompt_name="rare")[:21]
     assert any("request_prompts" in sql for sql in ran), ran
