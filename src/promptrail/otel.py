@@ -12,7 +12,7 @@ promptrail::
 
 Spans that describe a model call (GenAI or OpenInference attributes) or a function observed by
 ``@promptrail.observe`` become records; other spans are ignored. Records are posted to
-``/v1/requests/batch`` gzip-compressed, with ids derived from the span ids so a retry is
+``/v1/requests/batch`` zstd- or gzip-compressed, with ids derived from the span ids so a retry is
 stored once. While the collector is unreachable, records wait in a bounded buffer and go out
 with the next export, flush or shutdown; what has to be dropped is counted by reason
 (:func:`promptrail.stats`).

@@ -1,13 +1,13 @@
 """The one send path of capture: records encoded, posted, retried, spooled, counted.
 
 :class:`RecordSender` is what the shipper (``shipping.py``) hands records to: it masks and
-encodes them (``encode.py``, msgspec), has them posted gzip-compressed to its endpoint (``post.py``,
-``endpoints.py``: ``/v1/requests/batch``, or for scores ``/v1/scores/batch``) with ids derived
-from span ids so a resent batch is stored once, keeps what the collector cannot take within a
-byte budget and, while it is down, hands it to the disk spool (``spool.py``, which replays
-it), and counts every record's fate (``stats.py``). ``promptrail.otel.PromptrailSpanExporter``
-is this class behind the OpenTelemetry ``SpanExporter`` interface, for applications that
-bring their own SDK.
+encodes them (``encode.py``, msgspec), has them posted compressed (zstd or gzip) to its
+endpoint (``post.py``, ``endpoints.py``: ``/v1/requests/batch``, or for scores
+``/v1/scores/batch``) with ids derived from span ids so a resent batch is stored once, keeps
+what the collector cannot take within a byte budget and, while it is down, hands it to the
+disk spool (``spool.py``, which replays it), and counts every record's fate (``stats.py``).
+``promptrail.otel.PromptrailSpanExporter`` is this class behind the OpenTelemetry
+``SpanExporter`` interface, for applications that bring their own SDK.
 """
 
 from __future__ import annotations

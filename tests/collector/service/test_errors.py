@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import zstandard
 from fastapi.testclient import TestClient
 
 from promptrail.collector.access.permissions import permission_for
@@ -530,6 +531,97 @@ def test_a_body_that_claims_gzip_but_is_not_is_a_validation_error(small_api: Tes
         details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
         assert details["field"] == "body", raw
     assert names(small_api) == []
+
+
+def _zstd_unsized(data: bytes) -> bytes:
+    """A zstd frame that does not state its size, as a streaming compressor writes it."""
+    compressor = zstandard.ZstdCompressor().compressobj()
+    return compressor.compress(data) + compressor.flush()
+
+
+def test_a_zstd_body_under_the_limit_is_accepted_in_every_frame_shape(
+    small_api: TestClient,
+) -> None:
+    zstd = zstandard.ZstdCompressor()
+    shapes = {
+        "sized": lambda body: zstd.compress(body),
+        "unsized": _zstd_unsized,
+        # A body split over two frames is the two frames' contents joined.
+        "frames": lambda body: zstd.compress(body[:100]) + _zstd_unsized(body[100:]),
+    }
+    for shape, pack in shapes.items():
+        body = _body_of_size(SMALL_LIMIT - 1, name=shape)
+
+        response = small_api.post(
+            "/v1/prompts",
+            content=pack(body),
+            headers={"Content-Type": "application/json", "Content-Encoding": "zstd"},
+        )
+
+        assert response.status_code == 201, (shape, response.text)
+        assert response.json()["data"]["description"] == json.loads(body)["description"]
+    assert sorted(names(small_api)) == ["frames", "sized", "unsized"]
+
+
+def test_a_zstd_body_that_inflates_past_the_limit_is_payload_too_large(
+    small_api: TestClient,
+) -> None:
+    zstd = zstandard.ZstdCompressor()
+    inflated = _body_of_size(SMALL_LIMIT * 50)
+    # Each frame alone fits, together they do not.
+    half = _body_of_size(SMALL_LIMIT - 10)
+    for packed in (
+        zstd.compress(inflated),
+        _zstd_unsized(inflated),
+        zstd.compress(half) + _zstd_unsized(half),
+        # A bomb: a few hundred bytes that would inflate to 64 MiB.
+        _zstd_unsized(b"d" * (64 << 20)),
+    ):
+        assert len(packed) < SMALL_LIMIT * 3
+
+        response = small_api.post(
+            "/v1/prompts",
+            content=packed,
+            headers={"Content-Type": "application/json", "Content-Encoding": "zstd"},
+        )
+
+        assert_error(response, 413, "PAYLOAD_TOO_LARGE", type_="validation_error")
+    assert names(small_api) == []
+
+
+def test_a_body_that_claims_zstd_but_is_not_is_a_validation_error(small_api: TestClient) -> None:
+    whole = zstandard.ZstdCompressor().compress(_body_of_size(100))
+    for raw in (
+        _body_of_size(100),  # plain JSON
+        gzip.compress(_body_of_size(100)),  # another coding
+        whole[:-4],  # a cut frame
+        _zstd_unsized(_body_of_size(100))[:-4],  # a cut frame that states no size
+        whole + b"trailing bytes",  # a frame, then garbage
+    ):
+        response = small_api.post(
+            "/v1/prompts",
+            content=raw,
+            headers={"Content-Type": "application/json", "Content-Encoding": "ZSTD "},
+        )
+
+        details = assert_error(response, 400, "VALIDATION_ERROR", type_="validation_error")
+        assert details["field"] == "body", raw
+    assert names(small_api) == []
+
+
+def test_every_answer_names_the_codings_a_body_may_come_in(small_api: TestClient) -> None:
+    # RFC 7694: the SDK posts zstd only to a collector that says it takes it.
+    answers = [
+        small_api.get("/v1/prompts"),
+        small_api.post("/v1/prompts", json={"name": "coded", "template": "t", "model": "m"}),
+        small_api.post("/v1/prompts", content=b"{not json"),
+        small_api.post("/v1/prompts", content=_body_of_size(SMALL_LIMIT + 1)),
+        small_api.get("/v1/no-such-route"),
+    ]
+
+    assert [answer.status_code for answer in answers] == [200, 201, 400, 413, 404]
+    for answer in answers:
+        assert answer.headers["accept-encoding"] == "gzip, zstd"
 
 
 # -- 400 VALIDATION_ERROR --------------------------------------------------------------------
