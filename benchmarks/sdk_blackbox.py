@@ -122,6 +122,9 @@ class _Sink(BaseHTTPRequestHandler):
         self.send_response(status)
         content_type = "application/x-protobuf" if status == 200 else "application/json"
         self.send_header("Content-Type", content_type)
+        if status == 201:
+            # As the collector names the codings it takes: the SDK posts zstd after its first.
+            self.send_header("Accept-Encoding", "gzip, zstd")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
