@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 
 from clickhouse_connect.driver.client import Client
@@ -527,6 +528,18 @@ def migration_statements(
     ]
 
 
+# The statements whose mutation only rewrites the parts already stored (``MATERIALIZE COLUMN``
+# or ``INDEX``; removing a dropped index's files) run it in the background, reads being right
+# before it finishes (they compute the column from the others, or test the rows without the
+# index, on parts not yet rewritten; docs/deploy.md), as a server runs ``MATERIALIZE`` by
+# default. chDB waited for each (its ``mutations_sync`` and ``alter_sync`` are 1): a start-up's
+# upgrade waited for every part to be rewritten, one mutation after another, and the engine
+# took up the last parts of each up to a second late (its merge slots busy, it looks again
+# 0.1-1.1 s later; docs/benchmarks.md, "The migrations' waits on the embedded store").
+_REWRITE = re.compile(r"ALTER TABLE \S+ (ON CLUSTER \S+ )?(MATERIALIZE (COLUMN|INDEX)|DROP INDEX) ")
+_IN_BACKGROUND = {"mutations_sync": 0, "alter_sync": 0}
+
+
 def migrate(client: Client, database: str, cluster: str | None = None) -> list[int]:
     """Create the database and apply every migration not yet recorded; return those applied.
 
@@ -544,7 +557,8 @@ def migrate(client: Client, database: str, cluster: str | None = None) -> list[i
         if migration.version in done:
             continue
         for statement in migration_statements(migration, database, cluster, embedded):
-            client.command(statement)
+            background = embedded and _REWRITE.match(statement)
+            client.command(statement, settings=_IN_BACKGROUND if background else None)
         client.insert(
             table,
             [[migration.version, migration.name, datetime.now(UTC)]],

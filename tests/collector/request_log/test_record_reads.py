@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -9,6 +11,8 @@ from fastapi.testclient import TestClient
 
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
+from promptrail.collector.store.connection import open_client
+from promptrail.collector.store.database import Store
 from promptrail.collector.store.request_rows import RequestRow
 from tests.collector.pages import walk
 from tests.collector.upgrades import backfill, store_before
@@ -182,6 +186,58 @@ def test_records_stored_before_the_id_index_are_found_after_the_upgrade(settings
         # A start-up that ran the backfill but stopped before recording it runs it again.
         store.client.command(backfill(settings, "request_id_index"))
         assert api.get("/v1/requests/req_legacy-17").json()["data"]["id"] == "req_legacy-17"
+
+
+def test_a_start_up_upgrade_does_not_wait_for_the_rewrite_of_the_records_stored_before(
+    settings: Settings,
+) -> None:
+    # Migration 8 adds columns to the log and materializes them in the parts stored before.
+    store_before(settings, 8, [_stored(i) for i in range(40)])
+    client = open_client(settings.store_url)
+    log = f"`{settings.database}`.requests"
+    pending = (
+        "SELECT count() FROM system.mutations WHERE database = {db:String} "
+        "AND table = 'requests' AND NOT is_done"
+    )
+    opened: list[Store] = []
+    # The engine too busy to rewrite any part of the log for now.
+    client.command(f"SYSTEM STOP MERGES {log}")
+    start = threading.Thread(
+        target=lambda: opened.append(Store.open(settings.store_url, settings.database)),
+        daemon=True,
+    )
+    try:
+        start.start()
+        start.join(timeout=60)  # a start-up that waits for the rewrites never ends here
+        assert opened, "the start-up waited for the upgrade's rewrites"
+        opened.pop().close()
+        with TestClient(create_app(settings), headers=DEFAULT_AUTH) as api:
+
+            def details() -> list[dict[str, Any]]:
+                return [
+                    api.get(f"/v1/requests/req_legacy-{i:02d}").json()["data"] for i in (0, 17, 39)
+                ]
+
+            before_rewrite = details()
+            assert [d["output"] for d in before_rewrite] == [
+                {"content": f"old answer {i}"} for i in (0, 17, 39)
+            ]
+            assert {d["kind"] for d in before_rewrite} == {"llm"}
+            db = {"db": settings.database}
+            assert client.query(pending, parameters=db).result_rows[0][0] > 0
+
+            client.command(f"SYSTEM START MERGES {log}")
+            deadline = time.monotonic() + 60
+            while client.query(pending, parameters=db).result_rows[0][0] > 0:
+                assert time.monotonic() < deadline, "the upgrade's rewrites never finished"
+                time.sleep(0.05)
+            assert details() == before_rewrite
+    finally:
+        client.command(f"SYSTEM START MERGES {log}")
+        start.join(timeout=60)
+        for store in opened:  # a start-up that ended only once the merges started again
+            store.close()
+        client.close()
 
 
 def test_records_stored_before_the_items_copy_are_listed_after_the_upgrade(

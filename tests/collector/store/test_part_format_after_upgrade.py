@@ -16,11 +16,16 @@ RECORDS, CHARS = 1_000, 20_000
 
 
 def newest_part(settings: Settings) -> tuple[str, int]:
+    """The format and rows of the part the latest insert wrote.
+
+    By block number, not by time: the upgrade's ``MATERIALIZE`` mutations rewrite the older
+    parts in the background, and a part they rewrite after the insert is newer on the clock.
+    """
     client = open_client(settings.store_url)
     try:
         result = client.query(
             "SELECT part_type, rows FROM system.parts WHERE database = {db:String} "
-            "AND table = 'requests' AND active ORDER BY modification_time DESC, name DESC LIMIT 1",
+            "AND table = 'requests' AND active ORDER BY max_block_number DESC LIMIT 1",
             parameters={"db": settings.database},
         )
         part_type, count = result.result_rows[0]
