@@ -69,11 +69,7 @@ class ReusableDatabase:
         """Return the database's name, migrated and with every table empty."""
         if self._fingerprint is None:
             self._client.command(f"DROP DATABASE IF EXISTS `{self.name}` SYNC")
-            if not self._template_made:
-                self._client.command(f"DROP DATABASE IF EXISTS `{self._template}` SYNC")
-                migrate(self._client, self._template)
-                self._template_made = True
-            copy_database(self._client, self._template, self.name)
+            self.make_migrated(self.name)
             self._fingerprint = self._read_fingerprint()
         else:
             holding = self._client.query(
@@ -84,6 +80,18 @@ class ReusableDatabase:
         # The keys checked by earlier tests' collectors are kept for the process's lifetime.
         KeyCache.shared(self._store_url, self.name).reset()
         return self.name
+
+    def make_migrated(self, database: str) -> None:
+        """Make ``database`` (new) as the migrations make it, from the process's template.
+
+        For a fixture that keeps a database of its own (a module's collector, say): a copy
+        costs ~0.15 s of CPU where migrating a fresh database cost ~0.75 s. Its owner drops it.
+        """
+        if not self._template_made:
+            self._client.command(f"DROP DATABASE IF EXISTS `{self._template}` SYNC")
+            migrate(self._client, self._template)
+            self._template_made = True
+        copy_database(self._client, self._template, database)
 
     def checkin(self) -> None:
         """Take the database back; a changed schema makes the next checkout migrate anew.
