@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -114,7 +115,8 @@ def test_update_makes_a_new_version_and_returns_the_update_subset(api: TestClien
     data = response.json()["data"]
     assert set(data) == {"id", "name", "template", "model", "version", "updated_at"}
     assert (data["id"], data["version"], data["template"]) == (created["id"], 2, "New {question}")
-    assert data["updated_at"] >= created["updated_at"]
+    # Compared as times: a time on a whole second is written without its fraction.
+    assert _time(data["updated_at"]) >= _time(created["updated_at"])
     assert api.get("/v1/prompts/support-reply").json()["data"]["version"] == 2
 
 
@@ -306,3 +308,7 @@ def test_list_shows_the_newest_version_number(api: TestClient) -> None:
     item = api.get("/v1/prompts").json()["data"][0]
 
     assert item["version"] == 3
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)

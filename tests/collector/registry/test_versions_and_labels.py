@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -49,7 +50,8 @@ def test_versions_are_listed_newest_first(api: TestClient, prompt: str) -> None:
     ]
     assert [v["model"] for v in listed] == ["claude-sonnet-4", "gpt-4o-mini", "gpt-4o-mini"]
     assert all(v["created_at"].endswith("Z") for v in listed)
-    assert listed[0]["created_at"] >= listed[2]["created_at"]
+    # Compared as times: a time on a whole second is written without its fraction.
+    assert _time(listed[0]["created_at"]) >= _time(listed[2]["created_at"])
 
 
 def test_one_version_includes_its_parameters(api: TestClient, prompt: str) -> None:
@@ -220,3 +222,7 @@ def test_reads_follow_every_write_at_once(api: TestClient, prompt: str) -> None:
     api.delete(f"/v1/prompts/{prompt}")
     assert api.get(f"/v1/prompts/{prompt}").status_code == 404
     assert seen[0] == 1 and seen[1]["version"] == 3
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
