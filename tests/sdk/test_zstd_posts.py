@@ -38,7 +38,14 @@ class _Wire(httpx.BaseTransport):
         self._http.close()
 
 
-def _ship(live_url: str, wire: _Wire, batches: list[list[str]]) -> CaptureStats:
+def _ship(
+    live_url: str,
+    wire: _Wire,
+    batches: list[list[str]],
+    then_old: list[str] | None = None,
+) -> CaptureStats:
+    """Ship each batch with a flush of its own; then, if given, ``then_old`` once the
+    collector answers as one that predates zstd."""
     stats = CaptureStats()
     shipper = Shipper(
         RecordSender(DEFAULT_KEY, live_url, stats=stats, transport=wire),
@@ -46,7 +53,9 @@ def _ship(live_url: str, wire: _Wire, batches: list[list[str]]) -> CaptureStats:
         flush_interval=3600,
     )
     try:
-        for ids in batches:
+        for ids in [*batches, *([then_old] if then_old is not None else [])]:
+            if ids is then_old:
+                wire.old = True
             for record_id in ids:
                 shipper.put({"id": record_id, "model": "gpt-4o-mini", "output": "x" * 300})
             assert shipper.flush(timeout=30)
@@ -92,24 +101,9 @@ def test_a_batch_refused_as_zstd_goes_again_as_gzip(live_url: str) -> None:
     first = [f"req_again-a-{i}" for i in range(5)]
     second = [f"req_again-b-{i}" for i in range(5)]
     third = [f"req_again-c-{i}" for i in range(5)]
-    stats = CaptureStats()
-    shipper = Shipper(
-        RecordSender(DEFAULT_KEY, live_url, stats=stats, transport=wire),
-        stats,
-        flush_interval=3600,
-    )
-    try:
-        for ids in (first, second):
-            for record_id in ids:
-                shipper.put({"id": record_id, "model": "gpt-4o-mini"})
-            assert shipper.flush(timeout=30)
-        # The collector is replaced by one that takes no zstd.
-        wire.old = True
-        for record_id in third:
-            shipper.put({"id": record_id, "model": "gpt-4o-mini"})
-        assert shipper.flush(timeout=30)
-    finally:
-        shipper.shutdown(5)
+
+    # After two batches the collector is replaced by one that takes no zstd.
+    stats = _ship(live_url, wire, [first, second], then_old=third)
 
     # The third batch went as zstd, was refused as bad JSON, and went again as gzip.
     assert wire.codings == ["gzip", "zstd", "zstd", "gzip"]
