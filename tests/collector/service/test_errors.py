@@ -545,8 +545,8 @@ def _past_the_limit(coding: str) -> list[bytes]:
         zstd.compress(inflated),
         _zstd_unsized(inflated),
         zstd.compress(half) + _zstd_unsized(half),
-        # A bomb: a few hundred bytes that would inflate to 64 MiB.
-        _zstd_unsized(b"d" * (64 << 20)),
+        # A bomb: a few hundred bytes that would inflate to 16 MiB.
+        _zstd_unsized(b"d" * (16 << 20)),
     ]
 
 
