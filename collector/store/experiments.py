@@ -430,8 +430,10 @@ class ExperimentStore:
         return SummaryFigures(
             done=int(totals[0]),
             errors=int(totals[1]),
-            estimated_cost_usd=float(totals[2]) + float(trace_cost or 0.0),
-            judge_cost_usd=float(totals[3]),
+            # A float sum depends on the order the rows come in, which a merge or a restart
+            # may change: to a trillionth of a dollar, the same summary every time it is read.
+            estimated_cost_usd=round(float(totals[2]) + float(trace_cost or 0.0), 12),
+            judge_cost_usd=round(float(totals[3]), 12),
             total_tokens=int(totals[4]) + int(trace_tokens or 0),
             latency_p50=float(totals[6][0]) if timed else None,
             latency_p95=float(totals[6][1]) if timed else None,

@@ -262,3 +262,21 @@ def test_intervals_stay_within_the_scale_of_the_score(qa: TestClient) -> None:
     free = mean_interval([-4.0, 4.0, -4.0])
     assert free is not None and compared["free"]["ci_low"] == pytest.approx(free.ci_low)
     assert free.ci_low < -4.0
+
+
+def test_a_summary_s_cost_is_the_same_whatever_order_its_results_are_summed_in(
+    qa: TestClient,
+) -> None:
+    # 0.1 + 0.2 + 0.3 is 0.6000000000000001 in this order and 0.6 in another: a merge or a
+    # restart may change the order the store sums them in, never the summary a user reads.
+    made = post(qa, "/v1/experiments", {"dataset": "qa", "task": "client"})
+    for item, cost in (("i0", 0.1), ("i1", 0.2), ("i2", 0.3)):
+        post(
+            qa,
+            f"/v1/experiments/{made['id']}/results",
+            {"results": [{"item_id": item, "output": "x", "estimated_cost_usd": cost}]},
+        )
+
+    summary = qa.get(f"/v1/experiments/{made['id']}").json()["data"]["summary"]
+
+    assert summary["estimated_cost_usd"] == 0.6
