@@ -22,7 +22,7 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from tests.collector.access.steps import app_routes
 from tests.collector.contract import assert_error
-from tests.databases import drop_database
+from tests.databases import ReusableDatabase, drop_database
 from tests.keys import DEFAULT_KEY
 
 _SERVED = {
@@ -39,7 +39,9 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def collector(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def collector(
+    store_url: str, reusable_database: ReusableDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
     """A collector on a database of its own for the module; its default key has every scope."""
     settings = Settings(
         clickhouse_url=store_url,
@@ -48,6 +50,8 @@ def collector(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         init_api_key=DEFAULT_KEY,
     )
     try:
+        # A copy of the process's migrated template (~0.15 s of CPU), not migrated anew.
+        reusable_database.make_migrated(settings.database)
         with TestClient(create_app(settings)) as client:
             yield client
     finally:

@@ -19,12 +19,15 @@ from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from tests.collector.accounts.steps import ADMIN_EMAIL, ADMIN_PASSWORD, sign_in
 from tests.collector.contract import assert_error
-from tests.databases import drop_database
+from tests.databases import ReusableDatabase, drop_database
 
 
 @pytest.fixture
 def other_instance(
-    admin_settings: Settings, store_url: str, tmp_path_factory: pytest.TempPathFactory
+    admin_settings: Settings,
+    store_url: str,
+    reusable_database: ReusableDatabase,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[TestClient]:
     """A second collector, on a store and data dir of its own, with the same first admin."""
     settings = admin_settings.model_copy(
@@ -34,6 +37,8 @@ def other_instance(
         }
     )
     try:
+        # A copy of the process's migrated template (~0.15 s of CPU), not migrated anew.
+        reusable_database.make_migrated(settings.database)
         with TestClient(create_app(settings)) as client:
             yield client
     finally:

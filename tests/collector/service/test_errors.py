@@ -21,7 +21,7 @@ from promptrail.collector.access.permissions import permission_for
 from promptrail.collector.app import create_app
 from promptrail.collector.config import Settings
 from tests.collector.contract import assert_error
-from tests.databases import drop_database
+from tests.databases import ReusableDatabase, drop_database
 from tests.keys import DEFAULT_AUTH, DEFAULT_KEY
 
 PREFIXES = ("/v1", "/api/v1")
@@ -119,7 +119,7 @@ def anon(api: TestClient) -> TestClient:
 
 @pytest.fixture(scope="module")
 def greeted(
-    store_url: str, tmp_path_factory: pytest.TempPathFactory
+    store_url: str, reusable_database: ReusableDatabase, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[TestClient, TestClient]]:
     """One collector holding the ``greeting`` prompt, on a database of its own, for the tests
     that are only refused: a client with the key and one that sends none.
@@ -134,6 +134,8 @@ def greeted(
         init_api_key=DEFAULT_KEY,
     )
     try:
+        # A copy of the process's migrated template (~0.15 s of CPU), not migrated anew.
+        reusable_database.make_migrated(settings.database)
         with TestClient(create_app(settings), headers=DEFAULT_AUTH) as api:
             create(api, "greeting", labels=["production"])
             yield api, TestClient(api.app)
