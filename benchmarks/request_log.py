@@ -467,7 +467,8 @@ def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
     """Insert ``total`` records, in batches of ``size`` from ``threads`` threads, into a fresh
     chDB table.
 
-    The table is the log's (``requests``, its DDL as the collector makes it) alone; the rows
+    The table is the log's (``requests``, its DDL as the collector makes it on the embedded
+    store, its small parts packed since migration 52) alone; the rows
     are the benchmark's records as the collector stores them (validated, normalised and
     encoded as JSONEachRow by the collector's own functions), all made before the clock
     starts: only the inserts are timed, each thread on a client of its own (a chDB client
@@ -480,7 +481,7 @@ def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
     from promptrail.collector.services.ingest import record_values
     from promptrail.collector.store.connection import close_client, open_client
     from promptrail.collector.store.request_rows import JSON_INPUT, encode_rows
-    from promptrail.collector.store.request_tables import COLUMNS, REQUESTS
+    from promptrail.collector.store.request_tables import COLUMNS, PACKED_PARTS, REQUESTS
     from promptrail.collector.store.schema import render, render_database
 
     batches = TypeAdapter(ValidRequestBatch)
@@ -495,6 +496,8 @@ def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
         clients[0].command(render_database("raw", None))
         for statement in render(REQUESTS, "raw", None):
             clients[0].command(statement)
+        # As the collector's embedded store has it (migration 52): its small parts packed.
+        clients[0].command(f"ALTER TABLE raw.requests MODIFY SETTING {PACKED_PARTS}")
         pending = iter(encoded)
         lock = threading.Lock()
 

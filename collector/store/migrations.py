@@ -23,7 +23,7 @@ from .evaluation import (
     EVALUATION_WAITING_SEED,
     EVALUATOR_VERSIONS,
 )
-from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_WORK
+from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_ARRIVALS, EVALUATION_WORK
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
@@ -31,6 +31,7 @@ from .metadata_index import REQUEST_PROMPTS, REQUEST_PROMPTS_MV
 from .prompts import PROMPT_HEADS, PROMPT_HEADS_MV, PROMPT_LABELS, PROMPT_VERSIONS, PROMPTS
 from .protected_labels import PROTECTED_LABELS
 from .request_tables import (
+    PACKED_PARTS,
     REQUEST_IDS,
     REQUEST_IDS_MV,
     REQUEST_ITEMS,
@@ -61,6 +62,7 @@ from .schema import (
     Backfill,
     DropIndex,
     DropView,
+    EmbeddedSetting,
     Migration,
     ModifyColumn,
     ModifyQuery,
@@ -513,6 +515,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             ModifyQuery(REQUEST_ITEMS_MV),
         ),
     ),
+    # The log's tables (the log and every table its inserts feed) write their parts under
+    # 64 MiB as one file each, on the embedded store only (request_tables.PACKED_PARTS).
+    Migration(
+        52,
+        "log_parts_packed",
+        tuple(
+            EmbeddedSetting(table, PACKED_PARTS)
+            for table in (
+                REQUESTS,
+                REQUEST_ITEMS,
+                REQUEST_METADATA,
+                REQUEST_IDS,
+                TRACE_RECORDS,
+                THREAD_ITEMS,
+                ACTIVITY_ROLLUP,
+                REQUEST_TOUCHES,
+                REQUEST_PROMPTS,
+                EVALUATION_ARRIVALS,
+            )
+        ),
+    ),
 )
 
 
@@ -523,9 +546,13 @@ def migration_statements(
     return [
         statement
         for obj in migration.objects
-        if embedded or not (isinstance(obj, DropView) and obj.embedded_only)
+        if embedded or not _embedded_only(obj)
         for statement in render(obj, database, cluster)
     ]
+
+
+def _embedded_only(obj: object) -> bool:
+    return isinstance(obj, EmbeddedSetting) or (isinstance(obj, DropView) and obj.embedded_only)
 
 
 # The statements whose mutation only rewrites the parts already stored (``MATERIALIZE COLUMN``

@@ -145,6 +145,17 @@ class ModifySetting:
 
 
 @dataclass(frozen=True)
+class EmbeddedSetting:
+    """Give a table one storage setting on the embedded store (chDB) only: ``setting`` is the
+    whole ``name = value``, for a setting a ClickHouse server of an older release may not
+    know (see migration 52). Applies to the parts written from then on.
+    """
+
+    table: Table
+    setting: str
+
+
+@dataclass(frozen=True)
 class ModifyQuery:
     """Give a materialized view made before it the ``select`` of its definition.
 
@@ -177,6 +188,7 @@ SchemaObject = (
     | ModifyColumn
     | AddIndex
     | ModifySetting
+    | EmbeddedSetting
     | ModifyQuery
     | DropView
 )
@@ -212,6 +224,9 @@ def render_database(database: str, cluster: str | None) -> str:
 
 def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
     """Render the statements of a table, a view, a backfill or an alteration."""
+    if isinstance(obj, EmbeddedSetting):
+        target = f"{quote(database)}.{quote(obj.table.name)}"
+        return [f"ALTER TABLE {target} MODIFY SETTING {obj.setting}"]
     if isinstance(obj, DropIndex | AddColumn | ModifyColumn | AddIndex | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
         alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(

@@ -49,9 +49,15 @@ NEEDLES = {
 
 @pytest.fixture
 def merges_stopped(settings: Settings) -> Iterator[Any]:
-    """A client of the test's store with the log's merges stopped, started again after."""
+    """A client of the test's store with the log's merges stopped, started again after, and
+    its parts written in full storage."""
     client = open_client(settings.store_url)
     client.command(f"SYSTEM STOP MERGES `{settings.database}`.requests")
+    # Parts with a file per column and index, so that _parts can list a part's index files
+    # (a packed part, request_tables.PACKED_PARTS, holds them all in one file).
+    client.command(
+        f"ALTER TABLE `{settings.database}`.requests RESET SETTING min_bytes_for_full_part_storage"
+    )
     try:
         yield client
     finally:
