@@ -20,6 +20,7 @@ from promptrail.collector.services.accounts import passwords
 from promptrail.testing import AnthropicStub, OpenAIStub, serve, serve_stub
 from tests.databases import ReusableDatabase, drop_database, one_handshake_per_engine
 from tests.keys import ANTHROPIC_KEY, DEFAULT_AUTH, DEFAULT_KEY, OPENAI_KEY
+from tests.rewrite_ahead import rewrite_ahead, run_sources
 
 pytest_plugins = ["tests.capture"]
 
@@ -54,6 +55,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "real_password_cost: the collectors of the test hash passwords at full cost"
     )
+    # The controller of a run with workers (`make test`'s `-n 3`) rewrites the test modules'
+    # asserts once for all of them (tests/rewrite_ahead.py); xdist starts the workers later.
+    distributed = config.getoption("dist", "no") != "no" and config.getoption("tx", None)
+    if (
+        distributed
+        and not hasattr(config, "workerinput")
+        and not config.getoption("collectonly")
+        and config.getoption("assertmode") == "rewrite"
+    ):
+        rewrite_ahead(config, run_sources(config))
 
 
 @pytest.fixture(autouse=True)
