@@ -515,11 +515,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             ModifyQuery(REQUEST_ITEMS_MV),
         ),
     ),
-    # The log's tables (the log and every table its inserts feed) write their parts under
-    # 64 MiB as one file each, on the embedded store only (request_tables.PACKED_PARTS).
+    # The log's tables (the log and every table its inserts feed), and the keys' last use
+    # (written beside every ingest), write their parts under 64 MiB as one file each, on the
+    # embedded store only (request_tables.PACKED_PARTS).
     Migration(
         52,
-        "log_parts_packed",
+        "small_parts_packed",
         tuple(
             EmbeddedSetting(table, PACKED_PARTS)
             for table in (
@@ -533,6 +534,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 REQUEST_TOUCHES,
                 REQUEST_PROMPTS,
                 EVALUATION_ARRIVALS,
+                API_KEY_USAGE,
             )
         ),
     ),

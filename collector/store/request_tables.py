@@ -49,14 +49,15 @@ ENVIRONMENT_COLUMN = "environment LowCardinality(String) DEFAULT 'production'"
 # the insert saves ~8 µs of CPU a record (docs/benchmarks.md, "The search index's cost").
 SEARCH_INDEX = "idx_search"
 
-# On the embedded store, the log's tables write a part under 64 MiB (every part an insert
-# from the journal makes, and their first merges) as one file instead of a file or two per
-# column and index (ClickHouse's "packed" part storage; migration 52). The log's inserts and
-# merges made and removed ~3,400 files per 200,000 records, and on ext4 each file made scans
-# the inodes freed in the last minutes before it takes one: 15-16 µs of kernel CPU a record
-# against 7-8 packed (docs/benchmarks.md, "Packed parts"). A packed part is held in memory
-# while it is written, so bigger parts (merges of many) keep a file per column. Not on a
-# ClickHouse server: releases before 26.7 do not know the setting.
+# On the embedded store, the log's tables (and the keys' last use) write a part under 64 MiB
+# (every part an insert from the journal makes, and their first merges) as one file instead of
+# a file or two per column and index (ClickHouse's "packed" part storage; migration 52). The
+# log's inserts and merges made and removed ~3,400 files per 200,000 records, and on an ext4
+# without a journal each file made scans the inodes freed in the last minutes before it takes
+# one: 15-16 µs of kernel CPU a record against 7-8 packed (docs/benchmarks.md, "Packed
+# parts"). A packed part is held in memory while it is written, so bigger parts (merges of
+# many) keep a file per column. Not on a ClickHouse server: releases before 26.7 do not know
+# the setting.
 PACKED_PARTS = "min_bytes_for_full_part_storage = 67108864"
 
 REQUESTS = Table(

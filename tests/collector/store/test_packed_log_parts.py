@@ -102,6 +102,7 @@ def test_only_the_embedded_store_is_given_packed_parts() -> None:
             "request_touches",
             "request_prompts",
             "evaluation_arrivals",
+            "api_key_usage",
         )
     ]
     # A server, or a cluster, of a release before 26.7 does not know the setting.
