@@ -100,7 +100,12 @@ def search_text(values: Mapping[str, Any]) -> str:
     ``values`` are a record's stored values by :class:`RequestRow` field.
     """
     sources = (values["input_variables"], values["output"], values["metadata"])
-    if values["input"] is None and all(type(source) is dict for source in sources):
+    if (
+        values["input"] is None
+        and type(sources[0]) is dict
+        and type(sources[1]) is dict
+        and type(sources[2]) is dict
+    ):
         # Most records are flat objects of strings: join them without walking each value.
         try:
             return "\n".join(
@@ -132,6 +137,9 @@ def _collect_strings(value: Any, out: list[str]) -> None:
 
 
 _ENCODER = msgspec.json.Encoder()
+# Type checks of every value of a dict run as ``set.issuperset(map(type, ...))``: in C, where a
+# generator under ``all`` entered a Python frame per value (~1 µs a record, four dicts each).
+_ONLY_STR = frozenset((str,))
 
 
 def encode_rows(project: str, rows: Iterable[Mapping[str, Any]], checked: bool = False) -> bytes:
@@ -165,7 +173,7 @@ def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
         if type(value_in) is dict or type(value_in) is list
         else _json(value_in),
         "metadata_map": metadata
-        if all(type(v) is str for v in metadata.values())
+        if _ONLY_STR.issuperset(map(type, metadata.values()))
         else {str(k): metadata_text(v) for k, v in metadata.items()},
         "search_text": search_text(values),
         "row_version": 1,
