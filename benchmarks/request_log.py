@@ -482,7 +482,7 @@ def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
     from promptrail.collector.store.connection import close_client, open_client
     from promptrail.collector.store.request_rows import JSON_INPUT, encode_rows
     from promptrail.collector.store.request_tables import COLUMNS, PACKED_PARTS, REQUESTS
-    from promptrail.collector.store.schema import render, render_database
+    from promptrail.collector.store.schema import EmbeddedSetting, render, render_database
 
     batches = TypeAdapter(ValidRequestBatch)
     bodies = Bodies(total, size, make_pool(random.Random(1)), datetime.now(UTC))
@@ -494,10 +494,10 @@ def raw_insert(total: int, size: int, scratch: Path, threads: int) -> RawResult:
     clients = [open_client(f"chdb://{scratch}") for _ in range(threads)]
     try:
         clients[0].command(render_database("raw", None))
-        for statement in render(REQUESTS, "raw", None):
-            clients[0].command(statement)
-        # As the collector's embedded store has it (migration 52): its small parts packed.
-        clients[0].command(f"ALTER TABLE raw.requests MODIFY SETTING {PACKED_PARTS}")
+        # As the collector's embedded store has it: its small parts packed (migration 52).
+        for obj in (REQUESTS, EmbeddedSetting(REQUESTS, PACKED_PARTS)):
+            for statement in render(obj, "raw", None):
+                clients[0].command(statement)
         pending = iter(encoded)
         lock = threading.Lock()
 
