@@ -2,12 +2,12 @@
 the order records arrived, each rule's durable watermark in it, the records a batch judges,
 the decisions a batch already has, a rule's spend today and a target's decisions.
 
-- ``evaluation_arrivals``: one row per record stored in the request log (a view copies
-  ``(project, now, id, created_at, trace_id)`` from each insert, so nothing in the write path
-  changes), in arrival order within each project. Records of the service's own environments
-  (``promptrail-…``: experiments, the playground, the judges' own calls) are left out, and so
-  are tombstones. A retried copy of a record arrives again: the worker skips a target whose
-  rule has already decided it finally.
+- ``evaluation_arrivals``: one row per record stored in the request log of a project that has
+  a rule (a view copies ``(project, now, id, created_at, trace_id, session_id)`` from each
+  insert, so nothing in the write path changes), in arrival order within each project.
+  Records of the service's own environments (``promptrail-…``: experiments, the playground,
+  the judges' own calls) are left out, and so are tombstones. A retried copy of a record
+  arrives again: the worker skips a target whose rule has already decided it finally.
 - ``evaluation_watermarks``: per rule and stage (``seen``: waiting decisions written up to
   here; ``due``: final decisions written up to here), the position in the arrival order below
   which every record is decided. Advanced only after a batch's decisions are stored: a restart
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,7 +69,9 @@ EVALUATION_ARRIVALS_MV_BEFORE_37 = View(
     sharded=True,
 )
 
-EVALUATION_ARRIVALS_MV = View(
+# The view as migration 37 made it, every record of every project; migration 53 gives it the
+# query below.
+EVALUATION_ARRIVALS_MV_BEFORE_53 = View(
     name="evaluation_arrivals_mv",
     to_table="evaluation_arrivals",
     select=(
@@ -77,6 +79,19 @@ EVALUATION_ARRIVALS_MV = View(
         f"metadata_map['session_id'] AS session_id {_ARRIVING}"
     ),
     sharded=True,
+)
+
+# Arrivals of the projects that have a rule (migration 53): only the worker reads them, and it
+# reads a project's only after each rule's creation, so a project without rules (most of them)
+# no longer pays a copy of each record it logs. The rules' table is small and the same on every
+# replica; a project whose rules were all deleted keeps arriving until their rows merge away.
+# A record stored in the same instant as its project's first rule may or may not arrive (and
+# be judged): it arrived while the rule was being made.
+RULED_PROJECTS = "project IN (SELECT project FROM {db}.evaluation_rules)"
+
+EVALUATION_ARRIVALS_MV = replace(
+    EVALUATION_ARRIVALS_MV_BEFORE_53,
+    select=f"{EVALUATION_ARRIVALS_MV_BEFORE_53.select} AND {RULED_PROJECTS}",
 )
 
 EVALUATION_WATERMARKS = Table(
@@ -121,7 +136,7 @@ EVALUATION_WORK = (
 ARRIVAL_SESSIONS = (
     AddColumn(EVALUATION_ARRIVALS, "session_id"),
     AddIndex(EVALUATION_ARRIVALS, "idx_session"),
-    ModifyQuery(EVALUATION_ARRIVALS_MV),
+    ModifyQuery(EVALUATION_ARRIVALS_MV_BEFORE_53),
 )
 
 Position = tuple[datetime, str]

@@ -23,7 +23,12 @@ from .evaluation import (
     EVALUATION_WAITING_SEED,
     EVALUATOR_VERSIONS,
 )
-from .evaluation_work import ARRIVAL_SESSIONS, EVALUATION_ARRIVALS, EVALUATION_WORK
+from .evaluation_work import (
+    ARRIVAL_SESSIONS,
+    EVALUATION_ARRIVALS,
+    EVALUATION_ARRIVALS_MV,
+    EVALUATION_WORK,
+)
 from .experiments import EXPERIMENT_RESULTS, EXPERIMENTS
 from .exports import EXPORTS
 from .keys import API_KEY_REVOCATIONS, API_KEY_USAGE, API_KEYS, API_KEYS_BEFORE_30
@@ -538,6 +543,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             )
         ),
     ),
+    # The evaluation worker's arrivals only for the projects that have a rule
+    # (evaluation_work.RULED_PROJECTS): a log insert of a project without one writes a copy
+    # fewer. The view gets its new query, never dropped, so no insert misses it.
+    Migration(53, "arrivals_of_ruled_projects", (ModifyQuery(EVALUATION_ARRIVALS_MV),)),
 )
 
 
