@@ -547,6 +547,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     # (evaluation_work.RULED_PROJECTS): a log insert of a project without one writes a copy
     # fewer. The view gets its new query, never dropped, so no insert misses it.
     Migration(53, "arrivals_of_ruled_projects", (ModifyQuery(EVALUATION_ARRIVALS_MV),)),
+    # The search text of a record without input whose objects are flat and ASCII is derived
+    # by ClickHouse from the stored JSON when an insert leaves it out
+    # (request_tables.SEARCH_TEXT_OF_FLAT_ASCII): metadata only, stored rows keep theirs.
+    Migration(54, "search_text_derived", (ModifyColumn(REQUESTS, "search_text"),)),
 )
 
 

@@ -99,6 +99,30 @@ def search_text(values: Mapping[str, Any]) -> str:
 
     ``values`` are a record's stored values by :class:`RequestRow` field.
     """
+    flat = _flat_values(values)
+    if flat is not None and _ONLY_STR.issuperset(map(type, flat)):
+        # Most records are flat objects of strings: join them without walking each value.
+        return "\n".join(flat).lower()
+    return _walked_text(values)
+
+
+def stored_search_text(values: Mapping[str, Any]) -> str | None:
+    """Return :func:`search_text` for an insert to carry, or None where the engine derives the
+    same text from the stored JSON (``request_tables.SEARCH_TEXT_OF_FLAT_ASCII``): a record
+    without input whose input variables, output and metadata are flat objects of ASCII strings.
+
+    ASCII only, because the engine's ``lower`` changes only A-Z, where Python's lowers every
+    cased letter; flat objects of strings only, because the engine reads one level of each.
+    """
+    flat = _flat_values(values)
+    if flat is not None and _ONLY_STR.issuperset(map(type, flat)):
+        return None if all(map(str.isascii, flat)) else "\n".join(flat).lower()
+    return _walked_text(values)
+
+
+def _flat_values(values: Mapping[str, Any]) -> list[Any] | None:
+    """The values of the record's input variables, output and metadata, in that order, when it
+    has no input and those three are objects (None otherwise)."""
     sources = (values["input_variables"], values["output"], values["metadata"])
     if (
         values["input"] is None
@@ -106,16 +130,15 @@ def search_text(values: Mapping[str, Any]) -> str:
         and type(sources[1]) is dict
         and type(sources[2]) is dict
     ):
-        # Most records are flat objects of strings: join them without walking each value.
-        try:
-            return "\n".join(
-                [*sources[0].values(), *sources[1].values(), *sources[2].values()]
-            ).lower()
-        except TypeError:
-            pass  # some value is not a string: walk them all
+        return [*sources[0].values(), *sources[1].values(), *sources[2].values()]
+    return None
+
+
+def _walked_text(values: Mapping[str, Any]) -> str:
     parts: list[str] = []
-    for source in (*sources, values["input"]):
+    for source in (values["input_variables"], values["output"], values["metadata"]):
         _collect_strings(source, parts)
+    _collect_strings(values["input"], parts)
     return "\n".join(parts).lower()
 
 
@@ -162,7 +185,8 @@ def encode_rows(project: str, rows: Iterable[Mapping[str, Any]], checked: bool =
 def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
     metadata = values["metadata"]
     value_in = values["input"]
-    return {
+    text = stored_search_text(values)
+    row = {
         **values,
         "project": project,
         "created_at": _clickhouse_time(values["created_at"]),
@@ -175,10 +199,12 @@ def _stored(project: str, values: Mapping[str, Any]) -> dict[str, Any]:
         "metadata_map": metadata
         if _ONLY_STR.issuperset(map(type, metadata.values()))
         else {str(k): metadata_text(v) for k, v in metadata.items()},
-        "search_text": search_text(values),
         "row_version": 1,
         "is_deleted": 0,
     }
+    if text is not None:
+        row["search_text"] = text
+    return row
 
 
 _PIECE = 1 << 20

@@ -60,6 +60,20 @@ SEARCH_INDEX = "idx_search"
 # the setting.
 PACKED_PARTS = "min_bytes_for_full_part_storage = 67108864"
 
+# The text search reads (lower-cased, each string value of the record's input variables, output
+# and metadata, then its input, one per line: request_rows.search_text), as ClickHouse derives
+# it from the stored JSON when an insert leaves it out (migration 54). The collector leaves it
+# out where this gives the same text: a record without input whose three objects are flat, with
+# ASCII strings only (request_rows.stored_search_text); it writes it for every other record.
+# Most records are so, and the text was the second copy of their strings in each insert: built
+# and encoded under the GIL, parsed again by the engine (docs/benchmarks.md, "Search text").
+SEARCH_TEXT_OF_FLAT_ASCII = (
+    "lower(arrayStringConcat(arrayConcat("
+    "arrayMap(x -> x.2, JSONExtractKeysAndValues(input_variables, 'String')), "
+    "arrayMap(x -> x.2, JSONExtractKeysAndValues(output, 'String')), "
+    "mapValues(metadata_map)), '\\n'))"
+)
+
 REQUESTS = Table(
     name="requests",
     columns=(
@@ -92,7 +106,7 @@ REQUESTS = Table(
         "span_id String",
         "parent_span_id String",
         "span_name String",
-        "search_text String",
+        f"search_text String DEFAULT {SEARCH_TEXT_OF_FLAT_ASCII}",
         "row_version UInt8",
         "is_deleted UInt8",
         # What the record is (docs/api-notes.md, "Traces, sessions and users"). Every insert gives

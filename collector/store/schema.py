@@ -247,7 +247,12 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
             ]
         (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
         if isinstance(obj, ModifyColumn):
-            return [f"{alter} MODIFY COLUMN {definition}"]
+            if not local:
+                return [f"{alter} MODIFY COLUMN {definition}"]
+            # The Distributed table too: an insert through it that leaves the column out is
+            # given its default there, before its rows go to the shards.
+            routed = f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}" + _on_cluster(cluster)
+            return [f"{alter} MODIFY COLUMN {definition}", f"{routed} MODIFY COLUMN {definition}"]
         return [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
             f"{alter} MATERIALIZE COLUMN {quote(obj.column)}",

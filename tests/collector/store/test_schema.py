@@ -233,7 +233,7 @@ def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
 
 
 def test_a_modified_column_takes_its_definition_on_a_single_store_and_on_a_cluster() -> None:
-    (cluster,) = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", "main")
+    cluster, routed = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", "main")
     (single,) = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", None)
 
     (definition,) = [c for c in REQUEST_ITEMS.columns if c.startswith("cost_known ")]
@@ -242,6 +242,11 @@ def test_a_modified_column_takes_its_definition_on_a_single_store_and_on_a_clust
     assert cluster == (
         "ALTER TABLE `promptrail`.`request_items_local` ON CLUSTER `main` "
         f"MODIFY COLUMN {definition}"
+    )
+    # And the Distributed table in front of them: an insert through it that leaves the column
+    # out gets its default there.
+    assert routed == (
+        f"ALTER TABLE `promptrail`.`request_items` ON CLUSTER `main` MODIFY COLUMN {definition}"
     )
     assert single == f"ALTER TABLE `promptrail`.`request_items` MODIFY COLUMN {definition}"
     # A DEFAULT column is one an insert may give (the view does): no longer computed only.
@@ -275,8 +280,9 @@ def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object)
                 assert "parallel_distributed_insert_select = 2" in statement
             continue
         assert " ON CLUSTER `c`" in statement
-        if statement.startswith("ALTER TABLE `db`.`requests"):
-            assert "_local` ON CLUSTER" in statement  # the shards' tables, not Distributed
+        if statement.startswith("ALTER TABLE `db`.`requests") and "MODIFY COLUMN" not in statement:
+            # The shards' tables, not Distributed (a column's definition goes to both).
+            assert "_local` ON CLUSTER" in statement
         if statement.startswith("CREATE TABLE"):
             assert "ENGINE = Replicated" in statement or "ENGINE = Distributed" in statement
 
