@@ -28,11 +28,19 @@ from promptrail.collector.store.connection import close_client, open_client
 from promptrail.collector.store.migrations import SCHEMA_MIGRATIONS, migrate
 from promptrail.collector.store.prompts.group_commit import embedded_users
 
-# Each table's metadata file holds its whole definition (columns, engine, settings): reading the
-# files costs about 5 ms a test where asking for ``create_table_query`` cost about 25 ms (the
-# engine formats every statement anew). A detached table leaves ``system.tables``.
-_FINGERPRINT = (
-    "SELECT name, engine, metadata_path FROM system.tables WHERE database = %(db)s ORDER BY name"
+# A test's end reads, in one query, each table's name, engine, metadata file and whether it holds
+# rows, with the migrations' record: the schema's fingerprint, and the tables the next test's
+# start empties. Each table's metadata file holds its whole definition (columns, engine,
+# settings): reading the files costs a few ms a test where asking for ``create_table_query``
+# cost about 25 ms (the engine formats every statement anew), and a file is read again only when
+# it was written since (``ReusableDatabase._definition``). A detached table leaves
+# ``system.tables``. ``total_rows`` counts the rows of a MergeTree table's committed parts (from
+# memory, no read); an engine that cannot say (NULL) is emptied anyway. One query where three
+# were (the tables, the migrations' record, at the next start the tables holding rows).
+_STATE = (
+    "SELECT name, engine, metadata_path, total_rows IS NULL OR total_rows > 0, "
+    "(SELECT arraySort(groupArray(version)) FROM `{db}`.`{migrations}` FINAL) "
+    "FROM system.tables WHERE database = %(db)s ORDER BY name"
 )
 # A database's tables and views with the statement that makes each, in the order the engine
 # lists them; a view comes after every table in copy_database.
@@ -40,10 +48,9 @@ _STATEMENTS = (
     "SELECT name, engine, create_table_query, total_rows FROM system.tables "
     "WHERE database = %(db)s ORDER BY name"
 )
-# The tables holding rows: emptying only those costs one query and a TRUNCATE or two for most
-# tests, where emptying each of the ~27 tables took about 1 ms apiece. ``total_rows`` counts the
-# rows of a MergeTree table's committed parts (from memory, no read); an engine that cannot
-# say (NULL) is emptied anyway.
+# The tables holding rows, where no test's end said (the first start after a failed check-in):
+# emptying only those costs a TRUNCATE or a few for most tests, where emptying each of the ~27
+# tables took about 1 ms apiece.
 _HOLDING_ROWS = (
     "SELECT name FROM system.tables WHERE database = %(db)s AND engine != 'MaterializedView'"
     " AND name != %(migrations)s AND (total_rows IS NULL OR total_rows > 0)"
@@ -61,6 +68,10 @@ class ReusableDatabase:
         self._data_path = Path(store_url.removeprefix("chdb://"))
         self._client: Any = open_client(store_url)
         self._fingerprint: tuple[Any, ...] | None = None
+        # The tables the last test left rows in, as its check-in found them (None: ask).
+        self._holding: list[str] | None = None
+        # Each table's statement as last read, with which file it was read from.
+        self._statements: dict[str, tuple[tuple[int, int, int], str]] = {}
         # Migrated on the first checkout, never handed to a test: copied for each fresh start.
         self._template = f"{name}_template"
         self._template_made = False
@@ -70,13 +81,21 @@ class ReusableDatabase:
         if self._fingerprint is None:
             self._client.command(f"DROP DATABASE IF EXISTS `{self.name}` SYNC")
             self.make_migrated(self.name)
-            self._fingerprint = self._read_fingerprint()
+            self._fingerprint = self._read_state()[0]
         else:
-            holding = self._client.query(
-                _HOLDING_ROWS, parameters={"db": self.name, "migrations": SCHEMA_MIGRATIONS.name}
-            ).result_rows
-            for (table,) in holding:
+            holding = self._holding
+            if holding is None:
+                holding = [
+                    table
+                    for (table,) in self._client.query(
+                        _HOLDING_ROWS,
+                        parameters={"db": self.name, "migrations": SCHEMA_MIGRATIONS.name},
+                    ).result_rows
+                ]
+            for table in holding:
                 self._client.command(f"TRUNCATE TABLE `{self.name}`.`{table}` SYNC")
+        # What the last check-in found is for this start only.
+        self._holding = None
         # The keys checked by earlier tests' collectors are kept for the process's lifetime.
         KeyCache.shared(self._store_url, self.name).reset()
         return self.name
@@ -104,8 +123,13 @@ class ReusableDatabase:
             self._store_url, self.name
         )
         assert left_open == 0, "a collector (or store) the test opened was never closed"
-        if self._fingerprint is not None and self._read_fingerprint() != self._fingerprint:
+        if self._fingerprint is None:
+            return
+        fingerprint, holding = self._read_state()
+        if fingerprint != self._fingerprint:
             self._fingerprint = None
+        else:
+            self._holding = holding
 
     def close(self) -> None:
         """Drop the database and its template and close the client."""
@@ -115,19 +139,42 @@ class ReusableDatabase:
         finally:
             close_client(self._client)
 
-    def _read_fingerprint(self) -> tuple[Any, ...]:
-        rows = self._client.query(_FINGERPRINT, parameters={"db": self.name}).result_rows
-        tables = [(name, engine, self._definition(path)) for name, engine, path in rows]
-        versions = self._client.query(
-            f"SELECT version FROM `{self.name}`.`{SCHEMA_MIGRATIONS.name}` FINAL ORDER BY version"
+    def _read_state(self) -> tuple[tuple[Any, ...], list[str]]:
+        """The schema's fingerprint (each table's name, engine and statement, the migrations'
+        versions) and the tables holding rows, from one query."""
+        rows = self._client.query(
+            _STATE.format(db=self.name, migrations=SCHEMA_MIGRATIONS.name),
+            parameters={"db": self.name},
         ).result_rows
-        return (tuple(tuple(row) for row in tables), tuple(row[0] for row in versions))
+        tables = tuple(
+            (name, engine, self._definition(name, path)) for name, engine, path, *_ in rows
+        )
+        versions = tuple(rows[0][4]) if rows else ()
+        holding = [
+            name
+            for name, engine, _, rows_held, _ in rows
+            if rows_held and engine != "MaterializedView" and name != SCHEMA_MIGRATIONS.name
+        ]
+        return (tables, versions), holding
 
-    def _definition(self, metadata_path: str) -> str:
-        """The table's statement as the engine stored it (a table without a file: nothing)."""
+    def _definition(self, table: str, metadata_path: str) -> str:
+        """The table's statement as the engine stored it (a table without a file: nothing).
+
+        Read only when its file is not the one last read (inode, modification time, size):
+        the engine writes a changed statement to a new file renamed over the old one, and a
+        test that makes the database again makes new files holding the same statements.
+        """
         if not metadata_path:
             return ""
-        return (self._data_path / metadata_path).read_text()
+        path = self._data_path / metadata_path
+        stat = path.stat()
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        known = self._statements.get(table)
+        if known is not None and known[0] == key:
+            return known[1]
+        statement = path.read_text()
+        self._statements[table] = (key, statement)
+        return statement
 
 
 def copy_database(client: Any, source: str, target: str) -> None:
