@@ -147,6 +147,9 @@ def _log(api: TestClient, ids: list[str]) -> None:
     ]
     response = api.post("/v1/requests/batch", json={"records": records})
     assert response.status_code == 201, response.text
+    # A read of the log waits until what was acknowledged is stored: the records have arrived
+    # (on a busy machine the journal's insert can land later than the settle time after).
+    assert api.get("/v1/requests", params={"limit": 1}).status_code == 200
 
 
 def test_rules_at_different_watermarks_each_decide_their_own_arrivals_from_the_shared_read(
