@@ -67,6 +67,7 @@ from .schema import (
     ModifyColumn,
     ModifyQuery,
     ModifySetting,
+    RoutedColumn,
 )
 from .score_tables import (
     SCORE_CONFIGS,
@@ -534,3 +535,24 @@ MIGRATIONS: tuple[Migration, ...] = (
     # (request_tables.SEARCH_TEXT_OF_FLAT_ASCII): metadata only, stored rows keep theirs.
     Migration(54, "search_text_derived", (ModifyColumn(REQUESTS, "search_text"),)),
 )
+
+
+def _routed_columns(migrations: tuple[Migration, ...]) -> tuple[RoutedColumn, ...]:
+    """The columns the migrations added to sharded tables, for their Distributed tables."""
+    added = (
+        (step.table.name, step)
+        for migration in migrations
+        for step in migration.objects
+        if isinstance(step, AddColumn) and step.table.sharded
+    )
+    return tuple(
+        RoutedColumn(step.table, step.column)
+        for step in {(name, step.column): step for name, step in added}.values()
+    )
+
+
+# On a cluster, the columns migrations 8-37 added to the shards' tables reach the Distributed
+# tables in front of them too (schema.RoutedColumn): an upgraded cluster's reads and inserts
+# through them named columns they lacked. Nothing on a single store. Since this release an
+# AddColumn alters both.
+MIGRATIONS = (*MIGRATIONS, Migration(55, "routed_columns", _routed_columns(MIGRATIONS)))

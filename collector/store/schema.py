@@ -108,6 +108,20 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
+class RoutedColumn:
+    """On a cluster, add a column of a sharded table's definition to the Distributed table in
+    front of its shards' tables, where an :class:`AddColumn` applied before migration 55 added
+    it to the shards' tables only (nothing on a single store: its one table has it).
+
+    A Distributed table knows the columns it was made with: without this, reads and inserts
+    through it of a column added since fail (``Missing columns``).
+    """
+
+    table: Table
+    column: str
+
+
+@dataclass(frozen=True)
 class ModifyColumn:
     """Give a column of a table made before it the definition in ``table``'s (its type, its
     DEFAULT or MATERIALIZED expression).
@@ -185,6 +199,7 @@ SchemaObject = (
     | Backfill
     | DropIndex
     | AddColumn
+    | RoutedColumn
     | ModifyColumn
     | AddIndex
     | ModifySetting
@@ -227,6 +242,14 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
     if isinstance(obj, EmbeddedSetting):
         target = f"{quote(database)}.{quote(obj.table.name)}"
         return [f"ALTER TABLE {target} MODIFY SETTING {obj.setting}"]
+    if isinstance(obj, RoutedColumn):
+        if not (cluster and obj.table.sharded):
+            return []
+        (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
+        return [
+            f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}{_on_cluster(cluster)} "
+            f"ADD COLUMN IF NOT EXISTS {definition}"
+        ]
     if isinstance(obj, DropIndex | AddColumn | ModifyColumn | AddIndex | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
         alter = f"ALTER TABLE {quote(database)}.{quote(obj.table.name + local)}" + _on_cluster(
@@ -253,10 +276,17 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
             # given its default there, before its rows go to the shards.
             routed = f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}" + _on_cluster(cluster)
             return [f"{alter} MODIFY COLUMN {definition}", f"{routed} MODIFY COLUMN {definition}"]
-        return [
+        added = [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
             f"{alter} MATERIALIZE COLUMN {quote(obj.column)}",
         ]
+        if local:
+            # The Distributed table in front of the shards' tables too: a store's reads and
+            # inserts go through it, and it knows only the columns it was made with (a cluster
+            # made after the migration has them: its Distributed table copies the shards').
+            routed = f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}" + _on_cluster(cluster)
+            added.append(f"{routed} ADD COLUMN IF NOT EXISTS {definition}")
+        return added
     if isinstance(obj, ModifyQuery):
         view = obj.view
         local = "_local" if cluster and view.sharded else ""

@@ -23,6 +23,7 @@ from promptrail.collector.store.schema import (
     DropIndex,
     ModifyColumn,
     ModifySetting,
+    RoutedColumn,
     render,
     render_database,
 )
@@ -232,6 +233,69 @@ def test_an_added_materialized_column_is_filled_and_never_inserted() -> None:
     assert PROMPT_VERSIONS.inserted_columns()[-1] == "chat"
 
 
+def test_a_column_added_on_a_cluster_reaches_the_distributed_table_too() -> None:
+    add, fill, routed = render(AddColumn(REQUESTS, "environment"), "promptrail", "main")
+    (single_add, single_fill) = render(AddColumn(REQUESTS, "environment"), "promptrail", None)
+
+    definition = "environment LowCardinality(String) DEFAULT 'production'"
+    # The shards' tables get the column and fill their parts, as before.
+    assert add == (
+        "ALTER TABLE `promptrail`.`requests_local` ON CLUSTER `main` "
+        f"ADD COLUMN IF NOT EXISTS {definition}"
+    )
+    assert fill == (
+        "ALTER TABLE `promptrail`.`requests_local` ON CLUSTER `main` "
+        "MATERIALIZE COLUMN `environment`"
+    )
+    # And the Distributed table the collectors read and insert through, after them (it holds
+    # no rows: nothing to fill).
+    assert routed == (
+        "ALTER TABLE `promptrail`.`requests` ON CLUSTER `main` "
+        f"ADD COLUMN IF NOT EXISTS {definition}"
+    )
+    # A single store's one table, as before.
+    assert (
+        single_add == f"ALTER TABLE `promptrail`.`requests` ADD COLUMN IF NOT EXISTS {definition}"
+    )
+    assert single_fill == "ALTER TABLE `promptrail`.`requests` MATERIALIZE COLUMN `environment`"
+
+
+def test_an_upgraded_cluster_gets_every_column_added_to_its_shards_on_its_distributed_tables() -> (
+    None
+):
+    (repair,) = [m for m in MIGRATIONS if m.name == "routed_columns"]
+    earlier = [m for m in MIGRATIONS if m.version < repair.version]
+    added = {
+        (step.table.name, step.column)
+        for m in earlier
+        for step in m.objects
+        if isinstance(step, AddColumn) and step.table.sharded
+    }
+    statements = migration_statements(repair, "db", "c")
+
+    # One statement per column added to a sharded table before it (a column some migrations
+    # added twice, once), each on the Distributed table with its current definition.
+    assert len(statements) == len(added) == 13
+    for table, column in added:
+        (definition,) = [
+            c
+            for step in repair.objects
+            if isinstance(step, RoutedColumn) and step.table.name == table and step.column == column
+            for c in step.table.columns
+            if c.split(" ", 1)[0] == column
+        ]
+        assert (
+            f"ALTER TABLE `db`.`{table}` ON CLUSTER `c` ADD COLUMN IF NOT EXISTS {definition}"
+            in statements
+        )
+    # Added by an earlier migration only if missing: a cluster made after those migrations
+    # (its Distributed tables copy the shards' columns) is left as it is.
+    assert all("IF NOT EXISTS" in s and "_local" not in s for s in statements)
+    # A single store (server or embedded) has no Distributed table: nothing to run.
+    assert migration_statements(repair, "db", None) == []
+    assert migration_statements(repair, "db", None, embedded=True) == []
+
+
 def test_a_modified_column_takes_its_definition_on_a_single_store_and_on_a_cluster() -> None:
     cluster, routed = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", "main")
     (single,) = render(ModifyColumn(REQUEST_ITEMS, "cost_known"), "promptrail", None)
@@ -280,7 +344,9 @@ def test_every_cluster_statement_is_on_cluster_and_replicated(migration: object)
                 assert "parallel_distributed_insert_select = 2" in statement
             continue
         assert " ON CLUSTER `c`" in statement
-        if statement.startswith("ALTER TABLE `db`.`requests") and "MODIFY COLUMN" not in statement:
+        if statement.startswith("ALTER TABLE `db`.`requests") and not any(
+            both in statement for both in ("MODIFY COLUMN", "ADD COLUMN")
+        ):
             # The shards' tables, not Distributed (a column's definition goes to both).
             assert "_local` ON CLUSTER" in statement
         if statement.startswith("CREATE TABLE"):
