@@ -72,6 +72,9 @@ _COMPACT_BYTES = 64 << 20
 # flood of requests inserts of 64 MiB cost ~8 µs of CPU a record less than inserts of 32 MiB
 # (docs/benchmarks.md, "Larger inserts from the journal"), for ~60-100 MiB more at the peak.
 INSERT_BYTES = 64 << 20
+# A batch from this size up runs the log's views side by side (see _token): the flood's
+# inserts are 64 MiB, one exporter's 1-4 MiB.
+SIDE_BY_SIDE_BYTES = 16 << 20
 # How long an apply gathers the chunks arriving once it could start (unless a read waits).
 _GATHER = 0.005
 
@@ -114,26 +117,32 @@ def _write_all(fd: int, pieces: list[bytes]) -> int:
     return total
 
 
-def _token(batch_id: str) -> dict[str, Any]:
+def _token(batch_id: str, chunks: Sequence[bytes]) -> dict[str, Any]:
     """The settings of a batch's insert: its deduplication token, the log's text index left
-    to the first merge of the batch's part, and the log's views run side by side.
+    to the first merge of the batch's part, and, for a large batch, the log's views run side
+    by side.
 
     Building the index in the insert cost ~8 µs of CPU a record; the merge that builds it
     from the part's rows costs no more than one merging indexed parts, and a search reads a
     part without it whole, with the same results (request_tables.SEARCH_INDEX).
 
-    Every record reaches the store through this one thread's inserts, and the engine ran the
-    log's views (its copies and indexes) one after the other on it: under a flood of batches
-    that thread was the pipeline's narrowest part while a core stood partly idle. Run side by
-    side, an insert of 20,000 records takes 30 µs of wall a record instead of 36 for the same
-    CPU, and the collector took 20,600 records/s against 19,400 on average over 12 runs each
-    (docs/benchmarks.md, "The log's views side by side").
+    Every record reaches the store through this one thread's inserts, and the engine runs the
+    log's views (its copies and indexes) one after the other on it. A large batch means
+    records are waiting on this thread: its views then run on threads of their own (an insert
+    of 20,000 records took 30 µs of wall a record instead of 36, for the same CPU), and under
+    a flood of batches the collector took 20,700 records/s against 19,200 (docs/benchmarks.md,
+    "The log's views side by side"). A small one means the requests set the pace (one
+    exporter waiting for each answer): there the views' threads cost each insert up to 8 ms
+    more CPU and took a core from the requests' lane, and OTLP with one exporter went from
+    12,000-14,600 spans/s to 9,800-12,000, so small batches keep them in turn.
     """
-    return {
+    settings: dict[str, Any] = {
         "insert_deduplication_token": f"log/{batch_id}",
         "exclude_materialize_skip_indexes_on_insert": SEARCH_INDEX,
-        "parallel_view_processing": 1,
     }
+    if sum(len(chunk) for chunk in chunks) >= SIDE_BY_SIDE_BYTES:
+        settings["parallel_view_processing"] = 1
+    return settings
 
 
 class LogJournal(RefusingWriter):
@@ -214,7 +223,7 @@ class LogJournal(RefusingWriter):
             loose = loose[count:]
         stored = 0
         for batch_id, chunks in batches:
-            self._insert(chunks, _token(batch_id))
+            self._insert(chunks, _token(batch_id, chunks))
             stored += len(chunks)
         if stored:
             _log.info("request-log journal %s: %d batches stored on open", self._path, stored)
@@ -371,7 +380,7 @@ class LogJournal(RefusingWriter):
         """Insert one batch until it is stored (the same batch each time: it may be partly
         stored); False when the journal closed and the store still refused it."""
         while True:
-            if self._attempt(lambda: self._insert(chunks, _token(batch_id))) is None:
+            if self._attempt(lambda: self._insert(chunks, _token(batch_id, chunks))) is None:
                 return True
             with self._cond:
                 if self._closed:
