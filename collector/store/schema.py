@@ -247,8 +247,7 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
             return []
         (definition,) = [c for c in obj.table.columns if c.split(" ", 1)[0] == obj.column]
         return [
-            f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}{_on_cluster(cluster)} "
-            f"ADD COLUMN IF NOT EXISTS {definition}"
+            f"{_routed_alter(obj.table, database, cluster)} ADD COLUMN IF NOT EXISTS {definition}"
         ]
     if isinstance(obj, DropIndex | AddColumn | ModifyColumn | AddIndex | ModifySetting):
         local = "_local" if cluster and obj.table.sharded else ""
@@ -274,7 +273,7 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
                 return [f"{alter} MODIFY COLUMN {definition}"]
             # The Distributed table too: an insert through it that leaves the column out is
             # given its default there, before its rows go to the shards.
-            routed = f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}" + _on_cluster(cluster)
+            routed = _routed_alter(obj.table, database, cluster)
             return [f"{alter} MODIFY COLUMN {definition}", f"{routed} MODIFY COLUMN {definition}"]
         added = [
             f"{alter} ADD COLUMN IF NOT EXISTS {definition}",
@@ -284,7 +283,7 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
             # The Distributed table in front of the shards' tables too: a store's reads and
             # inserts go through it, and it knows only the columns it was made with (a cluster
             # made after the migration has them: its Distributed table copies the shards').
-            routed = f"ALTER TABLE {quote(database)}.{quote(obj.table.name)}" + _on_cluster(cluster)
+            routed = _routed_alter(obj.table, database, cluster)
             added.append(f"{routed} ADD COLUMN IF NOT EXISTS {definition}")
         return added
     if isinstance(obj, ModifyQuery):
@@ -312,6 +311,11 @@ def render(obj: SchemaObject, database: str, cluster: str | None) -> list[str]:
             f"{obj.sharding_key})",
         ]
     return [_render_table(obj, database, cluster)]
+
+
+def _routed_alter(table: Table, database: str, cluster: str | None) -> str:
+    """``ALTER TABLE`` of a sharded table's Distributed table (the one its reads go through)."""
+    return f"ALTER TABLE {quote(database)}.{quote(table.name)}{_on_cluster(cluster)}"
 
 
 def _on_cluster(cluster: str | None) -> str:
