@@ -285,6 +285,14 @@ class CapturedCall(CaptureSpan, CallRecord):
     alone).
     """
 
+    # A stream read from its body's bytes (openai's chat stream, captured in place): the
+    # pieces as they came, how many events the caller took, and how to read them; read on
+    # the shipper's thread, when the record is built (_read_body).
+    body: list[bytes] | None = None
+    events = 0
+    read_body: Callable[[CallRecord, bytes, int], None] | None = None
+    body_bytes = 0  # the body's size, once read: what the shipper's memory estimate learns
+
     # Made without CallRecord.__new__ (object's own, in C): whoever makes one has looked at
     # the tracer already (CallRecord.__new__, or a provider's hot path: openai._chat_record).
     __new__ = object.__new__
@@ -359,6 +367,8 @@ class CapturedCall(CaptureSpan, CallRecord):
     def to_record(self) -> dict[str, Any]:
         """The request record (on the shipper's thread): straight from the call's fields when
         the span carries nothing else, else through its attributes as any span's is built."""
+        if self.body is not None:
+            self._read_body()
         attributes = self.attributes
         if self.describe is None and (not attributes or attributes.keys() <= _LINK_KEYS):
             try:
@@ -414,7 +424,21 @@ class CapturedCall(CaptureSpan, CallRecord):
             _loads(_as_json(self._call_input)),
         )
 
+    def _read_body(self) -> None:
+        """Read what the stream's body held into the record (once, on the shipper's thread)."""
+        pieces, self.body = self.body, None
+        read = self.read_body
+        if pieces and read is not None:
+            body = b"".join(pieces)
+            self.body_bytes = len(body)
+            try:
+                read(self, body, self.events)
+            except Exception:  # a body of an unexpected shape: record the call without it
+                logger.debug("promptrail: could not read a streamed response", exc_info=True)
+
     def _described(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self.body is not None:
+            self._read_body()
         attributes, json_attributes = self._describe()
         more = super()._described()  # what else set ``describe`` on the span, if anything
         if more is not None:

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import msgspec
+
 from promptrail import _runtime
 from promptrail._capture.spans import CaptureTracer
 
@@ -25,6 +27,7 @@ from ._wrappers import Endpoint, sync_and_async
 
 PROVIDER = "openai"
 _time_ns = time.time_ns
+_json_decode = msgspec.json.decode
 
 _COMPLETIONS = "openai.resources.chat.completions"
 _RESPONSES = "openai.resources.responses"
@@ -130,61 +133,143 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _usage(record, usage, _CHAT_USAGE)
 
 
-def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
-    """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py).
+def _chat_stream(record: CallRecord, stream: Iterable[Any], result: object) -> Iterator[Any]:
+    """A streamed chat completion's chunks as the caller gets them (a ``ReadStream``,
+    _streams.py).
 
-    Capture's cost per event is this loop: no call per chunk of text, and of it only its text
-    (in place, every name the loop reads costs the calling thread several times what it costs
-    timed alone: docs/benchmarks.md, "SDK overhead, black-box harness"). What else a chunk of
-    text could carry (a finish reason, usage: the last one's, on some servers; the id and
-    model, when the first chunk had none) is read from the latest such chunk when the next
-    chunk without text comes (the finish, the usage: those are read whole,
-    :func:`_chat_whole`) or the stream ends (``CallRecord.tail``). The first chunk (model, id,
-    time to first token) is read whole.
+    Under promptrail's own tracer the SDK's own stream, captured in place, is read from its
+    body: the SDK's decoder gets the bytes through :class:`_BodyTap`, which keeps them for
+    the record, the chunks are only counted (a stream left early records what the caller
+    took), and the record reads that many events on the shipper's thread
+    (:func:`_chat_body`). Reading each chunk inline cost the calling thread ~0.8 µs an event
+    (docs/benchmarks.md, "A streamed call read from its body"). Otherwise (another tracer,
+    a proxied stream) each chunk is read on its way (the second half). One generator
+    either way: its first resume is the only frame this adds before the SDK's own work.
     """
-    try:
-        chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
-        for chunk in chunks:
-            record._first_token_at = _time_ns()  # record.first_token(), inline
-            _chat_chunk(record, chunk)
-            yield chunk
+    state = getattr(result, "__dict__", None)
+    if (
+        isinstance(record, CapturedCall)
+        and state is not None
+        and state.get("_promptrail_items") is stream  # in place (Endpoint.handle set it)
+        and hasattr(decoder := state.get("_decoder"), "iter_bytes")
+    ):
+        state["_decoder"] = _BodyTap((decoder, record))
+        record.read_body = _chat_body
+        try:
+            chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
+            for chunk in chunks:
+                record._first_token_at = _time_ns()  # record.first_token(), inline
+                record.events = 1
+                yield chunk
+                break
+            events = 1
+            for chunk in chunks:
+                events += 1
+                record.events = events
+                yield chunk
+        except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser
+            raise
+        except BaseException as exc:
+            record.fail(exc)
+            raise
+        record.finish()
+    else:  # each chunk read on its way: its text, and the rest only when a chunk has more
+        try:
+            chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
+            for chunk in chunks:
+                record._first_token_at = _time_ns()  # record.first_token(), inline
+                _chat_chunk(record, chunk)
+                yield chunk
+                break
+            record.read_tail = _chat_tail
+            append = record.text.append
+            for chunk in chunks:
+                try:
+                    # One choice, the common case (several choices stream one per chunk too):
+                    # unpacked, not looped over, which costs as much as reading an attribute.
+                    (choice,) = chunk.choices
+                    content = choice.delta.content
+                except (TypeError, ValueError, AttributeError):
+                    # No choice (the usage), several, a delta of None, not the SDK's shape.
+                    content = choice = None
+                if isinstance(content, str) and content:
+                    append(content)
+                    record.tail = chunk
+                elif choice is None:
+                    _chat_whole(record, chunk, append)
+                else:  # one choice without text (the role, a tool call's delta, the finish)
+                    tail = record.tail
+                    if tail is not None:  # what came before it first
+                        record.tail = None
+                        # A chunk of text seldom carries more (a finish reason, usage): looked
+                        # at here, and read by the call only when it does (one call fewer).
+                        try:
+                            plain = tail.usage is None and not tail.choices[0].finish_reason
+                        except (AttributeError, IndexError, TypeError):
+                            plain = False
+                        if not plain or record.response_id is None:
+                            _chat_tail(record, tail)
+                    _chat_tail(record, chunk)
+                yield chunk
+        except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
+            raise
+        except BaseException as exc:
+            record.fail(exc)
+            raise
+        record.finish()
+
+
+class _BodyTap(tuple[Any, CapturedCall]):
+    """The stream's own SSE decoder and the record: the body's bytes are kept on their way
+    to the decoder, one append per network read. A tuple: made in C, no ``__init__`` frame
+    on the calling thread."""
+
+    __slots__ = ()
+
+    def iter_bytes(self, iterator: Iterator[bytes]) -> Any:
+        decoder, record = self
+        return decoder.iter_bytes(_kept(iterator, record))
+
+    def __getattr__(self, name: str) -> Any:  # anything else the SDK asks of its decoder
+        return getattr(self[0], name)
+
+
+def _kept(iterator: Iterator[bytes], record: CapturedCall) -> Iterator[bytes]:
+    pieces: list[bytes] = []
+    record.body = pieces
+    append = pieces.append
+    for piece in iterator:
+        append(piece)
+        yield piece
+
+
+def _chat_body(record: CallRecord, body: bytes, events: int) -> None:
+    """Read a streamed chat completion's first ``events`` events from its body's bytes, as
+    the chunks would have been read (on the shipper's thread)."""
+    for data in _sse_data(body, events):
+        if data.startswith(b"[DONE]"):
             break
-        record.read_tail = _chat_tail
-        append = record.text.append
-        for chunk in chunks:
-            try:
-                # One choice, the common case (several choices stream one per chunk too):
-                # unpacked, not looped over, which costs as much as reading an attribute.
-                (choice,) = chunk.choices
-                content = choice.delta.content
-            except (TypeError, ValueError, AttributeError):
-                # No choice (the usage), several, a delta of None, not the SDK's shape.
-                content = choice = None
-            if isinstance(content, str) and content:
-                append(content)
-                record.tail = chunk
-            elif choice is None:
-                _chat_whole(record, chunk, append)
-            else:  # one choice without text (the role, a tool call's delta, the finish)
-                tail = record.tail
-                if tail is not None:  # what came before it first
-                    record.tail = None
-                    # A chunk of text seldom carries more (a finish reason, usage): looked
-                    # at here, and read by the call only when it does (one call fewer).
-                    try:
-                        plain = tail.usage is None and not tail.choices[0].finish_reason
-                    except (AttributeError, IndexError, TypeError):
-                        plain = False
-                    if not plain or record.response_id is None:
-                        _chat_tail(record, tail)
-                _chat_tail(record, chunk)
-            yield chunk
-    except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
-        raise
-    except BaseException as exc:
-        record.fail(exc)
-        raise
-    record.finish()
+        _any_chat_chunk(record, _json_decode(data))
+
+
+def _sse_data(body: bytes, events: int) -> list[bytes]:
+    """The data of the body's first ``events`` server-sent events, as the SDK's decoder
+    gives them to its stream: OpenAI's own shape (one ``data:`` line an event, lines ended
+    by LF alone) split at once, any other through the SDK's decoder."""
+    blocks = body.split(b"\n\n")
+    del blocks[-1]  # an event ends with a blank line: what follows the last one is not one
+    if b"\r" not in body and all(
+        block.startswith(b"data: ") and b"\n" not in block for block in blocks
+    ):
+        return [block[6:] for block in blocks[:events]]
+    from openai._streaming import SSEDecoder
+
+    data: list[bytes] = []
+    for sse in SSEDecoder().iter_bytes(iter((body,))):
+        if len(data) == events:
+            break
+        data.append(sse.data.encode())
+    return data
 
 
 def _chat_whole(record: CallRecord, chunk: Any, append: Callable[[str], None]) -> None:

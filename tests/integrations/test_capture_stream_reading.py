@@ -72,7 +72,7 @@ def server_style(words: int) -> bytes:
     )
 
 
-def stream_of(body: bytes) -> Any:
+def stream_of(body: bytes | Iterator[bytes]) -> Any:
     return openai_answering(body).chat.completions.create(
         model="gpt-4o-mini",
         messages=MESSAGES,  # type: ignore[arg-type]

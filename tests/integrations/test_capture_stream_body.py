@@ -1,0 +1,123 @@
+"""A streamed chat completion read from its body (issue 52.3).
+
+Under promptrail's own tracer, a for loop over a captured openai stream only passes the SDK's
+chunks on and counts them; the body's bytes are kept on their way to the SDK's decoder, and
+the record reads the events the caller took on the shipper's thread. These tests hold that
+record to what the chunks the caller got say, whatever the body's framing (cut anywhere
+between network reads, CRLF line ends, comments, data over several lines), however far the
+caller read, and hold the shipper's memory estimate to the bodies it keeps. Real ``openai``
+SDK, real server-sent events from an in-process transport, a live collector.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from promptrail import _runtime
+from tests.capture import Records
+from tests.integrations.test_capture_stream_reading import USAGE, stream_of, text_of
+
+
+def _chunks(words: int) -> list[dict[str, Any]]:
+    """OpenAI's shape: the role, the text, an empty delta with the finish, the usage apart."""
+
+    def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-body",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": choices,
+            **extra,
+        }
+
+    return [
+        chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}]),
+        *(chunk([{"index": 0, "delta": {"content": f"w{i} é "}}]) for i in range(words)),
+        chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+        chunk([], usage=USAGE),
+    ]
+
+
+def plain(words: int) -> bytes:
+    """One ``data:`` line an event, LF line ends: what OpenAI sends."""
+    events = [b"data: " + json.dumps(c).encode() for c in _chunks(words)]
+    return b"".join(event + b"\n\n" for event in [*events, b"data: [DONE]"])
+
+
+def crlf(words: int) -> bytes:
+    return plain(words).replace(b"\n", b"\r\n")
+
+
+def commented(words: int) -> bytes:
+    """Keep-alive comments between events, an ``event:`` field, data over two lines."""
+    parts = [b": keep-alive\n\n"]
+    for chunk in _chunks(words):
+        text = json.dumps(chunk, indent=1).encode()
+        head, _, tail = text.partition(b"\n")
+        parts.append(b"event: message\ndata: " + head + b"\ndata: " + tail.replace(b"\n", b" "))
+        parts.append(b"\n\n: ping\n\n")
+    return b"".join(parts) + b"data: [DONE]\n\n"
+
+
+def in_pieces(body: bytes, size: int) -> Iterator[bytes]:
+    """The body cut into network reads of ``size`` bytes, across events and characters."""
+    return (body[start : start + size] for start in range(0, len(body), size))
+
+
+@pytest.mark.parametrize(
+    ("shape", "piece"),
+    [(plain, None), (plain, 7), (plain, 1), (crlf, None), (crlf, 5), (commented, None)],
+)
+def test_the_record_holds_what_the_chunks_said_whatever_the_framing(
+    capture: str, records: Records, shape: Any, piece: int | None
+) -> None:
+    body = shape(6)
+    chunks = list(stream_of(body if piece is None else in_pieces(body, piece)))
+
+    (record,) = records()
+    assert text_of(chunks) == "".join(f"w{i} é " for i in range(6))
+    assert record["output"]["content"] == text_of(chunks)
+    assert record["output"]["finish_reason"] == "stop"
+    usage = record["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (11, 7)
+    assert (usage["cached_tokens"], usage["reasoning_tokens"]) == (4, 2)
+    assert record["model"] == "gpt-4o-mini"
+    assert record["output"]["response_id"] == "chatcmpl-body"
+    assert record["time_to_first_token_ms"] is not None
+
+
+@pytest.mark.parametrize("shape", [plain, commented])
+@pytest.mark.parametrize("read", [1, 3, 7])
+def test_a_stream_left_early_records_only_what_the_caller_took(
+    capture: str, records: Records, shape: Any, read: int
+) -> None:
+    # The transport hands the SDK the whole body in one read: the record still holds only
+    # the chunks the caller took, as when each chunk was read on its way.
+    stream = stream_of(shape(6))
+    taken = [next(stream) for _ in range(read)]
+    stream.close()
+
+    (record,) = records()
+    assert record["output"]["content"] == text_of(taken)
+    assert record["status"] == "success"
+
+
+def test_the_memory_estimate_counts_the_bodies_queued_streams_hold(
+    capture: str, records: Records
+) -> None:
+    # A queued streamed call holds its body until the shipper builds its record: once the
+    # shipper has seen such calls, each queued call is counted at least its body's size.
+    body = plain(400)
+    for _ in range(3):
+        for _ in stream_of(body):
+            pass
+    records(expected=3)
+    pipeline = _runtime._pipeline
+    assert pipeline is not None and pipeline.shipper is not None
+
+    assert pipeline.shipper._span_bytes >= len(body)
