@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -243,13 +244,50 @@ def _kept(iterator: Iterator[bytes], record: CapturedCall) -> Iterator[bytes]:
         yield piece
 
 
+class _BodyDelta(msgspec.Struct):
+    content: Any = None
+
+
+class _BodyChoice(msgspec.Struct):
+    delta: _BodyDelta | None = None
+    finish_reason: Any = None
+
+
+class _BodyChunk(msgspec.Struct):
+    """What a record reads of a chunk; msgspec skips the rest without building it."""
+
+    id: Any = None
+    model: Any = None
+    choices: list[_BodyChoice] | None = None
+    usage: Any = None
+
+
+_decode_chunks = msgspec.json.Decoder(list[_BodyChunk]).decode
+
+
 def _chat_body(record: CallRecord, body: bytes, events: int) -> None:
     """Read a streamed chat completion's first ``events`` events from its body's bytes, as
-    the chunks would have been read (on the shipper's thread)."""
-    for data in _sse_data(body, events):
-        if data.startswith(b"[DONE]"):
-            break
-        _any_chat_chunk(record, _json_decode(data))
+    the chunks would have been read (on the shipper's thread): one decoding call for them
+    all when the events have the SDK's shape, else each read as :func:`_any_chat_chunk`."""
+    data = _sse_data(body, events)
+    try:
+        chunks = _decode_chunks(b"[" + b",".join(data) + b"]")
+    except msgspec.DecodeError:  # another shape (or not JSON): the general reading
+        for item in data:
+            _any_chat_chunk(record, _json_decode(item))
+        return
+    text = record.text
+    for chunk in chunks:
+        if record.response_id is None:
+            record.model, record.response_id = chunk.model, chunk.id
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None and isinstance(delta.content, str):
+                text.append(delta.content)
+            if choice.finish_reason:
+                record.finish_reason = choice.finish_reason
+        if chunk.usage is not None:
+            _usage(record, chunk.usage, _CHAT_USAGE)
 
 
 def _sse_data(body: bytes, events: int) -> list[bytes]:
@@ -258,8 +296,10 @@ def _sse_data(body: bytes, events: int) -> list[bytes]:
     by LF alone) split at once, any other through the SDK's decoder."""
     blocks = body.split(b"\n\n")
     del blocks[-1]  # an event ends with a blank line: what follows the last one is not one
-    if b"\r" not in body and all(
-        block.startswith(b"data: ") and b"\n" not in block for block in blocks
+    if (
+        body.count(b"\n") == 2 * len(blocks)  # no line ends but the events' own
+        and b"\r" not in body
+        and all(map(bytes.startswith, blocks, _DATA_FIELDS))
     ):
         return [block[6:] for block in blocks[:events]]
     from openai._streaming import SSEDecoder
@@ -270,6 +310,9 @@ def _sse_data(body: bytes, events: int) -> list[bytes]:
             break
         data.append(sse.data.encode())
     return data
+
+
+_DATA_FIELDS = itertools.repeat(b"data: ")  # endless: map() over it stops with the blocks
 
 
 def _chat_whole(record: CallRecord, chunk: Any, append: Callable[[str], None]) -> None:

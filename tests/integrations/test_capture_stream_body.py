@@ -121,3 +121,18 @@ def test_the_memory_estimate_counts_the_bodies_queued_streams_hold(
     assert pipeline is not None and pipeline.shipper is not None
 
     assert pipeline.shipper._span_bytes >= len(body)
+
+
+def test_a_chunk_of_another_shape_is_read_as_any_chunk_is(capture: str, records: Records) -> None:
+    # A server's usage chunk with a null choice: not the shape the one-call decoding takes,
+    # so every event is read by the general reading, and the record holds the same.
+    odd = json.loads(b"".join(plain(3).split(b"\n\n")[-3:-2])[6:])
+    odd["choices"] = [None]
+    body = plain(3).replace(plain(3).split(b"\n\n")[-3], b"data: " + json.dumps(odd).encode())
+    for _ in stream_of(body):
+        pass
+
+    (record,) = records()
+    assert record["output"]["content"] == "w0 é w1 é w2 é "
+    assert record["output"]["finish_reason"] == "stop"
+    assert record["usage"]["completion_tokens"] == 7
