@@ -20,13 +20,16 @@ working:
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from operator import attrgetter
 from typing import Any
 
 import wrapt
 
-from ._calls import CallRecord
+from ._calls import CallRecord, CapturedCall
+
+_time_ns = time.time_ns
 
 OnItem = Callable[[CallRecord, Any], None]
 ReadStream = Callable[[CallRecord, Iterable[Any], object], Iterator[Any]]
@@ -150,6 +153,97 @@ async def _each_async(
             break
         async for item in items:
             on_item(record, item)
+            yield item
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
+
+
+# -- a stream read from its body ---------------------------------------------------------------
+# Under promptrail's own tracer an SDK stream whose decoder takes the body's bytes (openai's)
+# is not read item by item: the decoder gets the bytes through BodyTap, which keeps each
+# network read for the record, the loop only passes the items on and counts them, and the
+# record reads that many events from the bytes on the shipper's thread (CapturedCall.body,
+# Endpoint.read_body). Reading each chunk on its way cost the calling thread ~0.8 µs an event
+# (docs/benchmarks.md, "A streamed call read from its body").
+
+
+class BodyTap(tuple[Any, CapturedCall]):
+    """A stream's own SSE decoder and the record: the body's bytes are kept on their way to
+    the decoder, one append per network read. A tuple: made in C, no ``__init__`` frame on
+    the calling thread."""
+
+    __slots__ = ()
+
+    def iter_bytes(self, iterator: Iterator[bytes]) -> Any:
+        decoder, record = self
+        return decoder.iter_bytes(_kept(iterator, record))
+
+    def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> Any:
+        decoder, record = self
+        return decoder.aiter_bytes(_akept(iterator, record))
+
+    def __getattr__(self, name: str) -> Any:  # anything else the SDK asks of its decoder
+        return getattr(self[0], name)
+
+
+def _kept(iterator: Iterator[bytes], record: CapturedCall) -> Iterator[bytes]:
+    pieces: list[bytes] = []
+    record.body = pieces
+    append = pieces.append
+    for piece in iterator:
+        append(piece)
+        yield piece
+
+
+async def _akept(iterator: AsyncIterator[bytes], record: CapturedCall) -> AsyncIterator[bytes]:
+    pieces: list[bytes] = []
+    record.body = pieces
+    append = pieces.append
+    async for piece in iterator:
+        append(piece)
+        yield piece
+
+
+def counted(record: CapturedCall, stream: Iterable[Any]) -> Iterator[Any]:
+    """The SDK's items passed on and counted (``record.events``): a stream left early
+    records what the caller took. Ends and fails the record as a :data:`ReadStream` does."""
+    try:
+        items = iter(stream)  # one iterator for both loops (an error here fails the call)
+        for item in items:
+            record._first_token_at = _time_ns()  # record.first_token(), inline
+            record.events = 1
+            yield item
+            break
+        events = 1
+        for item in items:
+            events += 1
+            record.events = events
+            yield item
+    except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
+
+
+async def acounted(record: CapturedCall, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """:func:`counted`'s async twin."""
+    try:
+        items = stream.__aiter__()  # one iterator for both loops
+        async for item in items:
+            record._first_token_at = _time_ns()
+            record.events = 1
+            yield item
+            break
+        events = 1
+        async for item in items:
+            events += 1
+            record.events = events
             yield item
     except GeneratorExit:
         raise

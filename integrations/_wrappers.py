@@ -16,12 +16,15 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from promptrail._capture.spans import current_context
 from promptrail._context import framework_call
 
-from ._calls import CallRecord, is_raw_response, suppressed
+from ._calls import CallRecord, CapturedCall, is_raw_response, suppressed
 from ._patching import Patch
 from ._streams import (
     AsyncStreamProxy,
+    BodyTap,
     ReadStream,
     SyncStreamProxy,
+    acounted,
+    counted,
     in_place_class,
     in_place_classes,
     reader,
@@ -53,6 +56,10 @@ class Endpoint:
     its way (``on_item`` item by item when None): one generator that reads inline costs less
     per event than a call per item. Leaving the loop early (GeneratorExit) is recorded by
     the stream's close or finaliser (_streams.py)."""
+    read_body: Callable[[CallRecord, bytes, int], None] | None = None
+    """Read a stream's first ``events`` events from its body's bytes (on the shipper's
+    thread): given, an SDK stream captured in place whose decoder takes the body's bytes is
+    read from them under promptrail's own tracer, not item by item (_streams.BodyTap)."""
     _kinds: dict[type, int] = field(default_factory=dict, compare=False, repr=False)
 
     def _kind(self, result: Any) -> int:
@@ -89,7 +96,19 @@ class Endpoint:
                         type(result), is_async
                     )
                     state["_promptrail_items"] = items
-                    if is_async or self.read_stream is None:
+                    read_body = self.read_body
+                    if (
+                        read_body is not None
+                        and isinstance(record, CapturedCall)
+                        and hasattr(
+                            decoder := state.get("_decoder"),
+                            "aiter_bytes" if is_async else "iter_bytes",
+                        )
+                    ):
+                        state["_decoder"] = BodyTap((decoder, record))
+                        record.read_body = read_body
+                        state["_iterator"] = (acounted if is_async else counted)(record, items)
+                    elif is_async or self.read_stream is None:
                         state["_iterator"] = reader(
                             record, items, self.on_item, self.read_stream, is_async, result
                         )

@@ -134,114 +134,63 @@ def _chat_chunk(record: CallRecord, chunk: Any) -> None:
         _usage(record, usage, _CHAT_USAGE)
 
 
-def _chat_stream(record: CallRecord, stream: Iterable[Any], result: object) -> Iterator[Any]:
-    """A streamed chat completion's chunks as the caller gets them (a ``ReadStream``,
-    _streams.py).
+def _chat_stream(record: CallRecord, stream: Iterable[Any], _proxy: object) -> Iterator[Any]:
+    """A streamed chat completion's chunks, read inline (a ``ReadStream``, _streams.py): a
+    stream the SDK's own decoder reads under promptrail's own tracer is read from its body
+    instead (``Endpoint.read_body``, :func:`_chat_body`).
 
-    Under promptrail's own tracer the SDK's own stream, captured in place, is read from its
-    body: the SDK's decoder gets the bytes through :class:`_BodyTap`, which keeps them for
-    the record, the chunks are only counted (a stream left early records what the caller
-    took), and the record reads that many events on the shipper's thread
-    (:func:`_chat_body`). Reading each chunk inline cost the calling thread ~0.8 µs an event
-    (docs/benchmarks.md, "A streamed call read from its body"). Otherwise (another tracer,
-    a proxied stream) each chunk is read on its way (the second half). One generator
-    either way: its first resume is the only frame this adds before the SDK's own work.
+    Capture's cost per event is this loop: no call per chunk of text, and of it only its text
+    (in place, every name the loop reads costs the calling thread several times what it costs
+    timed alone: docs/benchmarks.md, "SDK overhead, black-box harness"). What else a chunk of
+    text could carry (a finish reason, usage: the last one's, on some servers; the id and
+    model, when the first chunk had none) is read from the latest such chunk when the next
+    chunk without text comes (the finish, the usage: those are read whole,
+    :func:`_chat_whole`) or the stream ends (``CallRecord.tail``). The first chunk (model, id,
+    time to first token) is read whole.
     """
-    state = getattr(result, "__dict__", None)
-    if (
-        isinstance(record, CapturedCall)
-        and state is not None
-        and state.get("_promptrail_items") is stream  # in place (Endpoint.handle set it)
-        and hasattr(decoder := state.get("_decoder"), "iter_bytes")
-    ):
-        state["_decoder"] = _BodyTap((decoder, record))
-        record.read_body = _chat_body
-        try:
-            chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
-            for chunk in chunks:
-                record._first_token_at = _time_ns()  # record.first_token(), inline
-                record.events = 1
-                yield chunk
-                break
-            events = 1
-            for chunk in chunks:
-                events += 1
-                record.events = events
-                yield chunk
-        except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser
-            raise
-        except BaseException as exc:
-            record.fail(exc)
-            raise
-        record.finish()
-    else:  # each chunk read on its way: its text, and the rest only when a chunk has more
-        try:
-            chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
-            for chunk in chunks:
-                record._first_token_at = _time_ns()  # record.first_token(), inline
-                _chat_chunk(record, chunk)
-                yield chunk
-                break
-            record.read_tail = _chat_tail
-            append = record.text.append
-            for chunk in chunks:
-                try:
-                    # One choice, the common case (several choices stream one per chunk too):
-                    # unpacked, not looped over, which costs as much as reading an attribute.
-                    (choice,) = chunk.choices
-                    content = choice.delta.content
-                except (TypeError, ValueError, AttributeError):
-                    # No choice (the usage), several, a delta of None, not the SDK's shape.
-                    content = choice = None
-                if isinstance(content, str) and content:
-                    append(content)
-                    record.tail = chunk
-                elif choice is None:
-                    _chat_whole(record, chunk, append)
-                else:  # one choice without text (the role, a tool call's delta, the finish)
-                    tail = record.tail
-                    if tail is not None:  # what came before it first
-                        record.tail = None
-                        # A chunk of text seldom carries more (a finish reason, usage): looked
-                        # at here, and read by the call only when it does (one call fewer).
-                        try:
-                            plain = tail.usage is None and not tail.choices[0].finish_reason
-                        except (AttributeError, IndexError, TypeError):
-                            plain = False
-                        if not plain or record.response_id is None:
-                            _chat_tail(record, tail)
-                    _chat_tail(record, chunk)
-                yield chunk
-        except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
-            raise
-        except BaseException as exc:
-            record.fail(exc)
-            raise
-        record.finish()
-
-
-class _BodyTap(tuple[Any, CapturedCall]):
-    """The stream's own SSE decoder and the record: the body's bytes are kept on their way
-    to the decoder, one append per network read. A tuple: made in C, no ``__init__`` frame
-    on the calling thread."""
-
-    __slots__ = ()
-
-    def iter_bytes(self, iterator: Iterator[bytes]) -> Any:
-        decoder, record = self
-        return decoder.iter_bytes(_kept(iterator, record))
-
-    def __getattr__(self, name: str) -> Any:  # anything else the SDK asks of its decoder
-        return getattr(self[0], name)
-
-
-def _kept(iterator: Iterator[bytes], record: CapturedCall) -> Iterator[bytes]:
-    pieces: list[bytes] = []
-    record.body = pieces
-    append = pieces.append
-    for piece in iterator:
-        append(piece)
-        yield piece
+    try:
+        chunks = iter(stream)  # one iterator for both loops (an error here fails the call)
+        for chunk in chunks:
+            record._first_token_at = _time_ns()  # record.first_token(), inline
+            _chat_chunk(record, chunk)
+            yield chunk
+            break
+        record.read_tail = _chat_tail
+        append = record.text.append
+        for chunk in chunks:
+            try:
+                # One choice, the common case (several choices stream one per chunk too):
+                # unpacked, not looped over, which costs as much as reading an attribute.
+                (choice,) = chunk.choices
+                content = choice.delta.content
+            except (TypeError, ValueError, AttributeError):
+                # No choice (the usage), several, a delta of None, not the SDK's shape.
+                content = choice = None
+            if isinstance(content, str) and content:
+                append(content)
+                record.tail = chunk
+            elif choice is None:
+                _chat_whole(record, chunk, append)
+            else:  # one choice without text (the role, a tool call's delta, the finish)
+                tail = record.tail
+                if tail is not None:  # what came before it first
+                    record.tail = None
+                    # A chunk of text seldom carries more (a finish reason, usage): looked
+                    # at here, and read by the call only when it does (one call fewer).
+                    try:
+                        plain = tail.usage is None and not tail.choices[0].finish_reason
+                    except (AttributeError, IndexError, TypeError):
+                        plain = False
+                    if not plain or record.response_id is None:
+                        _chat_tail(record, tail)
+                _chat_tail(record, chunk)
+            yield chunk
+    except GeneratorExit:  # left early: the stream's close(), __exit__ or finaliser records it
+        raise
+    except BaseException as exc:
+        record.fail(exc)
+        raise
+    record.finish()
 
 
 class _BodyDelta(msgspec.Struct):
@@ -472,7 +421,14 @@ WRAPPED_METHODS: tuple[Patch, ...] = (
     *sync_and_async(
         _COMPLETIONS,
         "Completions.create",
-        Endpoint(_chat_record, _chat_result, _chat_chunk, _stream_types, _chat_stream),
+        Endpoint(
+            _chat_record,
+            _chat_result,
+            _chat_chunk,
+            _stream_types,
+            _chat_stream,
+            read_body=_chat_body,
+        ),
     ),
     *sync_and_async(
         _RESPONSES,

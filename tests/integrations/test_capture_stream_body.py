@@ -1,25 +1,27 @@
 """A streamed chat completion read from its body (issue 52.3).
 
-Under promptrail's own tracer, a for loop over a captured openai stream only passes the SDK's
-chunks on and counts them; the body's bytes are kept on their way to the SDK's decoder, and
-the record reads the events the caller took on the shipper's thread. These tests hold that
-record to what the chunks the caller got say, whatever the body's framing (cut anywhere
-between network reads, CRLF line ends, comments, data over several lines), however far the
-caller read, and hold the shipper's memory estimate to the bodies it keeps. Real ``openai``
-SDK, real server-sent events from an in-process transport, a live collector.
+Under promptrail's own tracer, a loop over a captured openai stream (sync or async) only
+passes the SDK's chunks on and counts them; the body's bytes are kept on their way to the
+SDK's decoder, and the record reads the events the caller took on the shipper's thread.
+These tests hold that record to what the chunks the caller got say, whatever the body's
+framing (cut anywhere between network reads, CRLF line ends, comments, data over several
+lines), however far the caller read, and hold the shipper's memory estimate to the bodies
+it keeps. Real ``openai`` SDK, real server-sent events from an in-process transport, a live
+collector.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from promptrail import _runtime
 from tests.capture import Records
-from tests.integrations.test_capture_stream_reading import USAGE, stream_of, text_of
+from tests.integrations.chat_streams import USAGE, stream_of, text_of
 
 
 def _chunks(words: int) -> list[dict[str, Any]]:
@@ -136,3 +138,61 @@ def test_a_chunk_of_another_shape_is_read_as_any_chunk_is(capture: str, records:
     assert record["output"]["content"] == "w0 é w1 é w2 é "
     assert record["output"]["finish_reason"] == "stop"
     assert record["usage"]["completion_tokens"] == 7
+
+
+async def _read_async(pieces: list[bytes], take: int | None) -> list[Any]:
+    """An ``AsyncOpenAI`` stream over ``pieces`` (one network read each): read whole, or
+    ``take`` chunks and then closed."""
+    import httpx2
+    import openai
+
+    async def body() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+
+    async with openai.AsyncOpenAI(
+        api_key="sk-test",
+        base_url="http://provider.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
+    ) as client:
+        stream = await client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Count for me"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        if take is None:
+            return [chunk async for chunk in stream]
+        taken = [await anext(stream) for _ in range(take)]
+        await stream.close()
+        return taken
+
+
+@pytest.mark.parametrize(("shape", "piece"), [(plain, None), (plain, 7), (commented, 5)])
+def test_an_async_stream_is_read_from_its_body_too(
+    capture: str, records: Records, shape: Any, piece: int | None
+) -> None:
+    body = shape(6)
+    pieces = [body] if piece is None else list(in_pieces(body, piece))
+    chunks = asyncio.run(_read_async(pieces, None))
+
+    (record,) = records()
+    assert text_of(chunks) == "".join(f"w{i} é " for i in range(6))
+    assert record["output"]["content"] == text_of(chunks)
+    assert record["output"]["finish_reason"] == "stop"
+    assert record["usage"]["completion_tokens"] == 7
+    assert record["time_to_first_token_ms"] is not None
+
+
+@pytest.mark.parametrize("read", [1, 4])
+def test_an_async_stream_left_early_records_only_what_the_caller_took(
+    capture: str, records: Records, read: int
+) -> None:
+    taken = asyncio.run(_read_async([plain(6)], read))
+
+    (record,) = records()
+    assert record["output"]["content"] == text_of(taken)

@@ -22,16 +22,8 @@ import pytest
 
 import promptrail
 from tests.capture import Records
-from tests.provider_clients import openai_answering
+from tests.integrations.chat_streams import USAGE, stream_of, text_of
 
-MESSAGES = [{"role": "user", "content": "Count for me"}]
-USAGE = {
-    "prompt_tokens": 11,
-    "completion_tokens": 7,
-    "total_tokens": 18,
-    "prompt_tokens_details": {"cached_tokens": 4},
-    "completion_tokens_details": {"reasoning_tokens": 2},
-}
 INTEGRATIONS = str(Path(promptrail.__file__).parent / "integrations")
 
 
@@ -70,19 +62,6 @@ def server_style(words: int) -> bytes:
         + _event([_choice({"content": "end"}, "length")], usage=USAGE)
         + b"data: [DONE]\n\n"
     )
-
-
-def stream_of(body: bytes | Iterator[bytes]) -> Any:
-    return openai_answering(body).chat.completions.create(
-        model="gpt-4o-mini",
-        messages=MESSAGES,  # type: ignore[arg-type]
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-
-
-def text_of(chunks: list[Any]) -> str:
-    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 
 
 def assert_whole(record: dict[str, Any], text: str, finish: str) -> None:
