@@ -85,7 +85,7 @@ class Shipper:
         # At the default rate every trace is kept: on_end skips the sampler's call.
         self._sampling = sample_rate < 1.0
         self._budget = max(1, max_bytes)
-        self._body_bytes = 0
+        self._bodies = self._shipped = 0
         self._learn_size()
         self._interval = flush_interval
         self._warned = False
@@ -244,10 +244,10 @@ class Shipper:
                     break
                 ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 # A streamed call queued with its body's bytes (read when its record is
-                # built, just above) holds them until then: learned beside the records' size.
-                self._body_bytes = sum(getattr(span, "body_bytes", 0) for span in batch) // len(
-                    batch
-                )
+                # built, just above) holds them until then: their mean over every item shipped
+                # so far is learned beside the records' (the encoder's mean, the same way).
+                self._bodies += sum(getattr(span, "body_bytes", 0) for span in batch)
+                self._shipped += len(batch)
                 self._learn_size()
             if send:
                 self._exporter.replay()
@@ -256,9 +256,8 @@ class Shipper:
 
     def _learn_size(self) -> None:
         mean = self._exporter.mean_record_bytes
-        self._span_bytes = (
-            self._endpoint.queued_fixed_bytes + int(_TEXT_FACTOR * mean) + self._body_bytes
-        )
+        bodies = self._bodies // self._shipped if self._shipped else 0
+        self._span_bytes = self._endpoint.queued_fixed_bytes + int(_TEXT_FACTOR * mean) + bodies
 
     def flush(self, timeout: float) -> bool:
         """Ship what is queued and everything pending; False if ``timeout`` ran out first."""
