@@ -34,6 +34,14 @@ _TEXT_FACTOR = 1.5
 # How long a shipper with nothing to do rests before it looks again (the spool's rescan for
 # other processes' files: spool.py): it is woken at once by the first item queued.
 _REST_SECONDS = 30.0
+# A round the shipper has not begun by now is overdue: a full batch waited this many more
+# items, or its flush interval passed this long ago. The application's thread then hands it
+# the GIL (Shipper._hand_over), waiting at most _HAND_OVER_SECONDS for the round to end.
+_OVERDUE_ITEMS = _BATCH + 16
+_OVERDUE_SECONDS = 0.005
+_HAND_OVER_SECONDS = 0.1
+_MAX_BACKOFF = 32  # flush intervals between hand-overs while the shipper makes no progress
+_monotonic = time.monotonic
 
 
 class Shippable(Protocol):
@@ -97,6 +105,15 @@ class Shipper:
         self._wake = threading.Event()
         self._stopping = False
         self._resting = False  # waiting for a first item (on_end wakes it), not for a timer
+        # Hand-overs (_hand_over): when a round is due, and how to wait for one to end.
+        self._due = _monotonic() + self._interval + _OVERDUE_SECONDS
+        self._overdue_items = _OVERDUE_ITEMS
+        self._rounds = 0
+        self._round_ended = threading.Condition(threading.Lock())
+        self._backoff = 1
+        self._handing = False
+        self._took = False  # whether the last round shipped anything (else: rest)
+        self.hand_overs = 0  # how often an application's thread handed over (and waited)
         # Held while spans are turned into records and sent: a flush waits for the batch
         # the worker has taken, so "flushed" means every span ended before it was shipped.
         self._drain_lock = threading.Lock()
@@ -140,8 +157,42 @@ class Shipper:
             self._drop_full()
             return
         queue.append(span)
-        if (len(queue) >= _BATCH or self._resting) and not self._wake.is_set():
+        size = len(queue)
+        if (size >= _BATCH or self._resting) and not self._wake.is_set():
+            if self._resting:  # its first item waits the flush interval
+                self._due = _monotonic() + self._interval + _OVERDUE_SECONDS
             self._wake.set()
+            return
+        if size >= self._overdue_items or _monotonic() > self._due:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Let the shipper's overdue round run now, this thread waiting for it (bounded).
+
+        A thread that needs the GIL back (the shipper, woken by its timer or a full batch)
+        waits for the holder to release it; each release wakes it, and CPython 3.11 restarts
+        its 5 ms switch interval then. An application thread that keeps the GIL and releases
+        it briefly every few milliseconds (a model call over a fast transport does, for its
+        request id's random bytes) therefore starves the shipper outright: measured, 12,300
+        streamed calls in a loop shipped nothing, while the waiting thread was woken at every
+        call's release, a cost of its own to each call (docs/benchmarks.md, "The shipper
+        starved of the GIL"). Here the application's thread waits on a lock instead, the GIL
+        free, until the round has ended or ``_HAND_OVER_SECONDS`` passed: the shipper's work
+        then runs in one stretch, once a flush interval or a batch, as it would have beside
+        a thread waiting on the network. A round that does not end in time (a collector slow
+        to answer) makes the next hand-over wait twice as many intervals.
+        """
+        if self._stopping or threading.get_ident() == self._worker.ident:
+            return
+        self._due = _monotonic() + self._interval * self._backoff
+        self._overdue_items = len(self._queue) + _BATCH * self._backoff
+        self.hand_overs += 1
+        rounds = self._rounds
+        self._handing = True  # a round now, not after the flush interval (_run)
+        self._wake.set()
+        with self._round_ended:
+            ended = self._round_ended.wait_for(lambda: self._rounds != rounds, _HAND_OVER_SECONDS)
+        self._backoff = 1 if ended else min(2 * self._backoff, _MAX_BACKOFF)
 
     def put(self, item: dict[str, Any]) -> None:
         """Queue one ready JSON item, a score (the caller's thread: keep it cheap)."""
@@ -169,13 +220,18 @@ class Shipper:
             # not while the collector is down (a round would only write one more small file).
             on_disk = self._exporter.replay_backlog
             backlog = on_disk and not self._exporter.unreachable
-            # Nothing queued, waiting in memory or on disk (retried each round while the
-            # collector is down): rest until an item comes.
-            if not on_disk and not self._exporter.pending:
+            # Nothing waiting in memory or on disk (retried each round while the collector is
+            # down) and the last round found nothing: rest until an item comes. Right after a
+            # round that shipped, the timer instead: a rest's first item would wake the thread
+            # at once, to wait for the GIL a whole flush interval (_hand_over).
+            if not on_disk and not self._exporter.pending and not self._took:
                 self._rest()
                 if self._stopping:
                     break
-            woken = self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
+            if self._handing:  # an application's thread is waiting for this round
+                woken = True
+            else:
+                woken = self._wake.wait(min(self._interval, 0.05) if backlog else self._interval)
             self._wake.clear()
             try:
                 now = time.monotonic()
@@ -235,6 +291,10 @@ class Shipper:
         in the application's calls (src/promptrail/DESIGN.md, "Shipping beside the calls").
         """
         with self._drain_lock:
+            self._handing = False
+            self._due = _monotonic() + self._interval + _OVERDUE_SECONDS
+            self._overdue_items = _OVERDUE_ITEMS
+            took = 0
             ok = True
             first = True
             while first or everything or len(self._queue) >= _BATCH:
@@ -242,6 +302,7 @@ class Shipper:
                 batch = self._take()
                 if not batch:
                     break
+                took += len(batch)
                 ok = self._exporter.ship([span.to_record() for span in batch], send=send) and ok
                 # A streamed call queued with its body's bytes (read when its record is
                 # built, just above) holds them until then: their mean over every item shipped
@@ -252,7 +313,11 @@ class Shipper:
             if send:
                 self._exporter.replay()
             self._exporter.report_recovery()
-            return ok
+            self._took = took > 0
+        with self._round_ended:
+            self._rounds += 1
+            self._round_ended.notify_all()
+        return ok
 
     def _learn_size(self) -> None:
         mean = self._exporter.mean_record_bytes
