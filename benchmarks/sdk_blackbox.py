@@ -33,7 +33,17 @@ n's two processes with ``PYTHONHASHSEED=n`` and the address space's randomisatio
 ``create`` and the SDK's own method under it (``__wrapped__``) called alternately, call by call,
 on the same client; the calling thread's CPU per call (``time.thread_time_ns``) and wall time of
 each, and their difference. Fresh processes differ from each other by tens of µs on a busy
-machine; this pairing is the figure a before/after comparison can rest on at load.
+machine; this pairing is the figure a before/after comparison can rest on at load. It
+leaves out what a process pays beside its calls (the shipper's thread and its waits for the
+GIL fall on both kinds of call alike).
+
+    .venv/bin/python benchmarks/sdk_blackbox.py --turns [--stream-only] [--warmup 500]
+        [--turn-groups 12] [--turn-count 50] [--turn-calls 50]
+
+``--turns``: bare and promptrail in fresh processes alive side by side, taking turns of
+``--turn-calls`` timed calls while the other is stopped (SIGSTOP: its shipper too), in pairs
+(``--turn-groups``) whose added p50 the median takes: the machine's drift over seconds falls
+on both processes of a pair alike, each process's own layout is what stays apart.
 
     .bench-venv-sdk: python3 -m venv .bench-venv-sdk && .bench-venv-sdk/bin/pip install
         openai==3.57.0 msgspec langfuse openinference-instrumentation-openai opentelemetry-sdk
@@ -48,6 +58,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -265,6 +276,52 @@ def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> di
     return figures
 
 
+def run_turn_child(config: str, stream: bool, sink: str) -> None:
+    """``--turns``' child: one configuration, calls run when the parent says (stdin), each
+    timed alone; ``time N`` runs N timed calls, ``warm N`` N untimed ones, ``end`` reports."""
+    import httpx2
+    import openai
+
+    handle = _set_up(config, sink)
+    create = _client(httpx2, openai).chat.completions.create
+    kwargs: dict[str, Any] = {"model": "gpt-4o-mini", "messages": MESSAGES}
+    if stream:
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+    clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
+    timings: list[int] = []
+    cpu: list[int] = []
+
+    def once() -> None:
+        result = create(**kwargs)
+        if stream:
+            for _ in result:
+                pass
+
+    for line in sys.stdin:
+        command, _, count = line.strip().partition(" ")
+        if command == "end":
+            break
+        for _ in range(int(count)):
+            if command == "warm":
+                once()
+                continue
+            began, used = clock(), cpu_clock()
+            once()
+            cpu.append(cpu_clock() - used)
+            timings.append(clock() - began)
+        print("ok", flush=True)
+    figures = {
+        "p50": statistics.median(timings) / 1000,
+        "caller_cpu_p50": statistics.median(cpu) / 1000,
+        "mean": statistics.fmean(timings) / 1000,
+    }
+    if config.startswith("promptrail"):
+        handle.flush(timeout=30)
+        figures["exported"] = handle.stats().get("exported", 0)
+    print(json.dumps(figures), flush=True)
+    os._exit(0)  # the shipper's last round is done (flush): no exit-time wait
+
+
 def run_in_process(stream: bool, calls: int, warmup: int, sink: str) -> dict[str, float]:
     """Bare and captured calls alternated in one process; per call µs, p50 and mean."""
     import httpx2
@@ -407,6 +464,16 @@ def main() -> None:
         help="also promptrail-idle: promptrail.init (its shipper threads running, its modules "
         "imported) with nothing instrumented, to tell what the process pays before capturing",
     )
+    parser.add_argument(
+        "--turns",
+        action="store_true",
+        help="bare and promptrail in processes alive side by side, taking turns of "
+        "--turn-calls timed calls (the other stopped): the machine's drift falls on both alike",
+    )
+    parser.add_argument("--turn-groups", type=int, default=12, help="fresh pairs of processes")
+    parser.add_argument("--turn-count", type=int, default=50, help="turns each process takes")
+    parser.add_argument("--turn-calls", type=int, default=50, help="timed calls a turn")
+    parser.add_argument("--turn-child", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--in-process-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
@@ -423,6 +490,9 @@ def main() -> None:
     if args.sink_server:
         serve_sink(args.sink_server)
         return
+    if args.turn_child:
+        run_turn_child(args.turn_child, args.stream, args.sink)
+        return
     if args.in_process_child:
         print(json.dumps(run_in_process(args.stream, args.calls, args.warmup, args.sink)))
         return
@@ -436,6 +506,9 @@ def main() -> None:
 
     if args.in_process:
         in_process(args)
+        return
+    if args.turns:
+        turns(args)
         return
     peers = [] if args.own_only else [p for p in PEERS if _installed(PEERS_PYTHON, p)]
     missing = [] if args.own_only else [p for p in PEERS if p not in peers]
@@ -510,6 +583,89 @@ def in_process(args: argparse.Namespace) -> None:
         server.terminate()
         server.wait()
     print(f"load after: {load_average()}")
+
+
+def _turn(proc: subprocess.Popen[str], line: str) -> str:
+    """Let ``proc`` run ``line`` (its turn), then stop it again; its answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    os.kill(proc.pid, signal.SIGCONT)
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    if line != "end":
+        os.kill(proc.pid, signal.SIGSTOP)
+    return answer
+
+
+def turns(args: argparse.Namespace) -> None:
+    """``--turns``: bare and promptrail in fresh processes alive side by side, taking turns.
+
+    Each group starts one process per configuration; they take turns of ``--turn-calls``
+    timed calls, in an order that rotates, and only the one whose turn it is runs: the others
+    are stopped (SIGSTOP, every thread: a shipper's round cannot land in another's turn). A
+    drift of the machine's speed over seconds (other virtual machines on the host: a bare
+    process's p50 moved by 100-400 µs from one process to the next, and within one process
+    from one second to the next) then falls on both alike; what stays apart is each
+    process's own layout, which the groups' median averages.
+    """
+    from _report import Machine, load_average
+
+    stream = not args.plain_only
+    configs = ("bare", "promptrail")
+    print(f"machine: {Machine.current().line()}; load before: {load_average()}")
+    port = free_port()
+    sink = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, str(HERE), "--sink-server", str(port)])
+    added: list[float] = []
+    added_cpu: list[float] = []
+    try:
+        time.sleep(1.0)
+        with tempfile.TemporaryDirectory(prefix="sdk-blackbox-") as cache:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PROMPTRAIL_")}
+            env["PROMPTRAIL_CACHE_DIR"] = cache
+            for group in range(args.turn_groups):
+                command = [sys.executable, str(HERE), "--sink", sink, "--turn-child"]
+                extra = ["--stream"] if stream else []
+                procs = {
+                    config: subprocess.Popen(
+                        [*command, config, *extra],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        env=env,
+                    )
+                    for config in configs
+                }
+                for config in configs:
+                    _turn(procs[config], f"warm {args.warmup}")
+                for turn in range(args.turn_count):
+                    first = (turn + group) % len(configs)
+                    for config in configs[first:] + configs[:first]:
+                        _turn(procs[config], f"time {args.turn_calls}")
+                figures = {config: json.loads(_turn(procs[config], "end")) for config in configs}
+                for proc in procs.values():
+                    proc.wait()
+                bare, own = figures["bare"], figures["promptrail"]
+                added.append(own["p50"] - bare["p50"])
+                added_cpu.append(own["caller_cpu_p50"] - bare["caller_cpu_p50"])
+                print(
+                    f"  group {group + 1}: bare p50 {bare['p50']:.0f} µs, promptrail "
+                    f"{own['p50']:.0f} µs: added p50 {added[-1]:+.0f} µs, calling thread's "
+                    f"CPU p50 {added_cpu[-1]:+.0f} µs, mean {own['mean'] - bare['mean']:+.0f} "
+                    f"µs (exported {own.get('exported', 0):,})",
+                    flush=True,
+                )
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"load after: {load_average()}")
+    kind = "streamed" if stream else "plain"
+    print(
+        f"\n{kind}, {args.turn_groups} groups of fresh processes, {args.warmup:,} warm-up calls "
+        f"each, then {args.turn_count} turns of {args.turn_calls} timed calls: promptrail's added "
+        f"p50 {_median_and_rounds(added, bold=True, interval=True)}; calling thread's CPU p50 "
+        f"{_median_and_rounds(added_cpu)}"
+    )
 
 
 def _paired(
