@@ -127,6 +127,9 @@ bench: $(STAMP) $(TIKTOKEN)
 	$(PY) benchmarks/backups.py --records 200000
 	$(PY) benchmarks/sdk_overhead.py
 	$(PY) benchmarks/sdk_blackbox.py
+	$(PY) benchmarks/sdk_blackbox.py --own-only --stream-only --stream-calls 1000 --warmup 500 \
+		--stream-rounds 40
+	$(PY) benchmarks/sdk_blackbox.py --turns --stream-only --warmup 500
 	$(PY) benchmarks/score_overhead.py
 	$(PY) benchmarks/scores.py --records 1000000
 	$(PY) benchmarks/scores.py --records 1000000 --ids random
