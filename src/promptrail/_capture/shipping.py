@@ -314,6 +314,10 @@ class Shipper:
                 self._exporter.replay()
             self._exporter.report_recovery()
             self._took = took > 0
+            # Due an interval after this round ends, when the timer starts: counted from its
+            # start, a round as long as a post to a distant collector would make the next
+            # one look late and hand over for nothing.
+            self._due = _monotonic() + self._interval + _OVERDUE_SECONDS
         with self._round_ended:
             self._rounds += 1
             self._round_ended.notify_all()
