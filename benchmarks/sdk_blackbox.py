@@ -65,6 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -218,15 +219,8 @@ def _set_up(config: str, sink: str) -> Any:
     return None
 
 
-def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> dict[str, float]:
-    """Time ``calls`` chat calls (after ``warmup``) under ``config``; p50/p95/p99 in µs."""
-    import httpx2
-    import openai
-
-    handle = _set_up(config, sink)
-    client = _client(httpx2, openai)
-    create = client.chat.completions.create
-    clock = time.perf_counter_ns
+def _one_call(create: Any, stream: bool) -> Callable[[], None]:
+    """One chat call as a user's code makes it (a stream read to its end)."""
 
     def once() -> None:
         if stream:
@@ -239,6 +233,20 @@ def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> di
                 pass
         else:
             create(model="gpt-4o-mini", messages=MESSAGES)
+
+    return once
+
+
+def run_one(config: str, stream: bool, calls: int, warmup: int, sink: str) -> dict[str, float]:
+    """Time ``calls`` chat calls (after ``warmup``) under ``config``; p50/p95/p99 in µs."""
+    import httpx2
+    import openai
+
+    handle = _set_up(config, sink)
+    client = _client(httpx2, openai)
+    create = client.chat.completions.create
+    clock = time.perf_counter_ns
+    once = _one_call(create, stream)
 
     for _ in range(warmup):
         once()
@@ -283,19 +291,10 @@ def run_turn_child(config: str, stream: bool, sink: str) -> None:
     import openai
 
     handle = _set_up(config, sink)
-    create = _client(httpx2, openai).chat.completions.create
-    kwargs: dict[str, Any] = {"model": "gpt-4o-mini", "messages": MESSAGES}
-    if stream:
-        kwargs.update(stream=True, stream_options={"include_usage": True})
+    once = _one_call(_client(httpx2, openai).chat.completions.create, stream)
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     timings: list[int] = []
     cpu: list[int] = []
-
-    def once() -> None:
-        result = create(**kwargs)
-        if stream:
-            for _ in result:
-                pass
 
     for line in sys.stdin:
         command, _, count = line.strip().partition(" ")
